@@ -1,0 +1,266 @@
+"""The ``bisimkit`` command line.
+
+Bad input never produces a traceback: it prints one line ``bisimkit: error: ...``
+naming the field and index, and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .errors import InputError
+from .examples import EXAMPLES, example
+from .files import atomic_write, atomic_write_json, atomic_write_text
+from .mdp import FiniteMDP, coordinate_independent, load_mdp
+from .operators import METRIC_NAMES, OPERATORS
+from .relations import RELATION_KINDS, relation_blocks
+from .solvers import DEFAULT_TOL, METHODS, Solution, solve
+
+EXIT_INPUT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one line and exit 2."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        raise InputError(message)
+
+
+def load_mdp_or_example(spec: str) -> FiniteMDP:
+    """Load an MDP file, or build the bundled example of that name."""
+    if not Path(spec).exists() and spec in EXAMPLES:
+        return example(spec)
+    if not Path(spec).exists():
+        raise InputError(f"{spec}: no such file (bundled examples: {', '.join(EXAMPLES)})")
+    return load_mdp(spec)
+
+
+class StderrProgress:
+    """Progress lines on stderr for long solves: iteration, certified error, elapsed."""
+
+    def __init__(self, label: str, tol: float, after: float = 1.0, every: float = 0.5) -> None:
+        self.label, self.tol, self.after, self.every = label, tol, after, every
+        self.last = -1.0
+        self.tty = sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, iteration: int, err: float, elapsed: float) -> None:
+        if elapsed < self.after or elapsed - self.last < (self.every if self.tty else 5.0):
+            return
+        self.last = elapsed
+        line = f"[{self.label}] iteration {iteration}  certified error {err:.3e} (target {self.tol:.0e})  {elapsed:.1f}s"
+        if self.tty:
+            sys.stderr.write("\r" + line.ljust(90))
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown and self.tty:
+            sys.stderr.write("\n")
+
+
+# ------------------------------------------------------------------- solve
+def _write_solution(sol: Solution, path: Path) -> None:
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        atomic_write(path, lambda fh: np.save(fh, sol.distances))
+    elif suffix == ".json":
+        atomic_write_json(path, sol.to_json())
+    elif suffix == ".csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf)
+        for row in sol.distances:
+            writer.writerow([f"{v:.17g}" for v in row])
+        atomic_write_text(path, buf.getvalue())
+    else:
+        raise InputError(f"--out: unsupported file type '{path.suffix}' (use .npy, .json or .csv)")
+
+
+def summarize(mdp: FiniteMDP, sol: Solution) -> str:
+    """Readable summary of a solution."""
+    D = sol.distances
+    n = D.shape[0]
+    off = D[~np.eye(n, dtype=bool)]
+    ground = f", ground {sol.ground}" if sol.ground else ""
+    status = "" if sol.converged else "  ** NOT CONVERGED: raise the iteration cap or the tolerance **"
+    lines = [
+        f"{mdp.label}: metric {sol.metric}{ground}; n={n}, m={mdp.n_actions}, discount={mdp.discount:g}",
+        f"method: {sol.method}; iterations: {sol.iterations}; certified error: {sol.certified_error:.3e} "
+        f"(tolerance {sol.tolerance:.0e}); {sol.seconds:.3f} s{status}",
+    ]
+    if off.size:
+        zero = int(np.sum(off <= 1e-7) // 2)
+        lines.append(f"off-diagonal distances: min {off.min():.6g}, mean {off.mean():.6g}, max {off.max():.6g}; "
+                     f"pairs at distance 0: {zero}")
+    diag = np.diag(D)
+    if np.any(np.abs(diag) > 1e-12):
+        lines.append(f"diagonal: min {diag.min():.6g}, max {diag.max():.6g} (not a pseudometric)")
+    if n <= 12:
+        with np.printoptions(precision=6, suppress=True, linewidth=160):
+            lines.append(str(D))
+    else:
+        lines.append("(use --out FILE.npy|.json|.csv for the full matrix)")
+    return "\n".join(lines)
+
+
+def cmd_solve(args) -> int:
+    mdp = load_mdp_or_example(args.mdp)
+    progress = StderrProgress(args.metric, args.tol) if not args.quiet else None
+    try:
+        sol = solve(mdp, args.metric, ground=args.ground, tol=args.tol, method=args.method,
+                    progress=progress, max_iterations=args.max_iterations)
+    finally:
+        if progress:
+            progress.close()
+    if args.out:
+        _write_solution(sol, Path(args.out))
+        print(f"wrote {args.out} ({sol.metric}, n={mdp.n_states}, certified error {sol.certified_error:.3e}, "
+              f"{sol.seconds:.3f} s)")
+    else:
+        print(summarize(mdp, sol))
+    return 0 if sol.converged else 1
+
+
+# ---------------------------------------------------------- relation / info
+def cmd_relation(args) -> int:
+    mdp = load_mdp_or_example(args.mdp)
+    from .ground import resolve_ground
+
+    ground = resolve_ground(mdp, args.ground) if args.kind == "eps" else "reward"
+    print(json.dumps(relation_blocks(mdp, args.kind, ground, atol=args.atol)))
+    return 0
+
+
+def describe_mdp(mdp: FiniteMDP) -> str:
+    """Sizes and a validation report."""
+    n, m = mdp.n_states, mdp.n_actions
+    succ = (mdp.transitions > 0).sum(axis=2)
+    lines = [
+        f"name: {mdp.name or '(none)'}",
+        f"states: {n}   actions: {m}   discount: {mdp.discount:g}",
+        f"rewards: min {mdp.rewards.min():.6g}, max {mdp.rewards.max():.6g}",
+        f"successors per (s, a): min {succ.min()}, mean {succ.mean():.2f}, max {succ.max()}"
+        f"{'  (deterministic)' if succ.max() == 1 else ''}",
+    ]
+    if mdp.policy is None:
+        lines.append("policy: none (only 'bisim' and the bisim relation apply)")
+    else:
+        support = (mdp.policy > 0).sum(axis=1)
+        kind = "deterministic" if support.max() == 1 else f"stochastic (actions per state: max {support.max()})"
+        lines.append(f"policy: {kind}")
+    av = mdp.action_values
+    lines.append("action_values: identity" if np.array_equal(av, np.eye(m)) else f"action_values: {av.shape[0]} x {av.shape[1]}")
+    if mdp.state_shape is not None:
+        ci = coordinate_independent(mdp)
+        lines.append(f"state_shape: {list(mdp.state_shape)} (coordinate-independent transitions: {'yes' if ci else 'no'})")
+    lines.append("validation: ok (distributions within 1e-9, all values finite)")
+    kinds = ["bisim"] + (["pi", "eps"] if mdp.policy is not None else [])
+    counts = ", ".join(f"E_{k}: {len(relation_blocks(mdp, k))}" for k in kinds)
+    lines.append(f"relation blocks (eps with reward ground): {counts}")
+    return "\n".join(lines)
+
+
+def cmd_info(args) -> int:
+    print(describe_mdp(load_mdp_or_example(args.mdp)))
+    return 0
+
+
+def cmd_examples(args) -> int:
+    if args.write:
+        out = Path(args.write)
+        for name in EXAMPLES:
+            path = out / f"{name}.json"
+            atomic_write_json(path, example(name).to_dict())
+            print(f"wrote {path}")
+        return 0
+    width = max(len(k) for k in EXAMPLES)
+    for name, (_, text) in EXAMPLES.items():
+        print(f"{name.ljust(width)}  {text}")
+    return 0
+
+
+def cmd_metrics(args) -> int:
+    width = max(len(k) for k in OPERATORS)
+    for name, info in OPERATORS.items():
+        print(f"{name.ljust(width)}  {info.summary}   [{info.source}]")
+    return 0
+
+
+# ------------------------------------------------------------------ parser
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="bisimkit", description="Exact bisimulation metrics on finite MDPs.")
+    parser.add_argument("--version", action="version", version=f"bisimkit {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    p = sub.add_parser("solve", help="fixed point of a bisimulation operator")
+    p.add_argument("mdp", metavar="MDP", help="MDP file (.json/.npz) or bundled example name")
+    p.add_argument("--metric", required=True, metavar="NAME", help=f"one of: {', '.join(METRIC_NAMES)}")
+    p.add_argument("--ground", default=None, metavar="G",
+                   help="eps family: reward (default), policy, or a file with an (n*m)x(n*m) pseudometric")
+    p.add_argument("--tol", type=_positive_float, default=DEFAULT_TOL, help="certified error (default 1e-9)")
+    p.add_argument("--method", default="auto", choices=METHODS, help="auto (default), exact or vi")
+    p.add_argument("--max-iterations", type=int, default=None, help="cap on value-iteration sweeps")
+    p.add_argument("--out", default=None, metavar="FILE", help="write FILE.npy, FILE.json or FILE.csv")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=cmd_solve)
+
+    p = sub.add_parser("relation", help="largest bisimulation relation by partition refinement")
+    p.add_argument("mdp", metavar="MDP")
+    p.add_argument("--kind", required=True, choices=RELATION_KINDS)
+    p.add_argument("--ground", default=None, metavar="G", help="for --kind eps: reward, policy or a file")
+    p.add_argument("--atol", type=_positive_float, default=1e-9, help="equality tolerance for reals")
+    p.set_defaults(func=cmd_relation)
+
+    p = sub.add_parser("info", help="sizes and validation report of an MDP")
+    p.add_argument("mdp", metavar="MDP")
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("examples", help="list (or write) the bundled example MDPs")
+    p.add_argument("--write", metavar="DIR", default=None, help="write each example as DIR/NAME.json")
+    p.set_defaults(func=cmd_examples)
+
+    p = sub.add_parser("metrics", help="list the operators")
+    p.set_defaults(func=cmd_metrics)
+    return parser
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'") from None
+    if not np.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return int(args.func(args))
+    except InputError as exc:
+        print(f"bisimkit: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("bisimkit: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def run() -> None:
+    """Console-script wrapper."""
+    sys.exit(main())

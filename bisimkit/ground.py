@@ -1,0 +1,117 @@
+"""Ground metrics G on state-action pairs for the entangled operators.
+
+``reward``: ``G(s,a,t,b) = |R(s,a) - R(t,b)|`` and ``policy``:
+``G(s,a,t,b) = ||abar(s) - abar(t)||_1`` (paper Lemma 4.4). A user-supplied G
+is an (n*m) x (n*m) matrix indexed by ``s*m + a`` (or an n x m x n x m array);
+it is checked to be a pseudometric before use.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+
+from .errors import InputError
+from .mdp import FiniteMDP
+from .pseudometric import check_pseudometric
+
+#: A ground metric: the name of a built-in one, or a validated (n*m) x (n*m) matrix.
+Ground = Union[str, np.ndarray]
+BUILTIN_GROUNDS = ("reward", "policy")
+
+
+def ground_values(mdp: FiniteMDP, ground: Ground, s, a, t, b) -> np.ndarray:
+    """``G(s, a, t, b)`` for arrays of indices (broadcast together)."""
+    s, a, t, b = (np.asarray(x, dtype=np.int64) for x in (s, a, t, b))
+    if isinstance(ground, str):
+        if ground == "reward":
+            return np.abs(mdp.rewards[s, a] - mdp.rewards[t, b])
+        if ground == "policy":
+            abar = mdp.mean_action
+            return np.abs(abar[s] - abar[t]).sum(axis=-1)
+        raise InputError(f"--ground: unknown ground metric '{ground}' (use reward, policy or a file)")
+    m = mdp.n_actions
+    return ground[s * m + a, t * m + b]
+
+
+def validate_ground_matrix(G, mdp: FiniteMDP, source: str = "ground", atol: float = 1e-9) -> np.ndarray:
+    """Check a user-supplied G and return it as an (n*m) x (n*m) float matrix."""
+    n, m = mdp.n_states, mdp.n_actions
+    try:
+        G = np.asarray(G, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"{source}: not a rectangular array of numbers") from None
+    if G.shape == (n, m, n, m):
+        G = G.reshape(n * m, n * m)
+    if G.shape != (n * m, n * m):
+        raise InputError(f"{source}: expected shape (n*m, n*m) = {(n * m, n * m)} "
+                         f"or (n, m, n, m) = {(n, m, n, m)}, got {G.shape}")
+    bad = np.argwhere(~np.isfinite(G))
+    if len(bad):
+        (x, y) = bad[0]
+        raise InputError(f"{source}[s={x // m}, a={x % m}, t={y // m}, b={y % m}] is not finite")
+    report = check_pseudometric(G, atol=atol)
+    if not report.holds:
+        def pair(x):
+            return f"(s={x // m}, a={x % m})"
+        if report.min_value < -atol:
+            x, y = report.negative_index
+            raise InputError(f"{source}: not a pseudometric: G{pair(x)},{pair(y)} = {report.min_value:.6g} is negative")
+        if report.diagonal > atol:
+            x = report.diagonal_index
+            raise InputError(f"{source}: not a pseudometric: G{pair(x)},{pair(x)} = {G[x, x]:.6g} is not 0")
+        if report.asymmetry > atol:
+            x, y = report.asymmetry_pair
+            raise InputError(f"{source}: not a pseudometric: G is not symmetric at {pair(x)}, {pair(y)} "
+                             f"({G[x, y]:.6g} vs {G[y, x]:.6g})")
+        x, y, z = report.triangle_triple
+        raise InputError(f"{source}: not a pseudometric: triangle inequality fails by {report.triangle:.6g} "
+                         f"for {pair(x)}, {pair(y)}, {pair(z)}")
+    return G
+
+
+def load_ground(path: str | Path, mdp: FiniteMDP) -> np.ndarray:
+    """Read a user ground metric from ``.npy``, ``.npz`` (key ``ground``) or ``.json``."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"--ground: '{path}' is neither reward, policy nor an existing file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".npy":
+            G = np.load(path, allow_pickle=False)
+        elif suffix == ".npz":
+            with np.load(path, allow_pickle=False) as npz:
+                if "ground" not in npz.files:
+                    raise InputError(f"{path}: expected an array named 'ground', found {npz.files}")
+                G = npz["ground"]
+        elif suffix == ".json":
+            data = json.loads(path.read_text(encoding="utf-8"))
+            G = data.get("ground") if isinstance(data, dict) else data
+        else:
+            raise InputError(f"{path}: unsupported ground-metric file type '{path.suffix}' (use .npy, .npz or .json)")
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"{path}: cannot read ground metric ({exc})") from None
+    return validate_ground_matrix(G, mdp, source=str(path))
+
+
+def resolve_ground(mdp: FiniteMDP, ground: Ground | None) -> Ground:
+    """Turn a CLI/API ground spec (name, path or matrix) into a usable ground."""
+    if ground is None:
+        return "reward"
+    if isinstance(ground, str):
+        if ground in BUILTIN_GROUNDS:
+            if ground == "policy":
+                mdp.require_policy("the policy ground metric")
+            return ground
+        return load_ground(ground, mdp)
+    return validate_ground_matrix(ground, mdp)
+
+
+def ground_label(ground: Ground) -> str:
+    """A short name for reports."""
+    return ground if isinstance(ground, str) else "user"

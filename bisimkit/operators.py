@@ -1,0 +1,287 @@
+"""The bisimulation operators of SPEC section 1, in three computable forms.
+
+* :class:`TransportTerms` for the operators built on optimal transport
+  (bisim, pi, psm, dbc, dbc-sampled, eps, eps-avg)::
+
+      F(d)(s,t) = reduce over rows r of (s,t) of  const[r] + c * W_p(X[src[r]], X[dst[r]]; d)
+
+  with ``reduce`` a weighted sum or a max (bisim's max over actions).
+* :class:`SteinForm` for the independent-coupling operators (mico,
+  psm-sampled): ``F(d) = A + c P d P^T``.
+* :class:`PairLinearForm` for eps-bar, linear in d through the entangled
+  couplings: ``F(d)[pair] = b[pair] + c (T d)[pair]``.
+
+:func:`apply_operator` evaluates any of them on a dense matrix; the solvers in
+:mod:`bisimkit.solvers` use the forms directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .couplings import Cells, entangled_cells
+from .errors import InputError
+from .ground import Ground, ground_values
+from .mdp import FiniteMDP
+from .pairs import PairSpace
+from .transport import optimal_transport
+
+
+@dataclass(frozen=True)
+class OperatorInfo:
+    """What an operator is and what it needs."""
+
+    name: str
+    form: str  # "transport", "stein", "pair-linear" or "derived"
+    summary: str
+    uses_policy: bool
+    uses_ground: bool
+    pseudometric: bool  # its fixed point has a zero diagonal and is a pseudometric
+    source: str
+
+
+OPERATORS: dict[str, OperatorInfo] = {info.name: info for info in [
+    OperatorInfo("bisim", "transport", "max_a |R(s,a)-R(t,a)| + c W1(P(s,a), P(t,a); d)",
+                 False, False, True, "Ferns et al. 2004"),
+    OperatorInfo("pi", "transport", "|Rpi(s)-Rpi(t)| + c W1(Ppi(s), Ppi(t); d)",
+                 True, False, True, "Castro 2020"),
+    OperatorInfo("psm", "transport", "||abar(s)-abar(t)||_1 + c W1(Ppi(s), Ppi(t); d)",
+                 True, False, True, "Agarwal et al. 2021; paper Eq. 7"),
+    OperatorInfo("psm-sampled", "stein", "||abar(s)-abar(t)||_1 + c sum Ppi(s,s')Ppi(t,t') d(s',t')",
+                 True, False, False, "paper's F-hat_PSM in expectation"),
+    OperatorInfo("mico", "stein", "|Rpi(s)-Rpi(t)| + c sum Ppi(s,s')Ppi(t,t') d(s',t')",
+                 True, False, False, "Castro et al. 2021"),
+    OperatorInfo("mico-reduced", "derived", "U(s,t) - U(s,s)/2 - U(t,t)/2, U the mico fixed point",
+                 True, False, False, "Castro et al. 2021"),
+    OperatorInfo("dbc", "transport", "|Rpi(s)-Rpi(t)| + c W2(Ppi(s), Ppi(t); d)",
+                 True, False, True, "Zhang et al. 2020; paper Eq. 5"),
+    OperatorInfo("dbc-sampled", "transport",
+                 "sum pi(a|s)pi(a'|t) [|R(s,a)-R(t,a')| + c W2(P(s,a), P(t,a'); d)]",
+                 True, False, False, "paper's F-hat_DBC in expectation"),
+    OperatorInfo("eps", "transport", "sum ge(a,a') [G(s,a,t,a') + c W1(P(s,a), P(t,a'); d)]",
+                 True, True, True, "paper Thm. 4.3 (main text)"),
+    OperatorInfo("eps-avg", "transport", "sum ge(a,a') G(s,a,t,a') + c W1(Ppi(s), Ppi(t); d)",
+                 True, True, True, "paper Thm. 4.3 (appendix proof)"),
+    OperatorInfo("eps-bar", "pair-linear",
+                 "sum ge(a,a') [G(s,a,t,a') + c sum ge_P(s',t') d(s',t')]",
+                 True, True, True, "paper Thm. 4.5"),
+]}
+
+METRIC_NAMES = tuple(OPERATORS)
+
+
+def operator_info(name: str) -> OperatorInfo:
+    """The registry entry for ``name``, or an InputError listing the valid names."""
+    try:
+        return OPERATORS[name]
+    except (KeyError, TypeError):
+        raise InputError(f"--metric: unknown metric '{name}' (choose from {', '.join(METRIC_NAMES)})") from None
+
+
+# --------------------------------------------------------------- transport
+@dataclass
+class TransportTerms:
+    """``F(d)[pair] = reduce_r (const[r] + c W_p(dists[src[r]], dists[dst[r]]; d))``.
+
+    Rows are grouped by pair (contiguous, every pair has at least one row).
+    """
+
+    pairs: PairSpace
+    row_pair: np.ndarray
+    row_weight: np.ndarray
+    row_const: np.ndarray
+    row_src: np.ndarray
+    row_dst: np.ndarray
+    dists: sp.csr_matrix
+    reduce: str  # "sum" or "max"
+    p: int
+    discount: float
+
+    @property
+    def zero_diagonal(self) -> bool:
+        """The distances this operator acts on have a zero diagonal."""
+        return not self.pairs.diagonal
+
+    def row_starts(self) -> np.ndarray:
+        """Index of the first row of each pair."""
+        return np.searchsorted(self.row_pair, np.arange(len(self.pairs)))
+
+    def costs(self, D: np.ndarray, plans: bool = False):
+        """Transport values per row under the dense distance ``D`` (and plans)."""
+        return optimal_transport(self.dists, self.row_src, self.dists, self.row_dst, D,
+                                 p=self.p, plans=plans, zero_diagonal=self.zero_diagonal)
+
+    def combine(self, row_values: np.ndarray) -> np.ndarray:
+        """Reduce per-row values ``const + c * cost`` to one value per pair."""
+        if self.reduce == "sum":
+            return np.bincount(self.row_pair, weights=self.row_weight * row_values, minlength=len(self.pairs))
+        return np.maximum.reduceat(row_values, self.row_starts())
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        """One application of the operator to the pair vector ``x``."""
+        costs, _ = self.costs(self.pairs.to_matrix(x))
+        return self.combine(self.row_const + self.discount * costs)
+
+
+def _pair_terms(mdp: FiniteMDP, const: np.ndarray, p: int) -> TransportTerms:
+    """Terms of the operators with one transport problem Ppi(s) vs Ppi(t) per pair."""
+    pairs = PairSpace(mdp.n_states, diagonal=False)
+    k = len(pairs)
+    return TransportTerms(pairs, np.arange(k), np.ones(k), const, pairs.s, pairs.t,
+                          mdp.transition_pi_rows, "sum", p, mdp.discount)
+
+
+def policy_cells(mdp: FiniteMDP, pairs: PairSpace) -> Cells:
+    """Entangled couplings ge of pi(s) and pi(t) for every pair (cells over actions)."""
+    pi = sp.csr_matrix(mdp.require_policy("the entangled policy coupling"))
+    return entangled_cells(pi, pairs.s, pi, pairs.t)
+
+
+def transport_terms(mdp: FiniteMDP, name: str, ground: Ground = "reward") -> TransportTerms:
+    """The transport form of operator ``name`` on ``mdp``."""
+    n, m, c = mdp.n_states, mdp.n_actions, mdp.discount
+    if name == "pi":
+        return _pair_terms(mdp, np.abs(mdp.reward_pi[:, None] - mdp.reward_pi[None, :])[np.triu_indices(n, 1)], 1)
+    if name == "dbc":
+        return _pair_terms(mdp, np.abs(mdp.reward_pi[:, None] - mdp.reward_pi[None, :])[np.triu_indices(n, 1)], 2)
+    if name == "psm":
+        pairs = PairSpace(n, diagonal=False)
+        return _pair_terms(mdp, _l1_pairs(mdp.mean_action, pairs), 1)
+    if name == "bisim":
+        pairs = PairSpace(n, diagonal=False)
+        row_pair = np.repeat(np.arange(len(pairs)), m)
+        a = np.tile(np.arange(m), len(pairs))
+        s, t = pairs.s[row_pair], pairs.t[row_pair]
+        const = np.abs(mdp.rewards[s, a] - mdp.rewards[t, a])
+        return TransportTerms(pairs, row_pair, np.ones(len(row_pair)), const, s * m + a, t * m + a,
+                              mdp.transition_rows, "max", 1, c)
+    if name in ("eps", "eps-avg"):
+        pairs = PairSpace(n, diagonal=False)
+        ge = policy_cells(mdp, pairs)
+        s, t = pairs.s[ge.problem], pairs.t[ge.problem]
+        G = ground_values(mdp, ground, s, ge.i, t, ge.j)
+        if name == "eps":
+            return TransportTerms(pairs, ge.problem, ge.mass, G, s * m + ge.i, t * m + ge.j,
+                                  mdp.transition_rows, "sum", 1, c)
+        const = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(pairs))
+        return _pair_terms(mdp, const, 1)
+    if name == "dbc-sampled":
+        pairs = PairSpace(n, diagonal=True)
+        pi = mdp.require_policy("dbc-sampled")
+        k, a, b = np.nonzero(pi[pairs.s][:, :, None] * pi[pairs.t][:, None, :] > 0)
+        s, t = pairs.s[k], pairs.t[k]
+        weight = pi[s, a] * pi[t, b]
+        const = np.abs(mdp.rewards[s, a] - mdp.rewards[t, b])
+        return TransportTerms(pairs, k, weight, const, s * m + a, t * m + b,
+                              mdp.transition_rows, "sum", 2, c)
+    raise ValueError(f"'{name}' has no transport form")
+
+
+def _l1_pairs(X: np.ndarray, pairs: PairSpace, chunk: int = 1_000_000) -> np.ndarray:
+    """``||X[s] - X[t]||_1`` for every pair, in chunks to bound memory."""
+    out = np.empty(len(pairs))
+    for start in range(0, len(pairs), chunk):
+        s, t = pairs.s[start:start + chunk], pairs.t[start:start + chunk]
+        out[start:start + chunk] = np.abs(X[s] - X[t]).sum(axis=1)
+    return out
+
+
+# ------------------------------------------------------------------- stein
+@dataclass
+class SteinForm:
+    """``F(d) = A + c P d P^T`` on full n x n matrices (diagonal included)."""
+
+    A: np.ndarray
+    P: np.ndarray
+    discount: float
+
+    def apply(self, D: np.ndarray) -> np.ndarray:
+        """One application of the operator."""
+        return self.A + self.discount * (self.P @ D @ self.P.T)
+
+
+def stein_form(mdp: FiniteMDP, name: str) -> SteinForm:
+    """The Stein form of ``mico`` or ``psm-sampled``."""
+    if name == "mico":
+        A = np.abs(mdp.reward_pi[:, None] - mdp.reward_pi[None, :])
+    elif name == "psm-sampled":
+        abar = mdp.mean_action
+        A = np.zeros((mdp.n_states, mdp.n_states))
+        for k in range(abar.shape[1]):
+            A += np.abs(abar[:, None, k] - abar[None, :, k])
+    else:
+        raise ValueError(f"'{name}' has no Stein form")
+    return SteinForm(A, np.array(mdp.transition_pi), mdp.discount)
+
+
+# ------------------------------------------------------------- pair linear
+@dataclass
+class PairLinearForm:
+    """``F(x) = b + c T x`` over pairs ``s < t`` (the diagonal is 0 and dropped)."""
+
+    pairs: PairSpace
+    b: np.ndarray
+    T: sp.csr_matrix
+    discount: float
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        """One application of the operator to the pair vector ``x``."""
+        return self.b + self.discount * (self.T @ x)
+
+
+def pair_system(pairs: PairSpace, row_pair: np.ndarray, row_weight: np.ndarray,
+                cells: Cells, n_rows: int) -> sp.csr_matrix:
+    """The pairs x pairs matrix ``T[pair(r), pair(i, j)] += weight[r] * mass`` of fixed couplings.
+
+    ``cells.problem`` indexes rows; cells on the diagonal (i == j) are dropped
+    when the pair space has no diagonal (d(s, s) = 0 there).
+    """
+    col = pairs.index[cells.i, cells.j]
+    keep = col >= 0
+    rows = row_pair[cells.problem[keep]]
+    vals = row_weight[cells.problem[keep]] * cells.mass[keep]
+    T = sp.csr_matrix((vals, (rows, col[keep])), shape=(len(pairs), len(pairs)))
+    T.sum_duplicates()
+    return T
+
+
+def eps_bar_form(mdp: FiniteMDP, ground: Ground = "reward") -> PairLinearForm:
+    """The linear form of eps-bar: entangled couplings of actions and of next states."""
+    n, m = mdp.n_states, mdp.n_actions
+    pairs = PairSpace(n, diagonal=False)
+    ge = policy_cells(mdp, pairs)
+    s, t = pairs.s[ge.problem], pairs.t[ge.problem]
+    G = ground_values(mdp, ground, s, ge.i, t, ge.j)
+    b = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(pairs))
+    P = mdp.transition_rows
+    cells = entangled_cells(P, s * m + ge.i, P, t * m + ge.j, shape=mdp.state_shape)
+    T = pair_system(pairs, ge.problem, ge.mass, cells, len(ge))
+    return PairLinearForm(pairs, b, T, mdp.discount)
+
+
+# ---------------------------------------------------------------- dispatch
+def operator_form(mdp: FiniteMDP, name: str, ground: Ground = "reward"):
+    """The computable form of operator ``name`` (TransportTerms, SteinForm or PairLinearForm)."""
+    info = operator_info(name)
+    if info.uses_policy:
+        mdp.require_policy(f"metric '{name}'")
+    if info.form == "transport":
+        return transport_terms(mdp, name, ground)
+    if info.form == "stein":
+        return stein_form(mdp, name)
+    if info.form == "pair-linear":
+        return eps_bar_form(mdp, ground)
+    raise InputError(f"--metric: '{name}' is derived from another fixed point and is not an operator")
+
+
+def apply_operator(mdp: FiniteMDP, name: str, d: np.ndarray, ground: Ground = "reward") -> np.ndarray:
+    """``F(d)`` as a dense n x n matrix, for any operator of the SPEC table."""
+    form = operator_form(mdp, name, ground)
+    d = np.asarray(d, dtype=np.float64)
+    if isinstance(form, SteinForm):
+        return form.apply(d)
+    pairs = form.pairs
+    return pairs.to_matrix(form.apply(pairs.from_matrix(d)))

@@ -1,0 +1,179 @@
+"""The largest bisimulation relations, by partition refinement.
+
+Each relation is computed exactly from the MDP, never by thresholding a metric:
+start from one block and split blocks until every state in a block has the
+same signature under the current partition.
+
+* ``bisim`` (Ferns): for every action a, equal R(., a) and equal class masses of P(., a).
+* ``pi`` (Castro): equal Rpi and equal class masses of Ppi.
+* ``eps`` (paper Def. 4.3): for every (a, a') in the support of the entangled
+  coupling of pi(s) and pi(t), G(s,a,t,a') = 0 and P(s,a), P(t,a') have equal
+  class masses. With one shared uniform U picking both actions, this holds iff
+  the step functions ``U -> (G-class, class masses)(s, a_s(U))`` of the two
+  states agree for almost every U, which gives each state a signature.
+
+Real numbers (rewards, masses, quantile breakpoints) are compared with an
+absolute tolerance ``atol`` (default 1e-9) by single-linkage clustering.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse.csgraph import connected_components
+import scipy.sparse as sp
+
+from .errors import InputError
+from .ground import Ground
+from .mdp import FiniteMDP
+
+RELATION_KINDS = ("bisim", "pi", "eps")
+
+
+def cluster_values(values: np.ndarray, atol: float) -> np.ndarray:
+    """Integer ids grouping 1-D ``values`` whose sorted neighbours differ by <= atol."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(values, kind="stable")
+    jumps = np.diff(values[order]) > atol
+    ids_sorted = np.concatenate([[0], np.cumsum(jumps)])
+    ids = np.empty_like(ids_sorted)
+    ids[order] = ids_sorted
+    return ids
+
+
+def cluster_rows(X: np.ndarray, atol: float) -> np.ndarray:
+    """Integer ids of the rows of ``X``, rows equal when every column clusters together."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim == 1:
+        X = X[:, None]
+    if X.shape[1] == 0:
+        return np.zeros(X.shape[0], dtype=np.int64)
+    cols = np.column_stack([cluster_values(X[:, k], atol) for k in range(X.shape[1])])
+    return np.unique(cols, axis=0, return_inverse=True)[1].ravel()
+
+
+def canonical(labels: np.ndarray) -> np.ndarray:
+    """Relabel blocks 0, 1, ... in order of their smallest state."""
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.argsort(np.argsort(first))
+    return rank[inverse.ravel()]
+
+
+def blocks(labels: np.ndarray) -> list[list[int]]:
+    """Blocks of a labelling as sorted lists of states, ordered by smallest state."""
+    labels = canonical(np.asarray(labels))
+    out: list[list[int]] = [[] for _ in range(int(labels.max(initial=-1)) + 1)]
+    for s, b in enumerate(labels.tolist()):
+        out[b].append(s)
+    return out
+
+
+def _class_masses(P: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Mass each row of P puts on each block: rows x blocks."""
+    k = int(labels.max()) + 1
+    onehot = sp.csr_matrix((np.ones(len(labels)), (np.arange(len(labels)), labels)), shape=(len(labels), k))
+    return np.asarray(sp.csr_matrix(P) @ onehot.toarray())
+
+
+def _refine(n: int, signature) -> np.ndarray:
+    labels = np.zeros(n, dtype=np.int64)
+    while True:
+        sig = signature(labels)
+        new = np.unique(np.column_stack([labels, sig]), axis=0, return_inverse=True)[1].ravel()
+        if new.max() == labels.max():
+            return canonical(labels)
+        labels = new
+
+
+def pi_relation_labels(mdp: FiniteMDP, atol: float = 1e-9) -> np.ndarray:
+    """Block labels of the largest pi-bisimulation relation E_pi."""
+    reward = cluster_values(mdp.reward_pi, atol)
+    Ppi = mdp.transition_pi
+
+    def signature(labels):
+        return np.column_stack([reward, cluster_rows(_class_masses(Ppi, labels), atol)])
+
+    return _refine(mdp.n_states, signature)
+
+
+def bisim_relation_labels(mdp: FiniteMDP, atol: float = 1e-9) -> np.ndarray:
+    """Block labels of the largest (Ferns) bisimulation relation E_bisim."""
+    n, m = mdp.n_states, mdp.n_actions
+    reward = cluster_rows(mdp.rewards, atol)
+    P = mdp.transitions.reshape(n * m, n)
+
+    def signature(labels):
+        masses = _class_masses(P, labels).reshape(n, -1)
+        return np.column_stack([reward, cluster_rows(masses, atol)])
+
+    return _refine(n, signature)
+
+
+def ground_classes(mdp: FiniteMDP, ground: Ground, atol: float = 1e-9) -> np.ndarray:
+    """Zero-set classes of G on state-action pairs: an (n, m) array of ids."""
+    n, m = mdp.n_states, mdp.n_actions
+    if isinstance(ground, str):
+        if ground == "reward":
+            return cluster_values(mdp.rewards.ravel(), atol).reshape(n, m)
+        if ground == "policy":
+            return np.repeat(cluster_rows(mdp.mean_action, atol)[:, None], m, axis=1)
+        raise InputError(f"--ground: unknown ground metric '{ground}'")
+    _, ids = connected_components(sp.csr_matrix(np.asarray(ground) <= atol), directed=False)
+    return ids.reshape(n, m)
+
+
+def eps_relation_labels(mdp: FiniteMDP, ground: Ground = "reward", atol: float = 1e-9) -> np.ndarray:
+    """Block labels of the largest entangled bisimulation relation E_eps."""
+    n, m = mdp.n_states, mdp.n_actions
+    pi = mdp.require_policy("the eps relation")
+    gclass = ground_classes(mdp, ground, atol)
+    P = mdp.transitions.reshape(n * m, n)
+    cums = np.cumsum(pi, axis=1)
+    cums[:, -1] = 1.0
+    live = pi > atol * 1e-3
+    bp = cluster_values(cums[live], atol)
+    bp_id = np.full((n, m), -1, dtype=np.int64)
+    bp_id[live] = bp
+
+    def signature(labels):
+        masses = cluster_rows(_class_masses(P, labels), atol).reshape(n, m)
+        action_label = np.unique(np.column_stack([gclass.ravel(), masses.ravel()]), axis=0,
+                                 return_inverse=True)[1].reshape(n, m)
+        sigs: dict[tuple, int] = {}
+        out = np.empty(n, dtype=np.int64)
+        for s in range(n):
+            steps: list[tuple[int, int]] = []
+            for a in np.nonzero(live[s])[0]:
+                lab = int(action_label[s, a])
+                if steps and steps[-1][1] == lab:
+                    steps[-1] = (int(bp_id[s, a]), lab)  # extend the previous step
+                else:
+                    steps.append((int(bp_id[s, a]), lab))
+            out[s] = sigs.setdefault(tuple(steps), len(sigs))
+        return out
+
+    return _refine(n, signature)
+
+
+def relation_labels(mdp: FiniteMDP, kind: str, ground: Ground = "reward", atol: float = 1e-9) -> np.ndarray:
+    """Block labels of the largest relation of ``kind`` (bisim, pi or eps)."""
+    if kind == "bisim":
+        return bisim_relation_labels(mdp, atol)
+    if kind == "pi":
+        return pi_relation_labels(mdp, atol)
+    if kind == "eps":
+        return eps_relation_labels(mdp, ground, atol)
+    raise InputError(f"--kind: unknown relation '{kind}' (choose from {', '.join(RELATION_KINDS)})")
+
+
+def relation_blocks(mdp: FiniteMDP, kind: str, ground: Ground = "reward", atol: float = 1e-9) -> list[list[int]]:
+    """The largest relation of ``kind`` as blocks (sorted lists of states)."""
+    return blocks(relation_labels(mdp, kind, ground, atol))
+
+
+def zero_set_labels(d: np.ndarray, atol: float = 1e-7) -> np.ndarray:
+    """Blocks of the zero set of a distance matrix: components of ``d <= atol``."""
+    d = np.asarray(d)
+    _, ids = connected_components(sp.csr_matrix(d <= atol), directed=False)
+    return canonical(ids)

@@ -1,0 +1,329 @@
+"""Fixed points of the bisimulation operators, with a certified error.
+
+Every operator F is a c-contraction in the sup norm, so for any candidate x
+
+    ||F(x) - d*|| <= c ||x - d*|| <= c / (1 - c) * ||F(x) - x||.
+
+All solvers return F(x) for their last x and report that bound as
+``certified_error``; F is evaluated exactly (network simplex, closed forms), so
+the bound is honest whatever produced x.
+
+Methods
+-------
+``vi``
+    Value iteration from 0 (monotone for every operator here).
+``exact``
+    * mico, psm-sampled: Smith's doubling for the Stein equation
+      ``D = A + c P D P^T`` (2^k terms of the Neumann series after k steps).
+    * eps-bar: one sparse linear solve over the state pairs.
+    * pi, psm, eps, eps-avg, bisim: *coupling iteration* (policy iteration on
+      the couplings): fix an optimal coupling per transport problem, solve the
+      resulting linear system exactly, re-optimise the couplings, and stop when
+      none improves. For bisim the max over actions is solved exactly inside
+      each step by policy iteration over actions. Ends in finitely many steps.
+    * dbc, dbc-sampled (W2, not linear in the coupling): value iteration.
+``auto``
+    ``exact`` where it exists, else ``vi``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from .couplings import Cells
+from .errors import InputError
+from .ground import Ground, ground_label, resolve_ground
+from .mdp import FiniteMDP
+from .operators import (PairLinearForm, SteinForm, TransportTerms, operator_form,
+                        operator_info, pair_system)
+from .transport import plan_costs
+
+#: Default certified tolerance ("exact" in this project).
+DEFAULT_TOL = 1e-9
+
+#: progress(iteration, certified_error, elapsed_seconds)
+Progress = Callable[[int, float, float], None]
+
+METHODS = ("auto", "exact", "vi")
+
+
+@dataclass
+class Solution:
+    """A fixed point with its certificate."""
+
+    metric: str
+    distances: np.ndarray
+    iterations: int
+    certified_error: float
+    seconds: float
+    method: str
+    tolerance: float
+    ground: str | None = None
+    converged: bool = True
+    history: list[float] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        """The ``--out FILE.json`` object."""
+        return {
+            "metric": self.metric,
+            "ground": self.ground,
+            "method": self.method,
+            "distances": self.distances.tolist(),
+            "iterations": self.iterations,
+            "certified_error": self.certified_error,
+            "tolerance": self.tolerance,
+            "converged": self.converged,
+            "seconds": self.seconds,
+        }
+
+
+def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float = DEFAULT_TOL,
+          method: str = "auto", progress: Progress | None = None,
+          max_iterations: int | None = None) -> Solution:
+    """The fixed point of operator ``metric`` on ``mdp`` to certified error ``tol``.
+
+    Parameters
+    ----------
+    metric : a name from :data:`bisimkit.operators.METRIC_NAMES`.
+    ground : ``"reward"`` (default), ``"policy"``, a file path or an (n*m) x (n*m)
+        matrix; used by the eps family only.
+    tol : certified sup-norm error to reach (default 1e-9).
+    method : ``auto``, ``exact`` or ``vi`` (see the module docstring).
+    progress : called as ``progress(iteration, certified_error, elapsed)``.
+    max_iterations : cap on value-iteration sweeps (default: enough for ``tol``).
+    """
+    info = operator_info(metric)
+    if method not in METHODS:
+        raise InputError(f"--method: unknown method '{method}' (choose from {', '.join(METHODS)})")
+    if not (isinstance(tol, int | float) and math.isfinite(tol) and tol > 0):
+        raise InputError(f"--tol: must be a positive number, got {tol}")
+    g = resolve_ground(mdp, ground) if info.uses_ground else None
+    start = time.perf_counter()
+    if metric == "mico-reduced":
+        # |D - D*| <= |U(s,t) - U*| + |U(s,s) - U*|/2 + |U(t,t) - U*|/2 <= 2 err(U).
+        sol = solve(mdp, "mico", tol=tol / 2, method=method, progress=progress, max_iterations=max_iterations)
+        U = sol.distances
+        diag = np.diag(U)
+        sol.distances = U - diag[:, None] / 2 - diag[None, :] / 2
+        sol.metric, sol.certified_error, sol.tolerance = metric, 2 * sol.certified_error, tol
+        sol.seconds = time.perf_counter() - start
+        return sol
+    form = operator_form(mdp, metric, g if g is not None else "reward")
+    c = mdp.discount
+    exact = method in ("auto", "exact") and not (isinstance(form, TransportTerms) and form.p != 1)
+    if method == "exact" and not exact:
+        raise InputError(f"--method: '{metric}' has no exact method (W2 is not linear in the coupling); use vi")
+    report = _Reporter(progress, start)
+    if not exact:
+        to_matrix = (lambda X: X) if isinstance(form, SteinForm) else form.pairs.to_matrix
+        x0 = np.zeros_like(form.A) if isinstance(form, SteinForm) else form.pairs.zeros()
+        x, its, err, ok = value_iteration(form.apply, x0, c, tol, report, max_iterations)
+        name = "value iteration"
+    elif isinstance(form, SteinForm):
+        x, its, err = stein_doubling(form, tol, report)
+        ok, name, to_matrix = True, "Smith doubling (Stein equation)", (lambda X: X)
+    elif isinstance(form, PairLinearForm):
+        x, its, err = pair_linear_solve(form, tol, report)
+        ok, name, to_matrix = err <= tol, "sparse linear solve", form.pairs.to_matrix
+    else:
+        x, its, err, ok = coupling_iteration(form, tol, report, max_iterations)
+        name, to_matrix = "coupling iteration", form.pairs.to_matrix
+    return Solution(metric=metric, distances=to_matrix(x), iterations=its, certified_error=float(err),
+                    seconds=time.perf_counter() - start, method=name, tolerance=tol,
+                    ground=None if g is None else ground_label(g), converged=bool(ok),
+                    history=report.history)
+
+
+class _Reporter:
+    """Collects the certificate history and forwards it to a progress callback."""
+
+    def __init__(self, progress: Progress | None, start: float) -> None:
+        self.progress = progress
+        self.start = start
+        self.history: list[float] = []
+
+    def __call__(self, iteration: int, err: float) -> None:
+        self.history.append(float(err))
+        if self.progress is not None:
+            self.progress(iteration, float(err), time.perf_counter() - self.start)
+
+
+def _certificate(c: float, step: float) -> float:
+    return 0.0 if c == 0 else c / (1.0 - c) * step
+
+
+# --------------------------------------------------------- value iteration
+def value_iteration(apply: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, c: float, tol: float,
+                    report: Callable[[int, float], None] | None = None,
+                    max_iterations: int | None = None) -> tuple[np.ndarray, int, float, bool]:
+    """Iterate ``x <- F(x)`` until ``c/(1-c) ||x_k - x_{k-1}|| <= tol``.
+
+    Returns ``(x, iterations, certified_error, converged)``.
+    """
+    x = x0
+    limit = max_iterations if max_iterations is not None else _iteration_cap(c, tol)
+    err = math.inf
+    for k in range(1, limit + 1):
+        new = apply(x)
+        err = _certificate(c, float(np.max(np.abs(new - x), initial=0.0)))
+        x = new
+        if report:
+            report(k, err)
+        if err <= tol:
+            return x, k, err, True
+    return x, limit, err, False
+
+
+def _iteration_cap(c: float, tol: float) -> int:
+    """Generous bound on the sweeps value iteration needs (rewards up to 1e6)."""
+    if c == 0:
+        return 2
+    return int(math.ceil(math.log(tol * (1 - c) / 1e6) / math.log(c))) + 100
+
+
+# ------------------------------------------------------------ Stein (mico)
+def stein_doubling(form: SteinForm, tol: float, report=None) -> tuple[np.ndarray, int, float]:
+    """Solve ``D = A + c P D P^T`` by Smith's doubling.
+
+    After k steps ``D_k`` holds the first 2^k terms of ``sum_j c^j P^j A P^jT``;
+    the rest is ``c^(2^k) M D* M^T`` with M row-stochastic, so
+    ``||D_k - D*|| <= c^(2^k) ||A||_max / (1 - c)``.
+    """
+    A, P, c = form.A, form.P, form.discount
+    scale = float(np.max(np.abs(A), initial=0.0)) / (1.0 - c)
+    D, M, coef, k = A.copy(), P.copy(), c, 0
+    err = coef * scale
+    while err > tol:
+        D = D + coef * ((M @ D) @ M.T)
+        k += 1
+        coef = coef * coef
+        err = coef * scale
+        if err > tol:
+            M = M @ M
+        if report:
+            report(k, err)
+    if report and k == 0:
+        report(0, err)
+    return (D + D.T) / 2, k, err
+
+
+# ------------------------------------------------------ linear pair systems
+#: Pair systems up to this many unknowns are factorised directly.
+DIRECT_LIMIT = 6000
+
+
+def solve_fixed_point(T: sp.csr_matrix, b: np.ndarray, c: float, x0: np.ndarray | None = None,
+                      tol: float = 1e-12) -> tuple[np.ndarray, float]:
+    """Solve ``x = b + c T x`` (T substochastic) and bound the error.
+
+    Returns ``(x, bound)`` with ``||x - x*|| <= ||b + cTx - x|| / (1 - c) = bound``.
+    """
+    N = len(b)
+    if N == 0:
+        return np.zeros(0), 0.0
+    A = (sp.identity(N, format="csr") - c * T).tocsc()
+    if N <= DIRECT_LIMIT:
+        x = spla.spsolve(A, b)
+    else:
+        x, _ = spla.gmres(A, b, x0=x0, rtol=1e-14, atol=tol * (1 - c) * 1e-3, restart=60, maxiter=400)
+    x = np.asarray(x, dtype=np.float64)
+    for _ in range(100):  # polish with iterative refinement / Richardson steps
+        r = b + c * (T @ x) - x
+        bound = float(np.max(np.abs(r), initial=0.0)) / (1.0 - c)
+        if bound <= tol:
+            break
+        if N <= DIRECT_LIMIT:
+            x = x + spla.spsolve(A, r)
+        else:
+            dx, _ = spla.gmres(A, r, rtol=1e-14, restart=60, maxiter=200)
+            x = x + dx
+    return x, bound
+
+
+def pair_linear_solve(form: PairLinearForm, tol: float, report=None) -> tuple[np.ndarray, int, float]:
+    """Exact solve of a linear pair operator, returning F(x) with its certificate."""
+    c = form.discount
+    x, _ = solve_fixed_point(form.T, form.b, c, tol=tol * 1e-3)
+    fx = form.apply(x)
+    err = _certificate(c, float(np.max(np.abs(fx - x), initial=0.0)))
+    if report:
+        report(1, err)
+    return fx, 1, err
+
+
+# ----------------------------------------------------- coupling iteration
+def coupling_iteration(terms: TransportTerms, tol: float, report=None,
+                       max_rounds: int | None = None) -> tuple[np.ndarray, int, float, bool]:
+    """Policy iteration over optimal couplings for a W1 operator (see module doc)."""
+    c = terms.discount
+    pairs = terms.pairs
+    n_rows = len(terms.row_pair)
+    # Round 0: couplings optimal for the one-step distances F(0).
+    x = terms.combine(terms.row_const)
+    _, plans = terms.costs(pairs.to_matrix(x), plans=True)
+    choice = None
+    rounds = max_rounds if max_rounds is not None else 200
+    err = math.inf
+    for k in range(1, rounds + 1):
+        if terms.reduce == "sum":
+            T = pair_system(pairs, terms.row_pair, terms.row_weight, plans, n_rows)
+            b = np.bincount(terms.row_pair, weights=terms.row_weight * terms.row_const, minlength=len(pairs))
+            x, _ = solve_fixed_point(T, b, c, x0=x, tol=tol * 1e-3)
+        else:
+            x, choice = _solve_max_player(terms, plans, x, choice, tol)
+        D = pairs.to_matrix(x)
+        new_costs, new_plans = terms.costs(D, plans=True)
+        fx = terms.combine(terms.row_const + c * new_costs)
+        err = _certificate(c, float(np.max(np.abs(fx - x), initial=0.0)))
+        if report:
+            report(k, err)
+        if err <= tol:
+            return fx, k, err, True
+        old_costs = plan_costs(plans, D, n_rows)
+        better = new_costs < old_costs - 1e-12 * (1.0 + np.abs(old_costs))
+        if not better.any():
+            break  # couplings optimal; what is left is linear-solver round-off
+        plans = Cells.concat([plans.select(~better[plans.problem]), new_plans.select(better[new_plans.problem])])
+    # Finish (rarely needed) with value iteration from the best point so far.
+    x, its, err, ok = value_iteration(terms.apply, fx, c, tol, report)
+    return x, k + its, err, ok
+
+
+def _solve_max_player(terms: TransportTerms, plans: Cells, x: np.ndarray, choice: np.ndarray | None,
+                      tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Exact value of ``max_r (const_r + c T_r x)`` per pair with fixed couplings:
+    policy iteration over the row (action) chosen at each pair."""
+    c, pairs = terms.discount, terms.pairs
+    n_rows = len(terms.row_pair)
+    starts = terms.row_starts()
+    for _ in range(10_000):
+        q = terms.row_const + c * plan_costs(plans, pairs.to_matrix(x), n_rows)
+        best = _argmax_per_group(q, terms.row_pair, starts)
+        if choice is None:
+            choice = best
+        else:
+            gain = q[best] - q[choice]
+            switch = gain > 1e-12 * (1.0 + np.abs(q[choice]))
+            if not switch.any():
+                return x, choice
+            choice = np.where(switch, best, choice)
+        chosen = np.zeros(n_rows, dtype=bool)
+        chosen[choice] = True
+        sel = plans.select(chosen[plans.problem])
+        T = pair_system(pairs, terms.row_pair, np.ones(n_rows), sel, n_rows)
+        b = terms.row_const[choice]
+        x, _ = solve_fixed_point(T, b, c, x0=x, tol=tol * 1e-3)
+    raise RuntimeError("policy iteration over actions did not terminate")  # pragma: no cover
+
+
+def _argmax_per_group(values: np.ndarray, group: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Index of the largest value in each contiguous group (first one on ties)."""
+    order = np.lexsort((-values, group))
+    return order[starts]

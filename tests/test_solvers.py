@@ -1,0 +1,80 @@
+"""Solvers: certificates are honest, methods agree, linear solves are exact."""
+
+import numpy as np
+import pytest
+
+from bisimkit import apply_operator, example, solve
+from bisimkit.errors import InputError
+from bisimkit.generators import product_grid_mdp, random_mdp
+
+
+@pytest.mark.parametrize("metric", ["bisim", "pi", "psm", "eps", "eps-avg", "dbc", "eps-bar", "mico", "psm-sampled"])
+def test_certificate_bounds_the_true_error(metric):
+    mdp = random_mdp(6, 2, seed=7, discount=0.9, max_support=4)
+    loose = solve(mdp, metric, tol=1e-3, method="vi")
+    tight = solve(mdp, metric, tol=1e-12)
+    true_error = np.max(np.abs(loose.distances - tight.distances))
+    assert loose.certified_error <= 1e-3
+    assert true_error <= loose.certified_error + 1e-11
+    assert loose.history and loose.history[-1] == loose.certified_error
+
+
+@pytest.mark.parametrize("metric", ["bisim", "pi", "psm", "eps", "eps-avg", "eps-bar", "mico", "psm-sampled"])
+def test_fixed_point_equation_holds(metric):
+    mdp = random_mdp(6, 3, seed=3, discount=0.95, max_support=3)
+    sol = solve(mdp, metric)
+    residual = np.max(np.abs(apply_operator(mdp, metric, sol.distances) - sol.distances))
+    assert residual <= 1e-9
+
+
+def test_linear_operators_match_dense_kronecker_solves():
+    mdp = random_mdp(5, 2, seed=4, discount=0.9)
+    n, c = 5, 0.9
+    Ppi = mdp.transition_pi
+    A = np.abs(mdp.reward_pi[:, None] - mdp.reward_pi[None, :])
+    vec = np.linalg.solve(np.eye(n * n) - c * np.kron(Ppi, Ppi), A.ravel())
+    np.testing.assert_allclose(solve(mdp, "mico").distances, vec.reshape(n, n), atol=1e-10)
+
+
+def test_eps_bar_on_grid_uses_rosenblatt_and_is_tight_for_product_laws():
+    mdp = product_grid_mdp((3, 3), 2, seed=1, discount=0.8)
+    bar = solve(mdp, "eps-bar")
+    eps = solve(mdp, "eps")
+    assert np.all(bar.distances >= eps.distances - 1e-9)  # Thm 4.5 upper bound
+    assert np.allclose(np.diag(bar.distances), 0)
+
+
+def test_zero_discount_is_one_step():
+    mdp = random_mdp(4, 2, seed=0, discount=0.0)
+    sol = solve(mdp, "pi")
+    np.testing.assert_allclose(sol.distances, np.abs(mdp.reward_pi[:, None] - mdp.reward_pi[None, :]))
+    assert sol.certified_error == 0.0
+
+
+def test_methods_agree_on_examples():
+    for name in ("chain", "product-grid", "mirrored-rooms-policy"):
+        mdp = example(name)
+        for metric in ("pi", "eps"):
+            a = solve(mdp, metric, method="exact").distances
+            b = solve(mdp, metric, method="vi").distances
+            assert np.max(np.abs(a - b)) <= 2e-9
+
+
+def test_bad_solver_arguments():
+    mdp = example("chain")
+    with pytest.raises(InputError, match="unknown metric 'nope'"):
+        solve(mdp, "nope")
+    with pytest.raises(InputError, match="no exact method"):
+        solve(mdp, "dbc", method="exact")
+    with pytest.raises(InputError, match="--tol"):
+        solve(mdp, "pi", tol=-1)
+    with pytest.raises(InputError, match="needs a policy"):
+        solve(example("mirrored-rooms"), "pi")
+
+
+def test_progress_callback_and_iteration_cap():
+    calls = []
+    mdp = random_mdp(5, 2, seed=1, discount=0.99)
+    sol = solve(mdp, "dbc", max_iterations=5, progress=lambda k, e, t: calls.append((k, e)))
+    assert not sol.converged and sol.iterations == 5 and len(calls) == 5
+    assert all(e1 >= e2 for (_, e1), (_, e2) in zip(calls, calls[1:]))

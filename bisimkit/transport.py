@@ -19,9 +19,14 @@ import ot
 import scipy.sparse as sp
 
 from .couplings import Cells, padded_rows
+from .simplex import HAVE_NUMBA, solve_padded
 
 #: Problems per batch; bounds the memory of the padded support arrays.
 CHUNK = 100_000
+#: Problems with at most this many atoms per side go to the compiled simplex.
+KERNEL_MAX = 20
+#: Entries of the padded cost blocks handed to the compiled simplex at once.
+KERNEL_BLOCK = 4_000_000
 
 
 def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: np.ndarray,
@@ -101,6 +106,12 @@ def _transport_chunk(X, src, Y, dst, C, want_plans, zero_diagonal):
             parts.append(Cells(rows[keep], ii[keep], jj[keep], g.ravel()[keep]))
         todo[two] = False
 
+    general = np.nonzero(todo)[0]
+    small = general[(lp[general] <= KERNEL_MAX) & (lq[general] <= KERNEL_MAX)] if HAVE_NUMBA else general[:0]
+    if len(small):
+        failed = _kernel_solve(small, ip, mp, lp, iq, mq, lq, C, cost, parts, want_plans)
+        todo[small] = False
+        todo[failed] = True
     for k in np.nonzero(todo)[0]:
         a, b = mp[k, :lp[k]], mq[k, :lq[k]]
         xs, ys = ip[k, :lp[k]], iq[k, :lq[k]]
@@ -114,6 +125,25 @@ def _transport_chunk(X, src, Y, dst, C, want_plans, zero_diagonal):
             cost[k] = ot.emd2(a, b, M, numItermax=10_000_000)
 
     return cost, (Cells.concat(parts) if want_plans else None)
+
+
+def _kernel_solve(rows, ip, mp, lp, iq, mq, lq, C, cost, parts, want_plans) -> np.ndarray:
+    """Solve problems ``rows`` with the compiled simplex; returns the rows it could not finish."""
+    K = int(lp[rows].max())
+    L = int(lq[rows].max())
+    step = max(1, KERNEL_BLOCK // (K * L))
+    failed = []
+    for start in range(0, len(rows), step):
+        r = rows[start:start + step]
+        xs, ys = ip[r, :K], iq[r, :L]
+        block = C[xs[:, :, None], ys[:, None, :]]
+        values, flows, ok = solve_padded(mp[r, :K], mq[r, :L], block, lp[r], lq[r])
+        cost[r] = values
+        failed.append(r[~ok])
+        if want_plans:
+            p, i, j = np.nonzero((flows > 0) & ok[:, None, None])
+            parts.append(Cells(r[p], xs[p, i], ys[p, j], flows[p, i, j]))
+    return np.concatenate(failed)
 
 
 def plan_costs(plans: Cells, d: np.ndarray, n_problems: int) -> np.ndarray:

@@ -17,8 +17,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+
+def load_pot():
+    """POT, imported on first use (it takes about a second to import)."""
+    import ot
+
+    return ot
+
+
 import numpy as np
-import ot
 import scipy.sparse as sp
 
 #: Cells lighter than this are dropped (floating-point crumbs of cumulative sums).
@@ -90,7 +97,7 @@ def optimal_coupling(p, q, cost) -> np.ndarray:
     cost = np.asarray(cost, dtype=np.float64)
     if cost.shape != (p.size, q.size):
         raise ValueError(f"cost: expected shape {(p.size, q.size)}, got {cost.shape}")
-    return ot.emd(p, q, cost, numItermax=10_000_000)
+    return load_pot().emd(p, q, cost, numItermax=10_000_000)
 
 
 # ----------------------------------------------------------------- batched

@@ -15,10 +15,9 @@ kind is solved by the cheapest exact method:
 from __future__ import annotations
 
 import numpy as np
-import ot
 import scipy.sparse as sp
 
-from .couplings import Cells, padded_rows
+from .couplings import Cells, load_pot, padded_rows
 from .simplex import HAVE_NUMBA, solve_padded
 
 #: Problems per batch; bounds the memory of the padded support arrays.
@@ -117,12 +116,12 @@ def _transport_chunk(X, src, Y, dst, C, want_plans, zero_diagonal):
         xs, ys = ip[k, :lp[k]], iq[k, :lq[k]]
         M = C[np.ix_(xs, ys)]
         if want_plans:
-            G = ot.emd(a, b, M, numItermax=10_000_000)
+            G = load_pot().emd(a, b, M, numItermax=10_000_000)
             cost[k] = float(np.sum(G * M))
             r, s = np.nonzero(G > 0)
             parts.append(Cells(np.full(len(r), k), xs[r], ys[s], G[r, s]))
         else:
-            cost[k] = ot.emd2(a, b, M, numItermax=10_000_000)
+            cost[k] = load_pot().emd2(a, b, M, numItermax=10_000_000)
 
     return cost, (Cells.concat(parts) if want_plans else None)
 

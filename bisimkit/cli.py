@@ -189,6 +189,12 @@ def cmd_examples(args) -> int:
     return 0
 
 
+def cmd_verify(args) -> int:
+    from validation.verify import main_verify
+
+    return main_verify(args)
+
+
 def cmd_metrics(args) -> int:
     width = max(len(k) for k in OPERATORS)
     for name, info in OPERATORS.items():
@@ -229,6 +235,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("examples", help="list (or write) the bundled example MDPs")
     p.add_argument("--write", metavar="DIR", default=None, help="write each example as DIR/NAME.json")
     p.set_defaults(func=cmd_examples)
+
+    p = sub.add_parser("verify", help="check the paper's claims on families of MDPs (the main job)")
+    p.add_argument("--out", default="verify-out", help="output folder (default ./verify-out)")
+    p.add_argument("--quick", action="store_true", help="a few cases per family (under 30 s)")
+    p.add_argument("--cases", type=int, default=None, help="cases per family (default 40, quick 4)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--claims", default=None, help="comma-separated claim ids, e.g. C1,C4")
+    p.add_argument("--resume", action="store_true", help="reuse the families a previous run finished")
+    p.add_argument("--shrink-examples", type=int, default=None,
+                   help="hypothesis examples per counterexample search (0: no shrinking)")
+    p.add_argument("--no-figures", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("metrics", help="list the operators")
     p.set_defaults(func=cmd_metrics)

@@ -156,6 +156,24 @@ def product_grid(shape: tuple[int, int] = (4, 4), discount: float = 0.9, success
                      name="product-grid")
 
 
+def coupling_order(discount: float = 0.9) -> FiniteMDP:
+    """Six states, one action, where index order defeats the entangled coupling.
+
+    States 1, 4 are reward-0 sinks and 2, 3 reward-1 sinks. State 0 moves to
+    1 or 2 and state 5 to 3 or 4, each with probability 1/2, so 0 and 5 are
+    bisimilar (equal mass on each class) and d_eps(0, 5) = 0. The entangled
+    coupling pairs successors in index order, 1 with 3 and 2 with 4, which lie
+    in different classes: d_eps-bar(0, 5) = c * 1/(1 - c) = 9 for c = 0.9.
+    """
+    P = np.zeros((6, 1, 6))
+    P[0, 0, [1, 2]] = 0.5
+    P[5, 0, [3, 4]] = 0.5
+    for s in (1, 2, 3, 4):
+        P[s, 0, s] = 1.0
+    R = np.array([[0.0], [0.0], [1.0], [1.0], [0.0], [0.0]])
+    return FiniteMDP(P, R, discount, np.ones((6, 1)), name="coupling-order")
+
+
 EXAMPLES: dict[str, tuple[Callable[[], FiniteMDP], str]] = {
     "mirrored-rooms": (lambda: mirrored_rooms(False), "Castro's 31-state mirrored rooms, 4 actions, no policy"),
     "mirrored-rooms-policy": (lambda: mirrored_rooms(True), "the same grid with its fixed deterministic policy"),
@@ -163,6 +181,7 @@ EXAMPLES: dict[str, tuple[Callable[[], FiniteMDP], str]] = {
     "two-state-chain": (two_state_chain, "2-state chain with known MICo distance"),
     "chain": (chain, "6-state slippery chain, stochastic policy"),
     "product-grid": (product_grid, "4x4 grid, coordinate-independent moves (state_shape)"),
+    "coupling-order": (coupling_order, "6 states where d_eps-bar > 0 on an E_eps pair (index-order coupling)"),
 }
 
 

@@ -99,11 +99,7 @@ class TransportTerms:
     reduce: str  # "sum" or "max"
     p: int
     discount: float
-
-    @property
-    def zero_diagonal(self) -> bool:
-        """The distances this operator acts on have a zero diagonal."""
-        return not self.pairs.diagonal
+    zero_diagonal: bool = True  # the distances it acts on have d(s, s) = 0 (identical laws cost 0)
 
     def row_starts(self) -> np.ndarray:
         """Index of the first row of each pair."""
@@ -126,12 +122,17 @@ class TransportTerms:
         return self.combine(self.row_const + self.discount * costs)
 
 
-def _pair_terms(mdp: FiniteMDP, const: np.ndarray, p: int) -> TransportTerms:
-    """Terms of the operators with one transport problem Ppi(s) vs Ppi(t) per pair."""
-    pairs = PairSpace(mdp.n_states, diagonal=False)
+def default_pairs(mdp: FiniteMDP, name: str) -> PairSpace:
+    """The unknowns of operator ``name``: pairs s < t for the pseudometrics, s <= t otherwise."""
+    return PairSpace(mdp.n_states, diagonal=not OPERATORS[name].pseudometric)
+
+
+def _policy_averaged_terms(mdp: FiniteMDP, pairs: PairSpace, const: np.ndarray, p: int,
+                           zero_diagonal: bool) -> TransportTerms:
+    """Terms with one transport problem Ppi(s) vs Ppi(t) per pair."""
     k = len(pairs)
     return TransportTerms(pairs, np.arange(k), np.ones(k), const, pairs.s, pairs.t,
-                          mdp.transition_pi_rows, "sum", p, mdp.discount)
+                          mdp.transition_pi_rows, "sum", p, mdp.discount, zero_diagonal)
 
 
 def policy_cells(mdp: FiniteMDP, pairs: PairSpace) -> Cells:
@@ -140,43 +141,46 @@ def policy_cells(mdp: FiniteMDP, pairs: PairSpace) -> Cells:
     return entangled_cells(pi, pairs.s, pi, pairs.t)
 
 
-def transport_terms(mdp: FiniteMDP, name: str, ground: Ground = "reward") -> TransportTerms:
-    """The transport form of operator ``name`` on ``mdp``."""
-    n, m, c = mdp.n_states, mdp.n_actions, mdp.discount
-    if name == "pi":
-        return _pair_terms(mdp, np.abs(mdp.reward_pi[:, None] - mdp.reward_pi[None, :])[np.triu_indices(n, 1)], 1)
-    if name == "dbc":
-        return _pair_terms(mdp, np.abs(mdp.reward_pi[:, None] - mdp.reward_pi[None, :])[np.triu_indices(n, 1)], 2)
+def transport_terms(mdp: FiniteMDP, name: str, ground: Ground = "reward", pairs: PairSpace | None = None,
+                    zero_diagonal: bool | None = None) -> TransportTerms:
+    """The transport form of operator ``name`` on ``mdp``, evaluated on ``pairs``.
+
+    ``zero_diagonal`` says whether the distances it will act on have a zero
+    diagonal (default: yes for the pseudometric operators).
+    """
+    m, c = mdp.n_actions, mdp.discount
+    pairs = default_pairs(mdp, name) if pairs is None else pairs
+    zero = OPERATORS[name].pseudometric if zero_diagonal is None else zero_diagonal
+    S, T = pairs.s, pairs.t
+    if name in ("pi", "dbc"):
+        const = np.abs(mdp.reward_pi[S] - mdp.reward_pi[T])
+        return _policy_averaged_terms(mdp, pairs, const, 1 if name == "pi" else 2, zero)
     if name == "psm":
-        pairs = PairSpace(n, diagonal=False)
-        return _pair_terms(mdp, _l1_pairs(mdp.mean_action, pairs), 1)
+        return _policy_averaged_terms(mdp, pairs, _l1_pairs(mdp.mean_action, pairs), 1, zero)
     if name == "bisim":
-        pairs = PairSpace(n, diagonal=False)
         row_pair = np.repeat(np.arange(len(pairs)), m)
         a = np.tile(np.arange(m), len(pairs))
-        s, t = pairs.s[row_pair], pairs.t[row_pair]
+        s, t = S[row_pair], T[row_pair]
         const = np.abs(mdp.rewards[s, a] - mdp.rewards[t, a])
         return TransportTerms(pairs, row_pair, np.ones(len(row_pair)), const, s * m + a, t * m + a,
-                              mdp.transition_rows, "max", 1, c)
+                              mdp.transition_rows, "max", 1, c, zero)
     if name in ("eps", "eps-avg"):
-        pairs = PairSpace(n, diagonal=False)
         ge = policy_cells(mdp, pairs)
-        s, t = pairs.s[ge.problem], pairs.t[ge.problem]
+        s, t = S[ge.problem], T[ge.problem]
         G = ground_values(mdp, ground, s, ge.i, t, ge.j)
         if name == "eps":
             return TransportTerms(pairs, ge.problem, ge.mass, G, s * m + ge.i, t * m + ge.j,
-                                  mdp.transition_rows, "sum", 1, c)
+                                  mdp.transition_rows, "sum", 1, c, zero)
         const = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(pairs))
-        return _pair_terms(mdp, const, 1)
+        return _policy_averaged_terms(mdp, pairs, const, 1, zero)
     if name == "dbc-sampled":
-        pairs = PairSpace(n, diagonal=True)
         pi = mdp.require_policy("dbc-sampled")
-        k, a, b = np.nonzero(pi[pairs.s][:, :, None] * pi[pairs.t][:, None, :] > 0)
-        s, t = pairs.s[k], pairs.t[k]
+        k, a, b = np.nonzero(pi[S][:, :, None] * pi[T][:, None, :] > 0)
+        s, t = S[k], T[k]
         weight = pi[s, a] * pi[t, b]
         const = np.abs(mdp.rewards[s, a] - mdp.rewards[t, b])
         return TransportTerms(pairs, k, weight, const, s * m + a, t * m + b,
-                              mdp.transition_rows, "sum", 2, c)
+                              mdp.transition_rows, "sum", 2, c, zero)
     raise ValueError(f"'{name}' has no transport form")
 
 
@@ -220,7 +224,7 @@ def stein_form(mdp: FiniteMDP, name: str) -> SteinForm:
 # ------------------------------------------------------------- pair linear
 @dataclass
 class PairLinearForm:
-    """``F(x) = b + c T x`` over pairs ``s < t`` (the diagonal is 0 and dropped)."""
+    """``F(x) = b + c T x`` over a pair space (without the diagonal, d(s, s) = 0 is used)."""
 
     pairs: PairSpace
     b: np.ndarray
@@ -248,40 +252,79 @@ def pair_system(pairs: PairSpace, row_pair: np.ndarray, row_weight: np.ndarray,
     return T
 
 
-def eps_bar_form(mdp: FiniteMDP, ground: Ground = "reward") -> PairLinearForm:
-    """The linear form of eps-bar: entangled couplings of actions and of next states."""
-    n, m = mdp.n_states, mdp.n_actions
-    pairs = PairSpace(n, diagonal=False)
+def _eps_bar_parts(mdp: FiniteMDP, ground: Ground, pairs: PairSpace) -> tuple[Cells, np.ndarray, Cells]:
+    """Entangled action cells ge, the constant b = sum ge G per pair, and the
+    entangled next-state cells of every action pair (problem = index into ge)."""
+    m = mdp.n_actions
     ge = policy_cells(mdp, pairs)
     s, t = pairs.s[ge.problem], pairs.t[ge.problem]
     G = ground_values(mdp, ground, s, ge.i, t, ge.j)
     b = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(pairs))
     P = mdp.transition_rows
     cells = entangled_cells(P, s * m + ge.i, P, t * m + ge.j, shape=mdp.state_shape)
+    return ge, b, cells
+
+
+def eps_bar_form(mdp: FiniteMDP, ground: Ground = "reward", pairs: PairSpace | None = None) -> PairLinearForm:
+    """The linear form of eps-bar: entangled couplings of actions and of next states.
+
+    On the default pairs (s < t) the diagonal is taken as 0; on a pair space with
+    the diagonal, T keeps the cells that land on it.
+    """
+    pairs = default_pairs(mdp, "eps-bar") if pairs is None else pairs
+    ge, b, cells = _eps_bar_parts(mdp, ground, pairs)
     T = pair_system(pairs, ge.problem, ge.mass, cells, len(ge))
     return PairLinearForm(pairs, b, T, mdp.discount)
 
 
 # ---------------------------------------------------------------- dispatch
-def operator_form(mdp: FiniteMDP, name: str, ground: Ground = "reward"):
+def operator_form(mdp: FiniteMDP, name: str, ground: Ground = "reward", pairs: PairSpace | None = None,
+                  zero_diagonal: bool | None = None):
     """The computable form of operator ``name`` (TransportTerms, SteinForm or PairLinearForm)."""
     info = operator_info(name)
     if info.uses_policy:
         mdp.require_policy(f"metric '{name}'")
     if info.form == "transport":
-        return transport_terms(mdp, name, ground)
+        return transport_terms(mdp, name, ground, pairs, zero_diagonal)
     if info.form == "stein":
         return stein_form(mdp, name)
     if info.form == "pair-linear":
-        return eps_bar_form(mdp, ground)
+        return eps_bar_form(mdp, ground, pairs)
     raise InputError(f"--metric: '{name}' is derived from another fixed point and is not an operator")
 
 
 def apply_operator(mdp: FiniteMDP, name: str, d: np.ndarray, ground: Ground = "reward") -> np.ndarray:
-    """``F(d)`` as a dense n x n matrix, for any operator of the SPEC table."""
-    form = operator_form(mdp, name, ground)
+    """``F(d)`` as a dense n x n matrix, diagonal included, for any operator of the SPEC table.
+
+    ``d`` must be a symmetric n x n matrix (every operator maps symmetric to symmetric).
+    """
     d = np.asarray(d, dtype=np.float64)
+    n = mdp.n_states
+    if d.shape != (n, n):
+        raise ValueError(f"d: expected shape {(n, n)}, got {d.shape}")
+    if not np.allclose(d, d.T, rtol=0, atol=1e-12):
+        raise ValueError("d: must be symmetric")
+    pairs = PairSpace(n, diagonal=True)
+    form = operator_form(mdp, name, ground, pairs, zero_diagonal=not np.any(np.diag(d)))
     if isinstance(form, SteinForm):
         return form.apply(d)
-    pairs = form.pairs
     return pairs.to_matrix(form.apply(pairs.from_matrix(d)))
+
+
+def diagonal_values(mdp: FiniteMDP, name: str, D: np.ndarray, ground: Ground = "reward") -> np.ndarray:
+    """``F(D)(s, s)`` for every state, D symmetric with zero diagonal.
+
+    For the pseudometric operators this must be 0: the solvers store only the
+    pairs s < t, and this is how they check that the zero diagonal is a fact
+    about the operator rather than an assumption.
+    """
+    pairs = PairSpace.diagonal_only(mdp.n_states)
+    info = operator_info(name)
+    if info.form == "pair-linear":
+        ge, b, cells = _eps_bar_parts(mdp, ground, pairs)
+        w = ge.mass[cells.problem] * cells.mass * D[cells.i, cells.j]
+        return b + mdp.discount * np.bincount(ge.problem[cells.problem], weights=w, minlength=len(pairs))
+    form = operator_form(mdp, name, ground, pairs, zero_diagonal=True)
+    if isinstance(form, SteinForm):
+        return np.diag(form.apply(D))
+    return form.combine(form.row_const + form.discount * form.costs(D)[0])

@@ -13,14 +13,23 @@ import numpy as np
 class PairSpace:
     """Index of the pairs ``{s, t}`` of ``n`` states, with or without ``s == t``."""
 
-    def __init__(self, n: int, diagonal: bool) -> None:
+    def __init__(self, n: int, diagonal: bool, s: np.ndarray | None = None, t: np.ndarray | None = None) -> None:
         self.n = n
         self.diagonal = diagonal
-        self.s, self.t = np.triu_indices(n, 0 if diagonal else 1)
+        if s is None:
+            self.s, self.t = np.triu_indices(n, 0 if diagonal else 1)
+        else:
+            self.s, self.t = np.asarray(s, dtype=np.int64), np.asarray(t, dtype=np.int64)
         self.index = np.full((n, n), -1, dtype=np.int64)
         ids = np.arange(len(self.s), dtype=np.int64)
         self.index[self.s, self.t] = ids
         self.index[self.t, self.s] = ids
+
+    @classmethod
+    def diagonal_only(cls, n: int) -> "PairSpace":
+        """Just the pairs (s, s): for checking that F(d) vanishes on the diagonal."""
+        states = np.arange(n)
+        return cls(n, True, states, states)
 
     def __len__(self) -> int:
         return int(self.s.size)

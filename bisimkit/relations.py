@@ -6,6 +6,7 @@ same signature under the current partition.
 
 * ``bisim`` (Ferns): for every action a, equal R(., a) and equal class masses of P(., a).
 * ``pi`` (Castro): equal Rpi and equal class masses of Ppi.
+* ``psm``: equal mean action abar and equal class masses of Ppi (the zero set of d_psm).
 * ``eps`` (paper Def. 4.3): for every (a, a') in the support of the entangled
   coupling of pi(s) and pi(t), G(s,a,t,a') = 0 and P(s,a), P(t,a') have equal
   class masses. With one shared uniform U picking both actions, this holds iff
@@ -26,7 +27,7 @@ from .errors import InputError
 from .ground import Ground
 from .mdp import FiniteMDP
 
-RELATION_KINDS = ("bisim", "pi", "eps")
+RELATION_KINDS = ("bisim", "pi", "psm", "eps")
 
 
 def cluster_values(values: np.ndarray, atol: float) -> np.ndarray:
@@ -86,15 +87,24 @@ def _refine(n: int, signature) -> np.ndarray:
         labels = new
 
 
-def pi_relation_labels(mdp: FiniteMDP, atol: float = 1e-9) -> np.ndarray:
-    """Block labels of the largest pi-bisimulation relation E_pi."""
-    reward = cluster_values(mdp.reward_pi, atol)
+def _policy_averaged_labels(mdp: FiniteMDP, initial: np.ndarray, atol: float) -> np.ndarray:
+    """Refine ``initial`` until equal class masses of Ppi hold inside blocks."""
     Ppi = mdp.transition_pi
 
     def signature(labels):
-        return np.column_stack([reward, cluster_rows(_class_masses(Ppi, labels), atol)])
+        return np.column_stack([initial, cluster_rows(_class_masses(Ppi, labels), atol)])
 
     return _refine(mdp.n_states, signature)
+
+
+def pi_relation_labels(mdp: FiniteMDP, atol: float = 1e-9) -> np.ndarray:
+    """Block labels of the largest pi-bisimulation relation E_pi."""
+    return _policy_averaged_labels(mdp, cluster_values(mdp.reward_pi, atol), atol)
+
+
+def psm_relation_labels(mdp: FiniteMDP, atol: float = 1e-9) -> np.ndarray:
+    """Block labels of the largest relation with equal mean actions and equal class masses of Ppi."""
+    return _policy_averaged_labels(mdp, cluster_rows(mdp.mean_action, atol), atol)
 
 
 def bisim_relation_labels(mdp: FiniteMDP, atol: float = 1e-9) -> np.ndarray:
@@ -123,8 +133,15 @@ def ground_classes(mdp: FiniteMDP, ground: Ground, atol: float = 1e-9) -> np.nda
     return ids.reshape(n, m)
 
 
-def eps_relation_labels(mdp: FiniteMDP, ground: Ground = "reward", atol: float = 1e-9) -> np.ndarray:
-    """Block labels of the largest entangled bisimulation relation E_eps."""
+def eps_relation_labels(mdp: FiniteMDP, ground: Ground = "reward", atol: float = 1e-9,
+                        reading: str = "class-mass") -> np.ndarray:
+    """Block labels of the largest entangled bisimulation relation E_eps.
+
+    ``reading="class-mass"`` (SPEC): P(s,a) and P(t,a') have equal masses on
+    every block; ``reading="literal"``: P(s,a) = P(t,a') exactly.
+    """
+    if reading not in ("class-mass", "literal"):
+        raise ValueError(f"unknown reading '{reading}'")
     n, m = mdp.n_states, mdp.n_actions
     pi = mdp.require_policy("the eps relation")
     gclass = ground_classes(mdp, ground, atol)
@@ -153,15 +170,19 @@ def eps_relation_labels(mdp: FiniteMDP, ground: Ground = "reward", atol: float =
             out[s] = sigs.setdefault(tuple(steps), len(sigs))
         return out
 
+    if reading == "literal":  # class masses over singletons are the laws themselves
+        return canonical(signature(np.arange(n)))
     return _refine(n, signature)
 
 
 def relation_labels(mdp: FiniteMDP, kind: str, ground: Ground = "reward", atol: float = 1e-9) -> np.ndarray:
-    """Block labels of the largest relation of ``kind`` (bisim, pi or eps)."""
+    """Block labels of the largest relation of ``kind`` (bisim, pi, psm or eps)."""
     if kind == "bisim":
         return bisim_relation_labels(mdp, atol)
     if kind == "pi":
         return pi_relation_labels(mdp, atol)
+    if kind == "psm":
+        return psm_relation_labels(mdp, atol)
     if kind == "eps":
         return eps_relation_labels(mdp, ground, atol)
     raise InputError(f"--kind: unknown relation '{kind}' (choose from {', '.join(RELATION_KINDS)})")

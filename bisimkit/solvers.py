@@ -41,7 +41,7 @@ from .couplings import Cells
 from .errors import InputError
 from .ground import Ground, ground_label, resolve_ground
 from .mdp import FiniteMDP
-from .operators import (PairLinearForm, SteinForm, TransportTerms, operator_form,
+from .operators import (PairLinearForm, SteinForm, TransportTerms, diagonal_values, operator_form,
                         operator_info, pair_system)
 from .transport import plan_costs
 
@@ -68,6 +68,7 @@ class Solution:
     ground: str | None = None
     converged: bool = True
     history: list[float] = field(default_factory=list)
+    diagonal_residual: float = 0.0  # max_s |F(d)(s, s)| for the pseudometric operators (0 in theory)
 
     def to_json(self) -> dict:
         """The ``--out FILE.json`` object."""
@@ -80,6 +81,7 @@ class Solution:
             "certified_error": self.certified_error,
             "tolerance": self.tolerance,
             "converged": self.converged,
+            "diagonal_residual": self.diagonal_residual,
             "seconds": self.seconds,
         }
 
@@ -135,10 +137,21 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
     else:
         x, its, err, ok = coupling_iteration(form, tol, report, max_iterations)
         name, to_matrix = "coupling iteration", form.pairs.to_matrix
-    return Solution(metric=metric, distances=to_matrix(x), iterations=its, certified_error=float(err),
+    # Every operator's fixed point is >= 0, so clipping round-off can only move x closer to it.
+    D = np.maximum(to_matrix(x), 0.0)
+    diag_res = 0.0
+    if info.pseudometric:
+        # The solvers stored only s < t with d(s, s) = 0. Check that F(D) really vanishes on the
+        # diagonal and charge what does not to the certificate: the full residual of D is at most
+        # max(off-diagonal step, diagonal residual), and D's own diagonal is off by at most that much more.
+        diag_res = float(np.max(np.abs(diagonal_values(mdp, metric, D, g if g is not None else "reward"))))
+        if diag_res > 0:
+            err = max(err, _certificate(c, diag_res)) + diag_res
+            ok = ok and err <= tol
+    return Solution(metric=metric, distances=D, iterations=its, certified_error=float(err),
                     seconds=time.perf_counter() - start, method=name, tolerance=tol,
                     ground=None if g is None else ground_label(g), converged=bool(ok),
-                    history=report.history)
+                    history=report.history, diagonal_residual=diag_res)
 
 
 class _Reporter:

@@ -1,0 +1,125 @@
+"""Hypothesis strategies for finite MDPs, reusable in any test suite.
+
+Every number is drawn as a small integer (transition and policy weights,
+rewards in half units), so hypothesis shrinks a failing MDP to few states, few
+actions, point masses and zero rewards: the smallest counterexample is readable.
+
+>>> from hypothesis import given
+>>> from validation.strategies import finite_mdps
+>>> @given(finite_mdps(max_states=4))
+... def test_something(mdp): ...
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from bisimkit.mdp import FiniteMDP
+
+DISCOUNTS = st.sampled_from([0.5, 0.8, 0.9])
+
+
+def _weights(draw, n: int, max_support: int | None, max_weight: int = 4) -> np.ndarray:
+    """A histogram over n atoms from small integer weights (at least one positive)."""
+    if max_support is not None and max_support < n:
+        support = draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=max_support, unique=True))
+        w = np.zeros(n)
+        w[support] = draw(st.lists(st.integers(1, max_weight), min_size=len(support), max_size=len(support)))
+    else:
+        w = np.array(draw(st.lists(st.integers(0, max_weight), min_size=n, max_size=n)), float)
+        if w.sum() == 0:
+            w[draw(st.integers(0, n - 1))] = 1.0
+    return w / w.sum()
+
+
+def _policy(draw, n: int, m: int, kind: str) -> np.ndarray:
+    if kind == "deterministic":
+        pi = np.zeros((n, m))
+        pi[np.arange(n), draw(st.lists(st.integers(0, m - 1), min_size=n, max_size=n))] = 1.0
+        return pi
+    rows = []
+    for _ in range(n):
+        w = np.array(draw(st.lists(st.integers(0 if kind == "any" else 1, 3), min_size=m, max_size=m)), float)
+        if w.sum() == 0:
+            w[0] = 1.0
+        rows.append(w / w.sum())
+    return np.array(rows)
+
+
+@st.composite
+def finite_mdps(draw, min_states: int = 2, max_states: int = 6, min_actions: int = 1, max_actions: int = 3,
+                max_support: int | None = None, policy: str = "any", deterministic: bool = False,
+                discounts=DISCOUNTS) -> FiniteMDP:
+    """Random finite MDPs.
+
+    ``policy``: ``any`` (integer weights, zeros allowed), ``stochastic``
+    (every action has positive probability) or ``deterministic``.
+    ``max_support`` caps successors per (s, a); ``deterministic`` gives point masses.
+    """
+    n = draw(st.integers(min_states, max_states))
+    m = draw(st.integers(min_actions, max_actions))
+    support = 1 if deterministic else max_support
+    P = np.array([[_weights(draw, n, support) for _ in range(m)] for _ in range(n)])
+    R = np.array(draw(st.lists(st.integers(-2, 2), min_size=n * m, max_size=n * m)), float).reshape(n, m) / 2
+    return FiniteMDP(P, R, draw(discounts), _policy(draw, n, m, policy), name="hypothesis")
+
+
+@st.composite
+def planted_mdps(draw, max_base_states: int = 3, max_copies: int = 3, max_actions: int = 2) -> tuple[FiniteMDP, np.ndarray]:
+    """An MDP built by copying each state of a smaller one (known bisimilar blocks).
+
+    Returns ``(mdp, origin)``, ``origin[s]`` being the base state copied by s.
+    """
+    base = draw(finite_mdps(min_states=1, max_states=max_base_states, max_actions=max_actions))
+    nb, m = base.n_states, base.n_actions
+    counts = draw(st.lists(st.integers(1, max_copies), min_size=nb, max_size=nb))
+    origin = np.repeat(np.arange(nb), counts)
+    n = len(origin)
+    P = np.zeros((n, m, n))
+    for s in range(n):
+        for a in range(m):
+            for target in np.nonzero(base.transitions[origin[s], a])[0]:
+                slots = np.nonzero(origin == target)[0]
+                split = np.array(draw(st.lists(st.integers(1, 3), min_size=len(slots), max_size=len(slots))), float)
+                P[s, a, slots] = base.transitions[origin[s], a, target] * split / split.sum()
+    mdp = FiniteMDP(P, base.rewards[origin], base.discount, base.policy[origin], name="hypothesis-planted")
+    return mdp, origin
+
+
+@st.composite
+def product_grid_mdps(draw, max_side: int = 3, max_actions: int = 2, coordinate_independent: bool = True,
+                      policy: str = "any") -> FiniteMDP:
+    """MDPs on a 2-D grid (``state_shape``); with ``coordinate_independent`` each
+    P(s, a) is the product of one law per coordinate."""
+    shape = (draw(st.integers(2, max_side)), draw(st.integers(2, max_side)))
+    n, m = shape[0] * shape[1], draw(st.integers(1, max_actions))
+    P = np.zeros((n, m, n))
+    for s in range(n):
+        for a in range(m):
+            if coordinate_independent:
+                P[s, a] = np.outer(_weights(draw, shape[0], 2), _weights(draw, shape[1], 2)).ravel()
+            else:
+                P[s, a] = _weights(draw, n, 3)
+    R = np.array(draw(st.lists(st.integers(-2, 2), min_size=n * m, max_size=n * m)), float).reshape(n, m) / 2
+    return FiniteMDP(P, R, draw(DISCOUNTS), _policy(draw, n, m, policy), state_shape=shape, name="hypothesis-grid")
+
+
+@st.composite
+def non_interchangeable_mdps(draw, max_states: int = 5, max_actions: int = 3) -> FiniteMDP:
+    """MDPs whose action labels are permuted state by state, so pairing actions
+    by index (Ferns' max over a, the entangled coupling in index order) differs
+    from pairing them by meaning."""
+    mdp = draw(finite_mdps(max_states=max_states, min_actions=2, max_actions=max_actions, max_support=2))
+    P, R, pi = mdp.transitions.copy(), mdp.rewards.copy(), mdp.policy.copy()
+    for s in range(mdp.n_states):
+        perm = np.array(draw(st.permutations(range(mdp.n_actions))))
+        P[s], R[s], pi[s] = P[s, perm], R[s, perm], pi[s, perm]
+    return FiniteMDP(P, R, mdp.discount, pi, name="hypothesis-non-interchangeable")
+
+
+@st.composite
+def histogram_pairs(draw, max_atoms: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """Two histograms on the same m atoms (zeros allowed)."""
+    m = draw(st.integers(1, max_atoms))
+    return _weights(draw, m, None), _weights(draw, m, None)

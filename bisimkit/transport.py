@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .couplings import Cells, load_pot, padded_rows
-from .simplex import HAVE_NUMBA, solve_padded
+from .simplex import FLOW_EPS, HAVE_NUMBA, solve_padded
 
 #: Problems per batch; bounds the memory of the padded support arrays.
 CHUNK = 100_000
@@ -95,7 +95,8 @@ def _transport_chunk(X, src, Y, dst, C, want_plans, zero_diagonal):
         c11, c12, c21, c22 = C[x1, y1], C[x1, y2], C[x2, y1], C[x2, y2]
         slope = c11 - c12 - c21 + c22
         t = np.where(slope >= 0, np.maximum(0.0, q1 - p2), np.minimum(p1, q1))
-        g = np.stack([t, p1 - t, q1 - t, p2 - q1 + t], axis=1).clip(min=0.0)
+        g = np.stack([t, p1 - t, q1 - t, p2 - q1 + t], axis=1)
+        g[g < FLOW_EPS] = 0.0
         cost[two] = g[:, 0] * c11 + g[:, 1] * c12 + g[:, 2] * c21 + g[:, 3] * c22
         if want_plans:
             rows = np.repeat(two, 4)
@@ -111,17 +112,16 @@ def _transport_chunk(X, src, Y, dst, C, want_plans, zero_diagonal):
         failed = _kernel_solve(small, ip, mp, lp, iq, mq, lq, C, cost, parts, want_plans)
         todo[small] = False
         todo[failed] = True
-    for k in np.nonzero(todo)[0]:
+    for k in np.nonzero(todo)[0]:  # large problems: POT's network simplex
         a, b = mp[k, :lp[k]], mq[k, :lq[k]]
         xs, ys = ip[k, :lp[k]], iq[k, :lq[k]]
         M = C[np.ix_(xs, ys)]
+        G = load_pot().emd(a, b, M, numItermax=10_000_000)
+        G[G < FLOW_EPS] = 0.0
+        cost[k] = float(np.sum(G * M))
         if want_plans:
-            G = load_pot().emd(a, b, M, numItermax=10_000_000)
-            cost[k] = float(np.sum(G * M))
-            r, s = np.nonzero(G > 0)
+            r, s = np.nonzero(G)
             parts.append(Cells(np.full(len(r), k), xs[r], ys[s], G[r, s]))
-        else:
-            cost[k] = load_pot().emd2(a, b, M, numItermax=10_000_000)
 
     return cost, (Cells.concat(parts) if want_plans else None)
 

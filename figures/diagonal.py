@@ -43,9 +43,9 @@ def diagonal_curves(mdps: int = 8, seed: int = 0, points: int = 9):
     return lambdas, entropy, curves
 
 
-def plot_sampled_diagonals(path, mdps: int = 8, seed: int = 0):
+def plot_sampled_diagonals(path, mdps: int = 8, seed: int = 0, points: int = 9):
     """Mean d(s, s) against the mean policy entropy."""
-    lambdas, entropy, curves = diagonal_curves(mdps, seed)
+    lambdas, entropy, curves = diagonal_curves(mdps, seed, points)
     fig, ax = plt.subplots(figsize=(6, 4))
     for metric, color in METRICS:
         ax.plot(entropy, curves[metric], marker="o", color=color, label=metric)

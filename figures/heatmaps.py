@@ -40,8 +40,7 @@ def plot_metric_heatmaps(path, state: int = 0, discount: float = 0.9, noise: flo
     cols = 6
     rows = int(np.ceil(len(PANELS) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(2.3 * cols, 3.0 * rows))
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("#404040")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="#404040")
     for ax, (metric, ground) in zip(axes.ravel(), PANELS):
         d = solve(mdp, metric, ground=ground, tol=1e-8).distances
         im = ax.imshow(grid_image(d[state], layout), cmap=cmap)

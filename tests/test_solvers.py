@@ -78,3 +78,27 @@ def test_progress_callback_and_iteration_cap():
     sol = solve(mdp, "dbc", max_iterations=5, progress=lambda k, e, t: calls.append((k, e)))
     assert not sol.converged and sol.iterations == 5 and len(calls) == 5
     assert all(e1 >= e2 for (_, e1), (_, e2) in zip(calls, calls[1:]))
+
+
+@pytest.mark.parametrize("metric", ["bisim", "pi", "psm", "dbc", "eps", "eps-avg", "eps-bar"])
+def test_full_diagonal_solve_agrees_and_has_zero_diagonal(metric):
+    mdp = random_mdp(5, 3, seed=9, discount=0.8, max_support=3)
+    full = solve(mdp, metric, full_diagonal=True, tol=1e-10)
+    short = solve(mdp, metric, tol=1e-10)
+    assert np.max(np.abs(np.diag(full.distances))) <= 1e-9
+    np.testing.assert_allclose(full.distances, short.distances, atol=1e-8)
+    assert short.diagonal_residual <= 1e-12
+
+
+@pytest.mark.parametrize("metric", ["bisim", "pi", "psm", "psm-sampled", "mico", "dbc", "dbc-sampled",
+                                    "eps", "eps-avg", "eps-bar"])
+def test_apply_operator_matches_reference_on_any_symmetric_matrix(metric):
+    from reference import reference_operator
+
+    mdp = random_mdp(4, 2, seed=2, discount=0.7, max_support=3, action_dim=2)
+    rng = np.random.default_rng(0)
+    d = rng.random((4, 4))
+    d = d + d.T  # symmetric, nonzero diagonal, not a metric
+    np.testing.assert_allclose(apply_operator(mdp, metric, d), reference_operator(mdp, metric, d), atol=1e-12)
+    d0 = d - np.diag(np.diag(d))
+    np.testing.assert_allclose(apply_operator(mdp, metric, d0), reference_operator(mdp, metric, d0), atol=1e-12)

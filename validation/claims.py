@@ -59,14 +59,15 @@ class FixedPoints:
             return ground
         return "user"
 
-    def solution(self, metric: str, ground: Ground | None = None):
-        """The :class:`~bisimkit.solvers.Solution` of ``metric`` (eps family: ``ground``, default the case's)."""
+    def solution(self, metric: str, ground: Ground | None = None, full_diagonal: bool = False):
+        """The :class:`~bisimkit.solvers.Solution` of ``metric`` (eps family: ``ground``, default
+        the case's); ``full_diagonal`` solves for d(s, s) as well instead of taking it as 0."""
         if metric.startswith("eps") and ground is None:
             ground = self.case.ground
-        key = (metric, self._key(ground))
+        key = (metric, self._key(ground), full_diagonal)
         if key not in self._d:
             t = time.perf_counter()
-            self._d[key] = solve(self.case.mdp, metric, ground=ground, tol=SOLVE_TOL)
+            self._d[key] = solve(self.case.mdp, metric, ground=ground, tol=SOLVE_TOL, full_diagonal=full_diagonal)
             self.solve_seconds += time.perf_counter() - t
         return self._d[key]
 
@@ -105,20 +106,21 @@ PSEUDOMETRIC_METRICS = ("bisim", "pi", "psm", "dbc", "eps", "eps-avg", "eps-bar"
 def check_c1(fp: FixedPoints) -> Outcome:
     """C1: the fixed points of the metric operators are pseudometrics.
 
-    The solvers keep d(s, s) = 0 and report ``diagonal_residual`` = max |F(d)(s, s)|,
-    so a zero diagonal is checked against the operator itself, not assumed.
+    The fixed points are solved with the diagonal as unknowns (``full_diagonal``),
+    so a zero diagonal is a result, not an assumption. A violation counts only beyond what the certified error allows (three entries of
+    a triangle may each be off by it); a solve that missed its tolerance is noted.
     """
-    worst, where = 0.0, ""
+    worst, where, notes = 0.0, "", []
     for metric in PSEUDOMETRIC_METRICS:
-        sol = fp.solution(metric)
-        rep = check_pseudometric(sol.distances, atol=ATOL)
-        if rep.worst_margin > worst:
-            worst, where = rep.worst_margin, f"{metric}: {rep.describe()}"
-        if sol.diagonal_residual > worst:
-            worst, where = sol.diagonal_residual, f"{metric}: F(d)(s,s) = {sol.diagonal_residual:.3g}, not 0"
-        if not sol.converged and sol.certified_error > worst:
-            worst, where = sol.certified_error, f"{metric}: not converged (error {sol.certified_error:.3g})"
-    return Outcome(worst <= ATOL, -worst, where)
+        sol = fp.solution(metric, full_diagonal=True)
+        slack = 3 * sol.certified_error
+        rep = check_pseudometric(sol.distances, atol=ATOL + slack)
+        excess = max(rep.worst_margin - slack, 0.0)
+        if excess > worst:
+            worst, where = excess, f"{metric}: {rep.describe()}"
+        if not sol.converged:
+            notes.append(f"{metric} reached certified error {sol.certified_error:.2g} only")
+    return Outcome(worst <= ATOL, -worst, "; ".join([where] * bool(where) + notes))
 
 
 def check_c2_literal(fp: FixedPoints) -> Outcome:

@@ -15,8 +15,6 @@ versions that couple many pairs at once and return *cells*: parallel arrays
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 
 def load_pot():
     """POT, imported on first use (it takes about a second to import)."""
@@ -32,15 +30,33 @@ import scipy.sparse as sp
 MIN_CELL_MASS = 1e-15
 
 
-@dataclass(frozen=True)
 class Cells:
     """A batch of sparse couplings: cell ``r`` puts ``mass[r]`` on ``(i[r], j[r])``
-    in the coupling of problem ``problem[r]``."""
+    in the coupling of problem ``problem[r]``.
 
-    problem: np.ndarray
-    i: np.ndarray
-    j: np.ndarray
-    mass: np.ndarray
+    Built either with an explicit ``problem`` array, or (:meth:`from_slots`) with
+    the cells of problem p at ``offsets[p]:offsets[p + 1]``; then ``problem`` is
+    materialised only when asked for.
+    """
+
+    def __init__(self, problem: np.ndarray | None, i: np.ndarray, j: np.ndarray, mass: np.ndarray,
+                 offsets: np.ndarray | None = None) -> None:
+        self._problem = problem
+        self.i, self.j, self.mass = i, j, mass
+        self.offsets = offsets
+
+    @classmethod
+    def from_slots(cls, offsets: np.ndarray, i: np.ndarray, j: np.ndarray, mass: np.ndarray) -> "Cells":
+        """Cells stored problem by problem, problem p at ``offsets[p]:offsets[p + 1]``."""
+        return cls(None, i, j, mass, offsets=np.asarray(offsets, dtype=np.int64))
+
+    @property
+    def problem(self) -> np.ndarray:
+        """Problem index of every cell."""
+        if self._problem is None:
+            sizes = np.diff(self.offsets)
+            self._problem = np.repeat(np.arange(len(sizes)), sizes)
+        return self._problem
 
     def __len__(self) -> int:
         return int(self.mass.size)

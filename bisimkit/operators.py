@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -27,7 +27,14 @@ from .errors import InputError
 from .ground import Ground, ground_values
 from .mdp import FiniteMDP
 from .pairs import PairSpace
-from .transport import optimal_transport
+from .pseudometric import triangle_holds
+from .compiled import eps_bar_matrix, pair_system_from_slots
+from .simplex import HAVE_NUMBA
+from .transport import WarmStarts, optimal_transport
+
+
+#: Mean support size above which W1 problems drop the shared mass (when d is a metric).
+SHARED_MASS_MIN_SUPPORT = 24
 
 
 @dataclass(frozen=True)
@@ -100,15 +107,43 @@ class TransportTerms:
     p: int
     discount: float
     zero_diagonal: bool = True  # the distances it acts on have d(s, s) = 0 (identical laws cost 0)
+    warm: WarmStarts = field(default_factory=WarmStarts, repr=False)  # simplex bases from the last call
+    _reduced: tuple | None = field(default=None, repr=False)  # (p - q)+ and (q - p)+ per row
+    _reduced_warm: WarmStarts = field(default_factory=WarmStarts, repr=False)
+    _dense: bool | None = field(default=None, repr=False)
 
     def row_starts(self) -> np.ndarray:
         """Index of the first row of each pair."""
         return np.searchsorted(self.row_pair, np.arange(len(self.pairs)))
 
     def costs(self, D: np.ndarray, plans: bool = False):
-        """Transport values per row under the dense distance ``D`` (and plans)."""
+        """Transport values per row under the dense distance ``D`` (and plans).
+
+        For W1 with large supports, when ``D`` is a pseudometric (checked exactly),
+        the mass two histograms share stays in place at no cost and only
+        ``(p - q)+`` is moved onto ``(q - p)+`` (Kantorovich-Rubinstein); the plans
+        then leave out those zero-cost diagonal cells.
+        """
+        if self._shared_mass_pays() and triangle_holds(D, 1e-12 * (1.0 + float(D.max(initial=0.0)))):
+            if self._reduced is None:
+                diff = self.dists[self.row_src] - self.dists[self.row_dst]
+                self._reduced = (diff.maximum(0).tocsr(), (-diff).maximum(0).tocsr())
+                self._reduced[0].eliminate_zeros()
+                self._reduced[1].eliminate_zeros()
+            rows = np.arange(len(self.row_src))
+            return optimal_transport(self._reduced[0], rows, self._reduced[1], rows, D, p=1, plans=plans,
+                                     zero_diagonal=False, warm=self._reduced_warm)
         return optimal_transport(self.dists, self.row_src, self.dists, self.row_dst, D,
-                                 p=self.p, plans=plans, zero_diagonal=self.zero_diagonal)
+                                 p=self.p, plans=plans, zero_diagonal=self.zero_diagonal, warm=self.warm)
+
+    def _shared_mass_pays(self) -> bool:
+        """The reduction applies (W1, zero diagonal) and supports are large enough to gain."""
+        if self.p != 1 or not self.zero_diagonal:
+            return False
+        if self._dense is None:
+            sizes = np.diff(self.dists.indptr)
+            self._dense = bool(sizes.mean() > SHARED_MASS_MIN_SUPPORT)
+        return self._dense
 
     def combine(self, row_values: np.ndarray) -> np.ndarray:
         """Reduce per-row values ``const + c * cost`` to one value per pair."""
@@ -241,15 +276,25 @@ def pair_system(pairs: PairSpace, row_pair: np.ndarray, row_weight: np.ndarray,
     """The pairs x pairs matrix ``T[pair(r), pair(i, j)] += weight[r] * mass`` of fixed couplings.
 
     ``cells.problem`` indexes rows; cells on the diagonal (i == j) are dropped
-    when the pair space has no diagonal (d(s, s) = 0 there).
+    when the pair space has no diagonal (d(s, s) = 0 there), and so are empty cells.
+    Duplicates are left in: the product T @ x adds them up, and summing them costs a sort.
     """
+    if HAVE_NUMBA and cells.offsets is not None:
+        return pair_system_from_slots(cells.offsets, cells.i, cells.j, cells.mass, row_pair, row_weight,
+                                      pairs.index, len(pairs))
     col = pairs.index[cells.i, cells.j]
-    keep = col >= 0
+    keep = (col >= 0) & (cells.mass > 0)
     rows = row_pair[cells.problem[keep]]
     vals = row_weight[cells.problem[keep]] * cells.mass[keep]
-    T = sp.csr_matrix((vals, (rows, col[keep])), shape=(len(pairs), len(pairs)))
-    T.sum_duplicates()
-    return T
+    return csr_from_triplets(rows, col[keep], vals, len(pairs))
+
+
+def csr_from_triplets(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n: int) -> sp.csr_matrix:
+    """An n x n CSR matrix from (row, col, value) triplets, duplicates kept."""
+    order = np.argsort(rows, kind="stable")
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    return sp.csr_matrix((vals[order], cols[order], indptr), shape=(n, n))
 
 
 def _eps_bar_parts(mdp: FiniteMDP, ground: Ground, pairs: PairSpace) -> tuple[Cells, np.ndarray, Cells]:
@@ -272,6 +317,13 @@ def eps_bar_form(mdp: FiniteMDP, ground: Ground = "reward", pairs: PairSpace | N
     the diagonal, T keeps the cells that land on it.
     """
     pairs = default_pairs(mdp, "eps-bar") if pairs is None else pairs
+    one_dimensional = mdp.state_shape is None or len(mdp.state_shape) == 1
+    if HAVE_NUMBA and one_dimensional:  # built pair by pair in compiled code
+        pi = mdp.require_policy("eps-bar")
+        abar = mdp.mean_action if isinstance(ground, str) and ground == "policy" else None
+        b, T = eps_bar_matrix(pairs.s, pairs.t, pairs.index, pi, mdp.transition_rows, ground, mdp.rewards,
+                              abar, len(pairs))
+        return PairLinearForm(pairs, b, T, mdp.discount)
     ge, b, cells = _eps_bar_parts(mdp, ground, pairs)
     T = pair_system(pairs, ge.problem, ge.mass, cells, len(ge))
     return PairLinearForm(pairs, b, T, mdp.discount)

@@ -99,3 +99,12 @@ def check_pseudometric(d: np.ndarray, atol: float = 1e-9) -> PseudometricReport:
         triangle_triple=(i, int(arg[i, k]), k),
         atol=atol,
     )
+
+
+def triangle_holds(d: np.ndarray, atol: float = 0.0) -> bool:
+    """Whether ``d[i, k] <= d[i, j] + d[j, k] + atol`` for all triples (stops at the first failure)."""
+    d = np.asarray(d, dtype=np.float64)
+    for j in range(d.shape[0]):
+        if np.any(d > d[:, j, None] + d[None, j, :] + atol):
+            return False
+    return True

@@ -6,10 +6,15 @@ kind is solved by the cheapest exact method:
 
 * identical histograms under a ground cost with zero diagonal: cost 0, the
   identity plan;
-* one side a single atom: the only coupling, a weighted sum;
-* two atoms against two atoms: the cost is linear in one free cell, so the
-  optimum is at an end of its interval (closed form, vectorised);
-* everything else: POT's exact network simplex on the supports only.
+* up to :data:`KERNEL_MAX` atoms a side, or with a warm-start basis from an
+  earlier call: the compiled network simplex of :mod:`bisimkit.simplex`, on the
+  supports only (without numba: closed forms for one-atom and 2 x 2 problems,
+  where the cost is linear in one free cell);
+* everything else: POT's network simplex on the supports.
+
+Plans are *basic* solutions, so problem k has at most ``k_atoms + l_atoms - 1``
+positive cells; every method writes its plan into that fixed slot of the output
+arrays, which is why the plan of millions of problems is built without copies.
 """
 
 from __future__ import annotations
@@ -18,19 +23,38 @@ import numpy as np
 import scipy.sparse as sp
 
 from .couplings import Cells, load_pot, padded_rows
-from .simplex import FLOW_EPS, HAVE_NUMBA, solve_padded
+from .simplex import BASIS_DTYPE, FLOW_EPS, HAVE_NUMBA, bases_from_flows, basis_offsets, solve_supports
 
 #: Problems per batch; bounds the memory of the padded support arrays.
-CHUNK = 100_000
-#: Problems with at most this many atoms per side go to the compiled simplex.
-KERNEL_MAX = 20
-#: Entries of the padded cost blocks handed to the compiled simplex at once.
-KERNEL_BLOCK = 4_000_000
+CHUNK = 200_000
+#: Problems with at most this many atoms per side go to the compiled simplex cold.
+KERNEL_MAX = 64
+
+
+class WarmStarts:
+    """Optimal bases from the last solve of each problem, to warm-start the next.
+
+    Valid while the problems keep their histograms (only the ground cost
+    changes), as in value iteration and coupling iteration. Stored per chunk in
+    the same slots as the plans.
+    """
+
+    def __init__(self) -> None:
+        self._chunks: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def chunk(self, start: int, lp: np.ndarray, lq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(basis, valid)`` of the chunk starting at ``start`` (reset if its problems changed)."""
+        st = self._chunks.get(start)
+        if st is None or not (np.array_equal(st[0], lp) and np.array_equal(st[1], lq)):
+            total = int(np.sum(np.maximum(lp + lq - 1, 0)))
+            st = (lp.copy(), lq.copy(), np.zeros((total, 2), dtype=BASIS_DTYPE), np.zeros(len(lp), dtype=bool))
+            self._chunks[start] = st
+        return st[2], st[3]
 
 
 def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: np.ndarray,
                       d: np.ndarray, p: int = 1, plans: bool = False,
-                      zero_diagonal: bool = True) -> tuple[np.ndarray, Cells | None]:
+                      zero_diagonal: bool = True, warm: WarmStarts | None = None) -> tuple[np.ndarray, Cells | None]:
     """Optimal ``W_p`` values (and plans) for the pairs ``(X[src[k]], Y[dst[k]])``.
 
     Parameters
@@ -39,54 +63,111 @@ def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: 
     src, dst : row indices, one pair per problem.
     d : n x n ground distance (non-negative).
     p : 1 or 2; the cost is ``sum g * d**p`` and the value its p-th root.
-    plans : also return an optimal plan per problem as :class:`Cells`.
+    plans : also return an optimal plan per problem as :class:`Cells` (cells of
+        zero mass may appear; they carry nothing).
     zero_diagonal : ``d`` has a zero diagonal, so identical histograms cost 0.
+    warm : bases kept from the previous call on the *same* problems (same
+        histograms, other costs), to warm-start the simplex; updated in place.
     """
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
-    cost_matrix = d if p == 1 else d ** p
-    values = np.zeros(len(src))
-    parts: list[Cells] = []
-    for start in range(0, len(src), CHUNK):
-        stop = min(start + CHUNK, len(src))
-        v, cells = _transport_chunk(X, src[start:stop], Y, dst[start:stop], cost_matrix, plans, zero_diagonal)
-        values[start:stop] = v
+    C = d if p == 1 else d ** p
+    N = len(src)
+    values = np.zeros(N)
+    slots = np.maximum(np.diff(X.indptr)[src] + np.diff(Y.indptr)[dst] - 1, 0)
+    off = np.concatenate([[0], np.cumsum(slots)]).astype(np.int64)
+    out = (np.zeros(int(off[-1]), dtype=np.int64), np.zeros(int(off[-1]), dtype=np.int64),
+           np.zeros(int(off[-1]))) if plans else None
+    for start in range(0, N, CHUNK):
+        stop = min(start + CHUNK, N)
+        view = None
         if plans:
-            parts.append(Cells(cells.problem + start, cells.i, cells.j, cells.mass))
+            a, b = off[start], off[stop]
+            view = (out[0][a:b], out[1][a:b], out[2][a:b])
+        values[start:stop] = _transport_chunk(X, src[start:stop], Y, dst[start:stop], C, zero_diagonal,
+                                              warm.chunk(start, *_lengths(X, Y, src[start:stop], dst[start:stop]))
+                                              if (warm is not None and HAVE_NUMBA) else None, view)
     if p != 1:
         values = np.sqrt(np.maximum(values, 0.0)) if p == 2 else np.maximum(values, 0.0) ** (1.0 / p)
-    return values, (Cells.concat(parts) if plans else None)
+    if not plans:
+        return values, None
+    return values, Cells.from_slots(off, *out)
 
 
-def _transport_chunk(X, src, Y, dst, C, want_plans, zero_diagonal):
+def _lengths(X, Y, src, dst):
+    return np.diff(X.indptr)[src], np.diff(Y.indptr)[dst]
+
+
+def _transport_chunk(X, src, Y, dst, C, zero_diagonal, bases, out) -> np.ndarray:
+    """Values of one chunk; plans written into ``out = (i, j, mass)`` slots when given."""
     ip, mp, lp = padded_rows(X, src)
     iq, mq, lq = padded_rows(Y, dst)
-    N = len(src)
-    cost = np.zeros(N)
-    todo = np.ones(N, dtype=bool)
-    parts: list[Cells] = []
-
-    if zero_diagonal:
-        w = min(ip.shape[1], iq.shape[1])  # equal lengths <= both widths
+    chunk = _Chunk(ip, mp, lp, iq, mq, lq, C, out)
+    todo = (lp > 0) & (lq > 0)  # an empty side (equal masses 0) costs 0
+    if zero_diagonal:  # identical histograms: cost 0, the identity plan
+        w = min(ip.shape[1], iq.shape[1])  # equal lengths fit both widths
         same = (lp == lq) & np.all(ip[:, :w] == iq[:, :w], axis=1) & np.all(mp[:, :w] == mq[:, :w], axis=1)
         todo &= ~same
-        if want_plans:
-            k, a = np.nonzero(same[:, None] & (mp > 0))
-            parts.append(Cells(k, ip[k, a], ip[k, a], mp[k, a]))
+        k, a = np.nonzero(same[:, None] & (mp > 0))
+        chunk.write(k, a, ip[k, a], ip[k, a], mp[k, a])
+    if HAVE_NUMBA:
+        todo = _compiled(chunk, todo, bases)
+    else:
+        todo = _closed_forms(chunk, todo)
+    _pot(chunk, todo, bases)
+    return chunk.cost
 
+
+class _Chunk:
+    """Padded supports of a chunk of problems, their costs, and the plan slots to fill."""
+
+    def __init__(self, ip, mp, lp, iq, mq, lq, C, out) -> None:
+        self.ip, self.mp, self.lp, self.iq, self.mq, self.lq, self.C, self.out = ip, mp, lp, iq, mq, lq, C, out
+        self.off = basis_offsets(lp, lq)
+        self.cost = np.zeros(len(lp))
+
+    def write(self, k, pos, i, j, mass) -> None:
+        """Put plan cells of problems ``k`` at positions ``pos`` of their slots."""
+        if self.out is not None and len(k):
+            at = self.off[k] + pos
+            self.out[0][at], self.out[1][at], self.out[2][at] = i, j, mass
+
+
+def _compiled(ch: _Chunk, todo: np.ndarray, bases) -> np.ndarray:
+    """The compiled simplex on every problem up to KERNEL_MAX atoms a side, and on any
+    problem with a basis from an earlier call; returns what is left for POT."""
+    rows = np.nonzero(todo & (((ch.lp <= KERNEL_MAX) & (ch.lq <= KERNEL_MAX))
+                              | (bases[1] if bases is not None else False)))[0]
+    if not len(rows):
+        return todo
+    if bases is None:
+        total = int(ch.off[-1])
+        bases = (np.zeros((total, 2), dtype=BASIS_DTYPE), np.zeros(len(ch.lp), dtype=bool))
+    out = ch.out
+    if out is None:
+        total = int(ch.off[-1])
+        out = (np.zeros(total, dtype=np.int64), np.zeros(total, dtype=np.int64), np.zeros(total))
+    failed = solve_supports(ch.C, ch.ip, ch.iq, ch.mp, ch.mq, ch.lp, ch.lq, rows, bases[0], bases[1], ch.cost, out)
+    todo = todo.copy()
+    todo[rows] = False
+    todo[failed] = True
+    return todo
+
+
+def _closed_forms(ch: _Chunk, todo: np.ndarray) -> np.ndarray:
+    """Without numba: one-atom and 2 x 2 problems in closed form; returns what is left."""
+    ip, mp, lp, iq, mq, lq, C = ch.ip, ch.mp, ch.lp, ch.iq, ch.mq, ch.lq, ch.C
+    N = len(lp)
     # One side is a single atom: the product coupling is the only one.
     single_p = todo & (lp == 1)
     k, b = np.nonzero(single_p[:, None] & (mq > 0))
-    cost += np.bincount(k, weights=mq[k, b] * C[ip[k, 0], iq[k, b]], minlength=N)
-    if want_plans:
-        parts.append(Cells(k, ip[k, 0], iq[k, b], mq[k, b]))
+    ch.cost += np.bincount(k, weights=mq[k, b] * C[ip[k, 0], iq[k, b]], minlength=N)
+    ch.write(k, b, ip[k, 0], iq[k, b], mq[k, b])
     single_q = todo & (lp > 1) & (lq == 1)
     k, a = np.nonzero(single_q[:, None] & (mp > 0))
-    cost += np.bincount(k, weights=mp[k, a] * C[ip[k, a], iq[k, 0]], minlength=N)
-    if want_plans:
-        parts.append(Cells(k, ip[k, a], iq[k, 0], mp[k, a]))
-    todo &= ~(single_p | single_q)
-
+    ch.cost += np.bincount(k, weights=mp[k, a] * C[ip[k, a], iq[k, 0]], minlength=N)
+    ch.write(k, a, ip[k, a], iq[k, 0], mp[k, a])
+    todo = todo & ~(single_p | single_q)
     # Two atoms against two: g11 = t, g12 = p1 - t, g21 = q1 - t, g22 = p2 - q1 + t.
     two = np.nonzero(todo & (lp == 2) & (lq == 2))[0]
     if len(two):
@@ -96,53 +177,63 @@ def _transport_chunk(X, src, Y, dst, C, want_plans, zero_diagonal):
         slope = c11 - c12 - c21 + c22
         t = np.where(slope >= 0, np.maximum(0.0, q1 - p2), np.minimum(p1, q1))
         g = np.stack([t, p1 - t, q1 - t, p2 - q1 + t], axis=1)
-        g[g < FLOW_EPS] = 0.0
-        cost[two] = g[:, 0] * c11 + g[:, 1] * c12 + g[:, 2] * c21 + g[:, 3] * c22
-        if want_plans:
-            rows = np.repeat(two, 4)
-            ii = np.stack([x1, x1, x2, x2], axis=1).ravel()
-            jj = np.stack([y1, y2, y1, y2], axis=1).ravel()
-            keep = g.ravel() > 0
-            parts.append(Cells(rows[keep], ii[keep], jj[keep], g.ravel()[keep]))
+        g[g < FLOW_EPS] = 0.0  # at an end of the interval one cell is empty: <= 3 cells
+        ch.cost[two] = g[:, 0] * c11 + g[:, 1] * c12 + g[:, 2] * c21 + g[:, 3] * c22
+        row, col = np.nonzero(g)
+        pos = np.cumsum(g > 0, axis=1)[row, col] - 1
+        ii = np.stack([x1, x1, x2, x2], axis=1)[row, col]
+        jj = np.stack([y1, y2, y1, y2], axis=1)[row, col]
+        ch.write(two[row], pos, ii, jj, g[row, col])
         todo[two] = False
+    return todo
 
-    general = np.nonzero(todo)[0]
-    small = general[(lp[general] <= KERNEL_MAX) & (lq[general] <= KERNEL_MAX)] if HAVE_NUMBA else general[:0]
-    if len(small):
-        failed = _kernel_solve(small, ip, mp, lp, iq, mq, lq, C, cost, parts, want_plans)
-        todo[small] = False
-        todo[failed] = True
-    for k in np.nonzero(todo)[0]:  # large problems: POT's network simplex
-        a, b = mp[k, :lp[k]], mq[k, :lq[k]]
-        xs, ys = ip[k, :lp[k]], iq[k, :lq[k]]
-        M = C[np.ix_(xs, ys)]
+
+def _pot(ch: _Chunk, todo: np.ndarray, bases, block: int = 2_000_000) -> None:
+    """POT's network simplex on the problems left; their plans seed later warm starts
+    (converted to bases in batches of about ``block`` plan entries, to bound memory)."""
+    big = np.nonzero(todo)[0]
+    keep = bases is not None and HAVE_NUMBA
+    pending: list[int] = []
+    plans: list[tuple[np.ndarray, np.ndarray]] = []
+    size = 0
+    for x, k in enumerate(big):
+        a, b = ch.mp[k, :ch.lp[k]], ch.mq[k, :ch.lq[k]]
+        xs, ys = ch.ip[k, :ch.lp[k]], ch.iq[k, :ch.lq[k]]
+        M = ch.C[np.ix_(xs, ys)]
         G = load_pot().emd(a, b, M, numItermax=10_000_000)
         G[G < FLOW_EPS] = 0.0
-        cost[k] = float(np.sum(G * M))
-        if want_plans:
-            r, s = np.nonzero(G)
-            parts.append(Cells(np.full(len(r), k), xs[r], ys[s], G[r, s]))
+        ch.cost[k] = float(np.sum(G * M))
+        r, s = np.nonzero(G)
+        if len(r) > ch.lp[k] + ch.lq[k] - 1:  # pragma: no cover - POT returns basic solutions
+            raise RuntimeError("POT returned a non-basic plan")
+        ch.write(np.full(len(r), k), np.arange(len(r)), xs[r], ys[s], G[r, s])
+        if keep:
+            pending.append(k)
+            plans.append((G, M))
+            size += G.size
+            if size >= block or x == len(big) - 1:
+                _record_plans(bases, ch.off, np.array(pending), ch.lp, ch.lq, plans)
+                pending, plans, size = [], [], 0
 
-    return cost, (Cells.concat(parts) if want_plans else None)
+
+def _slot_index(off: np.ndarray, rows: np.ndarray, lp: np.ndarray, lq: np.ndarray) -> np.ndarray:
+    """Positions of the slots of ``rows``, concatenated in order."""
+    sizes = np.maximum(lp[rows] + lq[rows] - 1, 0)
+    local = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    return np.repeat(off[rows] - local, sizes) + np.arange(int(sizes.sum()))
 
 
-def _kernel_solve(rows, ip, mp, lp, iq, mq, lq, C, cost, parts, want_plans) -> np.ndarray:
-    """Solve problems ``rows`` with the compiled simplex; returns the rows it could not finish."""
-    K = int(lp[rows].max())
-    L = int(lq[rows].max())
-    step = max(1, KERNEL_BLOCK // (K * L))
-    failed = []
-    for start in range(0, len(rows), step):
-        r = rows[start:start + step]
-        xs, ys = ip[r, :K], iq[r, :L]
-        block = C[xs[:, :, None], ys[:, None, :]]
-        values, flows, ok = solve_padded(mp[r, :K], mq[r, :L], block, lp[r], lq[r])
-        cost[r] = values
-        failed.append(r[~ok])
-        if want_plans:
-            p, i, j = np.nonzero((flows > 0) & ok[:, None, None])
-            parts.append(Cells(r[p], xs[p, i], ys[p, j], flows[p, i, j]))
-    return np.concatenate(failed)
+def _record_plans(bases, off, rows, lp, lq, plans) -> None:
+    """Store bases derived from POT's basic plans of problems ``rows``, for warm starts."""
+    K, L = int(lp[rows].max()), int(lq[rows].max())
+    F = np.zeros((len(rows), K, L))
+    M = np.zeros((len(rows), K, L))
+    for x, (G, cost) in enumerate(plans):
+        F[x, :G.shape[0], :G.shape[1]] = G
+        M[x, :G.shape[0], :G.shape[1]] = cost
+    basis, ok = bases_from_flows(F, M, lp[rows], lq[rows])
+    bases[0][_slot_index(off, rows, lp, lq)] = basis
+    bases[1][rows] = ok
 
 
 def plan_costs(plans: Cells, d: np.ndarray, n_problems: int) -> np.ndarray:

@@ -52,3 +52,68 @@ def test_nonzero_diagonal_ground_is_not_shortcut():
     assert values[0] == 1.0
     values, _ = optimal_transport(X, [0], X, [0], d, zero_diagonal=True)
     assert values[0] == 0.0
+
+
+def test_without_numba_the_closed_forms_and_pot_agree(monkeypatch):
+    import bisimkit.transport as tr
+
+    rng = np.random.default_rng(3)
+    n = 8
+    X = random_rows(rng, 40, n, 4)
+    d = random_metric(rng, n)
+    src, dst = rng.integers(0, 40, 200), rng.integers(0, 40, 200)
+    Xs = sp.csr_matrix(X)
+    with_numba, plans_a = optimal_transport(Xs, src, Xs, dst, d, plans=True)
+    monkeypatch.setattr(tr, "HAVE_NUMBA", False)
+    without, plans_b = optimal_transport(Xs, src, Xs, dst, d, plans=True)
+    expected = [ot.emd2(X[a], X[b], d) for a, b in zip(src, dst)]
+    np.testing.assert_allclose(with_numba, expected, atol=1e-12)
+    np.testing.assert_allclose(without, expected, atol=1e-12)
+    np.testing.assert_allclose(plan_costs(plans_b, d, len(src)), expected, atol=1e-12)
+
+
+def test_empty_histograms_cost_nothing():
+    X = sp.csr_matrix(np.array([[0.0, 0.0], [0.5, 0.5]]))
+    values, plans = optimal_transport(X, [0, 1], X, [0, 1], np.ones((2, 2)) - np.eye(2), plans=True,
+                                      zero_diagonal=False)
+    assert values[0] == 0.0 and values[1] == 0.0 and len(plans.problem) == len(plans.mass)
+
+
+def test_warm_started_calls_match_cold_calls():
+    from bisimkit.transport import WarmStarts
+
+    rng = np.random.default_rng(4)
+    n = 30
+    X = sp.csr_matrix(random_rows(rng, 50, n, 25))
+    src, dst = rng.integers(0, 50, 300), rng.integers(0, 50, 300)
+    warm = WarmStarts()
+    for scale in (1.0, 1.3, 0.7):
+        d = random_metric(rng, n) * scale
+        cold, _ = optimal_transport(X, src, X, dst, d)
+        hot, _ = optimal_transport(X, src, X, dst, d, warm=warm)
+        np.testing.assert_allclose(hot, cold, atol=1e-12)
+
+
+def test_shared_mass_reduction_is_exact_for_metrics(monkeypatch):
+    import bisimkit.operators as ops
+    from bisimkit.generators import random_mdp
+    from bisimkit.operators import transport_terms
+    from bisimkit.solvers import solve
+
+    mdp = random_mdp(40, 3, seed=1)  # dense supports: the reduction applies
+    terms = transport_terms(mdp, "pi")
+    assert terms._shared_mass_pays()
+    d = solve(mdp, "pi").distances  # a pseudometric
+    reduced, _ = terms.costs(d)
+    monkeypatch.setattr(ops, "SHARED_MASS_MIN_SUPPORT", 10 ** 9)
+    full, _ = transport_terms(mdp, "pi").costs(d)
+    np.testing.assert_allclose(reduced, full, atol=1e-12)
+    # Not a metric: the reduction is skipped, so values still match full problems solved by POT.
+    bad = d.copy()
+    bad[0, 1] = bad[1, 0] = d.max() * 10
+    monkeypatch.setattr(ops, "SHARED_MASS_MIN_SUPPORT", 24)
+    got, _ = transport_terms(mdp, "pi").costs(bad)
+    P = mdp.transition_pi
+    t = transport_terms(mdp, "pi")
+    expected = [ot.emd2(P[a], P[b], bad) for a, b in zip(t.row_src, t.row_dst)]
+    np.testing.assert_allclose(got, expected, atol=1e-12)

@@ -1,0 +1,1 @@
+"""Performance scripts (never run as tests): ``python -m benchmarks.run``."""

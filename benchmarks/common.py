@@ -1,51 +1,74 @@
-"""Helpers for the benchmark scripts: workload MDPs, timing, peak memory, JSON output."""
+"""Shared harness of the benchmark scripts.
+
+Every script measures one workload at one size in its own process (clean peak
+memory), prints one JSON line per metric and is driven by ``benchmarks.run``.
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
 import resource
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from bisimkit.generators import random_mdp
+from bisimkit.solvers import solve
+from validation.reference import timed_baseline
 
-RESULTS = Path(__file__).parent / "results"
-
-
-def published_mdp(n: int, m: int = 4, seed: int = 0, discount: float = 0.9):
-    """The published random-MDP recipe: dense random supports, Dirichlet policy."""
-    return random_mdp(n, m, seed=seed, discount=discount)
+DISCOUNT = 0.9
+TOL = 1e-9
 
 
-def sparse_mdp(n: int, m: int = 4, seed: int = 0, discount: float = 0.9, successors: int = 8):
+def published_mdp(n: int, m: int = 4, seed: int = 0):
+    """The published random-MDP recipe: random supports (1..n-1 entries zeroed), Dirichlet policy."""
+    return random_mdp(n, m, seed=seed, discount=DISCOUNT)
+
+
+def sparse_mdp(n: int, m: int = 4, seed: int = 0, successors: int = 8):
     """Random MDP with at most ``successors`` next states per (s, a), Dirichlet policy."""
-    return random_mdp(n, m, seed=seed, discount=discount, max_support=successors)
+    return random_mdp(n, m, seed=seed, discount=DISCOUNT, max_support=successors)
 
 
 def peak_rss_mib() -> float:
-    """Peak resident memory of this process so far, in MiB (Linux reports KiB)."""
+    """Peak resident memory of this process so far, in MiB."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def timed(fn, *args, **kwargs):
-    """``(result, seconds)``."""
-    t = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return out, time.perf_counter() - t
-
-
-def emit(record: dict) -> None:
-    """Print one JSON line (the runner reads the last line of each script's stdout)."""
-    print(json.dumps(record, default=float))
-    sys.stdout.flush()
-
-
 def warm_up() -> None:
-    """Compile the numba kernels outside the timed region."""
-    from bisimkit.solvers import solve
+    """Compile the numba kernels outside the timed region (they are cached on disk)."""
+    small = random_mdp(8, 2, seed=0, max_support=4)
+    for metric in ("pi", "eps", "bisim", "eps-bar"):
+        solve(small, metric)
 
-    solve(random_mdp(6, 2, seed=0, max_support=4), "eps")
-    solve(random_mdp(6, 2, seed=0, max_support=4), "pi")
+
+def measure(workload: str, mdp, metric: str, budget: float, ground: str = "reward") -> dict:
+    """bisimkit's time and peak memory on ``metric``, then the per-pair baseline's."""
+    start = time.perf_counter()
+    sol = solve(mdp, metric, ground=ground, tol=TOL)
+    seconds = time.perf_counter() - start
+    record = {"workload": workload, "metric": metric, "n": mdp.n_states, "m": mdp.n_actions,
+              "seconds": seconds, "peak_mib": peak_rss_mib(), "certified_error": sol.certified_error,
+              "iterations": sol.iterations, "method": sol.method, "converged": sol.converged}
+    if budget > 0:
+        base = timed_baseline(mdp, metric, tol=TOL, budget=budget, ground=ground)
+        total = base["seconds"] if base["finished"] else base["seconds_extrapolated"]
+        record["baseline"] = {**base, "seconds_total": total}
+        record["ratio"] = total / seconds
+    return record
+
+
+def main(workload: str, build, metrics: list[str]) -> None:
+    """Command line of a benchmark script: ``--n N [--budget S] [--seed K]``."""
+    parser = argparse.ArgumentParser(description=f"benchmark: {workload}")
+    parser.add_argument("--n", type=int, required=True)
+    parser.add_argument("--budget", type=float, default=30.0, help="baseline wall-clock budget per metric (0: skip)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    warm_up()
+    mdp = build(args.n, args.seed)
+    for metric in metrics:
+        print(json.dumps(measure(workload, mdp, metric, args.budget), default=float))
+        sys.stdout.flush()

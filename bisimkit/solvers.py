@@ -236,7 +236,7 @@ def stein_doubling(form: SteinForm, tol: float, report=None) -> tuple[np.ndarray
 
 # ------------------------------------------------------ linear pair systems
 #: Pair systems up to this many unknowns are factorised directly.
-DIRECT_LIMIT = 6000
+DIRECT_LIMIT = 800
 
 
 def solve_fixed_point(T: sp.csr_matrix, b: np.ndarray, c: float, x0: np.ndarray | None = None,

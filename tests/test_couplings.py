@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from bisimkit.couplings import (entangled_cells, entangled_coupling, independent_coupling,
                                 optimal_coupling)
-from reference import nw_corner
+from validation.reference import nw_corner
 
 
 def test_hand_computed_north_west_corner():

@@ -5,7 +5,7 @@ import pytest
 
 from bisimkit import example, solve
 from bisimkit.generators import random_mdp
-from reference import reference_fixed_point
+from validation.reference import reference_fixed_point
 
 ALL_METRICS = ["bisim", "pi", "psm", "psm-sampled", "mico", "mico-reduced", "dbc", "dbc-sampled",
                "eps", "eps-avg", "eps-bar"]
@@ -76,3 +76,13 @@ def test_deterministic_grid_bisim_matches_direct_recursion():
         d = np.max(np.abs(R[:, None, :] - R[None, :, :]) + c * d[nxt[:, None, :], nxt[None, :, :]], axis=2)
     sol = solve(mdp, "bisim")
     np.testing.assert_allclose(sol.distances, d, atol=1e-8)
+
+
+def test_timed_baseline_finishes_or_extrapolates():
+    from validation.reference import timed_baseline
+
+    mdp = random_mdp(5, 2, seed=0, discount=0.5)
+    done = timed_baseline(mdp, "pi", tol=1e-9, budget=30)
+    assert done["finished"] and done["sweeps"] == done["sweeps_needed"]
+    cut = timed_baseline(random_mdp(40, 2, seed=0, discount=0.9), "pi", tol=1e-9, budget=0.05)
+    assert not cut["finished"] and cut["sweeps_needed"] > 30 and cut["seconds_extrapolated"] > cut["seconds"]

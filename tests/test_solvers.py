@@ -93,7 +93,7 @@ def test_full_diagonal_solve_agrees_and_has_zero_diagonal(metric):
 @pytest.mark.parametrize("metric", ["bisim", "pi", "psm", "psm-sampled", "mico", "dbc", "dbc-sampled",
                                     "eps", "eps-avg", "eps-bar"])
 def test_apply_operator_matches_reference_on_any_symmetric_matrix(metric):
-    from reference import reference_operator
+    from validation.reference import reference_operator
 
     mdp = random_mdp(4, 2, seed=2, discount=0.7, max_support=3, action_dim=2)
     rng = np.random.default_rng(0)

@@ -1,0 +1,9 @@
+"""Workload: bisim, n = 500, m = 4, at most 8 successors: under 60 s.
+
+    python -m benchmarks.bench_bisim --n N [--budget SECONDS]
+"""
+
+from benchmarks.common import main, published_mdp, sparse_mdp  # noqa: F401
+
+if __name__ == "__main__":
+    main("bisim-sparse", lambda n, seed: sparse_mdp(n, seed=seed), ["bisim"])

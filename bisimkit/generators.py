@@ -82,6 +82,26 @@ def random_mdp(n: int, m: int, seed=None, discount: float = 0.9, max_support: in
     return FiniteMDP(P, R, discount, pi, action_values=av, name=f"random[n={n},m={m}]")
 
 
+def lift(base: FiniteMDP, origin: np.ndarray, split, name: str | None = None) -> FiniteMDP:
+    """The MDP whose state s copies base state ``origin[s]``.
+
+    Rewards and policy are copied; the mass P(origin[s], a) puts on a base state
+    is divided among that state's copies in proportions ``split(k)`` (k copies).
+    Copies of one base state are bisimilar under every relation.
+    """
+    origin = np.asarray(origin)
+    n, m = len(origin), base.n_actions
+    P = np.zeros((n, m, n))
+    for s in range(n):
+        for a in range(m):
+            for target in np.nonzero(base.transitions[origin[s], a])[0]:
+                slots = np.nonzero(origin == target)[0]
+                w = np.asarray(split(len(slots)), dtype=float)
+                P[s, a, slots] = base.transitions[origin[s], a, target] * w / w.sum()
+    pi = None if base.policy is None else base.policy[origin]
+    return FiniteMDP(P, base.rewards[origin], base.discount, pi, action_values=base.action_values, name=name)
+
+
 def planted_bisimulation(base: FiniteMDP, copies: int | np.ndarray, seed=None) -> tuple[FiniteMDP, np.ndarray]:
     """Copy every state of ``base`` several times and split transition mass among copies.
 
@@ -90,23 +110,9 @@ def planted_bisimulation(base: FiniteMDP, copies: int | np.ndarray, seed=None) -
     eps); the largest relations are the pull-backs of the base MDP's.
     """
     rng = _rng(seed)
-    nb, m = base.n_states, base.n_actions
-    counts = np.full(nb, copies) if np.isscalar(copies) else np.asarray(copies)
-    origin = np.repeat(np.arange(nb), counts)
-    perm = rng.permutation(len(origin))  # scatter the copies
-    origin = origin[perm]
-    n = len(origin)
-    P = np.zeros((n, m, n))
-    for s in range(n):
-        for a in range(m):
-            for target in np.nonzero(base.transitions[origin[s], a])[0]:
-                slots = np.nonzero(origin == target)[0]
-                split = rng.dirichlet(np.ones(len(slots)))
-                P[s, a, slots] = base.transitions[origin[s], a, target] * split
-    R = base.rewards[origin]
-    pi = None if base.policy is None else base.policy[origin]
-    mdp = FiniteMDP(P, R, base.discount, pi, action_values=base.action_values,
-                    name=f"planted[{base.label} x{counts.max()}]")
+    counts = np.full(base.n_states, copies) if np.isscalar(copies) else np.asarray(copies)
+    origin = rng.permutation(np.repeat(np.arange(base.n_states), counts))  # scatter the copies
+    mdp = lift(base, origin, lambda k: rng.dirichlet(np.ones(k)), name=f"planted[{base.label} x{counts.max()}]")
     return mdp, origin
 
 

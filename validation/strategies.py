@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
+from bisimkit.generators import lift
 from bisimkit.mdp import FiniteMDP
 
 DISCOUNTS = st.sampled_from([0.5, 0.8, 0.9])
@@ -72,19 +73,10 @@ def planted_mdps(draw, max_base_states: int = 3, max_copies: int = 3, max_action
     Returns ``(mdp, origin)``, ``origin[s]`` being the base state copied by s.
     """
     base = draw(finite_mdps(min_states=1, max_states=max_base_states, max_actions=max_actions))
-    nb, m = base.n_states, base.n_actions
-    counts = draw(st.lists(st.integers(1, max_copies), min_size=nb, max_size=nb))
-    origin = np.repeat(np.arange(nb), counts)
-    n = len(origin)
-    P = np.zeros((n, m, n))
-    for s in range(n):
-        for a in range(m):
-            for target in np.nonzero(base.transitions[origin[s], a])[0]:
-                slots = np.nonzero(origin == target)[0]
-                split = np.array(draw(st.lists(st.integers(1, 3), min_size=len(slots), max_size=len(slots))), float)
-                P[s, a, slots] = base.transitions[origin[s], a, target] * split / split.sum()
-    mdp = FiniteMDP(P, base.rewards[origin], base.discount, base.policy[origin], name="hypothesis-planted")
-    return mdp, origin
+    counts = draw(st.lists(st.integers(1, max_copies), min_size=base.n_states, max_size=base.n_states))
+    origin = np.repeat(np.arange(base.n_states), counts)
+    split = lambda k: draw(st.lists(st.integers(1, 3), min_size=k, max_size=k))  # noqa: E731
+    return lift(base, origin, split, name="hypothesis-planted"), origin
 
 
 @st.composite

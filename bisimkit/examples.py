@@ -101,10 +101,10 @@ def two_state_chain(discount: float = 0.9) -> FiniteMDP:
     return FiniteMDP(P, R, discount, np.ones((2, 1)), name="two-state-chain")
 
 
-def chain(n: int = 6, slip: float = 0.2, discount: float = 0.9, p_right: float = 0.7) -> FiniteMDP:
+def chain(n: int = 6, slip: float = 0.2, discount: float = 0.9) -> FiniteMDP:
     """A line of ``n`` states; actions left / right move one step, or stay with
     probability ``slip``. Reward 1 for acting in the right end state. The
-    policy goes right with probability ``p_right``."""
+    policy goes right with probability rising from 0.5 (left end) to 0.9."""
     P = np.zeros((n, 2, n))
     for s in range(n):
         for a, step in enumerate((-1, 1)):
@@ -113,7 +113,8 @@ def chain(n: int = 6, slip: float = 0.2, discount: float = 0.9, p_right: float =
             P[s, a, s] += slip
     R = np.zeros((n, 2))
     R[n - 1, :] = 1.0
-    policy = np.tile([1 - p_right, p_right], (n, 1))
+    p_right = 0.5 + 0.4 * np.arange(n) / max(n - 1, 1)
+    policy = np.column_stack([1 - p_right, p_right])
     return FiniteMDP(P, R, discount, policy, action_values=np.array([[-1.0], [1.0]]), name="chain")
 
 

@@ -6,6 +6,13 @@ for distracting-control on MuJoCo 3 and numpy 2), ``agents.background`` (the
 fast dynamic background), ``agents.render`` (cheap headless rendering) and
 ``agents.dcs`` (``make_env`` for the paper's six tasks).
 
+The networks of the paper's appendix C: ``agents.encoder`` (frame-wise conv
+encoder shared by actor and critics), ``agents.policy`` (squashed Gaussian
+actor), ``agents.critic`` (twin critics), ``agents.models`` (Gaussian latent
+transition, reward and inverse-dynamics heads), ``agents.mlp`` (MLPs, targets,
+soft updates) and ``agents.augment`` (DrQ random shift). The bisimulation
+losses come from ``bisimkit.losses``.
+
 Quick use::
 
     from agents.dcs import make_env

@@ -89,8 +89,7 @@ class DCSEnv:
     @property
     def observation_shape(self) -> tuple[int, int, int]:
         """(3 * frame_stack, height, width)."""
-        h, w = self._renderer._camera.height, self._renderer._camera.width  # pylint: disable=protected-access
-        return (3 * self.frame_stack, h, w)
+        return (3 * self.frame_stack, *self._renderer.shape)
 
     @property
     def background_video(self) -> str | None:
@@ -150,14 +149,16 @@ class DCSEnv:
 def make_env(task: str, background: bool = True, camera: bool = True, split: str = "train",
              davis: str | os.PathLike | None = None, seed: int = 0, image_size: int = 84, frame_stack: int = 3,
              action_repeat: int | None = None, videos: Sequence[str] | None = None,
-             texture_size: int = 128, episode_steps: int | None = None, shadows: bool = False) -> DCSEnv:
+             texture_size: int = 128, episode_steps: int | None = None, fast_render: bool = True) -> DCSEnv:
     """A DCS task with the chosen distractions (both off: plain dm_control); see the module doc.
 
     ``split`` picks the background videos ('train': 2, 'eval': 30 held out) unless
     ``videos`` names them; ``davis`` (or ``$BISIMKIT_DAVIS``) points at DAVIS-2017,
     otherwise procedural videos are used. ``action_repeat`` defaults to the paper's
     for the task, ``episode_steps`` (control steps) to the task's time limit.
-    ``shadows`` restores dm_control's shadows and 4x multisampling (about 5x slower on CPU).
+    ``texture_size`` is the side of the background texture (the package uses 800);
+    ``fast_render=False`` keeps dm_control's visuals (shadows, 4x multisampling,
+    28x16 tessellation; about 5x slower on CPU), see :mod:`agents.render`.
     """
     spec = task_spec(task)
     split_videos(split)
@@ -179,7 +180,8 @@ def make_env(task: str, background: bool = True, camera: bool = True, split: str
     if background:
         from .background import FastBackgroundEnv
         env = FastBackgroundEnv(env, folders, spec.domain, seed=seed, size=texture_size)
-    fast_visuals(physics, shadows=shadows, multisampling=shadows)
+    if fast_render:
+        fast_visuals(physics)
     renderer = PixelRenderer(physics, image_size, image_size, camera_id=0)
     limit = getattr(env, "_step_limit")
     steps = int(limit) if episode_steps is None else min(int(episode_steps), int(limit))

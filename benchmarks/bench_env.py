@@ -133,7 +133,8 @@ def main() -> None:
     from agents.videos import resolve_videos
     from bisimkit.files import atomic_write_json
     source = resolve_videos(args.davis)
-    print(f"# {source.describe()}; one core ({args.core}); load average {os.getloadavg()[0]:.2f}", flush=True)
+    load_start = os.getloadavg()[0]
+    print(f"# {source.describe()}; one core ({args.core}); load average {load_start:.2f}", flush=True)
     print(f"{'task':18} {'shipped':>9} {'ours':>9} {'ratio':>7} {'ours-paper':>11} {'ratio':>7}   "
           "(control steps/s, wall; median of blocks)", flush=True)
     results = {}
@@ -153,9 +154,9 @@ def main() -> None:
           f"{summary_cpu['ours'] / summary_cpu['shipped']:6.1f}x {summary_cpu['ours-paper']:11.1f} "
           f"{summary_cpu['ours-paper'] / summary_cpu['shipped']:6.1f}x")
     atomic_write_json(args.out, {"workload": "env", "source": source.describe(), "core": args.core,
-                                 "loadavg_start": os.getloadavg()[0], "steps": args.steps, "repeats": args.repeats,
+                                 "loadavg": [load_start, os.getloadavg()[0]], "steps": args.steps, "repeats": args.repeats,
                                  "image_size": 84, "summary_wall": summary, "summary_cpu": summary_cpu,
-                                 "tasks": results, "command": " ".join(sys.argv)})
+                                 "tasks": results, "command": " ".join(["python -m benchmarks.bench_env", *sys.argv[1:]])})
     print(f"# wrote {args.out}")
 
 

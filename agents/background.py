@@ -7,7 +7,7 @@ step, rendered or not. :class:`FastBackgroundEnv` keeps the package's playback
 (same random video, start frame and direction for the same seed; the frame
 index moves back and forth one frame per control step) and changes three things:
 
-* the skybox texture is ``size`` x ``size`` (default 128; a sky face spans 90
+* the skybox texture is ``texture_size`` squared (default 128; a sky face spans 90
   degrees and the 45-degree camera sees half of it in 84 pixels, so 168 pixels
   would be 1:1; 84x84 frames differ from an 800x800 texture's by 0.3-0.5 grey
   levels on average); the upload costs about 0.7 ms instead of 25 ms;
@@ -26,6 +26,8 @@ from typing import Sequence
 
 import mujoco
 import numpy as np
+
+from bisimkit.errors import InputError
 
 from .compat import distracting_control
 
@@ -62,16 +64,16 @@ class FastBackgroundEnv(_dc.background.DistractingBackgroundEnv):
     """distracting-control's dynamic video background with a small texture and lazy uploads."""
 
     def __init__(self, env, videos: Sequence[str | os.PathLike], domain: str, seed: int | None = None,
-                 size: int = DEFAULT_SIZE):
+                 texture_size: int = DEFAULT_SIZE):
         super().__init__(env, dataset_path=None, video_alpha=1.0, ground_plane_alpha=ground_plane_alpha(domain),
                          dynamic=True, seed=seed)
         if not videos:
-            raise ValueError("videos: at least one video folder is needed")
+            raise InputError("videos: at least one video folder is needed")
         model = env.physics.model
-        if not 8 <= size <= model.tex_width[SKY]:
-            raise ValueError(f"size: {size} is not in [8, {model.tex_width[SKY]}]")
+        if not 8 <= texture_size <= model.tex_width[SKY]:
+            raise InputError(f"texture_size: {texture_size} is not in [8, {model.tex_width[SKY]}]")
         self._video_paths = [str(Path(v)) for v in videos]
-        self._size = int(size)
+        self._size = int(texture_size)
         self._current_video: str | None = None
         self._videos_loaded = 0  # counts _reset_background calls: (count, frame) names the frame on the GPU
         self._on_gpu: tuple[int, int] | None = None

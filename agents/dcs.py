@@ -156,14 +156,17 @@ def make_env(task: str, background: bool = True, camera: bool = True, split: str
     ``videos`` names them; ``davis`` (or ``$BISIMKIT_DAVIS``) points at DAVIS-2017,
     otherwise procedural videos are used. ``action_repeat`` defaults to the paper's
     for the task, ``episode_steps`` (control steps) to the task's time limit.
-    ``texture_size`` is the side of the background texture (the package uses 800);
+    ``texture_size`` is the side of the background texture (the package uses 800).
+    ``seed`` seeds the task and both distractions (one seed for all, as in
+    distracting-control, so ours and the package's match under the same seed);
     ``fast_render=False`` keeps dm_control's visuals (shadows, 4x multisampling,
     28x16 tessellation; about 5x slower on CPU), see :mod:`agents.render`.
     """
     spec = task_spec(task)
     split_videos(split)
     for field, value, low in (("image_size", image_size, 8), ("frame_stack", frame_stack, 1),
-                              ("action_repeat", action_repeat, 1), ("episode_steps", episode_steps, 1)):
+                              ("texture_size", texture_size, 8), ("action_repeat", action_repeat, 1),
+                              ("episode_steps", episode_steps, 1)):
         if value is not None and (not isinstance(value, (int, np.integer)) or value < low):
             raise InputError(f"{field}: {value!r} is not an integer >= {low}")
     repeat = spec.action_repeat if action_repeat is None else int(action_repeat)
@@ -179,7 +182,7 @@ def make_env(task: str, background: bool = True, camera: bool = True, split: str
     physics = env.physics
     if background:
         from .background import FastBackgroundEnv
-        env = FastBackgroundEnv(env, folders, spec.domain, seed=seed, size=texture_size)
+        env = FastBackgroundEnv(env, folders, spec.domain, seed=seed, texture_size=texture_size)
     if fast_render:
         fast_visuals(physics)
     renderer = PixelRenderer(physics, image_size, image_size, camera_id=0)

@@ -199,7 +199,8 @@ def davis_frames_root(path: str | os.PathLike, field: str = "davis") -> Path:
     for candidate in (given, given / "JPEGImages" / "480p", given / "DAVIS" / "JPEGImages" / "480p"):
         if candidate.is_dir() and any(_has_jpegs(sub) for sub in candidate.iterdir()):
             return candidate
-    raise InputError(f"{field}: no <video>/*.jpg folders under {given} (expected the layout JPEGImages/480p/<video>/00000.jpg)")
+    raise InputError(f"{field}: no <video>/*.jpg folders under {given} "
+                     "(expected the layout JPEGImages/480p/<video>/00000.jpg)")
 
 
 def check_videos(root: Path, names: Sequence[str], field: str = "davis") -> list[Path]:

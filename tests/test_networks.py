@@ -22,7 +22,8 @@ def test_encoder_embeds_each_frame_independently():
     enc = PixelEncoder(frames=3)
     assert conv_output_side(84) == 35 and enc.latent_dim == 150
     convs = [m for m in enc.trunk if isinstance(m, torch.nn.Conv2d)]
-    assert [(c.kernel_size, c.stride, c.out_channels) for c in convs] == [((3, 3), (2, 2), 32)] + [((3, 3), (1, 1), 32)] * 3
+    layers = [(c.kernel_size, c.stride, c.out_channels) for c in convs]
+    assert layers == [((3, 3), (2, 2), 32)] + [((3, 3), (1, 1), 32)] * 3
     obs = torch.randint(0, 256, (B, 9, 84, 84), dtype=torch.uint8)
     z = enc(obs)
     assert z.shape == (B, 150) and z.dtype == torch.float32

@@ -1,0 +1,22 @@
+"""Deep RL agents on the Distracting Control Suite (DCS).
+
+The environment layer lives here: ``agents.videos`` (background videos: a real
+DAVIS-2017 folder or bundled procedural ones), ``agents.compat`` (runtime shims
+for distracting-control on MuJoCo 3 and numpy 2), ``agents.background`` (the
+fast dynamic background), ``agents.render`` (cheap headless rendering) and
+``agents.dcs`` (``make_env`` for the paper's six tasks).
+
+The networks of the paper's appendix C: ``agents.encoder`` (frame-wise conv
+encoder shared by actor and critics), ``agents.policy`` (squashed Gaussian
+actor), ``agents.critic`` (twin critics), ``agents.models`` (Gaussian latent
+transition, reward and inverse-dynamics heads), ``agents.mlp`` (MLPs, targets,
+soft updates) and ``agents.augment`` (DrQ random shift). The bisimulation
+losses come from ``bisimkit.losses``.
+
+Quick use::
+
+    from agents.dcs import make_env
+    env = make_env("walker-walk", background=True, camera=True, split="train", seed=0)
+    obs = env.reset()                      # uint8 (9, 84, 84): 3 stacked RGB frames
+    obs, reward, done, info = env.step(env.action_spec.minimum)
+"""

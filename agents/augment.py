@@ -1,0 +1,32 @@
+"""DrQ's image augmentation: a random shift of up to ``pad`` pixels (replicate padding).
+
+Each observation in the batch moves by its own integer offset in
+[-pad, pad]^2; all frames and channels of one observation move together. The
+replicate padding is done by clamping indices, so uint8 batches stay uint8.
+"""
+
+from __future__ import annotations
+
+import torch
+
+PAD = 4
+
+
+def random_shift(obs: torch.Tensor, pad: int = PAD, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Shift each (C, H, W) image of ``obs`` (B, C, H, W) by a random offset, edges replicated."""
+    if obs.ndim != 4:
+        raise ValueError(f"obs: expected (B, C, H, W), got shape {tuple(obs.shape)}")
+    if pad < 0:
+        raise ValueError(f"pad: {pad} is negative")
+    if pad == 0:
+        return obs
+    b, _, h, w = obs.shape
+    device = obs.device
+    draw_on = generator.device if generator is not None else device
+    dy = torch.randint(-pad, pad + 1, (b, 1), generator=generator, device=draw_on)
+    dx = torch.randint(-pad, pad + 1, (b, 1), generator=generator, device=draw_on)
+    rows = (torch.arange(h, device=device) + dy.to(device)).clamp_(0, h - 1)  # (B, H)
+    cols = (torch.arange(w, device=device) + dx.to(device)).clamp_(0, w - 1)  # (B, W)
+    batch = torch.arange(b, device=device)[:, None, None, None]
+    channels = torch.arange(obs.shape[1], device=device)[None, :, None, None]
+    return obs[batch, channels, rows[:, None, :, None], cols[:, None, None, :]]

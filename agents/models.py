@@ -1,0 +1,77 @@
+"""The agent's world-model heads: latent transition, reward predictor, inverse dynamics.
+
+* :class:`TransitionModel` P(z+ | z, a): a coordinate-independent Gaussian
+  ``N(mu(z, a), diag sigma(z, a)^2)`` with sigma in [1e-4, 10] (a sigmoid, as in
+  DBC); ``forward`` returns ``(mu, sigma)``, :meth:`TransitionModel.sample`
+  reparametrises with optional given noise, :meth:`TransitionModel.log_prob`
+  scores observed next latents (the dynamics loss).
+* :class:`RewardModel` R(z) -> r, applied to predicted next latents.
+* :class:`InverseDynamics` A(z_t, z_t+1) -> a in [-1, 1] (tanh output).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .mlp import HIDDEN, mlp
+
+SIGMA_BOUNDS = (1e-4, 10.0)
+
+
+class TransitionModel(nn.Module):
+    """Diagonal Gaussian latent dynamics from an MLP on (z, a)."""
+
+    def __init__(self, latent_dim: int, action_dim: int, hidden: int = HIDDEN,
+                 sigma_bounds: tuple[float, float] = SIGMA_BOUNDS):
+        super().__init__()
+        if not 0 < sigma_bounds[0] < sigma_bounds[1]:
+            raise ValueError(f"sigma_bounds: {sigma_bounds} is not an increasing positive pair")
+        self.latent_dim, self.sigma_bounds = latent_dim, (float(sigma_bounds[0]), float(sigma_bounds[1]))
+        self.net = mlp(latent_dim + action_dim, 2 * latent_dim, hidden)
+
+    def forward(self, z: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean and standard deviation of z+, each (B, latent_dim)."""
+        mu, raw = self.net(torch.cat([z, action], dim=-1)).chunk(2, dim=-1)
+        low, high = self.sigma_bounds
+        return mu, low + (high - low) * torch.sigmoid(raw)
+
+    def sample(self, z: torch.Tensor, action: torch.Tensor, noise: torch.Tensor | None = None) -> torch.Tensor:
+        """z+ = mu + sigma * noise, ``noise`` ~ N(0, I) if not given."""
+        mu, sigma = self(z, action)
+        if noise is None:
+            noise = torch.randn_like(mu)
+        elif noise.shape != mu.shape:
+            raise ValueError(f"noise: expected shape {tuple(mu.shape)}, got {tuple(noise.shape)}")
+        return mu + sigma * noise
+
+    def log_prob(self, z: torch.Tensor, action: torch.Tensor, z_next: torch.Tensor) -> torch.Tensor:
+        """log P(z_next | z, a), summed over latent coordinates: (B,)."""
+        mu, sigma = self(z, action)
+        return (-0.5 * ((z_next - mu) / sigma) ** 2 - sigma.log() - 0.5 * math.log(2 * math.pi)).sum(-1)
+
+
+class RewardModel(nn.Module):
+    """R(z): the reward predicted from a (predicted) latent state."""
+
+    def __init__(self, latent_dim: int, hidden: int = HIDDEN):
+        super().__init__()
+        self.net = mlp(latent_dim, 1, hidden)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        """Predicted rewards, (B,)."""
+        return self.net(z).squeeze(-1)
+
+
+class InverseDynamics(nn.Module):
+    """A(z_t, z_t+1): the action that links two consecutive latents, in [-1, 1]."""
+
+    def __init__(self, latent_dim: int, action_dim: int, hidden: int = HIDDEN):
+        super().__init__()
+        self.net = mlp(2 * latent_dim, action_dim, hidden)
+
+    def forward(self, z: torch.Tensor, z_next: torch.Tensor) -> torch.Tensor:
+        """Predicted actions, (B, action_dim)."""
+        return torch.tanh(self.net(torch.cat([z, z_next], dim=-1)))

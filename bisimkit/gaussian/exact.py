@@ -145,12 +145,20 @@ def _linear_ground(model: LinearGaussianMDP, form: str) -> tuple[callable, float
     return (lambda D: np.abs(D @ w)), float(np.linalg.norm(w))
 
 
-def distance(model: LinearGaussianMDP, metric: str, ground: str, z, z2, rtol: float = RTOL) -> Series:
-    """Exact ``d_metric(z_i, z2_i)`` for each row, with a certified error bound."""
+def distance(model: LinearGaussianMDP, metric: str, ground: str, z, z2, rtol: float = RTOL,
+             terms: int | None = None) -> Series:
+    """Exact ``d_metric(z_i, z2_i)`` for each row, with a certified error bound.
+
+    With ``terms`` the series is cut after exactly that many terms (the partial
+    sum of a horizon; its ``error`` is then the certified tail).
+    """
     form = exact_form(model, metric, ground)
     z, z2 = _pairs(model, z, z2)
+    limit = MAX_TERMS if terms is None else int(terms)
+    if terms is not None:
+        rtol = -1.0  # never stop early
     if form == "quadratic":
-        return _quadratic_series(model, z, z2, rtol)
+        return _quadratic_series(model, z, z2, rtol, limit)
     _check_stable(model, strict=False)
     g, gnorm = _linear_ground(model, form)
     M, c = model.closed_loop, model.discount
@@ -158,15 +166,16 @@ def distance(model: LinearGaussianMDP, metric: str, ground: str, z, z2, rtol: fl
     D = z - z2
     total = np.zeros(len(D))
     ct, terms = 1.0, 0
+    count = 0
     while True:
         tail = ct * bound * np.linalg.norm(D, axis=1)
-        if np.all(tail <= rtol * total) or terms >= MAX_TERMS:
+        if np.all(tail <= rtol * total) or count >= limit:
             break
         total += ct * g(D)
         D = D @ M.T
         ct *= c
-        terms += 1
-    return Series(total, tail + 4 * terms * np.finfo(float).eps * total, terms, form)
+        count += 1
+    return Series(total, tail + 4 * count * np.finfo(float).eps * total, count, form)
 
 
 @dataclass
@@ -210,7 +219,8 @@ def _quadratic_tail(parts: _QuadraticParts, c: float, mu: np.ndarray, D: np.ndar
     return a1 / (1 - c * parts.theta) + a2 / (1 - c * parts.theta ** 2)
 
 
-def _quadratic_series(model: LinearGaussianMDP, z: np.ndarray, z2: np.ndarray, rtol: float) -> Series:
+def _quadratic_series(model: LinearGaussianMDP, z: np.ndarray, z2: np.ndarray, rtol: float,
+                      limit: int = MAX_TERMS) -> Series:
     """``sum_t c^t E|R(z'_t, a'_t) - R(z_t, a_t)|`` along entangled rollouts (quadratic reward)."""
     parts = _quadratic_parts(model)
     c, n, K = model.discount, model.state_dim, model.K
@@ -222,7 +232,7 @@ def _quadratic_series(model: LinearGaussianMDP, z: np.ndarray, z2: np.ndarray, r
     ct, terms = 1.0, 0
     while True:
         tail = ct * _quadratic_tail(parts, c, mu, D)
-        if np.all(tail <= rtol * total) or terms >= MAX_TERMS:
+        if np.all(tail <= rtol * total) or terms >= limit:
             break
         C = E @ Sigma @ E.T
         C[n:, n:] += Spi

@@ -90,6 +90,8 @@ def load_pairs(path: str | os.PathLike, state_dim: int) -> tuple[np.ndarray, np.
 
 def pairs_from_data(data, state_dim: int) -> tuple[np.ndarray, np.ndarray]:
     """Validate pairs given as nested lists or an array (see :func:`load_pairs`)."""
+    if not isinstance(data, list | np.ndarray):
+        raise InputError(f"pairs: expected a list of [z, z'] pairs, got {type(data).__name__}")
     if isinstance(data, list):
         if not data:
             raise InputError("pairs: the file holds no pairs")

@@ -5,19 +5,21 @@ import pytest
 
 from bisimkit import solve
 from bisimkit.errors import InputError
-from bisimkit.gaussian.discretize import discretize, residual_bound
+from bisimkit.gaussian.discretize import discretize, exact_on_grid, refinement_study, residual_bound
 from bisimkit.gaussian.examples import gaussian_example
 from bisimkit.gaussian.exact import distance
 from bisimkit.mdp import coordinate_independent
 
-#: (box half-width, cells, Gauss-Hermite nodes): box and resolution refined together.
-GRIDS = [(1.5, 6, 3), (2.0, 12, 3), (2.5, 20, 5), (3.0, 36, 5)]
+#: (box, cells, Gauss-Hermite nodes): box and resolution refined together.
+GRIDS = [([[-1.5, 1.5]], 6, 3), ([[-2.0, 2.0]], 12, 3), ([[-2.5, 2.5]], 20, 5), ([[-3.0, 3.0]], 36, 5)]
 
 
 def _exact_on_grid(model, grid, metric="eps-bar", ground="reward"):
-    N = len(grid.centers)
-    i, j = np.meshgrid(np.arange(N), np.arange(N), indexing="ij")
-    return distance(model, metric, ground, grid.centers[i.ravel()], grid.centers[j.ravel()]).values.reshape(N, N)
+    D = exact_on_grid(grid, metric, ground)
+    i, j = np.meshgrid(np.arange(len(D)), np.arange(len(D)), indexing="ij")
+    direct = distance(model, metric, ground, grid.centers[i.ravel()], grid.centers[j.ravel()]).values
+    assert np.allclose(D.ravel(), direct, rtol=1e-14)
+    return D
 
 
 @pytest.mark.parametrize("name, metrics", [("linear-1d", ("pi", "eps-bar")), ("quadratic-1d", ("eps-bar",))])
@@ -27,14 +29,9 @@ def test_grid_solutions_converge_to_the_exact_values(name, metrics):
     the a-posteriori bound covers the actual error every time."""
     model = gaussian_example(name)
     for metric in metrics:
-        errors, bounds = [], []
-        for half, cells, nodes in GRIDS:
-            grid = discretize(model, [[-half, half]], cells, nodes)
-            exact = _exact_on_grid(model, grid)
-            d = solve(grid.mdp, metric, tol=1e-10).distances
-            errors.append(float(np.max(np.abs(d - exact))))
-            bounds.append(residual_bound(grid, metric, exact))
-        assert all(e <= b + 1e-9 for e, b in zip(errors, bounds)), (metric, errors, bounds)
+        rows = refinement_study(model, metric, GRIDS)
+        errors, bounds = [r["max_error"] for r in rows], [r["bound"] for r in rows]
+        assert all(e <= b for e, b in zip(errors, bounds)), (metric, errors, bounds)
         assert errors[-1] < errors[0] / 5 and bounds[-1] < bounds[0] / 5, (metric, errors, bounds)
 
 

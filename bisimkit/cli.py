@@ -274,7 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="auto", choices=METHODS + ("mc",),
                    help="auto (default), exact or vi; Gaussian MDPs: auto, exact (series) or mc (Monte Carlo)")
     p.add_argument("--max-iterations", type=int, default=None, help="cap on value-iteration sweeps")
-    p.add_argument("--out", default=None, metavar="FILE", help="write FILE.npy, FILE.json or FILE.csv")
+    p.add_argument("--out", default=None, metavar="FILE",
+                   help="write FILE.npy, FILE.json or FILE.csv (Gaussian MDPs: .json or .csv)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     g = p.add_argument_group("Gaussian MDPs (a JSON file with \"kind\": \"linear-gaussian\")")
     g.add_argument("--pairs", default=None, metavar="FILE",

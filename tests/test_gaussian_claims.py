@@ -1,6 +1,5 @@
 """Continuous-space claim checks (C5, C6, C8): verdicts, teeth (fault injection), verify rows."""
 
-import numpy as np
 import pytest
 
 import validation.gaussian_claims as GC

@@ -24,9 +24,12 @@ next-state laws differ by a translation, so the shift coupling costs ``f(M Delta
 and no coupling costs less (Jensen: ``E f(X - Y) >= f(E[X - Y])``). Hence ``f``
 satisfies the pi / psm / eps fixed-point equations: with a linear reward
 ``d_pi = d_eps(reward) = d_eps-bar(reward)``, and ``d_psm = d_eps(policy) =
-d_eps-bar(policy)``. The solution is the unique one of linear growth when
-``c rho(M) < 1``. With a quadratic reward d is not translation invariant, and
-only eps-bar has an exact series here.
+d_eps-bar(policy)``. It is also the limit of value iteration from d = 0 (the
+least fixed point, the one the bisimulation theory takes): by induction every
+iterate is the seminorm ``sum_{t<k} c^t g(M^t u)``, to which the same Jensen step
+applies. With a quadratic reward d is not translation invariant, and only
+eps-bar has an exact series here. The grid bridge (:mod:`.discretize`) checks
+d_pi by an independent route: the finite W1 solvers converge to this series.
 
 **Certified tails.** With ``B_M = S_L / (1 - c^L |M^L|)`` where
 ``S_L = sum_{r<L} c^r |M^r|`` and L is the first power with ``c^L |M^L| <= 1/2``
@@ -223,7 +226,7 @@ def _quadratic_series(model: LinearGaussianMDP, z: np.ndarray, z2: np.ndarray, r
                       limit: int = MAX_TERMS) -> Series:
     """``sum_t c^t E|R(z'_t, a'_t) - R(z_t, a_t)|`` along entangled rollouts (quadratic reward)."""
     parts = _quadratic_parts(model)
-    c, n, K = model.discount, model.state_dim, model.K
+    c, n = model.discount, model.state_dim
     M, E, H, h = parts.M, parts.E, parts.H, parts.h
     Spi = np.diag(model.policy_std_vector ** 2)
     mu, D = z.copy(), z2 - z  # mean of the first chain's state; deterministic difference

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,8 +127,6 @@ def solve_pairs(model: GaussianMDP, metric: str, z: np.ndarray, z2: np.ndarray, 
     ``method``: ``exact`` (series; an error if there is none), ``mc`` (Monte Carlo,
     eps-bar only) or ``auto`` (exact where it exists, else Monte Carlo).
     """
-    import time
-
     start = time.perf_counter()
     if method not in GAUSSIAN_METHODS:
         raise InputError(f"--method: '{method}' does not apply to Gaussian MDPs (use {', '.join(GAUSSIAN_METHODS)})")
@@ -179,7 +178,7 @@ def format_pairs(model: GaussianMDP, result: PairDistances, limit: int = 50) -> 
     rows = []
     for i in range(min(len(result.distances), limit)):
         rows.append((str(i), _fmt_state(result.z[i]), _fmt_state(result.z2[i]), f"{result.distances[i]:.10g}",
-                     f"{result.errors[i]:.2g}", f"[{result.lower[i]:.8g}, {result.upper[i]:.8g}]"))
+                     f"{result.errors[i]:.2g}", f"[{result.lower[i]:.10g}, {result.upper[i]:.10g}]"))
     widths = [max(len(h), *(len(r[c]) for r in rows)) for c, h in enumerate(head)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     lines.append(fmt.format(*head))

@@ -113,7 +113,19 @@ def summarize(mdp: FiniteMDP, sol: Solution) -> str:
     return "\n".join(lines)
 
 
+GAUSSIAN_ONLY = ("pairs", "samples", "horizon", "seed", "confidence")
+
+
 def cmd_solve(args) -> int:
+    from .gaussian.model import is_gaussian_file
+
+    if is_gaussian_file(args.mdp):
+        return cmd_solve_gaussian(args)
+    for option in GAUSSIAN_ONLY:
+        if getattr(args, option) is not None:
+            raise InputError(f"--{option}: applies to Gaussian MDP files only ({args.mdp} is a finite MDP)")
+    if args.method == "mc":
+        raise InputError("--method mc: applies to Gaussian MDP files only (finite MDPs are solved exactly or by vi)")
     mdp = load_mdp_or_example(args.mdp)
     progress = StderrProgress(args.metric, args.tol) if not args.quiet else None
     try:
@@ -129,6 +141,40 @@ def cmd_solve(args) -> int:
     else:
         print(summarize(mdp, sol))
     return 0 if sol.converged else 1
+
+
+def cmd_solve_gaussian(args) -> int:
+    """``bisimkit solve MODEL.json --metric pi|psm|eps|eps-bar --pairs FILE``."""
+    from .gaussian.model import load_gaussian
+    from .gaussian.pairs import format_pairs, load_pairs, solve_pairs
+
+    model = load_gaussian(args.mdp)
+    if args.pairs is None:
+        raise InputError("--pairs: required for Gaussian MDPs (a .json list of [z, z'] pairs or a .npy array (P, 2, n))")
+    if args.method == "vi":
+        raise InputError("--method vi: does not apply to Gaussian MDPs (use auto, exact or mc)")
+    if args.out and Path(args.out).suffix.lower() not in (".json", ".csv"):
+        raise InputError(f"--out: unsupported file type '{Path(args.out).suffix}' for Gaussian MDPs (use .json or .csv)")
+    z, z2 = load_pairs(args.pairs, model.state_dim)
+    samples = 2000 if args.samples is None else args.samples
+    confidence = 0.95 if args.confidence is None else args.confidence
+    result = solve_pairs(model, args.metric, z, z2, ground=args.ground, method=args.method, samples=samples,
+                         horizon=args.horizon, seed=0 if args.seed is None else args.seed, confidence=confidence)
+    if args.out:
+        path = Path(args.out)
+        if path.suffix.lower() == ".json":
+            atomic_write_json(path, result.to_json())
+        else:
+            buf = io.StringIO()
+            writer = csv.writer(buf)
+            writer.writerow(["pair", "distance", "lower", "upper"])
+            for i, (d, lo, hi) in enumerate(zip(result.distances, result.lower, result.upper)):
+                writer.writerow([i, f"{d:.17g}", f"{lo:.17g}", f"{hi:.17g}"])
+            atomic_write_text(path, buf.getvalue())
+        print(f"wrote {args.out} ({result.metric}, {len(z)} pairs, {result.method}, {result.seconds:.3f} s)")
+    else:
+        print(format_pairs(model, result))
+    return 0
 
 
 # ---------------------------------------------------------- relation / info
@@ -171,6 +217,14 @@ def describe_mdp(mdp: FiniteMDP) -> str:
 
 
 def cmd_info(args) -> int:
+    from .gaussian.model import is_gaussian_file
+
+    if is_gaussian_file(args.mdp):
+        from .gaussian.model import load_gaussian
+        from .gaussian.pairs import describe_gaussian
+
+        print(describe_gaussian(load_gaussian(args.mdp)))
+        return 0
     print(describe_mdp(load_mdp_or_example(args.mdp)))
     return 0
 
@@ -204,21 +258,33 @@ def cmd_metrics(args) -> int:
 
 # ------------------------------------------------------------------ parser
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="bisimkit", description="Exact bisimulation metrics on finite MDPs.")
+    parser = _Parser(prog="bisimkit", description="Exact bisimulation metrics on finite and Gaussian MDPs.")
     parser.add_argument("--version", action="version", version=f"bisimkit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
     p = sub.add_parser("solve", help="fixed point of a bisimulation operator")
-    p.add_argument("mdp", metavar="MDP", help="MDP file (.json/.npz) or bundled example name")
-    p.add_argument("--metric", required=True, metavar="NAME", help=f"one of: {', '.join(METRIC_NAMES)}")
+    p.add_argument("mdp", metavar="MDP",
+                   help="MDP file (.json/.npz), bundled example name, or a linear-Gaussian JSON file")
+    p.add_argument("--metric", required=True, metavar="NAME",
+                   help=f"one of: {', '.join(METRIC_NAMES)} (Gaussian MDPs: pi, psm, eps, eps-bar)")
     p.add_argument("--ground", default=None, metavar="G",
                    help="eps family: reward (default), policy, or a file with an (n*m)x(n*m) pseudometric")
     p.add_argument("--tol", type=_positive_float, default=DEFAULT_TOL, help="certified error (default 1e-9)")
-    p.add_argument("--method", default="auto", choices=METHODS, help="auto (default), exact or vi")
+    p.add_argument("--method", default="auto", choices=METHODS + ("mc",),
+                   help="auto (default), exact or vi; Gaussian MDPs: auto, exact (series) or mc (Monte Carlo)")
     p.add_argument("--max-iterations", type=int, default=None, help="cap on value-iteration sweeps")
-    p.add_argument("--out", default=None, metavar="FILE", help="write FILE.npy, FILE.json or FILE.csv")
+    p.add_argument("--out", default=None, metavar="FILE",
+                   help="write FILE.npy, FILE.json or FILE.csv (Gaussian MDPs: .json or .csv)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    g = p.add_argument_group("Gaussian MDPs (a JSON file with \"kind\": \"linear-gaussian\")")
+    g.add_argument("--pairs", default=None, metavar="FILE",
+                   help="state pairs: .json list of [z, z'] or .npy of shape (P, 2, n) (required)")
+    g.add_argument("--samples", type=_positive_int, default=None, help="Monte Carlo rollout pairs (default 2000)")
+    g.add_argument("--horizon", type=_positive_int, default=None,
+                   help="Monte Carlo rollout length (default: certified truncation bound <= 1e-3)")
+    g.add_argument("--seed", type=int, default=None, help="Monte Carlo seed (default 0)")
+    g.add_argument("--confidence", type=_probability, default=None, help="Monte Carlo confidence level (default 0.95)")
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("relation", help="largest bisimulation relation by partition refinement")
@@ -228,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--atol", type=_positive_float, default=1e-9, help="equality tolerance for reals")
     p.set_defaults(func=cmd_relation)
 
-    p = sub.add_parser("info", help="sizes and validation report of an MDP")
+    p = sub.add_parser("info", help="sizes and validation report of an MDP (finite or linear-Gaussian)")
     p.add_argument("mdp", metavar="MDP")
     p.set_defaults(func=cmd_info)
 
@@ -261,6 +327,26 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'") from None
     if not np.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    return value
+
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got '{text}'") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got '{text}'")
     return value
 
 

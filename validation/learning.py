@@ -268,20 +268,25 @@ QUICK_CONFIG = TrainConfig(steps=800, batch=512, samples=2, decay_start=100, log
 DEFAULT_CONFIG = TrainConfig(steps=1000, decay_start=150)
 
 
+def loss_plan(quick: bool = False, seed: int = 0, ids: list[str] | None = None) -> list[tuple[LossCheck, LossCase]]:
+    """The (check, case) runs of :func:`run_loss_checks`, in order."""
+    return [(check, case) for case in loss_cases(quick, seed) for check in LOSS_CHECKS
+            if check.loss in case.losses and (ids is None or check.id in ids)]
+
+
 def run_loss_checks(quick: bool = False, seed: int = 0, ids: list[str] | None = None,
                     config: TrainConfig | None = None, progress=None) -> list[tuple[LossCheck, LossCase, Curve]]:
-    """Train every selected loss on every case; returns (check, case, curve) triples."""
-    config = config or (QUICK_CONFIG if quick else DEFAULT_CONFIG)
-    config = replace(config, seed=seed)
+    """Train every selected loss on every case; returns (check, case, curve) triples.
+
+    ``progress(check, case, curve)`` is called after each run.
+    """
+    config = replace(config or (QUICK_CONFIG if quick else DEFAULT_CONFIG), seed=seed)
     out = []
-    for case in loss_cases(quick, seed):
-        for check in LOSS_CHECKS:
-            if check.loss not in case.losses or (ids is not None and check.id not in ids):
-                continue
-            curve = train_tabular(case.mdp, check.loss, config, case.embedding)
-            out.append((check, case, curve))
-            if progress:
-                progress(check, case, curve)
+    for check, case in loss_plan(quick, seed, ids):
+        curve = train_tabular(case.mdp, check.loss, config, case.embedding)
+        out.append((check, case, curve))
+        if progress:
+            progress(check, case, curve)
     return out
 
 

@@ -13,6 +13,9 @@ from bisimkit import entangled_coupling, example  # noqa: E402
 from bisimkit.generators import product_grid_mdp, random_mdp  # noqa: E402
 from bisimkit.operators import apply_operator  # noqa: E402
 
+#: The losses are device-agnostic: the deep tests also run on a GPU when there is one.
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
 LOSS_METRIC = {"entangled-reward": ("eps-bar", "reward"), "entangled-policy": ("eps-bar", "policy"),
                "psm": ("psm-sampled", None), "mico": ("mico", None), "dbc": ("dbc-sampled", None)}
 
@@ -86,6 +89,23 @@ def test_the_unbiasedness_check_has_power():
     assert np.any(np.abs(T.mean(axis=0) - expected[s, t]) > 5 * T.std(axis=0) / np.sqrt(20_000) + 1e-12)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_finite_model_on_any_device_and_dtype(device, dtype):
+    """The finite samplers and the table run where the state vectors are, in their dtype."""
+    mdp = random_mdp(4, 2, np.random.default_rng(6), discount=0.8)
+    model = L.FiniteModel(mdp)
+    head = L.TabularDistance(model).to(device)
+    like = torch.zeros((), dtype=dtype, device=device)
+    z = model.states(torch.arange(4).repeat(8), like)
+    g = torch.Generator(device=device).manual_seed(0)
+    value = L.entangled_loss(z, distance=head, policy=model.policy, transition=model.transition,
+                             ground=L.reward_ground(model.reward), discount=0.8, samples=2, generator=g)
+    assert value.dtype == dtype and value.device.type == device
+    value.backward()
+    assert head.table.grad.abs().sum() > 0
+
+
 def test_shared_uniform_draws_the_north_west_corner_coupling():
     """Actions drawn with one shared uniform per pair follow SPEC's entangled coupling exactly
     (here on a fine midpoint grid of u: frequencies are exact up to the grid step)."""
@@ -122,14 +142,16 @@ def test_entangled_target_is_exactly_zero_on_identical_states(where):
             assert bool((T.mean(dim=0) > 0).all()), loss
 
 
-def _mlp(inp, out, dtype, seed):
+def _mlp(inp, out, dtype, seed, device):
     torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(inp, 32), torch.nn.Tanh(), torch.nn.Linear(32, out)).to(dtype)
+    net = torch.nn.Sequential(torch.nn.Linear(inp, 32), torch.nn.Tanh(), torch.nn.Linear(32, out))
+    return net.to(device=device, dtype=dtype)
 
 
-def deep_models(dtype, D=5, k=2):
+def deep_models(dtype, D=5, k=2, device="cpu"):
     """A squashed Gaussian MLP policy, a Gaussian MLP latent transition, an MLP reward."""
-    pol, dyn, rew = _mlp(D, 2 * k, dtype, 0), _mlp(D + k, 2 * D, dtype, 1), _mlp(D + k, 1, dtype, 2)
+    pol, dyn, rew = (_mlp(D, 2 * k, dtype, 0, device), _mlp(D + k, 2 * D, dtype, 1, device),
+                     _mlp(D + k, 1, dtype, 2, device))
 
     def policy_model(z):
         mu, log_std = pol(z).chunk(2, dim=1)
@@ -146,16 +168,18 @@ def deep_models(dtype, D=5, k=2):
             transition_model, reward, lambda z: policy_model(z)[0].tanh())
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_deep_entangled_target_is_exactly_zero_on_identical_latents(dtype):
-    policy, transition, transition_model, reward, mean_action = deep_models(dtype)
-    g = torch.Generator().manual_seed(0)
-    z = torch.randn(64, 5, generator=g, dtype=dtype)
-    for head in (L.SeparableDistance(5, powers=(1, 2)), L.L1Distance()):
+def test_deep_entangled_target_is_exactly_zero_on_identical_latents(dtype, device):
+    policy, transition, transition_model, reward, mean_action = deep_models(dtype, device=device)
+    g = torch.Generator(device=device).manual_seed(0)
+    z = torch.randn(64, 5, generator=g, dtype=dtype, device=device)
+    for head in (L.SeparableDistance(5, powers=(1, 2)).to(device), L.L1Distance()):
         for ground in (L.reward_ground(reward), L.policy_ground(mean_action)):
             T = L.bisimulation_targets(z, z.clone(), policy=policy, transition=transition, ground=ground,
                                        distance=head, discount=0.9, samples=8, generator=g)
-            assert T.dtype == dtype and T.shape == (8, 64) and torch.count_nonzero(T) == 0
+            assert T.dtype == dtype and T.device.type == device and T.shape == (8, 64)
+            assert torch.count_nonzero(T) == 0
             T = L.bisimulation_targets(z, z.clone(), policy=policy, transition=transition, ground=ground,
                                        distance=head, discount=0.9, samples=8, generator=g, coupling="independent")
             assert bool((T > 0).all())
@@ -165,23 +189,24 @@ def test_deep_entangled_target_is_exactly_zero_on_identical_latents(dtype):
 
 
 # ----------------------------------------------------------- deep losses
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_deep_losses_run_in_the_input_dtype_and_train_the_head(dtype):
-    policy, transition, transition_model, reward, mean_action = deep_models(dtype)
-    g = torch.Generator().manual_seed(1)
-    z = torch.randn(32, 5, generator=g, dtype=dtype, requires_grad=True)
-    head = L.SeparableDistance(5, powers=(1, 2))  # float32 parameters, cast to the input dtype
+def test_deep_losses_run_in_the_input_dtype_and_train_the_head(dtype, device):
+    policy, transition, transition_model, reward, mean_action = deep_models(dtype, device=device)
+    g = torch.Generator(device=device).manual_seed(1)
+    z = torch.randn(32, 5, generator=g, dtype=dtype, device=device, requires_grad=True)
+    head = L.SeparableDistance(5, powers=(1, 2)).to(device)  # float32 parameters, cast to the input dtype
     common = dict(distance=head, policy=policy, discount=0.9, generator=g, samples=3)
     values = [
         L.entangled_loss(z, transition=transition, ground=L.reward_ground(reward), **common),
         L.entangled_loss(z, transition=transition, ground=L.policy_ground(mean_action), **common),
         L.psm_loss(z, transition=transition, mean_action=mean_action, **common),
         L.mico_loss(z, transition=transition, reward=lambda x: x.sum(dim=1), **common),
-        L.dbc_loss(z, distance=L.LatentL1Distance(), policy=policy, reward=reward,
+        L.dbc_loss(z, distance=L.LatentL1Distance().to(device), policy=policy, reward=reward,
                    next_w2=L.gaussian_w2(transition_model), discount=0.9, generator=g),
     ]
     for value in values:
-        assert value.dtype == dtype and value.dim() == 0 and torch.isfinite(value)
+        assert value.dtype == dtype and value.device.type == device and value.dim() == 0 and torch.isfinite(value)
         head.raw.grad, z.grad = None, None
         value.backward()
         assert torch.isfinite(z.grad).all() and z.grad.abs().sum() > 0  # the encoder gets a gradient
@@ -225,23 +250,21 @@ def test_scalar_linear_gaussian_entangled_fit():
     a = k z + s xi, G = |k z - k z'|): shared noise cancels, z+ - z'+ = m (z - z') with
     m = alpha + beta k, so d_eps-bar = |k| |z - z'| / (1 - c |m|), which the separable head
     (p = 1) can represent; the entangled loss must learn that weight."""
+    from validation.learning import fit_head
+
     alpha, beta, k, sigma, s, c = 0.6, 0.5, -0.8, 0.3, 0.4, 0.9
     policy = L.gaussian_policy(lambda z: (k * z, torch.full_like(z, s)), 1)
     transition = L.gaussian_transition(lambda z, a: (alpha * z + beta * a, torch.full_like(z, sigma)), 1)
+    exact = abs(k) / (1 - c * abs(alpha + beta * k))
+
+    def loss(z, head, target, g):
+        return L.entangled_loss(z, distance=head, target_distance=target, policy=policy, transition=transition,
+                                ground=L.policy_ground(lambda x: k * x), discount=c, generator=g)
+
     head = L.SeparableDistance(1, powers=(1,), init=0.5)
-    target = L.SeparableDistance(1, powers=(1,), init=0.5)
-    opt = torch.optim.Adam(head.parameters(), lr=0.05)
-    g = torch.Generator().manual_seed(0)
-    for step in range(400):
-        z = torch.randn(256, 1, generator=g)
-        value = L.entangled_loss(z, distance=head, target_distance=target, policy=policy, transition=transition,
-                                 ground=L.policy_ground(lambda x: k * x), discount=c, generator=g)
-        opt.zero_grad()
-        value.backward()
-        opt.step()
-        target.load_state_dict(head.state_dict())
-    w = head.weights.item()
-    assert w == pytest.approx(abs(k) / (1 - c * abs(alpha + beta * k)), rel=1e-3)
+    result = fit_head(head, loss, lambda g: torch.randn(256, 1, generator=g), steps=400, lr=0.05,
+                      error=lambda d: abs(d.weights.item() - exact), log_every=100)
+    assert result["error"][-1] <= 1e-3 * exact and result["error"][0] > result["error"][-1]
 
 
 # ------------------------------------------------------------------ heads

@@ -232,6 +232,42 @@ def _train(mdp: FiniteMDP, loss: str, check: LossCheck, config: TrainConfig, emb
                  seconds=time.perf_counter() - start, config=asdict(config))
 
 
+def fit_head(head, loss_fn, sample, *, steps: int = 1000, lr: float = 1e-2, target_every: int = 1,
+             seed: int = 0, error=None, log_every: int = 50) -> dict:
+    """Train a distance head (any ``nn.Module``) with one of the losses, for checks on
+    continuous MDPs (e.g. linear-Gaussian ones, where ``error`` compares with the exact metric).
+
+    Each step draws ``z = sample(generator)`` and minimises ``loss_fn(z, head, target, generator)``
+    with Adam; ``target`` is a frozen copy of the head (the target distance), refreshed every
+    ``target_every`` steps. ``error(head) -> float`` is recorded every ``log_every`` steps.
+    Returns ``{"steps", "error", "loss", "seconds"}``.
+    """
+    import copy
+
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    target = copy.deepcopy(head).requires_grad_(False)
+    opt = torch.optim.Adam(head.parameters(), lr=lr)
+    start = time.perf_counter()
+    out: dict = {"steps": [], "error": [], "loss": []}
+    for k in range(1, steps + 1):
+        value = loss_fn(sample(gen), head, target, gen)
+        opt.zero_grad()
+        value.backward()
+        opt.step()
+        if k % target_every == 0:
+            target.load_state_dict(head.state_dict())
+        if k % log_every == 0 or k == steps:
+            out["steps"].append(k)
+            out["loss"].append(float(value.detach()))
+            if error is not None:
+                with torch.no_grad():
+                    out["error"].append(float(error(head)))
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
 # ------------------------------------------------------------ check cases
 def random_embedding(n: int, dim: int, seed: int = 0) -> np.ndarray:
     """A fixed random Gaussian embedding of n states in R^dim (states are its rows)."""

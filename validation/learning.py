@@ -24,6 +24,10 @@ step), a step size decaying as ``(decay_start / k)^decay_power`` after
 steps, and the reported estimate is the linearly weighted average of the
 iterates after ``average_from`` of the run (Polyak-Ruppert averaging). The max
 error of the estimate against ``solve(mdp, metric)`` is recorded as training goes.
+
+For continuous MDPs (e.g. linear-Gaussian ones with a known d_eps-bar),
+:func:`fit_head` trains any distance head with any of the losses on sampled
+batches and records an error callback.
 """
 
 from __future__ import annotations
@@ -174,7 +178,9 @@ class _Objective:
 def train_tabular(mdp: FiniteMDP, loss: str, config: TrainConfig = TrainConfig(),
                   embedding: np.ndarray | None = None, exact: np.ndarray | None = None) -> Curve:
     """Train a tabular distance with ``loss`` on ``mdp`` and record its max error against the
-    exact fixed point (``exact``, solved here if not given). Seeded, single-threaded CPU."""
+    exact fixed point (``exact``, solved here if not given). Seeded, single-threaded CPU.
+    DBC synchronises its target every :data:`DBC_TARGET_EVERY` steps unless ``config`` sets
+    another ``target_every``."""
     import torch
 
     check = _check(loss)

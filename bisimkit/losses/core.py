@@ -113,7 +113,7 @@ def check_finite(tensors: dict[str, Tensor]) -> None:
 
 
 def _check_output(name: str, x: Tensor, rows: int) -> Tensor:
-    """A model output must be a tensor with ``rows`` rows; (B, 1) is squeezed for scalars."""
+    """A model output must be a tensor with ``rows`` rows."""
     if not isinstance(x, torch.Tensor):
         raise ValueError(f"{name}: expected a torch tensor, got {type(x).__name__}")
     if x.dim() == 0 or x.shape[0] != rows:
@@ -143,7 +143,10 @@ def _noise_spec(name: str, sampler) -> tuple[int, str]:
 
 
 def _check_discount(discount: float) -> float:
-    c = float(discount)
+    try:
+        c = float(discount)
+    except (TypeError, ValueError):
+        raise ValueError(f"discount: expected a number, got {discount!r}") from None
     if not 0.0 <= c < 1.0:
         raise ValueError(f"discount: must satisfy 0 <= discount < 1, got {discount}")
     return c

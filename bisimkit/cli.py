@@ -307,7 +307,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="a few cases per family (under 30 s)")
     p.add_argument("--cases", type=int, default=None, help="cases per family (default 40, quick 4)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--claims", default=None, help="comma-separated claim ids, e.g. C1,C4")
+    p.add_argument("--claims", default=None,
+                   help="comma-separated claim ids, e.g. C1,C4 (L1-L5: the learned losses)")
     p.add_argument("--resume", action="store_true", help="reuse the families a previous run finished")
     p.add_argument("--shrink-examples", type=int, default=None,
                    help="hypothesis examples per counterexample search (0: no shrinking)")

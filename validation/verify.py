@@ -37,6 +37,7 @@ from .gaussian_claims import GAUSSIAN_CLAIMS, GAUSSIAN_FAMILIES, gaussian_cases
 
 #: Finite-MDP claims, then the same claims checked in continuous space.
 ALL_CLAIMS: list[Claim] = CLAIMS + GAUSSIAN_CLAIMS
+from . import learning
 
 DEFAULT_CASES = 40
 QUICK_CASES = 4
@@ -107,13 +108,64 @@ def _family_cases(name: str, cases: int, seed: int, quick: bool = False) -> list
 
 
 def _select(claims: list[str] | None) -> list[Claim]:
-    known = claim_ids()
+    known = claim_ids() + learning.loss_ids()
     if claims is None:
         return list(ALL_CLAIMS)
     bad = [c for c in claims if c not in known]
     if bad:
         raise InputError(f"--claims: unknown claim '{bad[0]}' (choose from {', '.join(known)})")
     return [c for c in ALL_CLAIMS if c.id in claims]
+
+
+def _select_losses(claims: list[str] | None) -> list[str]:
+    """The loss checks (L1...) to run: all of them by default, else those listed."""
+    return [i for i in learning.loss_ids() if claims is None or i in claims]
+
+
+#: Source column of the loss rows.
+LOSS_SOURCE = "SPEC 4, paper Alg. 1"
+TORCH_MISSING = ("skipped: torch is not installed (the learned-loss checks need it: "
+                 "pip install -e '.[torch]')")
+
+
+def _loss_rows(results: list) -> list[Row]:
+    """One row per (loss check, family) from the training curves."""
+    rows: dict[tuple[str, str], Row] = {}
+    for check, family, curve in results:
+        row = rows.get((check.id, family))
+        if row is None:
+            row = rows[(check.id, family)] = Row(check.id, check.id, check.statement, LOSS_SOURCE, family,
+                                                 True, "holds")
+        row.cases += 1
+        row.held += bool(curve["held"])
+        row.seconds += curve["seconds"]
+        margin = curve["tolerance"] - curve["final_error"]
+        if margin < row.worst_margin:
+            row.worst_margin = float(margin)
+            row.worst_detail = (f"max error {curve['final_error']:.2e} <= {curve['tolerance']:.2e} "
+                                f"(1% of max d* {curve['scale']:.3g}) after {curve['steps'][-1]} steps; "
+                                f"max d(s,s): exact {curve['exact_diagonal']:.3g}, "
+                                f"learned {curve['learned_diagonal']:.3g}")
+    return list(rows.values())
+
+
+def run_losses(ids: list[str], quick: bool, seed: int, bar: "_Bar | None" = None) -> dict:
+    """Train a table with each selected loss on the loss cases (the ``losses`` part of the report)."""
+    if not ids:
+        return {"runs": []}
+    if not learning.torch_available():
+        return {"runs": [], "skipped": TORCH_MISSING}
+
+    def progress(check, case, curve):
+        if bar:
+            bar.update(1, f"loss {check.id} {case.family}")
+
+    results = learning.run_loss_checks(quick=quick, seed=seed, ids=ids, progress=progress)
+    config = results[0][2].config if results else {}
+    runs = [{"id": check.id, "loss": check.loss, "metric": check.metric, "ground": check.ground,
+             "family": case.family, **{k: v for k, v in curve.to_json().items() if k != "config"}}
+            for check, case, curve in results]
+    return {"runs": runs, "config": config, "relative_tolerance": learning.RELATIVE_TOLERANCE}
 
 
 class _Bar:
@@ -233,10 +285,11 @@ def verify(out: str | Path = "verify-out", cases: int | None = None, seed: int =
     if cases < 1:
         raise InputError(f"--cases: must be at least 1, got {cases}")
     chosen = _select(claims)
+    loss_ids = _select_losses(claims)
     families = [f for f in list(FAMILIES) + ["examples"] + list(GAUSSIAN_FAMILIES)
                 if any(f in c.families for c in chosen)]
     config = {"cases": cases, "seed": seed, "claims": sorted({c.label for c in chosen}), "families": families,
-              "quick": quick}
+              "losses": loss_ids, "quick": quick}
     state_path = out / ".verify-state.json"
     state = {"key": _config_key(config), "families": {}}
     if resume and state_path.exists():
@@ -246,7 +299,10 @@ def verify(out: str | Path = "verify-out", cases: int | None = None, seed: int =
     out.mkdir(parents=True, exist_ok=True)
 
     all_cases = {f: _family_cases(f, cases, seed, quick) for f in families if f not in state["families"]}
-    bar = _Bar(sum(len(v) for v in all_cases.values()), progress)
+    loss_runs = 0
+    if "losses" not in state and learning.torch_available():
+        loss_runs = len(learning.loss_plan(quick, seed, loss_ids)) if loss_ids else 0
+    bar = _Bar(sum(len(v) for v in all_cases.values()) + loss_runs, progress)
     keep: list = []
     rows: list[Row] = []
     for fam in families:
@@ -257,8 +313,15 @@ def verify(out: str | Path = "verify-out", cases: int | None = None, seed: int =
         rows += fam_rows
         state["families"][fam] = [_row_to_state(r) for r in fam_rows]
         atomic_write_json(state_path, state)
-    bar.close()
     elapsed_cases = time.perf_counter() - t0
+    if "losses" not in state:
+        state["losses"] = run_losses(loss_ids, quick, seed, bar)
+        atomic_write_json(state_path, state)
+    losses = state["losses"]
+    rows += _loss_rows([(learning.LOSSES[r["loss"]], r["family"], r) for r in losses["runs"]])
+    bar.close()
+    elapsed_losses = time.perf_counter() - t0 - elapsed_cases
+    t_shrink = time.perf_counter()
 
     # Counterexamples: shrink one per claim label; the other families keep their smallest case.
     budget = shrink_examples if shrink_examples is not None else (30 if quick else 150)
@@ -271,7 +334,7 @@ def verify(out: str | Path = "verify-out", cases: int | None = None, seed: int =
         case = None
         if budget > 0 and row.label in pending and row.family in FAMILIES:
             claim = next(c for c in chosen if c.label == row.label and row.family in c.families)
-            share = max(seconds - (time.perf_counter() - t0 - elapsed_cases), 0.5) / len(pending)
+            share = max(seconds - (time.perf_counter() - t_shrink), 0.5) / len(pending)
             case = shrink(claim, row.family, budget, share)
             if case is not None:
                 shrunk_labels.add(row.label)
@@ -281,16 +344,17 @@ def verify(out: str | Path = "verify-out", cases: int | None = None, seed: int =
             case = _case_from_dict(row.violation["case"])
         row.counterexample = save_counterexample(row, case, out, row.shrunk)
 
-    elapsed_shrink = time.perf_counter() - t0 - elapsed_cases
-    figure_paths = _figures(out, keep, quick) if figures else []
+    elapsed_shrink = time.perf_counter() - t_shrink
+    figure_paths = _figures(out, keep, quick, losses["runs"]) if figures else []
     failed = [r for r in rows if r.asserted and r.expect == "holds" and r.held < r.cases]
     report = {
         "config": config,
         "seconds": time.perf_counter() - t0,
-        "phase_seconds": {"cases": elapsed_cases, "counterexamples": elapsed_shrink,
-                          "figures": time.perf_counter() - t0 - elapsed_cases - elapsed_shrink},
+        "phase_seconds": {"cases": elapsed_cases, "losses": elapsed_losses, "counterexamples": elapsed_shrink,
+                          "figures": time.perf_counter() - t_shrink - elapsed_shrink},
         "rows": [r.to_json() for r in rows],
         "verdicts": verdicts(rows),
+        "losses": losses,
         "figures": figure_paths,
         "exit_status": 1 if failed else 0,
         "violated_asserted": sorted({r.label for r in failed}),
@@ -312,7 +376,7 @@ def _row_from_state(data: dict) -> Row:
     return Row(**data)
 
 
-def _figures(out: Path, keep: list, quick: bool) -> list[str]:
+def _figures(out: Path, keep: list, quick: bool, loss_runs: list | None = None) -> list[str]:
     from figures.diagonal import plot_sampled_diagonals
     from figures.heatmaps import plot_metric_heatmaps
     from figures.scatter import plot_bound_scatter
@@ -321,6 +385,11 @@ def _figures(out: Path, keep: list, quick: bool) -> list[str]:
     if keep:
         paths.append(plot_bound_scatter(out / "scatter.png", keep))
     paths.append(plot_sampled_diagonals(out / "diagonal.png", mdps=2 if quick else 8, points=5 if quick else 9))
+    if loss_runs:
+        from figures.loss_convergence import plot_loss_curves
+
+        runs = [(r["loss"], r["family"], r) for r in loss_runs]
+        paths.append(plot_loss_curves(out / "loss_convergence.png", runs, learning.RELATIVE_TOLERANCE))
     return [str(Path(p).relative_to(out)) for p in paths]
 
 
@@ -395,6 +464,37 @@ the LP families; fewer with --quick).
 """
 
 
+LOSS_READING = """\
+Each loss of `bisimkit.losses` (the functions the agents import) trains a free table
+d[s, t], diagonal included, from sampled batches of one-hot or embedded states on a
+finite MDP, whose policy and transitions are inverse-CDF samplers of uniform noise:
+shared noise is the entangled coupling, independent noise the product coupling. The
+expected target is then the operator named in the row, so the table must converge to
+its exact fixed point (`bisimkit solve`). A row holds when the final max error over all
+pairs is at most 1% of the largest exact distance.
+"""
+
+
+def loss_markdown(losses: dict) -> list[str]:
+    """The learned-loss section of the report."""
+    if not losses or (not losses.get("runs") and "skipped" not in losses):
+        return []
+    lines = ["## Learned losses (SPEC section 4)", ""]
+    if "skipped" in losses:
+        return lines + [f"Loss checks {losses['skipped']}.", ""]
+    cfg = losses.get("config", {})
+    lines += [LOSS_READING, f"Training: {cfg.get('steps')} SGD steps, batch {cfg.get('batch')}, "
+              f"{cfg.get('samples')} target samples, seed {cfg.get('seed')}.", "",
+              "| check | loss | fixed point | MDP | max error | tolerance | max d(s,s) exact / learned | seconds |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in losses["runs"]:
+        metric = r["metric"] + (f" ({r['ground']})" if r["ground"] else "")
+        lines.append(f"| {r['id']} | {r['loss']} | {metric} | {r['family']} ({r['mdp']}) | {r['final_error']:.2e} "
+                     f"| {r['tolerance']:.2e} | {r['exact_diagonal']:.3g} / {r['learned_diagonal']:.3g} "
+                     f"| {r['seconds']:.1f} |")
+    return lines + [""]
+
+
 def markdown(report: dict) -> str:
     """The human-readable report."""
     cfg = report["config"]
@@ -411,6 +511,7 @@ def markdown(report: dict) -> str:
               "a distance, except C2 (minus the number of state pairs whose relation and zero set disagree) "
               "and C7 (spare cells under the bound).", "",
               "```", table(report["rows"]), "```", ""]
+    lines += loss_markdown(report.get("losses", {}))
     ces = [r for r in report["rows"] if r["counterexample"]]
     if ces:
         lines += ["## Counterexamples", "",
@@ -436,5 +537,7 @@ def main_verify(args) -> int:
     print()
     for cid, text in report["verdicts"].items():
         print(f"{cid}: {text}")
+    if "skipped" in report.get("losses", {}):
+        print(f"L1-L5: {report['losses']['skipped']}")
     print(f"\nreport: {Path(args.out) / 'report.md'} ({report['seconds']:.1f} s); exit status {report['exit_status']}")
     return int(report["exit_status"])

@@ -1,0 +1,339 @@
+"""Convergence of the learned losses to the exact fixed points (SPEC section 4).
+
+A :class:`~bisimkit.losses.TabularDistance` (one free entry per state pair,
+diagonal included) is trained from sampled batches with one loss of
+:mod:`bisimkit.losses`, the very functions the agents import, on a finite MDP
+wrapped by :class:`~bisimkit.losses.FiniteModel` (one-hot or embedded states).
+Inverse-CDF sampling from uniform noise makes the finite policy and transition
+reparametrised samplers, so each loss's expected target is an operator of the
+SPEC applied to the target table:
+
+=================  ==============================================  =============
+loss               expected target                                 fixed point
+=================  ==============================================  =============
+entangled, G=R/pi  eps-bar (shared noise = north-west-corner)      ``eps-bar``
+PSM                ||abar(s)-abar(t)||_1 + c Ppi d Ppi^T           ``psm-sampled``
+MICo               |Rpi(s)-Rpi(t)| + c Ppi d Ppi^T                 ``mico``
+DBC                E_{a,a' indep} |R(s,a)-R(t,a')| + c W2(.; d)    ``dbc-sampled``
+=================  ==============================================  =============
+
+Training is stochastic approximation of that fixed-point iteration: plain SGD
+(each pair moves about ``step_size`` of the way to its batch-mean target per
+step), a step size decaying as ``(decay_start / k)^decay_power`` after
+``decay_start`` steps, the target table synchronised every ``target_every``
+steps, and the reported estimate is the linearly weighted average of the
+iterates after ``average_from`` of the run (Polyak-Ruppert averaging). The max
+error of the estimate against ``solve(mdp, metric)`` is recorded as training goes.
+
+For continuous MDPs (e.g. linear-Gaussian ones with a known d_eps-bar),
+:func:`fit_head` trains any distance head with any of the losses on sampled
+batches and records an error callback.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+
+from bisimkit.examples import chain
+from bisimkit.generators import product_grid_mdp, random_mdp
+from bisimkit.mdp import FiniteMDP
+from bisimkit.solvers import solve
+
+#: A check passes when the final max error is at most this fraction of the largest exact distance.
+RELATIVE_TOLERANCE = 0.01
+
+
+@dataclass(frozen=True)
+class LossCheck:
+    """One loss and the fixed point it must learn."""
+
+    id: str
+    loss: str
+    metric: str
+    ground: str | None
+    statement: str
+
+
+LOSS_CHECKS: list[LossCheck] = [
+    LossCheck("L1", "entangled-reward", "eps-bar", "reward",
+              "entangled loss (Alg. 1, G = reward) learns d_eps-bar, zero diagonal included"),
+    LossCheck("L2", "entangled-policy", "eps-bar", "policy",
+              "entangled loss (Alg. 1, G = policy) learns d_eps-bar, zero diagonal included"),
+    LossCheck("L3", "psm", "psm-sampled", None,
+              "sampled PSM loss learns the psm-sampled fixed point, positive diagonal included"),
+    LossCheck("L4", "mico", "mico", None, "MICo loss learns the mico fixed point, positive diagonal included"),
+    LossCheck("L5", "dbc", "dbc-sampled", None,
+              "sampled DBC loss (exact finite W2) learns the dbc-sampled fixed point, positive diagonal included"),
+]
+LOSSES = {c.loss: c for c in LOSS_CHECKS}
+
+
+def loss_ids() -> list[str]:
+    """The ids of the loss checks (L1...)."""
+    return [c.id for c in LOSS_CHECKS]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Schedule of a tabular training run (see the module docstring)."""
+
+    steps: int = 1500
+    batch: int = 1024
+    samples: int = 4
+    step_size: float = 0.5
+    decay_start: int = 200
+    decay_power: float = 0.7
+    average_from: float = 0.1
+    target_every: int = 1
+    log_every: int = 25
+    seed: int = 0
+
+
+#: The DBC target needs exact W2 problems per synchronisation: synchronise less often.
+DBC_TARGET_EVERY = 5
+
+
+@dataclass
+class Curve:
+    """The max-error curve of one training run."""
+
+    loss: str
+    metric: str
+    mdp: str
+    steps: list[int]
+    error: list[float]  # max |estimate - d*| over all pairs, diagonal included
+    scale: float  # max |d*|
+    final_error: float
+    exact_diagonal: float  # max_s d*(s, s)
+    learned_diagonal: float  # max_s |estimate(s, s)|
+    seconds: float
+    config: dict = field(default_factory=dict)
+
+    @property
+    def tolerance(self) -> float:
+        """The pass mark: :data:`RELATIVE_TOLERANCE` times the largest exact distance."""
+        return RELATIVE_TOLERANCE * max(self.scale, 1e-12)
+
+    @property
+    def held(self) -> bool:
+        """Whether the final error is within the tolerance."""
+        return self.final_error <= self.tolerance
+
+    def to_json(self) -> dict:
+        out = asdict(self)
+        out["tolerance"] = self.tolerance
+        out["held"] = self.held
+        return out
+
+
+def exact_fixed_point(mdp: FiniteMDP, loss: str) -> np.ndarray:
+    """The fixed point the loss should learn, from the exact solvers (certified to 1e-10)."""
+    check = _check(loss)
+    return solve(mdp, check.metric, ground=check.ground, tol=1e-10, full_diagonal=False).distances
+
+
+def _check(loss: str) -> LossCheck:
+    if loss not in LOSSES:
+        raise ValueError(f"loss: unknown loss '{loss}' (choose from {', '.join(LOSSES)})")
+    return LOSSES[loss]
+
+
+class _Objective:
+    """One loss of :mod:`bisimkit.losses` on a finite model, with its target table."""
+
+    def __init__(self, loss: str, model, head, target) -> None:
+        import bisimkit.losses as L
+
+        self.L, self.loss, self.model, self.head, self.target = L, loss, model, head, target
+        self.next_w2 = None
+        self.sync()
+
+    def sync(self) -> None:
+        """Copy the table into the target table (DBC: recompute the exact W2 terms)."""
+        import torch
+
+        with torch.no_grad():
+            self.target.table.copy_(self.head.table)
+        if self.loss == "dbc":
+            self.next_w2 = self.model.next_w2(self.target.matrix())
+
+    def __call__(self, z, samples: int, generator):
+        L, m, c = self.L, self.model, self.model.mdp.discount
+        common = dict(distance=self.head, policy=m.policy, discount=c, samples=samples, generator=generator)
+        if self.loss == "dbc":
+            return L.dbc_loss(z, reward=m.reward, next_w2=self.next_w2, **common)
+        common.update(transition=m.transition, target_distance=self.target)
+        if self.loss == "entangled-reward":
+            return L.entangled_loss(z, ground=L.reward_ground(m.reward), **common)
+        if self.loss == "entangled-policy":
+            return L.entangled_loss(z, ground=L.policy_ground(m.mean_action), **common)
+        if self.loss == "psm":
+            return L.psm_loss(z, mean_action=m.mean_action, **common)
+        return L.mico_loss(z, reward=m.mean_reward, **common)
+
+
+def train_tabular(mdp: FiniteMDP, loss: str, config: TrainConfig = TrainConfig(),
+                  embedding: np.ndarray | None = None, exact: np.ndarray | None = None) -> Curve:
+    """Train a tabular distance with ``loss`` on ``mdp`` and record its max error against the
+    exact fixed point (``exact``, solved here if not given). Seeded, single-threaded CPU.
+    DBC synchronises its target every :data:`DBC_TARGET_EVERY` steps unless ``config`` sets
+    another ``target_every``."""
+    import torch
+
+    check = _check(loss)
+    if loss == "dbc" and config.target_every == TrainConfig.target_every:
+        config = replace(config, target_every=DBC_TARGET_EVERY)
+    exact = exact_fixed_point(mdp, loss) if exact is None else np.asarray(exact)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tensors: threads only add overhead (and contend on a shared machine)
+    try:
+        return _train(mdp, loss, check, config, embedding, exact)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(mdp: FiniteMDP, loss: str, check: LossCheck, config: TrainConfig, embedding, exact) -> Curve:
+    import torch
+
+    from bisimkit.losses import FiniteModel, TabularDistance
+
+    start = time.perf_counter()
+    model = FiniteModel(mdp, embedding)
+    head, target = TabularDistance(model), TabularDistance(model)
+    objective = _Objective(loss, model, head, target)
+    n = mdp.n_states
+    # Off-diagonal pairs appear 2B/n^2 times per batch: this lr moves each about step_size per step.
+    base_lr = config.step_size * n * n / 4
+    opt = torch.optim.SGD(head.parameters(), lr=base_lr)
+    gen = torch.Generator().manual_seed(config.seed)
+    like = torch.zeros((), dtype=torch.float64)
+    average, weight_sum = head.matrix(), 0.0
+    first_average = int(config.average_from * config.steps)
+    steps, errors = [0], [float(np.max(np.abs(average - exact)))]
+    for k in range(1, config.steps + 1):
+        if k > config.decay_start:
+            opt.param_groups[0]["lr"] = base_lr * (config.decay_start / k) ** config.decay_power
+        z = model.states(torch.randint(n, (config.batch,), generator=gen), like)
+        value = objective(z, config.samples, gen)
+        opt.zero_grad()
+        value.backward()
+        opt.step()
+        if k % config.target_every == 0:
+            objective.sync()
+        current = head.matrix()
+        if k > first_average:  # linearly weighted iterate average
+            weight_sum += k
+            average = average + (current - average) * (k / weight_sum)
+        else:
+            average = current
+        if k % config.log_every == 0 or k == config.steps:
+            steps.append(k)
+            errors.append(float(np.max(np.abs(average - exact))))
+    return Curve(loss=loss, metric=check.metric, mdp=mdp.label, steps=steps, error=errors,
+                 scale=float(np.max(np.abs(exact))), final_error=errors[-1],
+                 exact_diagonal=float(np.max(np.diag(exact))), learned_diagonal=float(np.max(np.abs(np.diag(average)))),
+                 seconds=time.perf_counter() - start, config=asdict(config))
+
+
+def fit_head(head, loss_fn, sample, *, steps: int = 1000, lr: float = 1e-2, target_every: int = 1,
+             seed: int = 0, error=None, log_every: int = 50) -> dict:
+    """Train a distance head (any ``nn.Module``) with one of the losses, for checks on
+    continuous MDPs (e.g. linear-Gaussian ones, where ``error`` compares with the exact metric).
+
+    Each step draws ``z = sample(generator)`` and minimises ``loss_fn(z, head, target, generator)``
+    with Adam; ``target`` is a frozen copy of the head (the target distance), refreshed every
+    ``target_every`` steps. ``error(head) -> float`` is recorded every ``log_every`` steps.
+    Returns ``{"steps", "error", "loss", "seconds"}``.
+    """
+    import copy
+
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    target = copy.deepcopy(head).requires_grad_(False)
+    opt = torch.optim.Adam(head.parameters(), lr=lr)
+    start = time.perf_counter()
+    out: dict = {"steps": [], "error": [], "loss": []}
+    for k in range(1, steps + 1):
+        value = loss_fn(sample(gen), head, target, gen)
+        opt.zero_grad()
+        value.backward()
+        opt.step()
+        if k % target_every == 0:
+            target.load_state_dict(head.state_dict())
+        if k % log_every == 0 or k == steps:
+            out["steps"].append(k)
+            out["loss"].append(float(value.detach()))
+            if error is not None:
+                with torch.no_grad():
+                    out["error"].append(float(error(head)))
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+# ------------------------------------------------------------ check cases
+def random_embedding(n: int, dim: int, seed: int = 0) -> np.ndarray:
+    """A fixed random Gaussian embedding of n states in R^dim (states are its rows)."""
+    return np.random.default_rng(seed).normal(size=(n, dim))
+
+
+@dataclass
+class LossCase:
+    """An MDP (and state embedding) the loss checks train on, and which losses run on it."""
+
+    family: str
+    mdp: FiniteMDP
+    embedding: np.ndarray | None = None
+    losses: tuple[str, ...] = tuple(LOSSES)
+
+
+def loss_cases(quick: bool = False, seed: int = 0) -> list[LossCase]:
+    """The MDPs of the loss checks: every loss on a random sparse MDP (one-hot states) and on
+    a random MDP with embedded states; the policy-ground losses on the chain example
+    (real-valued actions); the entangled ones on a product grid (Rosenblatt sampling)."""
+    rng = np.random.default_rng([seed, 606])
+    if quick:
+        return [LossCase("random-sparse", random_mdp(4, 2, rng, discount=0.8, max_support=2))]
+    sparse = random_mdp(6, 2, rng, discount=0.9, max_support=2)
+    embedded = random_mdp(5, 3, rng, discount=0.8)
+    grid = product_grid_mdp((2, 3), 2, rng, discount=0.8, max_support=2)
+    return [LossCase("random-sparse", sparse),
+            LossCase("embedded", embedded, random_embedding(embedded.n_states, 3, seed)),
+            LossCase("chain", chain(5, discount=0.8), losses=("entangled-policy", "psm")),
+            LossCase("product-grid", grid, losses=("entangled-reward", "entangled-policy"))]
+
+
+QUICK_CONFIG = TrainConfig(steps=800, batch=512, samples=2, decay_start=100, log_every=10)
+DEFAULT_CONFIG = TrainConfig(steps=1000, decay_start=150)
+
+
+def loss_plan(quick: bool = False, seed: int = 0, ids: list[str] | None = None) -> list[tuple[LossCheck, LossCase]]:
+    """The (check, case) runs of :func:`run_loss_checks`, in order."""
+    return [(check, case) for case in loss_cases(quick, seed) for check in LOSS_CHECKS
+            if check.loss in case.losses and (ids is None or check.id in ids)]
+
+
+def run_loss_checks(quick: bool = False, seed: int = 0, ids: list[str] | None = None,
+                    config: TrainConfig | None = None, progress=None) -> list[tuple[LossCheck, LossCase, Curve]]:
+    """Train every selected loss on every case; returns (check, case, curve) triples.
+
+    ``progress(check, case, curve)`` is called after each run.
+    """
+    config = replace(config or (QUICK_CONFIG if quick else DEFAULT_CONFIG), seed=seed)
+    out = []
+    for check, case in loss_plan(quick, seed, ids):
+        curve = train_tabular(case.mdp, check.loss, config, case.embedding)
+        out.append((check, case, curve))
+        if progress:
+            progress(check, case, curve)
+    return out
+
+
+def torch_available() -> bool:
+    """Whether torch can be imported (the loss checks need it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None

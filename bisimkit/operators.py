@@ -33,6 +33,10 @@ from .simplex import HAVE_NUMBA
 from .transport import WarmStarts, optimal_transport
 
 
+#: From these sizes on, eps-bar and the coupling systems are assembled by compiled code (which
+#: pays for its one-time compilation); below them numpy does it.
+COMPILED_EPS_BAR_PAIRS = 20_000
+COMPILED_PAIR_SYSTEM_CELLS = 500_000
 #: Mean support size above which W1 problems drop the shared mass (when d is a metric).
 SHARED_MASS_MIN_SUPPORT = 24
 
@@ -279,7 +283,7 @@ def pair_system(pairs: PairSpace, row_pair: np.ndarray, row_weight: np.ndarray,
     when the pair space has no diagonal (d(s, s) = 0 there), and so are empty cells.
     Duplicates are left in: the product T @ x adds them up, and summing them costs a sort.
     """
-    if HAVE_NUMBA and cells.offsets is not None:
+    if HAVE_NUMBA and cells.offsets is not None and len(cells) >= COMPILED_PAIR_SYSTEM_CELLS:
         return pair_system_from_slots(cells.offsets, cells.i, cells.j, cells.mass, row_pair, row_weight,
                                       pairs.index, len(pairs))
     col = pairs.index[cells.i, cells.j]
@@ -318,7 +322,7 @@ def eps_bar_form(mdp: FiniteMDP, ground: Ground = "reward", pairs: PairSpace | N
     """
     pairs = default_pairs(mdp, "eps-bar") if pairs is None else pairs
     one_dimensional = mdp.state_shape is None or len(mdp.state_shape) == 1
-    if HAVE_NUMBA and one_dimensional:  # built pair by pair in compiled code
+    if HAVE_NUMBA and one_dimensional and len(pairs) >= COMPILED_EPS_BAR_PAIRS:  # pair by pair, compiled
         pi = mdp.require_policy("eps-bar")
         abar = mdp.mean_action if isinstance(ground, str) and ground == "policy" else None
         b, T = eps_bar_matrix(pairs.s, pairs.t, pairs.index, pi, mdp.transition_rows, ground, mdp.rewards,

@@ -28,6 +28,8 @@ import numpy as np
 #: Flows below this are rounding crumbs of exact zeros; they are set to 0. Left in,
 #: a 1e-17 flow on a unit-cost cell would add 3e-9 to a W2 value through the square root.
 FLOW_EPS = 1e-14
+#: Batches of at least this many problems are solved on all cores.
+PARALLEL_MIN_PROBLEMS = 50_000
 #: Bases are stored as (row, column) pairs of this type (supports stay below 32768 atoms).
 BASIS_DTYPE = np.int16
 
@@ -366,29 +368,40 @@ if HAVE_NUMBA:
 
 if HAVE_NUMBA:
 
+    def _solve_supports_body(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass,
+                             x):
+        p = rows[x]
+        kk = k[p]
+        ll = l[p]
+        C = np.empty((kk, ll))
+        for i in range(kk):
+            for j in range(ll):
+                C[i, j] = D[xs[p, i], ys[p, j]]
+        flow = np.empty((kk, ll))
+        lo = off[p]
+        hi = lo + kk + ll - 1
+        cost, good, _ = _solve_one(a[p], b[p], C, kk, ll, flow, basis[lo:hi, 0], basis[lo:hi, 1], warm[p])
+        for e in range(lo, hi):
+            r = basis[e, 0]
+            c = basis[e, 1]
+            out_i[e] = xs[p, r]
+            out_j[e] = ys[p, c]
+            out_mass[e] = flow[r, c] if good else 0.0
+        costs[p] = cost
+        ok[p] = good
+        warm[p] = good
+
+    _solve_supports_one = njit(cache=True, nogil=True)(_solve_supports_body)
+
     @njit(cache=True, parallel=True)
     def _solve_supports(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass):
         for x in prange(len(rows)):
-            p = rows[x]
-            kk = k[p]
-            ll = l[p]
-            C = np.empty((kk, ll))
-            for i in range(kk):
-                for j in range(ll):
-                    C[i, j] = D[xs[p, i], ys[p, j]]
-            flow = np.empty((kk, ll))
-            lo = off[p]
-            hi = lo + kk + ll - 1
-            cost, good, _ = _solve_one(a[p], b[p], C, kk, ll, flow, basis[lo:hi, 0], basis[lo:hi, 1], warm[p])
-            for e in range(lo, hi):
-                r = basis[e, 0]
-                c = basis[e, 1]
-                out_i[e] = xs[p, r]
-                out_j[e] = ys[p, c]
-                out_mass[e] = flow[r, c] if good else 0.0
-            costs[p] = cost
-            ok[p] = good
-            warm[p] = good
+            _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass, x)
+
+    @njit(cache=True)
+    def _solve_supports_serial(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass):
+        for x in range(len(rows)):
+            _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass, x)
 
 
 def basis_offsets(k: np.ndarray, l: np.ndarray) -> np.ndarray:
@@ -413,8 +426,10 @@ def solve_supports(D: np.ndarray, xs: np.ndarray, ys: np.ndarray, a: np.ndarray,
     rows = np.asarray(rows, dtype=np.int64)
     ok = np.zeros(len(k), dtype=np.bool_)
     if len(rows):
-        _solve_supports(D, xs, ys, a, b, np.asarray(k, dtype=np.int64), np.asarray(l, dtype=np.int64), rows,
-                        basis_offsets(k, l), basis, warm, costs, ok, out[0], out[1], out[2])
+        # Threads pay off on large batches; small ones (and their one-time compilation) stay serial.
+        kernel = _solve_supports if len(rows) >= PARALLEL_MIN_PROBLEMS else _solve_supports_serial
+        kernel(D, xs, ys, a, b, np.asarray(k, dtype=np.int64), np.asarray(l, dtype=np.int64), rows,
+               basis_offsets(k, l), basis, warm, costs, ok, out[0], out[1], out[2])
     return rows[~ok[rows]]
 
 

@@ -27,7 +27,7 @@ def grid_image(values: np.ndarray, layout: list[str]) -> np.ma.MaskedArray:
     return np.ma.masked_invalid(img)
 
 
-def plot_metric_heatmaps(path, state: int = 0, discount: float = 0.9, noise: float = 0.3):
+def plot_metric_heatmaps(path, state: int = 0, discount: float = 0.9, noise: float = 0.3, tol: float = 1e-8):
     """Heatmaps of d(state, .) for every metric on the mirrored rooms.
 
     The policy is Castro's fixed policy blended with the uniform one
@@ -42,7 +42,7 @@ def plot_metric_heatmaps(path, state: int = 0, discount: float = 0.9, noise: flo
     fig, axes = plt.subplots(rows, cols, figsize=(2.3 * cols, 3.0 * rows))
     cmap = plt.get_cmap("viridis").with_extremes(bad="#404040")
     for ax, (metric, ground) in zip(axes.ravel(), PANELS):
-        d = solve(mdp, metric, ground=ground, tol=1e-8).distances
+        d = solve(mdp, metric, ground=ground, tol=tol).distances
         im = ax.imshow(grid_image(d[state], layout), cmap=cmap)
         ax.plot(c0, r0, marker="*", color="red", markersize=9)
         title = metric + (f" ({ground})" if ground else "")

@@ -1,4 +1,4 @@
-"""The learned-loss rows (L1-L5) of the verify job, with and without torch."""
+"""The learned-loss rows (L1-L6) of the verify job, with and without torch."""
 
 import json
 
@@ -10,16 +10,16 @@ from validation import verify as V
 
 def test_loss_rows_report_and_figure(tmp_path):
     pytest.importorskip("torch")
-    report = V.verify(out=tmp_path, claims=["L4"], quick=True, figures=False, progress=False)
-    rows = [r for r in report["rows"] if r["claim"] == "L4"]
+    report = V.verify(out=tmp_path, claims=["L3"], quick=True, figures=False, progress=False)
+    rows = [r for r in report["rows"] if r["claim"] == "L3"]
     assert len(rows) == 1 and rows[0]["status"] == "held" and rows[0]["worst_margin"] > 0
-    assert report["exit_status"] == 0 and report["verdicts"]["L4"] == "held in all 1 cases"
+    assert report["exit_status"] == 0 and report["verdicts"]["L3"] == "held in all 1 cases"
     run = report["losses"]["runs"][0]
-    assert run["metric"] == "mico" and run["final_error"] <= run["tolerance"] and run["exact_diagonal"] > 0
+    assert run["metric"] == "psm-sampled" and run["final_error"] <= run["tolerance"] and run["exact_diagonal"] > 0
     assert len(run["steps"]) == len(run["error"]) and run["error"][-1] < run["error"][0]
     text = (tmp_path / "report.md").read_text()
-    assert "## Learned losses" in text and "| L4 | mico | mico |" in text
-    assert json.loads((tmp_path / "report.json").read_text())["losses"]["runs"][0]["id"] == "L4"
+    assert "## Learned losses" in text and "| L3 | psm | psm-sampled |" in text
+    assert json.loads((tmp_path / "report.json").read_text())["losses"]["runs"][0]["id"] == "L3"
 
     from figures.loss_convergence import plot_loss_curves
 
@@ -37,6 +37,6 @@ def test_loss_rows_are_skipped_without_torch(tmp_path, monkeypatch):
 
 
 def test_claim_selection_knows_the_loss_ids():
-    assert V._select_losses(None) == learning.loss_ids() == ["L1", "L2", "L3", "L4", "L5"]
+    assert V._select_losses(None) == learning.loss_ids() == ["L1", "L2", "L3", "L4", "L5", "L6"]
     assert V._select_losses(["C1", "L2"]) == ["L2"] and V._select(["L2"]) == []
     assert V._select_losses(["C1"]) == []

@@ -67,8 +67,12 @@ LOSS_CHECKS: list[LossCheck] = [
     LossCheck("L4", "mico", "mico", None, "MICo loss learns the mico fixed point, positive diagonal included"),
     LossCheck("L5", "dbc", "dbc-sampled", None,
               "sampled DBC loss (exact finite W2) learns the dbc-sampled fixed point, positive diagonal included"),
+    LossCheck("L6", "entangled-gaussian", "eps-bar", "policy",
+              "entangled loss with the separable head learns the exact d_eps-bar of a linear-Gaussian MDP"),
 ]
 LOSSES = {c.loss: c for c in LOSS_CHECKS}
+#: The losses trained as a table on finite MDPs (all but the linear-Gaussian check).
+TABULAR_LOSSES = tuple(loss for loss in LOSSES if loss != "entangled-gaussian")
 
 
 def loss_ids() -> list[str]:
@@ -287,7 +291,59 @@ class LossCase:
     family: str
     mdp: FiniteMDP
     embedding: np.ndarray | None = None
-    losses: tuple[str, ...] = tuple(LOSSES)
+    losses: tuple[str, ...] = TABULAR_LOSSES
+
+
+def linear_gaussian_case(seed: int = 0):
+    """A 2-D linear-Gaussian MDP whose d_eps-bar (policy ground) the separable head can represent:
+    diagonal closed loop M = A + B K and diagonal K give d = sum_i |K_ii| |dz_i| / (1 - c |M_ii|)."""
+    from bisimkit.gaussian.model import LinearGaussianMDP
+
+    rng = np.random.default_rng([seed, 707])
+    A = np.diag(rng.uniform(0.3, 0.9, 2))
+    K = np.diag(rng.uniform(-0.6, -0.1, 2))
+    return LinearGaussianMDP(A, np.eye(2), K, policy_std=[0.3, 0.5], transition_std=[0.2, 0.4], discount=0.9,
+                             name="linear-gaussian-2d")
+
+
+def train_linear_gaussian(model, config: "TrainConfig", pairs: int = 256, coupling: str = "entangled") -> Curve:
+    """Train :class:`~bisimkit.losses.SeparableDistance` with the entangled loss (policy ground) on
+    batches of Gaussian states of ``model`` and measure it against the exact series of
+    :func:`bisimkit.gaussian.exact.distance` on fixed test pairs. (``coupling="independent"``
+    trains the same head with independent noise instead, which must miss d_eps-bar.)"""
+    import torch
+
+    from bisimkit.gaussian.exact import distance
+    from bisimkit.losses import SeparableDistance, gaussian_policy, gaussian_transition, policy_ground, sampled_loss
+
+    n, k, c = model.state_dim, model.action_dim, model.discount
+    A, B, K = (torch.tensor(x, dtype=torch.float64) for x in (model.A, model.B, model.K))
+    s_pi = torch.tensor(model.policy_std_vector, dtype=torch.float64)
+    s_P = torch.tensor(model.transition_std_vector, dtype=torch.float64)
+    policy = gaussian_policy(lambda z: (z @ K.T, s_pi.expand(len(z), k)), action_dim=k)
+    transition = gaussian_transition(lambda z, a: (z @ A.T + a @ B.T, s_P.expand(len(z), n)), latent_dim=n)
+    ground = policy_ground(lambda z: z @ K.T)
+    rng = np.random.default_rng(config.seed)
+    zt, zt2 = rng.normal(size=(pairs, n)), rng.normal(size=(pairs, n))
+    exact = distance(model, "eps-bar", "policy", zt, zt2).values
+    zt_t, zt2_t = torch.tensor(zt), torch.tensor(zt2)
+
+    def loss(z, head, target, gen):
+        return sampled_loss(z, distance=head, target_distance=target, policy=policy, transition=transition,
+                            ground=ground, discount=c, coupling=coupling, samples=8, generator=gen)
+
+    def error(head) -> float:
+        return float(np.max(np.abs(head(zt_t, zt2_t).numpy() - exact)))
+
+    head = SeparableDistance(n, powers=(1,)).double()
+    steps = max(config.steps, 600)
+    res = fit_head(head, loss, sample=lambda g: torch.randn(512, n, generator=g, dtype=torch.float64),
+                   steps=steps, lr=0.02, seed=config.seed, error=error, log_every=max(steps // 50, 1))
+    with torch.no_grad():
+        self_distance = float(head(zt_t, zt_t).abs().max())
+    return Curve("entangled-gaussian", "eps-bar", model.name, res["steps"], res["error"], float(np.max(exact)),
+                 res["error"][-1], 0.0, self_distance, res["seconds"], {"steps": steps, "lr": 0.02, "samples": 8,
+                                                                     "batch": 512})
 
 
 def loss_cases(quick: bool = False, seed: int = 0) -> list[LossCase]:
@@ -295,15 +351,17 @@ def loss_cases(quick: bool = False, seed: int = 0) -> list[LossCase]:
     a random MDP with embedded states; the policy-ground losses on the chain example
     (real-valued actions); the entangled ones on a product grid (Rosenblatt sampling)."""
     rng = np.random.default_rng([seed, 606])
-    if quick:
-        return [LossCase("random-sparse", random_mdp(4, 2, rng, discount=0.8, max_support=2))]
+    gaussian = LossCase("linear-gaussian", linear_gaussian_case(seed), losses=("entangled-gaussian",))
+    if quick:  # one case per operator: the policy-ground and MICo variants wait for the full run
+        return [LossCase("random-sparse", random_mdp(4, 2, rng, discount=0.8, max_support=2),
+                         losses=("entangled-reward", "psm", "dbc")), gaussian]
     sparse = random_mdp(6, 2, rng, discount=0.9, max_support=2)
     embedded = random_mdp(5, 3, rng, discount=0.8)
     grid = product_grid_mdp((2, 3), 2, rng, discount=0.8, max_support=2)
     return [LossCase("random-sparse", sparse),
             LossCase("embedded", embedded, random_embedding(embedded.n_states, 3, seed)),
             LossCase("chain", chain(5, discount=0.8), losses=("entangled-policy", "psm")),
-            LossCase("product-grid", grid, losses=("entangled-reward", "entangled-policy"))]
+            LossCase("product-grid", grid, losses=("entangled-reward", "entangled-policy")), gaussian]
 
 
 QUICK_CONFIG = TrainConfig(steps=800, batch=512, samples=2, decay_start=100, log_every=10)
@@ -325,7 +383,10 @@ def run_loss_checks(quick: bool = False, seed: int = 0, ids: list[str] | None = 
     config = replace(config or (QUICK_CONFIG if quick else DEFAULT_CONFIG), seed=seed)
     out = []
     for check, case in loss_plan(quick, seed, ids):
-        curve = train_tabular(case.mdp, check.loss, config, case.embedding)
+        if check.loss == "entangled-gaussian":
+            curve = train_linear_gaussian(case.mdp, config)
+        else:
+            curve = train_tabular(case.mdp, check.loss, config, case.embedding)
         out.append((check, case, curve))
         if progress:
             progress(check, case, curve)

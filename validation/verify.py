@@ -40,10 +40,10 @@ ALL_CLAIMS: list[Claim] = CLAIMS + GAUSSIAN_CLAIMS
 from . import learning
 
 DEFAULT_CASES = 40
-QUICK_CASES = 4
+QUICK_CASES = 3
 #: Wall-clock budget for shrinking all counterexamples (full run / --quick).
 SHRINK_SECONDS = 60.0
-SHRINK_SECONDS_QUICK = 4.0
+SHRINK_SECONDS_QUICK = 2.0
 
 
 @dataclass
@@ -381,7 +381,7 @@ def _figures(out: Path, keep: list, quick: bool, loss_runs: list | None = None) 
     from figures.heatmaps import plot_metric_heatmaps
     from figures.scatter import plot_bound_scatter
 
-    paths = [plot_metric_heatmaps(out / "heatmaps.png")]
+    paths = [plot_metric_heatmaps(out / "heatmaps.png", tol=1e-6 if quick else 1e-8)]
     if keep:
         paths.append(plot_bound_scatter(out / "scatter.png", keep))
     paths.append(plot_sampled_diagonals(out / "diagonal.png", mdps=2 if quick else 8, points=5 if quick else 9))

@@ -106,8 +106,32 @@ class DCSEnv:
     def _observation(self) -> np.ndarray:
         return np.concatenate(self._frames, axis=0)
 
-    def reset(self) -> np.ndarray:
-        """Start an episode; returns the first observation (the first frame repeated)."""
+    def reseed(self, seed: int) -> None:
+        """Reseed the task and both distractions in place, each from its own stream of ``seed``.
+
+        Called before :meth:`reset`, it makes the episode a function of ``seed``
+        alone: a training run seeds episode k with (run seed, k), so a resumed
+        run replays the same episodes as an uninterrupted one.
+        """
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise InputError(f"seed: {seed!r} is not a non-negative integer")
+        states, layer = [], self._env
+        while layer is not None:
+            if isinstance(getattr(layer, "_random_state", None), np.random.RandomState):
+                states.append(layer._random_state)  # pylint: disable=protected-access
+            task = getattr(layer, "task", None) if not hasattr(layer, "_env") else None
+            if task is not None and isinstance(getattr(task, "random", None), np.random.RandomState):
+                states.append(task.random)
+            layer = getattr(layer, "_env", None)
+        streams = np.random.SeedSequence(int(seed)).spawn(len(states))
+        for state, stream in zip(states, streams):
+            state.seed(int(stream.generate_state(1)[0]))
+
+    def reset(self, seed: int | None = None) -> np.ndarray:
+        """Start an episode (after :meth:`reseed` with ``seed`` when given); returns the first
+        observation (the first frame repeated)."""
+        if seed is not None:
+            self.reseed(seed)
         self._env.reset()
         frame = self._frame()
         for _ in range(self.frame_stack):

@@ -1,7 +1,9 @@
 """The observation encoder h(o): one conv trunk applied to every frame of the stack.
 
 Per frame: 4 conv layers (3x3 kernels, 32 channels, stride 2 on the first and
-1 after, ReLU), then a linear projection to 50 dimensions. The F frames of a
+1 after, ReLU), then a linear projection to 50 dimensions followed by LayerNorm
+and tanh (as in the SAC-AE / DrQ / DBC encoders the paper builds on; ``norm=False``
+gives the bare projection the appendix describes). The F frames of a
 stack are embedded independently (camera motion breaks the pixel
 correspondence between frames) and their embeddings concatenated, giving
 z of size F * 50. One encoder is shared by the actor and the critics.
@@ -27,7 +29,7 @@ class PixelEncoder(nn.Module):
     """Frame-wise conv encoder: uint8 or float pixels (B, 3F, H, W) -> latents (B, F * features)."""
 
     def __init__(self, frames: int = 3, image_size: int = 84, channels: int = 32, layers: int = 4,
-                 features: int = FEATURES):
+                 features: int = FEATURES, norm: bool = True):
         super().__init__()
         if conv_output_side(image_size, layers) < 1:
             raise ValueError(f"image_size: {image_size} is too small for {layers} conv layers")
@@ -37,6 +39,7 @@ class PixelEncoder(nn.Module):
             convs += [nn.Conv2d(channels, channels, 3, stride=1), nn.ReLU()]
         self.trunk = nn.Sequential(*convs, nn.Flatten())
         self.project = nn.Linear(channels * conv_output_side(image_size, layers) ** 2, features)
+        self.norm = nn.Sequential(nn.LayerNorm(features), nn.Tanh()) if norm else nn.Identity()
         self.apply(orthogonal_init)
 
     @property
@@ -52,4 +55,4 @@ class PixelEncoder(nn.Module):
         x = obs.float() / 255.0 if obs.dtype == torch.uint8 else obs.float()
         b = x.shape[0]
         x = x.reshape(b * self.frames, 3, self.image_size, self.image_size)
-        return self.project(self.trunk(x)).reshape(b, self.frames * self.features)
+        return self.norm(self.project(self.trunk(x))).reshape(b, self.frames * self.features)

@@ -12,7 +12,9 @@ Checkpoints never rewrite the buffer: :meth:`ReplayBuffer.save_chunk` writes
 the transitions added since the last call to a new file, and
 :meth:`ReplayBuffer.load_chunks` replays the chunk files in order up to the
 count a checkpoint recorded, which puts every transition back in its slot.
-Chunks wholly overwritten by newer data are deleted.
+A chunk is deleted once the previous checkpoint no longer needs it (all its
+transitions were overwritten before that checkpoint), so a run killed between
+writing a chunk and its checkpoint still resumes from the previous one.
 
 On a GPU, ``mirror_device='cuda'`` keeps a copy of the pixel arrays in GPU
 memory (8.5 GB at the paper's 100k capacity) so a batch is gathered there
@@ -112,9 +114,11 @@ class ReplayBuffer:
         np.savez(tmp, obs=self.obs[slots], next_frame=self.next_frame[slots], action=self.action[slots],
                  reward=self.reward[slots], discount=self.discount[slots])
         os.replace(tmp, path)
-        self.saved = self.total
+        # prune only what the previous save (the last committed checkpoint) no longer needs:
+        # a run killed before this save's checkpoint resumes from that one
+        keep_after, self.saved = self.saved - self.capacity, self.total
         for old, (_, end) in _chunks(folder):
-            if end <= self.total - self.capacity:
+            if end <= keep_after:
                 old.unlink(missing_ok=True)
         return path
 

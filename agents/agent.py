@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from bisimkit.losses import (LatentL1Distance, SeparableDistance, dbc_loss, entangled_loss, gaussian_policy,
+from bisimkit.losses import (DeferredChecks, LatentL1Distance, SeparableDistance, dbc_loss, entangled_loss, gaussian_policy,
                              gaussian_transition, gaussian_w2, policy_ground, psm_loss, reward_ground)
 
 from .augment import random_shift
@@ -92,6 +92,14 @@ class Agent(nn.Module):
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=config.lr)
         self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=config.alpha_lr)
         self.updates = 0
+        # On a GPU the losses' finiteness checks are collected and read when the trainer logs
+        # (flush_checks), not once per loss call: each read would stall the GPU queue.
+        self.checks = DeferredChecks() if self.device.type == "cuda" else None
+
+    def flush_checks(self) -> None:
+        """Raise the deferred ``ValueError`` of any non-finite loss tensor since the last flush."""
+        if self.checks is not None:
+            self.checks.flush()
 
     # ------------------------------------------------------------ acting
     @property
@@ -175,7 +183,11 @@ class Agent(nn.Module):
             stats.update(transition_loss=transition_loss.detach(), reward_loss=reward_loss.detach(),
                          inverse_loss=inverse_loss.detach())
         if self.method.bisim is not None and cfg.beta > 0:
-            bisim = self.bisimulation_loss(z)
+            if self.checks is not None:
+                with self.checks.collecting():
+                    bisim = self.bisimulation_loss(z)
+            else:
+                bisim = self.bisimulation_loss(z)
             loss = loss + cfg.beta * bisim
             stats["bisim_loss"] = bisim.detach()
 

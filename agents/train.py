@@ -335,6 +335,7 @@ def train(cfg: TrainConfig, out: str | os.PathLike, resume: bool = False, progre
                 row = {"episode": episode, "env_step": t * repeat, "episode_return": episode_return,
                        "episode_steps": episode_steps * repeat, "steps_per_s": speed,
                        "elapsed_s": elapsed_before + now - start}
+                agent.flush_checks()
                 row.update({k: float(v) for k, v in stats.items()})
                 train_log.append(row)
                 speed_mark, last_speed = (now, t), speed

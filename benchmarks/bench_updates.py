@@ -64,6 +64,7 @@ def time_updates(agent, batch: dict, updates: int, device) -> float:
     start = time.perf_counter()
     for _ in range(updates):
         agent.update(batch)
+    agent.flush_checks()
     sync()
     return (time.perf_counter() - start) / updates
 

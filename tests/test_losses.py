@@ -343,3 +343,18 @@ def test_import_bisimkit_does_not_import_torch():
     code = "import sys, bisimkit, bisimkit.cli, validation.verify; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_deferred_checks_name_the_tensor_at_flush_not_before():
+    from bisimkit.losses import DeferredChecks, check_finite
+
+    checks = DeferredChecks()
+    good, bad = torch.zeros(3, 2), torch.tensor([[0.0, float("nan")]])
+    with checks.collecting():
+        check_finite({"z": good})
+        check_finite({"z": bad, "target": good})  # recorded, not raised
+    with pytest.raises(ValueError, match=r"^z: not finite .*3 checks"):
+        checks.flush()
+    checks.flush()  # reset after a flush: nothing pending
+    with pytest.raises(ValueError, match=r"^z: not finite at index \(0, 1\)"):
+        check_finite({"z": bad})  # outside the block: immediate, as before

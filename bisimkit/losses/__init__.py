@@ -11,7 +11,7 @@
 distance to the exact fixed point of the matching operator.
 """
 
-from .core import (COUPLINGS, NOISE_LAWS, Reparam, Sampler, bisimulation_targets, check_finite, dbc_loss,
+from .core import (COUPLINGS, NOISE_LAWS, DeferredChecks, Reparam, Sampler, bisimulation_targets, check_finite, dbc_loss,
                    dbc_targets, diagonal_gaussian_w2, draw_noise, entangled_loss, gaussian_policy, gaussian_transition,
                    gaussian_w2, mico_loss, policy_ground, psm_loss, regression_loss, reward_ground, sampled_loss,
                    state_reward_ground)
@@ -19,7 +19,7 @@ from .finite import FiniteModel, TabularDistance, inverse_cdf, rosenblatt_sample
 from .heads import L1Distance, LatentL1Distance, SeparableDistance
 
 __all__ = [
-    "COUPLINGS", "FiniteModel", "L1Distance", "LatentL1Distance", "NOISE_LAWS", "Reparam", "Sampler",
+    "COUPLINGS", "DeferredChecks", "FiniteModel", "L1Distance", "LatentL1Distance", "NOISE_LAWS", "Reparam", "Sampler",
     "SeparableDistance", "TabularDistance", "bisimulation_targets", "check_finite", "dbc_loss", "dbc_targets",
     "diagonal_gaussian_w2", "draw_noise", "entangled_loss", "gaussian_policy", "gaussian_transition", "gaussian_w2",
     "inverse_cdf", "mico_loss", "policy_ground", "psm_loss", "regression_loss", "reward_ground", "rosenblatt_sample",

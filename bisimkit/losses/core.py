@@ -34,6 +34,8 @@ the dtype of ``z``.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
@@ -97,10 +99,60 @@ def check_batch(name: str, x: Tensor, rows: int | None = None, ndim: int | None 
     return x
 
 
+class DeferredChecks:
+    """Finiteness checks without a device synchronisation per loss call.
+
+    Inside ``with checks.collecting():`` every :func:`check_finite` records, per
+    tensor name, a running on-device flag instead of reading it back (each read
+    stalls a GPU until its queue drains). :meth:`flush` reads all flags at once
+    and raises the same ``ValueError`` naming the first tensor that was ever
+    non-finite since the last flush. A training loop on a GPU collects during
+    its updates and flushes when it logs; on a CPU immediate checks cost nothing.
+    """
+
+    def __init__(self) -> None:
+        self.flags: dict[str, Tensor] = {}
+        self.calls = 0
+
+    @contextmanager
+    def collecting(self):
+        """Route the :func:`check_finite` calls of the block to this collector."""
+        token = _DEFERRED.set(self)
+        try:
+            yield self
+        finally:
+            _DEFERRED.reset(token)
+
+    def record(self, name: str, ok: Tensor) -> None:
+        """AND ``ok`` into the running flag of ``name`` (on the device, no synchronisation)."""
+        self.flags[name] = ok if name not in self.flags else self.flags[name] & ok
+        self.calls += 1
+
+    def flush(self) -> None:
+        """Read every flag; raise ``ValueError`` naming the first non-finite tensor, then reset."""
+        if not self.flags:
+            return
+        names = list(self.flags)
+        values = torch.stack([self.flags[n] for n in names]).tolist()
+        calls, self.flags, self.calls = self.calls, {}, 0
+        for name, ok in zip(names, values):
+            if not ok:
+                raise ValueError(f"{name}: not finite (found by a deferred check over the last {calls} checks)")
+
+
+_DEFERRED: ContextVar["DeferredChecks | None"] = ContextVar("bisimkit_deferred_checks", default=None)
+
+
 def check_finite(tensors: dict[str, Tensor]) -> None:
-    """Raise ``ValueError`` naming the first tensor with a NaN or infinite entry."""
+    """Raise ``ValueError`` naming the first tensor with a NaN or infinite entry
+    (inside :meth:`DeferredChecks.collecting`, record the check for a later flush instead)."""
     items = [(k, v) for k, v in tensors.items() if v is not None and v.numel() > 0]
     if not items:
+        return
+    sink = _DEFERRED.get()
+    if sink is not None:
+        for name, value in items:
+            sink.record(name, torch.isfinite(value).all())
         return
     flags = torch.stack([torch.isfinite(v).all() for _, v in items])
     if bool(flags.all()):

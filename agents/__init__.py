@@ -13,6 +13,10 @@ transition, reward and inverse-dynamics heads), ``agents.mlp`` (MLPs, targets,
 soft updates) and ``agents.augment`` (DrQ random shift). The bisimulation
 losses come from ``bisimkit.losses``.
 
+Training is ``agents.train``; ``agents.restore`` rebuilds an agent from a run
+folder or checkpoint and ``python -m agents.evaluate RUN`` reports its return on
+the held-out backgrounds.
+
 Quick use::
 
     from agents.dcs import make_env

@@ -3,4 +3,10 @@
 * ``python -m figures.heatmaps``: every metric over the mirrored-rooms grid;
 * ``python -m figures.scatter``: d_eps-bar against d_eps, d_eps against d_pi;
 * ``python -m figures.diagonal``: self-distance of the sampled operators against policy stochasticity.
+
+Reports on trained agents (run folders of ``python -m agents.train``, found by ``figures.runs``):
+
+* ``python -m figures.learning_curves RUNS_ROOT --out curves.png``: evaluation return per task and method;
+* ``python -m figures.results_table RUNS_ROOT [--step N]``: the paper's results table in markdown;
+* ``python -m figures.nearest_neighbours CHECKPOINT --out nn.png``: neighbours under the learned distance.
 """

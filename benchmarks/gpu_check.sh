@@ -19,7 +19,7 @@ if ls .gl/*.deb >/dev/null 2>&1; then
   ldconfig
 fi
 if [ -f .devbundle/site312.zip ]; then
-  mkdir -p /tmp/site && (cd /tmp/site && unzip -q -o "$repo/.devbundle/site312.zip")
+  mkdir -p /tmp/site && python3 -m zipfile -e "$repo/.devbundle/site312.zip" /tmp/site
   export PYTHONPATH=/tmp/site:$repo
 else
   export PYTHONPATH=$repo

@@ -5,7 +5,7 @@
 #   bash benchmarks/gpu_check.sh bench   # updates/s per method (batch 512) + a short training smoke run
 #   bash benchmarks/gpu_check.sh train   # DrQ, cartpole-swingup, no distractions, 100k environment steps
 #
-# It expects .devbundle/site312.zip (mujoco 3.17.0, dm_control 1.0.50 without its locomotion
+# It expects (build them with benchmarks/make_devbundle.sh) .devbundle/site312.zip (mujoco 3.17.0, dm_control 1.0.50 without its locomotion
 # assets, distracting-control, dm-env, dm-tree, glfw, PyOpenGL, POT 0.9.7 without ot.bsp, all
 # for CPython 3.12, unzipped wheels) and .gl/*.deb (libglvnd EGL/GL loaders), and writes
 # its results under $OUT (default ./gpu-out).

@@ -89,7 +89,6 @@ class TrainConfig:
     eval_every: int = 10_000           # environment steps between evaluations
     eval_episodes: int = 10
     checkpoint_every: int = 10_000     # environment steps; checkpoints are taken at episode ends
-    log_every: int = 1_000             # environment steps between progress/CSV rows of training stats
     bisim_samples: int = 1             # noise draws per bisimulation target
     # environment details
     image_size: int = 84
@@ -136,7 +135,7 @@ class TrainConfig:
         if self.capacity not in CAPACITIES:
             raise InputError(f"capacity: {self.capacity!r} is not one of {', '.join(CAPACITIES)}")
         positive_ints = ("env_steps", "buffer_size", "batch_size", "actor_update_every", "target_update_every",
-                         "eval_every", "eval_episodes", "checkpoint_every", "log_every", "bisim_samples",
+                         "eval_every", "eval_episodes", "checkpoint_every", "bisim_samples",
                          "image_size", "frame_stack", "texture_size")
         for name in positive_ints:
             value = getattr(self, name)

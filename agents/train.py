@@ -30,6 +30,7 @@ import csv
 import json
 import math
 import os
+import shutil
 import sys
 import time
 from dataclasses import replace
@@ -47,7 +48,7 @@ TRAIN_FIELDS = ["episode", "env_step", "episode_return", "episode_steps", "steps
                 "reward_loss", "inverse_loss"]
 EVAL_FIELDS = ["env_step", "mean_return", "std_return", "episodes", "split", "elapsed_s"]
 CHECKPOINT = "checkpoint.pt"
-RESUMABLE_CHANGES = {"env_steps", "eval_every", "checkpoint_every", "log_every", "device"}
+RESUMABLE_CHANGES = {"env_steps", "eval_every", "checkpoint_every", "device"}
 
 
 def episode_seed(seed: int, episode: int, stream: int = 0) -> int:
@@ -266,7 +267,8 @@ def train(cfg: TrainConfig, out: str | os.PathLike, resume: bool = False, progre
         elapsed_before, recent = checkpoint["elapsed_s"], list(checkpoint["recent_returns"])
         train_log.truncate(checkpoint["train_rows"])
         eval_log.truncate(checkpoint["eval_rows"])
-    else:
+    else:  # a fresh start: no stale rows or replay chunks of an earlier, uncheckpointed attempt
+        shutil.rmtree(out / "buffer", ignore_errors=True)
         for log in (train_log, eval_log):
             if log.path.exists():
                 log.path.unlink()
@@ -381,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="train the world-model heads (default: only for the bisimulation methods)")
     p.add_argument("--no-aux", dest="aux", action="store_false")
     for name in ("batch_size", "buffer_size", "seed_steps", "eval_every", "eval_episodes", "checkpoint_every",
-                 "episode_steps", "bisim_samples", "image_size", "frame_stack", "log_every"):
+                 "episode_steps", "bisim_samples", "image_size", "frame_stack"):
         p.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(d, name))
     p.add_argument("--device", default=d.device, help="auto (CUDA when present), cpu, cuda, cuda:N")
     p.add_argument("--out", default=None, help="run folder (default runs/TASK/METHOD/seedN)")

@@ -59,6 +59,13 @@ METHODS: dict[str, Method] = {
 CAPACITIES = {"high": 1024, "low": 200}
 
 
+def check_device(device: str) -> str:
+    """``device`` if it names one the agents accept ('auto', 'cpu', 'cuda', 'cuda:N')."""
+    if not isinstance(device, str) or not (device in ("auto", "cpu", "cuda") or device.startswith("cuda:")):
+        raise InputError(f"device: {device!r} is not auto, cpu, cuda or cuda:N")
+    return device
+
+
 @dataclass
 class TrainConfig:
     """Everything that defines a training run (paper defaults); see the module doc."""
@@ -159,8 +166,7 @@ class TrainConfig:
             raise InputError(f"beta: {self.beta!r} is not a non-negative finite number")
         if self.batch_size > self.buffer_size:
             raise InputError(f"batch_size: {self.batch_size} exceeds buffer_size {self.buffer_size}")
-        if self.device not in ("auto", "cpu", "cuda") and not str(self.device).startswith("cuda:"):
-            raise InputError(f"device: {self.device!r} is not auto, cpu, cuda or cuda:N")
+        check_device(self.device)
         return self
 
     @property

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bisimkit.files import atomic_write
+
 CHUNK = re.compile(r"^chunk-(\d{10})-(\d{10})\.npz$")
 
 
@@ -110,10 +112,9 @@ class ReplayBuffer:
             return None
         slots = np.arange(start, self.total) % self.capacity
         path = folder / f"chunk-{start:010d}-{self.total:010d}.npz"
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez(tmp, obs=self.obs[slots], next_frame=self.next_frame[slots], action=self.action[slots],
-                 reward=self.reward[slots], discount=self.discount[slots])
-        os.replace(tmp, path)
+        atomic_write(path, lambda fh: np.savez(fh, obs=self.obs[slots], next_frame=self.next_frame[slots],
+                                               action=self.action[slots], reward=self.reward[slots],
+                                               discount=self.discount[slots]))
         # prune only what the previous save (the last committed checkpoint) no longer needs:
         # a run killed before this save's checkpoint resumes from that one
         keep_after, self.saved = self.saved - self.capacity, self.total

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from bisimkit.errors import InputError
 
-from .config import TrainConfig
+from .config import TrainConfig, check_device
 from .train import CHECKPOINT, load_checkpoint
 
 if TYPE_CHECKING:
@@ -69,13 +69,6 @@ def read_checkpoint(path: str | os.PathLike) -> tuple[Path, dict, TrainConfig]:
     if not isinstance(state["config"], dict):
         raise InputError(f"checkpoint: {file} has no configuration dict")
     return file, state, TrainConfig.from_dict(state["config"])
-
-
-def check_device(device: str) -> str:
-    """``device`` if it names one the agents accept ('auto', 'cpu', 'cuda', 'cuda:N')."""
-    if not isinstance(device, str) or not (device in ("auto", "cpu", "cuda") or device.startswith("cuda:")):
-        raise InputError(f"device: {device!r} is not auto, cpu, cuda or cuda:N")
-    return device
 
 
 @contextmanager

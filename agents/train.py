@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from bisimkit.errors import InputError
+from bisimkit.files import atomic_write, atomic_write_json, atomic_write_text
 
 from .config import CAPACITIES, METHODS, TrainConfig
 from .dcs import TASKS
@@ -71,7 +72,7 @@ class CsvLog:
         lines = self.path.read_text().splitlines(keepends=True) if self.path.exists() else []
         if len(lines) < rows + 1:
             raise InputError(f"{self.path.name}: holds {max(0, len(lines) - 1)} rows, the checkpoint expects {rows}")
-        _atomic_write_text(self.path, "".join(lines[:rows + 1]))
+        atomic_write_text(self.path, "".join(lines[:rows + 1]))
         self.rows = rows
 
     def append(self, row: dict) -> None:
@@ -91,19 +92,11 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def save_checkpoint(path: Path, state: dict) -> None:
     """``torch.save`` to a temporary file, then rename: a crash never leaves half a checkpoint."""
     import torch
 
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    atomic_write(path, lambda fh: torch.save(state, fh))
 
 
 def load_checkpoint(path: Path, device="cpu") -> dict:
@@ -276,7 +269,7 @@ def train(cfg: TrainConfig, out: str | os.PathLike, resume: bool = False, progre
     run_info = {"config": cfg.to_dict(), "device": str(device), "torch": torch.__version__,
                 "backgrounds": env.background_source, "eval_backgrounds": eval_env.background_source,
                 "action_repeat": repeat, "agent_steps": total_steps}
-    _atomic_write_text(out / "config.json", json.dumps(run_info, indent=2))
+    atomic_write_json(out / "config.json", run_info)
     label = f"[{cfg.method} {cfg.task} seed {cfg.seed}]"
     if progress:
         print(f"{label} device {device}; backgrounds: {env.background_source}; "

@@ -68,7 +68,7 @@ class Agent(nn.Module):
         self.method = config.spec
         frames = obs_shape[0] // 3
         hidden = config.hidden
-        self.encoder = PixelEncoder(frames=frames, image_size=obs_shape[-1])
+        self.encoder = PixelEncoder(frames=frames, image_size=obs_shape[-1], stacked=config.stacked_frames)
         latent = self.encoder.latent_dim
         self.latent_dim = latent
         self.actor = Actor(latent, action_dim, hidden)

@@ -80,6 +80,7 @@ class TrainConfig:
     camera: bool = True                # hard camera distraction
     davis: str | None = None           # DAVIS-2017 folder (default: $BISIMKIT_DAVIS, else procedural)
     aux: bool | None = None            # world-model losses; None: on exactly for the bisimulation methods
+    stacked_frames: bool = False       # DrQ's encoder (the stack as 3F channels) instead of the paper's frame-wise one
     # appendix C
     buffer_size: int = 100_000
     batch_size: int = 512
@@ -164,6 +165,9 @@ class TrainConfig:
                 raise InputError(f"{name}: {value!r} is not a positive finite number")
         if not (isinstance(self.beta, (int, float)) and 0 <= self.beta < float("inf")):
             raise InputError(f"beta: {self.beta!r} is not a non-negative finite number")
+        for name in ("background", "camera", "stacked_frames"):
+            if not isinstance(getattr(self, name), bool):
+                raise InputError(f"{name}: {getattr(self, name)!r} is not true or false")
         if self.batch_size > self.buffer_size:
             raise InputError(f"batch_size: {self.batch_size} exceeds buffer_size {self.buffer_size}")
         check_device(self.device)

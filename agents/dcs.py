@@ -3,7 +3,8 @@
 ``make_env(task, background=..., camera=..., split=...)`` builds one of
 ball_in_cup-catch, cartpole-swingup, cheetah-run, finger-spin, reacher-easy
 and walker-walk with the paper's action repeat (4, 8, 4, 2, 4, 2), 84x84 RGB
-frames and a stack of the last 3 frames:
+frames and a stack of the last 3 frames (:data:`PAPER_TASKS`; :data:`EXTRA_TASKS`
+adds the easier cartpole-balance and walker-stand, not in the paper):
 
 * ``background``: dynamic video backgrounds (:mod:`agents.background`), from
   the 2 training videos (``split='train'``) or the 30 held-out ones
@@ -46,7 +47,7 @@ class Task:
     action_repeat: int
 
 
-TASKS: dict[str, Task] = {
+PAPER_TASKS: dict[str, Task] = {
     "ball_in_cup-catch": Task("ball_in_cup", "catch", 4),
     "cartpole-swingup": Task("cartpole", "swingup", 8),
     "cheetah-run": Task("cheetah", "run", 4),
@@ -54,6 +55,13 @@ TASKS: dict[str, Task] = {
     "reacher-easy": Task("reacher", "easy", 4),
     "walker-walk": Task("walker", "walk", 2),
 }
+# Easier tasks of the same domains (not in the paper), with their domain's action repeat:
+# walker-stand is what the CPU learning check (benchmarks/learning_check.py) trains on.
+EXTRA_TASKS: dict[str, Task] = {
+    "cartpole-balance": Task("cartpole", "balance", 8),
+    "walker-stand": Task("walker", "stand", 2),
+}
+TASKS: dict[str, Task] = {**PAPER_TASKS, **EXTRA_TASKS}
 CAMERA_INTENSITY = 0.3  # DCS "hard"
 
 

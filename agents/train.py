@@ -375,6 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--aux", dest="aux", action="store_true", default=None,
                    help="train the world-model heads (default: only for the bisimulation methods)")
     p.add_argument("--no-aux", dest="aux", action="store_false")
+    p.add_argument("--stacked-frames", action="store_true",
+                   help="DrQ's encoder: the frame stack as one 3F-channel image (default: the paper's frame-wise encoder)")
     for name in ("batch_size", "buffer_size", "seed_steps", "eval_every", "eval_episodes", "checkpoint_every",
                  "episode_steps", "bisim_samples", "image_size", "frame_stack"):
         p.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(d, name))
@@ -389,7 +391,8 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The :class:`TrainConfig` of parsed CLI arguments."""
     fields = {k: getattr(args, k) for k in ("task", "method", "seed", "env_steps", "beta", "capacity", "background",
-                                            "camera", "davis", "aux", "batch_size", "buffer_size", "seed_steps",
+                                            "camera", "davis", "aux", "stacked_frames", "batch_size",
+                                            "buffer_size", "seed_steps",
                                             "eval_every", "eval_episodes", "checkpoint_every", "episode_steps",
                                             "bisim_samples", "image_size", "frame_stack", "device")}
     return replace(TrainConfig(), **fields).validated()

@@ -119,9 +119,9 @@ def bench_task(task: str, steps: int, repeats: int, seed: int, root: Path) -> di
 
 
 def main() -> None:
-    from agents.dcs import TASKS
+    from agents.dcs import PAPER_TASKS
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tasks", default=",".join(TASKS))
+    parser.add_argument("--tasks", default=",".join(PAPER_TASKS))
     parser.add_argument("--steps", type=int, default=100, help="control steps per timed block")
     parser.add_argument("--repeats", type=int, default=5, help="timed blocks per environment")
     parser.add_argument("--seed", type=int, default=0)

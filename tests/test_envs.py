@@ -9,7 +9,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from agents import videos as V  # noqa: E402
-from agents.dcs import TASKS, make_env  # noqa: E402
+from agents.dcs import EXTRA_TASKS, PAPER_TASKS, TASKS, make_env  # noqa: E402
 from bisimkit.errors import InputError  # noqa: E402
 
 
@@ -34,9 +34,12 @@ def _actions(env, n, seed=0):
 # --------------------------------------------------------------------------- videos and splits
 
 def test_paper_tasks_and_action_repeats():
-    assert {name: t.action_repeat for name, t in TASKS.items()} == {
+    assert {name: t.action_repeat for name, t in PAPER_TASKS.items()} == {
         "ball_in_cup-catch": 4, "cartpole-swingup": 8, "cheetah-run": 4,
         "finger-spin": 2, "reacher-easy": 4, "walker-walk": 2}
+    # the extra (non-paper) tasks keep their domain's repeat
+    assert {name: t.action_repeat for name, t in EXTRA_TASKS.items()} == {"cartpole-balance": 8, "walker-stand": 2}
+    assert set(TASKS) == set(PAPER_TASKS) | set(EXTRA_TASKS)
 
 
 def test_splits_are_disjoint_and_match_distracting_control():

@@ -36,6 +36,21 @@ def test_encoder_embeds_each_frame_independently():
         enc(obs[:, :6])
 
 
+def test_stacked_encoder_sees_the_stack_as_one_image():
+    enc = PixelEncoder(frames=3, stacked=True)
+    assert enc.latent_dim == 50
+    first = enc.trunk[0]
+    assert first.in_channels == 9 and first.stride == (2, 2)
+    obs = torch.randint(0, 256, (B, 9, 84, 84), dtype=torch.uint8)
+    z = enc(obs)
+    assert z.shape == (B, 50)
+    changed = obs.clone()
+    changed[:, 3:6] = 255 - changed[:, 3:6]  # one frame changes the whole embedding
+    assert ((enc(changed) - z).abs() > 0).float().mean() > 0.5
+    with pytest.raises(ValueError, match=r"^obs: expected shape \(B, 9, 84, 84\)"):
+        enc(obs[:, :6])
+
+
 def test_mlp_has_two_hidden_layers_of_the_paper_widths():
     assert (HIDDEN, HIDDEN_LOW_CAPACITY) == (1024, 200)
     net = mlp(10, 3, hidden=200)

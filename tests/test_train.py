@@ -25,7 +25,8 @@ import torch  # noqa: E402
 from agents import train as train_module  # noqa: E402
 from agents import videos as V  # noqa: E402
 from agents.config import METHODS, TrainConfig  # noqa: E402
-from agents.dcs import TASKS  # noqa: E402
+from agents.dcs import EXTRA_TASKS, PAPER_TASKS, TASKS  # noqa: E402
+from bisimkit.errors import InputError  # noqa: E402
 from agents.replay import ReplayBuffer  # noqa: E402
 from agents.train import CHECKPOINT, load_checkpoint, main, train  # noqa: E402
 
@@ -79,7 +80,7 @@ def tiny(task: str, method: str, agent_steps: int, episode_agent_steps: int, **c
 
 
 # ------------------------------------------------------------------ every method on every task
-@pytest.mark.parametrize("task", list(TASKS))
+@pytest.mark.parametrize("task", list(PAPER_TASKS))
 @pytest.mark.parametrize("method", list(METHODS))
 def test_every_method_runs_on_every_task(tmp_path, method, task):
     """Two episodes of two agent steps with backgrounds and camera distraction: the first episode
@@ -122,6 +123,29 @@ def test_every_method_runs_on_every_task(tmp_path, method, task):
     checkpoint = load_checkpoint(tmp_path / CHECKPOINT)
     assert checkpoint["complete"] and checkpoint["t"] == 4 and checkpoint["buffer_total"] == 4
     assert checkpoint["agent"]["updates"] == 2
+
+
+def test_stacked_frames_flag_trains_and_restores(tmp_path):
+    """--stacked-frames (DrQ's encoder) reaches the agent, the config file and a restored agent."""
+    out = tmp_path / "run"
+    cfg = tiny("cartpole-swingup", "eps-r", agent_steps=4, episode_agent_steps=2)
+    assert main(cli_args(cfg) + ["--stacked-frames", "--out", str(out), "--quiet"]) == 0
+    info = json.loads((out / "config.json").read_text())
+    assert info["config"]["stacked_frames"] is True
+    from agents.restore import restore_agent
+    restored = restore_agent(out, device="cpu")
+    restored.env.close()
+    assert restored.agent.encoder.stacked and restored.agent.latent_dim == 50
+    with pytest.raises(InputError, match=r"^stacked_frames: 'yes' is not true or false"):
+        replace(cfg, stacked_frames="yes").validated()
+
+@pytest.mark.parametrize("task", list(EXTRA_TASKS))
+def test_extra_tasks_train(tmp_path, task):
+    """The easier non-paper tasks (the learning check's walker-stand) train like the paper's."""
+    cfg = tiny(task, "drq", agent_steps=4, episode_agent_steps=2)
+    summary = train(cfg, tmp_path, progress=False, tensorboard=False)
+    assert summary["env_steps"] == 4 * TASKS[task].action_repeat and math.isfinite(summary["final_eval"])
+    assert json.loads((tmp_path / "config.json").read_text())["config"]["task"] == task
 
 
 # ------------------------------------------------------------------ resume reproduces the run

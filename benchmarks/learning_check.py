@@ -70,8 +70,9 @@ def verdict(eval_means: list[float], random: list[float]) -> tuple[bool, float, 
     return len(eval_means) > LAST_EVALUATIONS and last >= mark, last, mark
 
 
-def plot(out: Path, steps, means, stds, random_mean: float, random_std: float, title: str) -> Path:
-    """The evaluation curve with a band of one std, and the random policy's band."""
+def plot(out: Path, steps, means, stds, random_mean: float, random_std: float, title: str,
+         mark: float | None = None) -> Path:
+    """The evaluation curve with a band of one std, the random policy's band and the pass mark."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -82,6 +83,8 @@ def plot(out: Path, steps, means, stds, random_mean: float, random_std: float, t
     ax.fill_between(steps, means - stds, means + stds, color="tab:blue", alpha=0.2)
     ax.axhline(random_mean, color="grey", ls="--", label="uniform random policy")
     ax.axhspan(random_mean - random_std, random_mean + random_std, color="grey", alpha=0.2)
+    if mark is not None:
+        ax.axhline(mark, color="tab:red", ls=":", label=f"pass mark (last {LAST_EVALUATIONS} evaluations' mean)")
     ax.set_xlabel("environment steps")
     ax.set_ylabel("episode return")
     ax.set_title(title, fontsize=10)
@@ -119,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     minutes = summary["seconds"] / 60
     title = (f"DrQ, {cfg.task} from {cfg.image_size}x{cfg.image_size} pixels, 2 CPU cores: {minutes:.0f} min\n"
              f"last {LAST_EVALUATIONS} evals {last:.0f} vs random {r_mean:.0f} ± {r_std:.0f} (pass mark {mark:.0f})")
-    png = plot(out / "learning.png", steps, means, stds, r_mean, r_std, title)
+    png = plot(out / "learning.png", steps, means, stds, r_mean, r_std, title, mark)
     record = {"config": cfg.to_dict(), "minutes": minutes, "steps": steps, "eval_mean": means, "eval_std": stds,
               "random_returns": rand, "random_mean": r_mean, "random_std": r_std,
               "last_evaluations_mean": last, "pass_mark": mark, "passed": passed}

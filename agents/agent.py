@@ -24,6 +24,7 @@ squashing of the noise).
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 
 import numpy as np
 import torch
@@ -183,10 +184,7 @@ class Agent(nn.Module):
             stats.update(transition_loss=transition_loss.detach(), reward_loss=reward_loss.detach(),
                          inverse_loss=inverse_loss.detach())
         if self.method.bisim is not None and cfg.beta > 0:
-            if self.checks is not None:
-                with self.checks.collecting():
-                    bisim = self.bisimulation_loss(z)
-            else:
+            with self.checks.collecting() if self.checks is not None else nullcontext():
                 bisim = self.bisimulation_loss(z)
             loss = loss + cfg.beta * bisim
             stats["bisim_loss"] = bisim.detach()

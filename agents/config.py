@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from bisimkit.errors import InputError
+from bisimkit.errors import InputError, check_count
 
 from .dcs import TASKS
 
@@ -146,15 +146,11 @@ class TrainConfig:
                          "eval_every", "eval_episodes", "checkpoint_every", "bisim_samples",
                          "image_size", "frame_stack", "texture_size")
         for name in positive_ints:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"{name}: {value!r} is not a positive integer")
+            check_count(name, getattr(self, name))
         for name in ("seed", "seed_steps", "pad"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InputError(f"{name}: {value!r} is not a non-negative integer")
-        if self.episode_steps is not None and (not isinstance(self.episode_steps, int) or self.episode_steps < 1):
-            raise InputError(f"episode_steps: {self.episode_steps!r} is not a positive integer")
+            check_count(name, getattr(self, name), low=0)
+        if self.episode_steps is not None:
+            check_count("episode_steps", self.episode_steps)
         for name, low, high in (("discount", 0.0, 1.0), ("tau", 0.0, 1.0)):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and low <= value < high + (name == "tau")):

@@ -31,7 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
-from bisimkit.errors import InputError
+from bisimkit.errors import InputError, check_count
 
 from .compat import distracting_control
 from .render import PixelRenderer, fast_visuals
@@ -121,8 +121,7 @@ class DCSEnv:
         alone: a training run seeds episode k with (run seed, k), so a resumed
         run replays the same episodes as an uninterrupted one.
         """
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise InputError(f"seed: {seed!r} is not a non-negative integer")
+        check_count("seed", seed, low=0)
         states, layer = [], self._env
         while layer is not None:
             if isinstance(getattr(layer, "_random_state", None), np.random.RandomState):
@@ -199,8 +198,8 @@ def make_env(task: str, background: bool = True, camera: bool = True, split: str
     for field, value, low in (("image_size", image_size, 8), ("frame_stack", frame_stack, 1),
                               ("texture_size", texture_size, 8), ("action_repeat", action_repeat, 1),
                               ("episode_steps", episode_steps, 1)):
-        if value is not None and (not isinstance(value, (int, np.integer)) or value < low):
-            raise InputError(f"{field}: {value!r} is not an integer >= {low}")
+        if value is not None:
+            check_count(field, value, low)
     repeat = spec.action_repeat if action_repeat is None else int(action_repeat)
     source, folders = None, []
     if background:

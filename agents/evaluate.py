@@ -23,42 +23,15 @@ import json
 import os
 import sys
 from collections import Counter
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bisimkit.errors import InputError
+from bisimkit.errors import InputError, check_count
 
 from .restore import restore_agent
-from .train import episode_seed
-
-if TYPE_CHECKING:
-    from .agent import Agent
-    from .dcs import DCSEnv
+from .train import rollout
 
 SPLITS = ("eval", "train")
-
-
-def check_count(name: str, value: int, low: int = 1) -> int:
-    """``value`` if it is an integer >= ``low`` (1 or 0); otherwise :class:`InputError` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        kind = "positive" if low >= 1 else "non-negative"
-        raise InputError(f"{name}: {value!r} is not a {kind} integer")
-    return int(value)
-
-
-def rollout_returns(agent: Agent, env: DCSEnv, episodes: int, seed: int) -> tuple[list[float], list[str | None]]:
-    """Returns and background video names of ``episodes`` deterministic episodes (episode j seeded
-    with (seed, eval, j), as :func:`agents.train.evaluate_policy` does)."""
-    returns, videos = [], []
-    for j in range(episodes):
-        obs, done, total = env.reset(seed=episode_seed(seed, j, stream=1)), False, 0.0
-        videos.append(env.background_video)
-        while not done:
-            obs, reward, done, _ = env.step(agent.act(obs, explore=False))
-            total += reward
-        returns.append(float(total))
-    return returns, videos
 
 
 def evaluate_checkpoint(path: str | os.PathLike, episodes: int = 10, split: str = "eval", seed: int = 0,
@@ -78,7 +51,7 @@ def evaluate_checkpoint(path: str | os.PathLike, episodes: int = 10, split: str 
     restored = restore_agent(path, device, split=split)
     env = restored.env
     try:
-        returns, videos = rollout_returns(restored.agent, env, episodes, seed)
+        returns, videos = rollout(restored.agent, env, episodes, seed)
         backgrounds = env.background_source
         used_split = env.split or "train-settings"
     finally:

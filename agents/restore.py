@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bisimkit.errors import InputError
+from bisimkit.errors import InputError, check_count
 
 from .config import TrainConfig, check_device
 from .train import CHECKPOINT, load_checkpoint
@@ -100,9 +100,8 @@ def restore_agent(path: str | os.PathLike, device: str = "auto", split: str = "e
     check_device(device)
     if split not in ("eval", "train"):
         raise InputError(f"split: {split!r} is not eval or train")
-    if episode_steps is not None and (isinstance(episode_steps, bool) or not isinstance(episode_steps, int)
-                                      or episode_steps < 1):
-        raise InputError(f"episode_steps: {episode_steps!r} is not a positive integer")
+    if episode_steps is not None:
+        check_count("episode_steps", episode_steps)
     file, state, config = read_checkpoint(path)
     torch_device = pick_device(device)
     run_config = config if episode_steps is None else replace(config, episode_steps=episode_steps)

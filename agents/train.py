@@ -180,16 +180,23 @@ def make_train_env(cfg: TrainConfig, split: str = "train"):
                     episode_steps=cfg.episode_steps, texture_size=cfg.texture_size)
 
 
-def evaluate_policy(agent, env, episodes: int, seed: int) -> list[float]:
-    """Returns of ``episodes`` deterministic (mean-action) episodes, episode j seeded with (seed, eval, j)."""
-    returns = []
+def rollout(agent, env, episodes: int, seed: int) -> tuple[list[float], list[str | None]]:
+    """Returns and background videos of ``episodes`` deterministic (``act(obs, explore=False)``)
+    episodes, episode j seeded with (seed, eval, j)."""
+    returns, videos = [], []
     for j in range(episodes):
         obs, done, total = env.reset(seed=episode_seed(seed, j, stream=1)), False, 0.0
+        videos.append(env.background_video)
         while not done:
             obs, reward, done, _ = env.step(agent.act(obs, explore=False))
             total += reward
-        returns.append(total)
-    return returns
+        returns.append(float(total))
+    return returns, videos
+
+
+def evaluate_policy(agent, env, episodes: int, seed: int) -> list[float]:
+    """The returns of :func:`rollout`."""
+    return rollout(agent, env, episodes, seed)[0]
 
 
 def _rng_state() -> dict:

@@ -22,7 +22,6 @@ standard deviations; one lucky evaluation does not pass it. The exit status is
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -31,9 +30,10 @@ import numpy as np
 
 from agents.config import TrainConfig
 from agents.dcs import TASKS
+from agents.train import evaluate_policy, make_train_env, train
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json
-from agents.train import evaluate_policy, make_train_env, train
+from figures.runs import read_csv_columns
 
 CHECK_CONFIG = replace(TrainConfig(), task="walker-stand", method="drq", background=False, camera=False,
                        stacked_frames=True, env_steps=40_000, image_size=48, batch_size=64, capacity="low",
@@ -111,11 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     summary = train(cfg, out, resume=args.resume, tensorboard=False)
-    with open(out / "eval.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
-    steps = [int(r["env_step"]) for r in rows]
-    means = [float(r["mean_return"]) for r in rows]
-    stds = [float(r["std_return"]) for r in rows]
+    table = read_csv_columns(out / "eval.csv")
+    steps = [int(x) for x in table["env_step"]]
+    means, stds = table["mean_return"].tolist(), table["std_return"].tolist()
     rand = random_returns(cfg)
     r_mean, r_std = float(np.mean(rand)), float(np.std(rand))
     passed, last, mark = verdict(means, rand)

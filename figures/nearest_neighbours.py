@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bisimkit.errors import InputError
+from bisimkit.errors import InputError, check_count
 
 from .style import plt, save
 
@@ -45,12 +45,6 @@ class Observations:
     episode: np.ndarray      # (M,) episode index
     step: np.ndarray         # (M,) agent step within the episode
     videos: list[str]        # background video of each episode ('no background' without one)
-
-
-def _check_count(name: str, value: int, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise InputError(f"{name}: {value!r} is not an integer >= {low}")
-    return int(value)
 
 
 def collect_observations(agent: Agent, env: DCSEnv, episodes: int, keep: int, seed: int = 0) -> Observations:
@@ -144,11 +138,11 @@ def nearest_neighbours(checkpoint: str | os.PathLike, out_png: str | os.PathLike
     distance), ``videos`` per episode, ``episode``/``step`` of every kept observation and ``matches``."""
     from agents.restore import restore_agent
 
-    episodes = _check_count("episodes", episodes, 2)
-    queries = _check_count("queries", queries)
-    neighbours = _check_count("neighbours", neighbours)
-    keep = _check_count("keep", keep)
-    seed = _check_count("seed", seed, 0)
+    episodes = check_count("episodes", episodes, 2)
+    queries = check_count("queries", queries)
+    neighbours = check_count("neighbours", neighbours)
+    keep = check_count("keep", keep)
+    seed = check_count("seed", seed, 0)
     if neighbours > (episodes - 1) * keep:
         raise InputError(f"neighbours: {neighbours} exceeds the at most {(episodes - 1) * keep} observations "
                          f"kept from other episodes ({keep} per episode)")

@@ -22,7 +22,7 @@ from typing import Iterable
 
 import numpy as np
 
-from bisimkit.errors import InputError
+from bisimkit.errors import InputError, check_count
 
 from .runs import METHOD_LABEL, METHOD_ORDER, TASK_ABBREV, TASK_ORDER, PathLike, Run, find_runs, ordered
 
@@ -123,8 +123,8 @@ def format_table(cells: dict[tuple[str, str], Cell], step: int | None = None, de
 
 def results_table(runs_root: PathLike | Iterable[PathLike], step: int | None = None) -> str:
     """The markdown results table of every run under ``runs_root`` (see the module doc)."""
-    if step is not None and (isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0):
-        raise InputError(f"step: {step!r} is not a non-negative integer")
+    if step is not None:
+        check_count("step", step, low=0)
     return format_table(collect_cells(find_runs(runs_root), step), step)
 
 

@@ -20,14 +20,15 @@ from typing import Iterable, Union
 
 import numpy as np
 
+from agents.config import METHODS
+from agents.dcs import PAPER_TASKS
 from bisimkit.errors import InputError
 
 # The paper's task order and abbreviations, and its method order and names.
-TASK_ORDER: tuple[str, ...] = ("ball_in_cup-catch", "cartpole-swingup", "cheetah-run", "finger-spin",
-                               "reacher-easy", "walker-walk")
+TASK_ORDER: tuple[str, ...] = tuple(PAPER_TASKS)
 TASK_ABBREV: dict[str, str] = {"ball_in_cup-catch": "BiC", "cartpole-swingup": "CS", "cheetah-run": "CR",
                                "finger-spin": "FS", "reacher-easy": "RE", "walker-walk": "WW"}
-METHOD_ORDER: tuple[str, ...] = ("sac", "drq", "drq+dbc", "eps-r", "drq+pse", "eps-pi")
+METHOD_ORDER: tuple[str, ...] = tuple(METHODS)
 METHOD_LABEL: dict[str, str] = {"sac": "SAC", "drq": "DrQ", "drq+dbc": "DrQ+DBC", "eps-r": "ε-R",
                                 "drq+pse": "DrQ+PSE", "eps-pi": "ε-π"}
 EVAL_FILE, CONFIG_FILE, TRAIN_FILE = "eval.csv", "config.json", "train.csv"

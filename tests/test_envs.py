@@ -210,7 +210,7 @@ def test_bad_arguments_give_one_line_errors():
         make_env("walker-run")
     with pytest.raises(InputError, match="^split: 'val' is not one of"):
         make_env("walker-walk", split="val")
-    with pytest.raises(InputError, match="^frame_stack: 0 is not an integer >= 1"):
+    with pytest.raises(InputError, match="^frame_stack: 0 is not a positive integer"):
         make_env("walker-walk", frame_stack=0)
     with pytest.raises(InputError, match=r"^texture_size: 900 is not in \[8, 800\]"):
         make_env("walker-walk", texture_size=900)

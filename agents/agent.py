@@ -1,24 +1,39 @@
-"""The agent: SAC on a shared pixel encoder, with DrQ shifts and a bisimulation loss.
+"""The agent: SAC on a shared pixel encoder, with DrQ shifts, a target encoder and a bisimulation loss.
 
-One :class:`Agent` serves all six methods (:data:`agents.config.METHODS`). An
-update (:meth:`Agent.update`) on a replay batch does, in this order:
+One :class:`Agent` serves all six methods (:data:`agents.config.METHODS`) under
+any preset. An update (:meth:`Agent.update`) on a replay batch does, in order:
 
-1. DrQ random shift of the observations and next observations (not for ``sac``);
-2. encode; the critic target uses the next latents under stop-gradient;
-3. critic loss (twin soft Q, clipped double-Q target with the entropy bonus);
-4. world-model losses when the method has them: transition NLL of the
-   detached next latent (per coordinate), reward regression on a sample of the
+1. DrQ views: M random shifts of the observations and K of the next
+   observations (one unshifted view each for ``sac``);
+2. critic latents of the M views, with gradient (and of the first next view
+   when the world model needs its gradient);
+3. the TD target under stop-gradient, averaged over the K next views: the next
+   action from the actor on the online encoder, its value from the target
+   critics on the *target encoder* (``target_encoder``; else the online one);
+4. the critic loss, summed over the M views against that one target
+   (DrQ's ``update_critic``, denisyarats/drq drq.py);
+5. world-model losses when the method has them, on the first view: transition
+   NLL of the detached next latent, reward regression on a sample of the
    predicted next latent, inverse dynamics (paper Alg. 2);
-5. ``beta`` times the method's bisimulation loss on the batch latents, imported
-   from :mod:`bisimkit.losses` (the same functions the verify job checks);
-6. one Adam step on encoder, critics, world model and distance head;
-7. every ``actor_update_every`` updates: actor and temperature on detached
-   latents; every ``target_update_every``: soft update of the target critics.
+6. ``beta`` times the method's bisimulation loss on the first view's latents,
+   imported from :mod:`bisimkit.losses` (the functions the verify job checks);
+7. one Adam step on encoder, critics, world model and distance head;
+8. every ``actor_update_every`` updates (counting from the first): actor and
+   temperature on latents recomputed after that step, the conv trunk detached
+   (DrQ ``update_actor_and_alpha``); the actor reads the critic's latent, or its
+   own projection head with ``actor_head``;
+9. every ``target_update_every``: soft updates of the target critics (``tau``)
+   and the target encoder (``encoder_tau``).
 
 The reward the bisimulation losses use is ``R(mu(z, a))``, the reward head on
 the mean predicted next latent; the policy ground is ``tanh(mu_pi(z))``, the
 squashed mean of the policy (the mean action of the paper's eps-pi, up to the
 squashing of the noise).
+
+``fast`` (default on CUDA): channels-last convolutions, the conv trunk and its
+projection in bfloat16 autocast, fused Adam; everything after the encoder's
+LayerNorm stays float32. ``tests/test_agent_update.py`` checks that 50 updates
+both ways agree, and that the plain update equals a transcription of DrQ's.
 """
 
 from __future__ import annotations
@@ -37,7 +52,7 @@ from bisimkit.losses import (DeferredChecks, LatentL1Distance, SeparableDistance
 from .augment import random_shift
 from .config import TrainConfig
 from .critic import TwinCritic
-from .encoder import PixelEncoder
+from .encoder import LatentHead, PixelEncoder
 from .mlp import make_target, soft_update
 from .models import InverseDynamics, RewardModel, TransitionModel
 from .policy import Actor
@@ -59,39 +74,66 @@ def fast_cuda_math() -> None:
     torch.backends.cudnn.benchmark = True
 
 
+def _adam(params, lr: float, betas: tuple[float, float], fused: bool) -> torch.optim.Adam:
+    return torch.optim.Adam(params, lr=lr, betas=betas, fused=True) if fused else \
+        torch.optim.Adam(params, lr=lr, betas=betas)
+
+
 class Agent(nn.Module):
-    """Networks, optimisers and the update rule of one method (see the module doc)."""
+    """Networks, optimisers and the update rule of one method (see the module doc).
+
+    ``config`` should be resolved (:meth:`TrainConfig.resolved`); it is resolved here otherwise.
+    """
 
     def __init__(self, obs_shape: tuple[int, int, int], action_dim: int, config: TrainConfig,
                  device: torch.device | str = "cpu"):
         super().__init__()
+        config = config.resolved()
         self.config, self.action_dim = config, int(action_dim)
         self.method = config.spec
-        frames = obs_shape[0] // 3
-        hidden = config.hidden
-        self.encoder = PixelEncoder(frames=frames, image_size=obs_shape[-1], stacked=config.stacked_frames)
-        latent = self.encoder.latent_dim
-        self.latent_dim = latent
+        self.device = torch.device(device)
+        self.fast = self.device.type == "cuda" if config.fast is None else bool(config.fast)
+        frames, hidden = obs_shape[0] // 3, config.hidden
+        self.encoder = PixelEncoder(frames=frames, image_size=obs_shape[-1], stacked=config.stacked_frames,
+                                    squash=config.latent_squash)
+        latent = self.latent_dim = self.encoder.latent_dim
+        self.actor_head = LatentHead(self.encoder.trunk.out_features, frames, config.stacked_frames,
+                                     squash=config.latent_squash) if config.actor_head else None
         self.actor = Actor(latent, action_dim, hidden)
         self.critic = TwinCritic(latent, action_dim, hidden)
         self.critic_target = make_target(self.critic)
+        self.encoder_target = make_target(self.encoder) if config.target_encoder else None
         self.world_model = config.world_model
         if self.world_model:
-            self.transition = TransitionModel(latent, action_dim, hidden)
+            self.transition = TransitionModel(latent, action_dim, hidden,
+                                              (config.transition_sigma_min, config.transition_sigma_max),
+                                              config.transition_sigma_init)
             self.reward_model = RewardModel(latent, hidden)
             self.inverse = InverseDynamics(latent, action_dim, hidden)
         self.distance: nn.Module | None = None
         if self.method.bisim is not None:
-            self.distance = LatentL1Distance() if self.method.head == "latent-l1" else SeparableDistance(latent)
+            scale = latent ** -0.5 if config.distance_scale is None else config.distance_scale
+            self.distance = LatentL1Distance(scale) if self.method.head == "latent-l1" else \
+                SeparableDistance(latent, init=scale)
         self.log_alpha = nn.Parameter(torch.tensor(math.log(config.init_temperature)))
         self.target_entropy = -float(action_dim)
-        self.to(device)
-        self.device = torch.device(device)
+        if self.fast:
+            autocast = torch.bfloat16
+            for encoder in (self.encoder, self.encoder_target):
+                if encoder is not None:
+                    encoder.speed(channels_last=True, autocast=autocast)
+            if self.actor_head is not None:
+                self.actor_head.autocast = autocast
+        self.to(self.device)
+        actor_side = ("actor.", "actor_head.")
         critic_side = [p for name, p in self.named_parameters()
-                       if not name.startswith(("actor.", "critic_target.")) and name != "log_alpha"]
-        self.model_opt = torch.optim.Adam(critic_side, lr=config.lr)
-        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=config.lr)
-        self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=config.alpha_lr)
+                       if not name.startswith(actor_side + ("critic_target.", "encoder_target.")) and
+                       name != "log_alpha"]
+        actor_params = [p for name, p in self.named_parameters() if name.startswith(actor_side)]
+        fused = self.fast
+        self.model_opt = _adam(critic_side, config.lr, (0.9, 0.999), fused)
+        self.actor_opt = _adam(actor_params, config.lr, (0.9, 0.999), fused)
+        self.alpha_opt = _adam([self.log_alpha], config.alpha_lr, (config.alpha_beta1, 0.999), fused)
         self.updates = 0
         # On a GPU the losses' finiteness checks are collected and read when the trainer logs
         # (flush_checks), not once per loss call: each read would stall the GPU queue.
@@ -108,17 +150,23 @@ class Agent(nn.Module):
         """The entropy temperature."""
         return self.log_alpha.exp()
 
+    def actor_latent(self, features: torch.Tensor, critic_latent: torch.Tensor | None = None) -> torch.Tensor:
+        """What the actor reads: its own head on detached trunk ``features``, or the critic's latent."""
+        if self.actor_head is not None:
+            return self.actor_head(features.detach())
+        return (self.encoder.head(features) if critic_latent is None else critic_latent).detach()
+
     @torch.no_grad()
     def act(self, obs: np.ndarray, explore: bool) -> np.ndarray:
         """An action in [-1, 1]^k for one uint8 observation: sampled (``explore``) or tanh of the mean."""
-        z = self.encoder(torch.as_tensor(obs, device=self.device).unsqueeze(0))
+        z = self.actor_latent(self.encoder.trunk(torch.as_tensor(obs, device=self.device).unsqueeze(0)))
         if not explore:  # no noise drawn: evaluation leaves the training random stream alone
             return torch.tanh(self.actor(z)[0])[0].cpu().numpy()
         return self.actor.sample(z)[0][0].cpu().numpy()
 
     @torch.no_grad()
     def embed(self, obs: np.ndarray | torch.Tensor, batch: int = 256) -> torch.Tensor:
-        """Latents of a stack of observations (N, 3F, H, W), in chunks."""
+        """Critic latents of a stack of observations (N, 3F, H, W), in chunks."""
         obs = torch.as_tensor(obs)
         return torch.cat([self.encoder(obs[i:i + batch].to(self.device)) for i in range(0, len(obs), batch)])
 
@@ -145,37 +193,49 @@ class Agent(nn.Module):
                               discount=c, samples=k)
 
     # ------------------------------------------------------------ update
-    def update(self, batch: dict[str, np.ndarray | torch.Tensor]) -> dict[str, torch.Tensor]:
-        """One gradient update on a replay batch (see the module doc); returns the losses as
-        detached 0-d tensors (read them with ``float`` only when logging: on a GPU each read syncs)."""
-        cfg, dev = self.config, self.device
-        obs = torch.as_tensor(batch["obs"], device=dev)
-        next_obs = torch.as_tensor(batch["next_obs"], device=dev)
-        action = torch.as_tensor(batch["action"], device=dev, dtype=torch.float32)
-        reward = torch.as_tensor(batch["reward"], device=dev, dtype=torch.float32)
-        discount = torch.as_tensor(batch["discount"], device=dev, dtype=torch.float32)
-        if self.method.augment:
-            obs, next_obs = random_shift(obs, cfg.pad), random_shift(next_obs, cfg.pad)
-        rows = obs.shape[0]
-        if self.world_model:  # the inverse-dynamics loss needs the gradient of both latents
-            z, z_next_grad = self.encoder(torch.cat([obs, next_obs])).split(rows)
-            z_next = z_next_grad.detach()
-        else:
-            z = self.encoder(obs)
-            with torch.no_grad():
-                z_next = self.encoder(next_obs)
-        stats: dict[str, torch.Tensor] = {}
+    def _batch(self, batch: dict) -> tuple[torch.Tensor, ...]:
+        dev = self.device
+        as_float = {"device": dev, "dtype": torch.float32}
+        return (torch.as_tensor(batch["obs"], device=dev), torch.as_tensor(batch["next_obs"], device=dev),
+                torch.as_tensor(batch["action"], **as_float), torch.as_tensor(batch["reward"], **as_float),
+                torch.as_tensor(batch["discount"], **as_float))
 
-        with torch.no_grad():
-            next_action, next_logp, _ = self.actor.sample(z_next)
-            q1_t, q2_t = self.critic_target(z_next, next_action)
+    def _views(self, obs: torch.Tensor, count: int) -> list[torch.Tensor]:
+        """``count`` DrQ random shifts of ``obs`` (the unshifted batch for methods without augmentation)."""
+        if not self.method.augment:
+            return [obs]
+        return [random_shift(obs, self.config.pad) for _ in range(count)]
+
+    def critic_losses(self, batch: dict) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
+        """Steps 1-6 of the module doc: (total loss, its terms as detached 0-d tensors, the first view's
+        observations for the actor step)."""
+        cfg = self.config
+        obs, next_obs, action, reward, discount = self._batch(batch)
+        rows = obs.shape[0]
+        k, m = cfg.views
+        obs_views, next_views = self._views(obs, m), self._views(next_obs, k)
+        grad_inputs = obs_views + ([next_views[0]] if self.world_model else [])
+        latents = self.encoder(torch.cat(grad_inputs))
+        z_views = latents[:m * rows]
+        z = z_views[:rows]
+
+        with torch.no_grad():  # the TD target, averaged over the K next views
+            next_all = torch.cat(next_views)
+            features = self.encoder.trunk(next_all)
+            online = self.encoder.head(features)
+            next_action, next_logp, _ = self.actor.sample(self.actor_latent(features, online))
+            target_latent = online if self.encoder_target is None else self.encoder_target(next_all)
+            q1_t, q2_t = self.critic_target(target_latent, next_action)
             value = torch.min(q1_t, q2_t) - self.alpha * next_logp
-            q_target = reward + discount * cfg.discount * value
-        q1, q2 = self.critic(z, action)
-        loss = F.mse_loss(q1, q_target) + F.mse_loss(q2, q_target)
-        stats["critic_loss"] = loss.detach()
+            q_target = (reward.repeat(k) + discount.repeat(k) * cfg.discount * value).reshape(k, rows).mean(0)
+        q1, q2 = self.critic(z_views, action.repeat(m, 1))
+        target = q_target.repeat(m)
+        loss = m * (F.mse_loss(q1, target) + F.mse_loss(q2, target))  # DrQ: the sum over the M views
+        stats = {"critic_loss": loss.detach(), "q": q1[:rows].detach().mean()}
 
         if self.world_model:
+            z_next_grad = latents[m * rows:]
+            z_next = z_next_grad.detach()
             mu, sigma = self.transition(z, action)
             transition_loss = (0.5 * ((z_next - mu) / sigma) ** 2 + sigma.log()).mean()
             reward_loss = F.mse_loss(self.reward_model(mu + sigma * torch.randn_like(mu)), reward)
@@ -188,28 +248,43 @@ class Agent(nn.Module):
                 bisim = self.bisimulation_loss(z)
             loss = loss + cfg.beta * bisim
             stats["bisim_loss"] = bisim.detach()
+        return loss, stats, obs_views[0]
 
+    def actor_losses(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """Step 8: (actor loss, temperature loss, stats) on observations ``obs``, the trunk detached."""
+        with torch.no_grad():
+            features = self.encoder.trunk(obs)
+            z_critic = self.encoder.head(features)
+        new_action, logp, _ = self.actor.sample(self.actor_latent(features, z_critic))
+        q1_pi, q2_pi = self.critic(z_critic, new_action)
+        actor_loss = (self.alpha.detach() * logp - torch.min(q1_pi, q2_pi)).mean()
+        alpha_loss = (self.alpha * (-logp.detach() - self.target_entropy)).mean()
+        return actor_loss, alpha_loss, {"actor_loss": actor_loss.detach(), "alpha": self.alpha.detach(),
+                                        "entropy": -logp.detach().mean()}
+
+    def update(self, batch: dict[str, np.ndarray | torch.Tensor]) -> dict[str, torch.Tensor]:
+        """One gradient update on a replay batch (see the module doc); returns the losses as
+        detached 0-d tensors (read them with ``float`` only when logging: on a GPU each read syncs)."""
+        cfg = self.config
+        loss, stats, obs = self.critic_losses(batch)
         self.model_opt.zero_grad(set_to_none=True)
         loss.backward()
         self.model_opt.step()
-        self.updates += 1
 
         if self.updates % cfg.actor_update_every == 0:
-            zd = z.detach()
-            new_action, logp, _ = self.actor.sample(zd)
-            q1_pi, q2_pi = self.critic(zd, new_action)
-            actor_loss = (self.alpha.detach() * logp - torch.min(q1_pi, q2_pi)).mean()
+            actor_loss, alpha_loss, actor_stats = self.actor_losses(obs)
             self.actor_opt.zero_grad(set_to_none=True)
             actor_loss.backward()
             self.actor_opt.step()
-            alpha_loss = (self.alpha * (-logp.detach() - self.target_entropy)).mean()
             self.alpha_opt.zero_grad(set_to_none=True)
             alpha_loss.backward()
             self.alpha_opt.step()
-            stats.update(actor_loss=actor_loss.detach(), alpha=self.alpha.detach(), entropy=-logp.detach().mean())
+            stats.update(actor_stats)
         if self.updates % cfg.target_update_every == 0:
             soft_update(self.critic_target, self.critic, cfg.tau)
-        stats["q"] = q1.detach().mean()
+            if self.encoder_target is not None:
+                soft_update(self.encoder_target, self.encoder, cfg.encoder_tau)
+        self.updates += 1
         return stats
 
     # -------------------------------------------------------- state I/O

@@ -11,8 +11,10 @@ in this process and returns the package's modules.
   which fails on numpy 2. We never use that wrapper: the package is imported
   with a stand-in ``gym`` whose ``register`` does nothing, and the stand-in is
   removed from ``sys.modules`` afterwards (a real gym imported later is untouched).
-* dm_control picks its OpenGL backend when first imported: ``MUJOCO_GL``
-  defaults to ``egl`` (headless; works with Mesa on CPU and with NVIDIA drivers).
+* dm_control picks its OpenGL backend when first imported: :func:`distracting_control`
+  sets ``MUJOCO_GL`` to ``egl`` (headless; works with Mesa on CPU and with NVIDIA
+  drivers) when it is unset, just before that first import; importing this module
+  changes nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import sys
 import types
 from typing import NamedTuple
 
-os.environ.setdefault("MUJOCO_GL", "egl")
 
 
 class DistractingControl(NamedTuple):
@@ -52,6 +53,7 @@ def _stand_in_gym() -> dict[str, types.ModuleType]:
 
 def distracting_control() -> DistractingControl:
     """Import distracting-control with the MuJoCo-3 and numpy-2 shims applied."""
+    os.environ.setdefault("MUJOCO_GL", "egl")
     alias_tex_rgb()
     if "distracting_control" not in sys.modules and "gym" not in sys.modules:
         stand_ins = _stand_in_gym()

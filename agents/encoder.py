@@ -1,19 +1,28 @@
-"""The observation encoder h(o): one conv trunk applied to every frame of the stack.
+"""The observation encoder h(o) = head(trunk(o)): a conv trunk and a projection head.
 
-Per frame: 4 conv layers (3x3 kernels, 32 channels, stride 2 on the first and
-1 after, ReLU), then a linear projection to 50 dimensions followed by LayerNorm
-and tanh (as in the SAC-AE / DrQ / DBC encoders the paper builds on; ``norm=False``
-gives the bare projection the appendix describes). The F frames of a
-stack are embedded independently (camera motion breaks the pixel
-correspondence between frames) and their embeddings concatenated, giving
-z of size F * 50. One encoder is shared by the actor and the critics.
+* :class:`ConvTrunk`: 4 conv layers (3x3 kernels, 32 channels, stride 2 on the
+  first and 1 after, ReLU), flattened. Frame-wise (the paper, appendix C) it
+  runs on every frame of the stack separately (camera motion breaks the pixel
+  correspondence between frames); ``stacked=True`` is the DrQ / SAC-AE / DBC
+  trunk, which sees the stack as one 3F-channel image (its first layer sees
+  motion; it costs a third as much).
+* :class:`LatentHead`: a linear projection to 50 dimensions, LayerNorm, and
+  ``squash='tanh'`` (DrQ, SAC-AE) or ``'none'`` (DBC's encoder ends in
+  LayerNorm). Frame-wise, the per-frame embeddings are concatenated: z has
+  F * 50 dimensions (50 when stacked).
 
-``stacked=True`` is the DrQ / SAC-AE encoder instead: the trunk sees the whole
-stack as 3F channels (so its first layer sees motion) and z has 50 dimensions;
-its convolutions cost a third of the frame-wise encoder's.
+:class:`PixelEncoder` is one trunk and one head. The agent shares the trunk
+between critic and actor and may give the actor a head of its own on the
+detached trunk features (DrQ's and DBC's actors do; the paper shares all).
+
+Speed: ``channels_last=True`` stores the convolutions and their inputs in
+NHWC, and ``autocast`` (a torch dtype, e.g. bfloat16) runs the trunk and the
+projection in that precision; LayerNorm and everything after run in float32.
 """
 
 from __future__ import annotations
+
+from contextlib import nullcontext
 
 import torch
 from torch import nn
@@ -21,6 +30,7 @@ from torch import nn
 from .mlp import orthogonal_init
 
 FEATURES = 50
+SQUASHES = ("tanh", "none")
 
 
 def conv_output_side(image_size: int, layers: int = 4) -> int:
@@ -29,22 +39,66 @@ def conv_output_side(image_size: int, layers: int = 4) -> int:
     return side - 2 * (layers - 1)
 
 
-class PixelEncoder(nn.Module):
-    """Conv encoder: uint8 or float pixels (B, 3F, H, W) -> latents (B, F * features), or (B, features) stacked."""
+class ConvTrunk(nn.Module):
+    """uint8 or float pixels (B, 3F, H, W) -> flat conv features, (B * F, n) frame-wise or (B, n) stacked."""
 
     def __init__(self, frames: int = 3, image_size: int = 84, channels: int = 32, layers: int = 4,
-                 features: int = FEATURES, norm: bool = True, stacked: bool = False):
+                 stacked: bool = False):
         super().__init__()
         if conv_output_side(image_size, layers) < 1:
             raise ValueError(f"image_size: {image_size} is too small for {layers} conv layers")
-        self.frames, self.image_size, self.features, self.stacked = frames, image_size, features, bool(stacked)
+        self.frames, self.image_size, self.stacked = frames, image_size, bool(stacked)
         inputs = 3 * frames if stacked else 3
         convs: list[nn.Module] = [nn.Conv2d(inputs, channels, 3, stride=2), nn.ReLU()]
         for _ in range(layers - 1):
             convs += [nn.Conv2d(channels, channels, 3, stride=1), nn.ReLU()]
-        self.trunk = nn.Sequential(*convs, nn.Flatten())
-        self.project = nn.Linear(channels * conv_output_side(image_size, layers) ** 2, features)
-        self.norm = nn.Sequential(nn.LayerNorm(features), nn.Tanh()) if norm else nn.Identity()
+        self.convs = nn.Sequential(*convs)
+        self.out_features = channels * conv_output_side(image_size, layers) ** 2
+        self.channels_last = False
+        self.autocast: torch.dtype | None = None
+        self.apply(orthogonal_init)
+
+    def __getitem__(self, index: int) -> nn.Module:
+        return self.convs[index]
+
+    def __iter__(self):
+        return iter(self.convs)
+
+    def speed(self, channels_last: bool, autocast: torch.dtype | None) -> "ConvTrunk":
+        """Switch the NHWC layout and the reduced-precision autocast on or off (see the module doc)."""
+        self.channels_last, self.autocast = bool(channels_last), autocast
+        self.convs.to(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+        return self
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Flat features of every frame (frame-wise) or of the whole stack (stacked)."""
+        expected = (3 * self.frames, self.image_size, self.image_size)
+        if obs.ndim != 4 or tuple(obs.shape[1:]) != expected:
+            raise ValueError(f"obs: expected shape (B, {', '.join(map(str, expected))}), got {tuple(obs.shape)}")
+        if not self.stacked:  # a view for contiguous input: the frames become the batch
+            obs = obs.reshape(obs.shape[0] * self.frames, 3, self.image_size, self.image_size)
+        if self.channels_last:  # reorder while the pixels are still bytes
+            obs = obs.contiguous(memory_format=torch.channels_last)
+        # scale straight into the compute dtype: no float32 copy of the batch on the fast path
+        x = obs.to(self.autocast or torch.float32)
+        if obs.dtype == torch.uint8:
+            x = x / 255.0
+        with _autocast(x, self.autocast):
+            return self.convs(x).flatten(1)
+
+
+class LatentHead(nn.Module):
+    """Flat trunk features -> z: Linear to ``features``, LayerNorm, optional tanh, frames concatenated."""
+
+    def __init__(self, in_features: int, frames: int = 3, stacked: bool = False, features: int = FEATURES,
+                 squash: str = "tanh"):
+        super().__init__()
+        if squash not in SQUASHES:
+            raise ValueError(f"squash: {squash!r} is not one of {', '.join(SQUASHES)}")
+        self.frames, self.stacked, self.features, self.squash = frames, bool(stacked), features, squash
+        self.project = nn.Linear(in_features, features)
+        self.norm = nn.LayerNorm(features)
+        self.autocast: torch.dtype | None = None
         self.apply(orthogonal_init)
 
     @property
@@ -52,15 +106,44 @@ class PixelEncoder(nn.Module):
         """Size of z: frames * features (features when stacked)."""
         return self.features if self.stacked else self.frames * self.features
 
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        """z of the flat features ``h`` of :class:`ConvTrunk`."""
+        with _autocast(h, self.autocast):
+            y = self.project(h)
+        y = self.norm(y.float())
+        if self.squash == "tanh":
+            y = torch.tanh(y)
+        return y if self.stacked else y.reshape(-1, self.frames * self.features)
+
+
+class PixelEncoder(nn.Module):
+    """A :class:`ConvTrunk` and a :class:`LatentHead`: pixels (B, 3F, H, W) -> z (B, latent_dim)."""
+
+    def __init__(self, frames: int = 3, image_size: int = 84, channels: int = 32, layers: int = 4,
+                 features: int = FEATURES, stacked: bool = False, squash: str = "tanh"):
+        super().__init__()
+        self.frames, self.image_size, self.features, self.stacked = frames, image_size, features, bool(stacked)
+        self.trunk = ConvTrunk(frames, image_size, channels, layers, stacked)
+        self.head = LatentHead(self.trunk.out_features, frames, stacked, features, squash)
+
+    @property
+    def latent_dim(self) -> int:
+        """Size of z: frames * features (features when stacked)."""
+        return self.head.latent_dim
+
+    def speed(self, channels_last: bool, autocast: torch.dtype | None) -> "PixelEncoder":
+        """See :meth:`ConvTrunk.speed`; the projection shares the autocast."""
+        self.trunk.speed(channels_last, autocast)
+        self.head.autocast = autocast
+        return self
+
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Embed every frame (uint8 pixels are scaled to [0, 1]) and concatenate the embeddings
         (or embed the stack as one image when ``stacked``)."""
-        expected = (3 * self.frames, self.image_size, self.image_size)
-        if obs.ndim != 4 or tuple(obs.shape[1:]) != expected:
-            raise ValueError(f"obs: expected shape (B, {', '.join(map(str, expected))}), got {tuple(obs.shape)}")
-        x = obs.float() / 255.0 if obs.dtype == torch.uint8 else obs.float()
-        if self.stacked:
-            return self.norm(self.project(self.trunk(x)))
-        b = x.shape[0]
-        x = x.reshape(b * self.frames, 3, self.image_size, self.image_size)
-        return self.norm(self.project(self.trunk(x))).reshape(b, self.frames * self.features)
+        return self.head(self.trunk(obs))
+
+
+def _autocast(x: torch.Tensor, dtype: torch.dtype | None):
+    if dtype is None:
+        return nullcontext()
+    return torch.autocast(device_type=x.device.type, dtype=dtype)

@@ -29,7 +29,7 @@ import numpy as np
 from bisimkit.errors import InputError, check_count
 
 from .restore import restore_agent
-from .train import rollout
+from .rollout import rollout
 
 SPLITS = ("eval", "train")
 

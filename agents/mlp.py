@@ -9,17 +9,31 @@ paper builds on.
 from __future__ import annotations
 
 import copy
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import torch
 from torch import nn
 
 HIDDEN = 1024
 HIDDEN_LOW_CAPACITY = 200
+_SKIP_INIT: ContextVar[bool] = ContextVar("agents_skip_init", default=False)
+
+
+@contextmanager
+def initialisation_skipped():
+    """Within the block :func:`orthogonal_init` does nothing: for networks whose weights are about to be
+    loaded from a checkpoint (the QR factorisations of the big layers cost seconds on a CPU)."""
+    token = _SKIP_INIT.set(True)
+    try:
+        yield
+    finally:
+        _SKIP_INIT.reset(token)
 
 
 def orthogonal_init(module: nn.Module) -> None:
     """Orthogonal weights and zero biases for linear and convolutional layers (use with ``Module.apply``)."""
-    if isinstance(module, (nn.Linear, nn.Conv2d)):
+    if isinstance(module, (nn.Linear, nn.Conv2d)) and not _SKIP_INIT.get():
         gain = nn.init.calculate_gain("relu") if isinstance(module, nn.Conv2d) else 1.0
         nn.init.orthogonal_(module.weight, gain)
         if module.bias is not None:

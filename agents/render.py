@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import compat  # noqa: F401  (MUJOCO_GL defaults to egl before dm_control loads)
 
 SLICES, STACKS = 16, 8
 

@@ -13,21 +13,19 @@ problem raises :class:`~bisimkit.errors.InputError` naming the field
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bisimkit.errors import InputError, check_count
 
+from .checkpoint import CHECKPOINT, Checkpoint
 from .config import TrainConfig, check_device
-from .train import CHECKPOINT, load_checkpoint
+from .mlp import initialisation_skipped
 
 if TYPE_CHECKING:
     from .agent import Agent
     from .dcs import DCSEnv
-
-REQUIRED_KEYS = ("config", "agent", "t")
 
 
 @dataclass
@@ -57,32 +55,16 @@ def resolve_checkpoint(path: str | os.PathLike) -> Path:
     return path
 
 
-def read_checkpoint(path: str | os.PathLike) -> tuple[Path, dict, TrainConfig]:
-    """Resolve and load a training checkpoint (on the CPU): the file, its dict and its configuration."""
+def read_checkpoint(path: str | os.PathLike) -> tuple[Path, Checkpoint, TrainConfig]:
+    """Resolve and load a training checkpoint (on the CPU, as data only): the file, the checkpoint and
+    its configuration."""
     file = resolve_checkpoint(path)
-    state = load_checkpoint(file, device="cpu")
-    if not isinstance(state, dict) or any(key not in state for key in REQUIRED_KEYS):
-        raise InputError(f"checkpoint: {file} is not an agents.train checkpoint "
-                         f"(expected a dict with keys {', '.join(REQUIRED_KEYS)})")
-    if not isinstance(state["agent"], dict) or "networks" not in state["agent"]:
-        raise InputError(f"checkpoint: {file} holds no agent networks")
-    if not isinstance(state["config"], dict):
-        raise InputError(f"checkpoint: {file} has no configuration dict")
-    return file, state, TrainConfig.from_dict(state["config"])
-
-
-@contextmanager
-def _skip_orthogonal_init():
-    """Make ``torch.nn.init.orthogonal_`` a no-op: the agent's initial weights are overwritten by the
-    checkpoint anyway (``load_state_dict`` is strict), and the QR factorisations cost seconds on a CPU."""
-    import torch
-
-    original = torch.nn.init.orthogonal_
-    torch.nn.init.orthogonal_ = lambda tensor, gain=1.0, generator=None: tensor
+    checkpoint = Checkpoint.load(file, device="cpu")
     try:
-        yield
-    finally:
-        torch.nn.init.orthogonal_ = original
+        config = TrainConfig.from_dict(checkpoint.config)
+    except InputError as exc:
+        raise InputError(f"checkpoint: {file}: {exc}") from None
+    return file, checkpoint, config
 
 
 def restore_agent(path: str | os.PathLike, device: str = "auto", split: str = "eval",
@@ -95,24 +77,24 @@ def restore_agent(path: str | os.PathLike, device: str = "auto", split: str = "e
     episode. The caller closes ``Restored.env``.
     """
     from .agent import Agent, pick_device
-    from .train import make_train_env
+    from .rollout import make_run_env
 
     check_device(device)
     if split not in ("eval", "train"):
         raise InputError(f"split: {split!r} is not eval or train")
     if episode_steps is not None:
         check_count("episode_steps", episode_steps)
-    file, state, config = read_checkpoint(path)
+    file, checkpoint, config = read_checkpoint(path)
     torch_device = pick_device(device)
     run_config = config if episode_steps is None else replace(config, episode_steps=episode_steps)
-    env = make_train_env(run_config, split)
+    env = make_run_env(run_config, split)
     try:
-        with _skip_orthogonal_init():
+        with initialisation_skipped():  # the checkpoint overwrites every weight (load_state_dict is strict)
             agent = Agent(env.observation_shape, int(env.action_spec.shape[0]), config, torch_device)
-        agent.load_training_state(state["agent"])
+        agent.load_training_state(checkpoint.agent)
     except (KeyError, RuntimeError, ValueError) as exc:
         env.close()
         raise InputError(f"checkpoint: {file} does not match its configuration: "
                          f"{str(exc).splitlines()[0]}") from None
     agent.eval()
-    return Restored(agent, config, env, file, int(state["t"]) * config.action_repeat, str(torch_device))
+    return Restored(agent, config, env, file, checkpoint.t * config.action_repeat, str(torch_device))

@@ -1,17 +1,21 @@
 """Train a pixel agent on a DCS task: ``python -m agents.train --task cartpole-swingup --method eps-r``.
 
-The loop below reads top to bottom: act (uniformly at random for the first
-``seed_steps`` agent steps, then from the policy), store the transition,
-update once per agent step, evaluate every ``eval_every`` environment steps on
-the held-out backgrounds, and at episode ends append a row to ``train.csv``
-and, every ``checkpoint_every`` environment steps, write a checkpoint.
+:class:`Trainer` sets a run up and :meth:`Trainer.run` loops, one agent step
+at a time, over named steps: :meth:`~Trainer.collect` (act: uniformly at random
+for the first ``seed_steps`` agent steps, then from the policy; store the
+transition), :meth:`~Trainer.learn` (one update per agent step once seeding is
+over), :meth:`~Trainer.evaluate` (every ``eval_every`` environment steps, on
+the held-out videos and, with ``eval_train_videos``, on the training ones) and
+:meth:`~Trainer.end_episode` (a ``train.csv`` row; a :meth:`~Trainer.checkpoint`
+every ``checkpoint_every`` environment steps).
 
 A run folder holds::
 
-    config.json      the TrainConfig and which backgrounds / device were used
+    config.json      the resolved TrainConfig and which backgrounds / device were used
     train.csv        one row per training episode (returns, losses, speed)
-    eval.csv         one row per evaluation (mean and std return over episodes)
-    checkpoint.pt    the latest checkpoint (written to a temporary file, then renamed)
+    eval.csv         one row per evaluation on the held-out videos (mean and std return)
+    eval_train.csv   the same on the training videos (runs with backgrounds and eval_train_videos)
+    checkpoint.pt    the latest checkpoint (agents.checkpoint; written to a temporary file, then renamed)
     buffer/          replay chunks, append-only (see agents.replay)
     tb/              TensorBoard scalars, when tensorboard is installed
 
@@ -19,13 +23,13 @@ Reproducibility: training episode k is seeded with (seed, k), evaluation
 episode j with (seed, eval, j), the replay sampler and the random seed actions
 draw from one numpy generator and the networks from torch's generator, all of
 which the checkpoint stores. ``--resume`` continues from the last checkpoint
-(taken at an episode end) and, on the same device, reproduces the
-uninterrupted run: the same CSV rows and the same final weights.
+(taken at an episode end) with the run's own configuration; it may extend
+``--env-steps``. On the same device it reproduces the uninterrupted run: the
+same CSV rows and the same final weights.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
@@ -39,22 +43,19 @@ from pathlib import Path
 import numpy as np
 
 from bisimkit.errors import InputError
-from bisimkit.files import atomic_write, atomic_write_json, atomic_write_text
+from bisimkit.files import atomic_write_json, atomic_write_text
 
-from .config import CAPACITIES, METHODS, TrainConfig
-from .dcs import TASKS
+from .checkpoint import CHECKPOINT, Checkpoint, Counters
+from .config import (PRESETS, RESUMABLE_CHANGES, ConfigParser, TrainConfig, add_config_arguments,
+                     explicit_fields, make_config)
+from .rollout import episode_seed, evaluate_policy, make_run_env
 
 TRAIN_FIELDS = ["episode", "env_step", "episode_return", "episode_steps", "steps_per_s", "elapsed_s",
                 "critic_loss", "actor_loss", "alpha", "entropy", "q", "bisim_loss", "transition_loss",
                 "reward_loss", "inverse_loss"]
 EVAL_FIELDS = ["env_step", "mean_return", "std_return", "episodes", "split", "elapsed_s"]
-CHECKPOINT = "checkpoint.pt"
-RESUMABLE_CHANGES = {"env_steps", "eval_every", "checkpoint_every", "device"}
-
-
-def episode_seed(seed: int, episode: int, stream: int = 0) -> int:
-    """The seed of training episode ``episode`` (stream 0) or evaluation episode (stream 1) of a run."""
-    return int(np.random.SeedSequence([seed, stream, episode]).generate_state(1)[0])
+#: The evaluation log of each background split.
+EVAL_FILES = {"eval": "eval.csv", "train": "eval_train.csv"}
 
 
 # ------------------------------------------------------------------ files
@@ -70,10 +71,16 @@ class CsvLog:
     def truncate(self, rows: int) -> None:
         """Keep the header and the first ``rows`` rows."""
         lines = self.path.read_text().splitlines(keepends=True) if self.path.exists() else []
-        if len(lines) < rows + 1:
+        if len(lines) < rows + 1 and rows > 0:
             raise InputError(f"{self.path.name}: holds {max(0, len(lines) - 1)} rows, the checkpoint expects {rows}")
-        atomic_write_text(self.path, "".join(lines[:rows + 1]))
+        if lines:
+            atomic_write_text(self.path, "".join(lines[:rows + 1]))
         self.rows = rows
+
+    def clear(self) -> None:
+        """Remove the file (a fresh start)."""
+        self.path.unlink(missing_ok=True)
+        self.rows = 0
 
     def append(self, row: dict) -> None:
         """Write one row (the header first if the file is new)."""
@@ -90,23 +97,6 @@ def _fmt(value) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     return str(value)
-
-
-def save_checkpoint(path: Path, state: dict) -> None:
-    """``torch.save`` to a temporary file, then rename: a crash never leaves half a checkpoint."""
-    import torch
-
-    atomic_write(path, lambda fh: torch.save(state, fh))
-
-
-def load_checkpoint(path: Path, device="cpu") -> dict:
-    """Read a checkpoint written by :func:`save_checkpoint`."""
-    import torch
-
-    try:
-        return torch.load(path, map_location=device, weights_only=False)
-    except Exception as exc:  # noqa: BLE001  (a truncated or foreign file)
-        raise InputError(f"checkpoint: cannot read {path}: {exc}") from None
 
 
 class TensorBoard:
@@ -170,35 +160,7 @@ class Progress:
             sys.stderr.write("\n")
 
 
-# ----------------------------------------------------------------- helpers
-def make_train_env(cfg: TrainConfig, split: str = "train"):
-    """The run's environment (``split='eval'``: held-out videos when backgrounds are on)."""
-    from .dcs import make_env
-
-    return make_env(cfg.task, background=cfg.background, camera=cfg.camera, split=split, davis=cfg.davis,
-                    seed=cfg.seed, image_size=cfg.image_size, frame_stack=cfg.frame_stack,
-                    episode_steps=cfg.episode_steps, texture_size=cfg.texture_size)
-
-
-def rollout(agent, env, episodes: int, seed: int) -> tuple[list[float], list[str | None]]:
-    """Returns and background videos of ``episodes`` deterministic (``act(obs, explore=False)``)
-    episodes, episode j seeded with (seed, eval, j)."""
-    returns, videos = [], []
-    for j in range(episodes):
-        obs, done, total = env.reset(seed=episode_seed(seed, j, stream=1)), False, 0.0
-        videos.append(env.background_video)
-        while not done:
-            obs, reward, done, _ = env.step(agent.act(obs, explore=False))
-            total += reward
-        returns.append(float(total))
-    return returns, videos
-
-
-def evaluate_policy(agent, env, episodes: int, seed: int) -> list[float]:
-    """The returns of :func:`rollout`."""
-    return rollout(agent, env, episodes, seed)[0]
-
-
+# ------------------------------------------------------------ random state
 def _rng_state() -> dict:
     import torch
 
@@ -216,203 +178,267 @@ def _set_rng_state(state: dict) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def _check_resumable(saved: dict, cfg: TrainConfig) -> None:
-    for key, value in cfg.to_dict().items():
-        if key not in RESUMABLE_CHANGES and saved.get(key) != value:
-            raise InputError(f"resume: {key} is {value!r} but the checkpointed run used {saved.get(key)!r}")
+def resume_config(saved: dict, explicit: dict) -> TrainConfig:
+    """The config of a resumed run: the checkpointed one, with the ``explicit`` fields that may change
+    (:data:`~agents.config.RESUMABLE_CHANGES`); any other field given with a different value is an error."""
+    cfg = TrainConfig.from_dict(saved)
+    for key, value in explicit.items():
+        if key not in RESUMABLE_CHANGES and getattr(cfg, key) != value:
+            raise InputError(f"resume: {key} is {value!r} but the checkpointed run used {getattr(cfg, key)!r} "
+                             f"(a resumed run keeps its configuration; only "
+                             f"{', '.join(sorted(RESUMABLE_CHANGES))} may change)")
+    return replace(cfg, **{k: v for k, v in explicit.items() if k in RESUMABLE_CHANGES}).resolved()
 
 
 # -------------------------------------------------------------------- train
+class Trainer:
+    """One training run (see the module doc): ``Trainer(cfg, out).run()``."""
+
+    def __init__(self, cfg: TrainConfig, out: str | os.PathLike, resume: bool = False, progress: bool = True,
+                 tensorboard: bool = True, explicit: dict | None = None):
+        """Set up: check the folder, read the checkpoint of a resumed run, build environments,
+        agent, replay and logs, and restore the checkpointed state (or clear a stale attempt)."""
+        import torch
+
+        from .agent import Agent, fast_cuda_math, pick_device
+        from .replay import ReplayBuffer
+
+        self.out = Path(out)
+        ckpt_path = self.out / CHECKPOINT
+        checkpoint = None
+        if resume and ckpt_path.exists():
+            checkpoint = Checkpoint.load(ckpt_path)
+            cfg = resume_config(checkpoint.config, cfg.resolved().to_dict() if explicit is None else explicit)
+        else:
+            cfg = cfg.resolved()
+            if self.out.exists() and any(self.out.iterdir()) and not resume:
+                raise InputError(f"out: {self.out} already holds a run; pass --resume to continue it "
+                                 f"or choose another folder")
+        self.cfg = cfg
+        self.device = pick_device(cfg.device)
+        self.out.mkdir(parents=True, exist_ok=True)
+        if self.device.type == "cuda":
+            fast_cuda_math()
+
+        self.env = make_run_env(cfg, "train")
+        self.eval_envs = {"eval": make_run_env(cfg, "eval")}
+        if cfg.background and cfg.eval_train_videos:
+            self.eval_envs["train"] = make_run_env(cfg, "train")
+        self.repeat = self.env.action_repeat
+        self.total_steps = math.ceil(cfg.env_steps / self.repeat)       # agent steps
+        self.action_dim = int(self.env.action_spec.shape[0])
+        torch.manual_seed(cfg.seed)
+        self.rng = np.random.default_rng(cfg.seed)
+        self.agent = Agent(self.env.observation_shape, self.action_dim, cfg, self.device)
+        self.buffer = ReplayBuffer(cfg.buffer_size, self.env.observation_shape, self.action_dim,
+                                   mirror_device=str(self.device) if self.device.type == "cuda" else None)
+        self.train_log = CsvLog(self.out / "train.csv", TRAIN_FIELDS)
+        self.eval_logs = {split: CsvLog(self.out / EVAL_FILES[split], EVAL_FIELDS) for split in self.eval_envs}
+        self.logs = [self.train_log, *self.eval_logs.values()]
+        self.counters = Counters()
+        if checkpoint is not None:
+            self.agent.load_training_state(checkpoint.agent)
+            self.buffer.load_chunks(self.out / "buffer", checkpoint.buffer_total)
+            self.rng.bit_generator.state = checkpoint.numpy_rng
+            _set_rng_state(checkpoint.torch_rng)
+            self.counters = Counters.of(checkpoint)
+            for log in self.logs:
+                log.truncate(checkpoint.csv_rows.get(log.path.name, 0))
+        else:  # a fresh start: no stale rows or replay chunks of an earlier, uncheckpointed attempt
+            shutil.rmtree(self.out / "buffer", ignore_errors=True)
+            for log in self.logs:
+                log.clear()
+        atomic_write_json(self.out / "config.json", {
+            "config": cfg.to_dict(), "device": str(self.device), "fast": self.agent.fast,
+            "torch": torch.__version__, "backgrounds": self.env.background_source,
+            "eval_backgrounds": self.eval_envs["eval"].background_source, "action_repeat": self.repeat,
+            "agent_steps": self.total_steps})
+        self.label = f"[{cfg.method} {cfg.task} seed {cfg.seed}]"
+        self.show_progress = progress
+        self.board = TensorBoard(self.out / "tb", tensorboard)
+        self.bar = Progress(self.total_steps * self.repeat, self.label, progress)
+        self.start = time.monotonic()
+        self.speed_mark = (self.start, self.counters.t)
+        self.last_eval: float | None = None
+        self.stats: dict = {}
+        self.obs = None
+        self.episode_return, self.episode_steps = 0.0, 0
+
+    # ----------------------------------------------------------- helpers
+    @property
+    def env_step(self) -> int:
+        """Environment steps done."""
+        return self.counters.t * self.repeat
+
+    def elapsed(self) -> float:
+        """Training seconds, earlier processes of a resumed run included."""
+        return self.counters.elapsed_before + time.monotonic() - self.start
+
+    def reset_episode(self) -> None:
+        """Start training episode ``counters.episode``, seeded with (seed, episode)."""
+        self.obs = self.env.reset(seed=episode_seed(self.cfg.seed, self.counters.episode))
+        self.episode_return, self.episode_steps = 0.0, 0
+
+    # ------------------------------------------------------- named steps
+    def collect(self) -> bool:
+        """Act (at random while seeding), step the environment and store the transition; True at an episode end."""
+        cfg, c = self.cfg, self.counters
+        if c.t < cfg.seed_steps:
+            action = self.rng.uniform(-1.0, 1.0, self.action_dim).astype(np.float32)
+        else:
+            action = self.agent.act(self.obs, explore=True)
+        next_obs, reward, done, info = self.env.step(action)
+        discount = 0.0 if done and not info["truncated"] else 1.0
+        self.buffer.add(self.obs, action, reward, discount, next_obs)
+        self.learn()
+        self.obs, c.t = next_obs, c.t + 1
+        self.episode_return += reward
+        self.episode_steps += 1
+        return done
+
+    def learn(self) -> None:
+        """One gradient update on a replay batch, once the seed steps are over."""
+        if self.counters.t >= self.cfg.seed_steps:
+            # the actor's losses are logged from the last update that stepped the actor
+            self.stats = {**self.stats, **self.agent.update(self.buffer.sample(self.cfg.batch_size, self.rng))}
+
+    def evaluation_due(self) -> bool:
+        """Whether an ``eval_every`` boundary was crossed since the last evaluation."""
+        every = self.cfg.eval_every
+        return self.env_step // every > max(self.counters.last_eval_step, 0) // every
+
+    def evaluate(self) -> None:
+        """Deterministic episodes on each evaluation split; one row per split."""
+        for split, env in self.eval_envs.items():
+            returns = evaluate_policy(self.agent, env, self.cfg.eval_episodes, self.cfg.seed)
+            row = {"env_step": self.env_step, "mean_return": float(np.mean(returns)),
+                   "std_return": float(np.std(returns)), "episodes": len(returns),
+                   "split": env.split or "train-settings", "elapsed_s": self.elapsed()}
+            self.eval_logs[split].append(row)
+            self.board.add("eval" if split == "eval" else "eval_train", row, self.env_step)
+            if split == "eval":
+                self.last_eval = row["mean_return"]
+        self.counters.last_eval_step = self.env_step
+
+    def end_episode(self) -> None:
+        """Log the episode; checkpoint when due (evaluating first at the end of the run); reset."""
+        c, now = self.counters, time.monotonic()
+        speed = (c.t - self.speed_mark[1]) * self.repeat / max(now - self.speed_mark[0], 1e-9)
+        c.recent = (c.recent + [self.episode_return])[-5:]
+        row = {"episode": c.episode, "env_step": self.env_step, "episode_return": self.episode_return,
+               "episode_steps": self.episode_steps * self.repeat, "steps_per_s": speed, "elapsed_s": self.elapsed()}
+        self.agent.flush_checks()
+        row.update({k: float(v) for k, v in self.stats.items()})
+        self.train_log.append(row)
+        self.board.add("train", row, self.env_step)
+        self.speed_mark = (now, c.t)
+        c.episode += 1
+        finished = c.t >= self.total_steps
+        if self.env_step - c.last_checkpoint >= self.cfg.checkpoint_every or finished:
+            if finished and c.last_eval_step != self.env_step:
+                self.evaluate()
+            self.checkpoint()
+        self.reset_episode()
+
+    def checkpoint(self) -> None:
+        """Write the new replay chunk, then the checkpoint (atomically)."""
+        c = self.counters
+        self.buffer.save_chunk(self.out / "buffer")
+        save_checkpoint(self.out / CHECKPOINT, Checkpoint(
+            config=self.cfg.to_dict(), agent=self.agent.training_state(), t=c.t, episode=c.episode,
+            buffer_total=self.buffer.total, numpy_rng=self.rng.bit_generator.state, torch_rng=_rng_state(),
+            last_checkpoint=self.env_step, last_eval_step=c.last_eval_step, elapsed_s=self.elapsed(),
+            recent_returns=list(c.recent), csv_rows={log.path.name: log.rows for log in self.logs},
+            complete=c.t >= self.total_steps))
+        c.last_checkpoint = self.env_step
+
+    def show(self) -> None:
+        """Redraw the progress line."""
+        c = self.counters
+        speed = (c.t - self.speed_mark[1]) * self.repeat / max(time.monotonic() - self.speed_mark[0], 1e-9)
+        self.bar.show(self.env_step, speed, float(np.mean(c.recent)) if c.recent else None, self.last_eval)
+
+    # ---------------------------------------------------------------- run
+    def run(self) -> dict:
+        """Train to ``env_steps`` (or finish a resumed run); returns a summary (final eval, seconds, paths)."""
+        c = self.counters
+        if self.show_progress:
+            print(f"{self.label} device {self.device} ({'fast' if self.agent.fast else 'plain'} updates); "
+                  f"backgrounds: {self.env.background_source}; evaluation: "
+                  f"{self.eval_envs['eval'].background_source}", file=sys.stderr)
+        try:
+            self.reset_episode()
+            if c.t == 0 and c.last_eval_step < 0:
+                self.evaluate()  # the untrained policy: the curve's starting point
+            while c.t < self.total_steps:
+                done = self.collect()
+                if self.evaluation_due():
+                    self.evaluate()
+                if done:
+                    self.end_episode()
+                self.show()
+            if c.last_eval_step != self.env_step:  # the run ended mid-episode
+                self.evaluate()
+                self.checkpoint()
+        finally:
+            self.close()
+        return {"out": str(self.out), "env_steps": self.env_step, "final_eval": self.last_eval,
+                "seconds": self.elapsed(), "device": str(self.device)}
+
+    def close(self) -> None:
+        """Close the progress line, TensorBoard and every environment."""
+        self.bar.close()
+        self.board.close()
+        for env in [self.env, *self.eval_envs.values()]:
+            env.close()
+
+
+def save_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
+    """:meth:`Checkpoint.save` (a module-level hook the crash tests replace)."""
+    checkpoint.save(path)
+
+
 def train(cfg: TrainConfig, out: str | os.PathLike, resume: bool = False, progress: bool = True,
-          tensorboard: bool = True) -> dict:
-    """Run (or resume) training into folder ``out``; returns a summary (final eval, seconds, paths)."""
-    import torch
+          tensorboard: bool = True, explicit: dict | None = None) -> dict:
+    """Run (or resume) training into folder ``out``; returns a summary (final eval, seconds, paths).
 
-    from .agent import Agent, fast_cuda_math, pick_device
-    from .replay import ReplayBuffer
-
-    cfg = cfg.validated()
-    out = Path(out)
-    ckpt_path = out / CHECKPOINT
-    if out.exists() and any(out.iterdir()) and not resume:
-        raise InputError(f"out: {out} already holds a run; pass --resume to continue it or choose another folder")
-    checkpoint = None
-    if resume and ckpt_path.exists():
-        checkpoint = load_checkpoint(ckpt_path)
-        _check_resumable(checkpoint["config"], cfg)
-    out.mkdir(parents=True, exist_ok=True)
-
-    device = pick_device(cfg.device)
-    if device.type == "cuda":
-        fast_cuda_math()
-    env, eval_env = make_train_env(cfg, "train"), make_train_env(cfg, "eval")
-    repeat = env.action_repeat
-    total_steps = math.ceil(cfg.env_steps / repeat)          # agent steps
-    action_dim = int(env.action_spec.shape[0])
-    torch.manual_seed(cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
-    agent = Agent(env.observation_shape, action_dim, cfg, device)
-    buffer = ReplayBuffer(cfg.buffer_size, env.observation_shape, action_dim,
-                          mirror_device=str(device) if device.type == "cuda" else None)
-    train_log, eval_log = CsvLog(out / "train.csv", TRAIN_FIELDS), CsvLog(out / "eval.csv", EVAL_FIELDS)
-    t = episode = last_checkpoint = 0
-    elapsed_before, last_eval_step, recent = 0.0, -1, []
-    if checkpoint is not None:
-        agent.load_training_state(checkpoint["agent"])
-        buffer.load_chunks(out / "buffer", checkpoint["buffer_total"])
-        rng.bit_generator.state = checkpoint["numpy_rng"]
-        _set_rng_state(checkpoint["torch_rng"])
-        t, episode = checkpoint["t"], checkpoint["episode"]
-        last_checkpoint, last_eval_step = checkpoint["last_checkpoint"], checkpoint["last_eval_step"]
-        elapsed_before, recent = checkpoint["elapsed_s"], list(checkpoint["recent_returns"])
-        train_log.truncate(checkpoint["train_rows"])
-        eval_log.truncate(checkpoint["eval_rows"])
-    else:  # a fresh start: no stale rows or replay chunks of an earlier, uncheckpointed attempt
-        shutil.rmtree(out / "buffer", ignore_errors=True)
-        for log in (train_log, eval_log):
-            if log.path.exists():
-                log.path.unlink()
-            log.rows = 0
-    run_info = {"config": cfg.to_dict(), "device": str(device), "torch": torch.__version__,
-                "backgrounds": env.background_source, "eval_backgrounds": eval_env.background_source,
-                "action_repeat": repeat, "agent_steps": total_steps}
-    atomic_write_json(out / "config.json", run_info)
-    label = f"[{cfg.method} {cfg.task} seed {cfg.seed}]"
-    if progress:
-        print(f"{label} device {device}; backgrounds: {env.background_source}; "
-              f"evaluation: {eval_env.background_source}", file=sys.stderr)
-    board = TensorBoard(out / "tb", tensorboard)
-    bar = Progress(total_steps * repeat, label, progress)
-    start = time.monotonic()
-    speed_mark = (start, t)
-    last_eval = None
-    last_speed = 0.0
-    stats: dict = {}
-
-    def evaluate_now() -> None:
-        nonlocal last_eval, last_eval_step
-        returns = evaluate_policy(agent, eval_env, cfg.eval_episodes, cfg.seed)
-        row = {"env_step": t * repeat, "mean_return": float(np.mean(returns)), "std_return": float(np.std(returns)),
-               "episodes": len(returns), "split": eval_env.split or "train-settings",
-               "elapsed_s": elapsed_before + time.monotonic() - start}
-        eval_log.append(row)
-        board.add("eval", row, t * repeat)
-        last_eval, last_eval_step = row["mean_return"], t * repeat
-
-    def checkpoint_now() -> None:
-        nonlocal last_checkpoint
-        buffer.save_chunk(out / "buffer")
-        save_checkpoint(ckpt_path, {
-            "config": cfg.to_dict(), "t": t, "episode": episode, "agent": agent.training_state(),
-            "buffer_total": buffer.total, "numpy_rng": rng.bit_generator.state, "torch_rng": _rng_state(),
-            "last_checkpoint": t * repeat, "last_eval_step": last_eval_step,
-            "elapsed_s": elapsed_before + time.monotonic() - start, "recent_returns": recent,
-            "train_rows": train_log.rows, "eval_rows": eval_log.rows, "complete": t >= total_steps})
-        last_checkpoint = t * repeat
-
-    obs = env.reset(seed=episode_seed(cfg.seed, episode))
-    episode_return, episode_steps = 0.0, 0
-    if t == 0 and last_eval_step < 0:
-        evaluate_now()  # the untrained policy: the curve's starting point
-    try:
-        while t < total_steps:
-            if t < cfg.seed_steps:
-                action = rng.uniform(-1.0, 1.0, action_dim).astype(np.float32)
-            else:
-                action = agent.act(obs, explore=True)
-            next_obs, reward, done, info = env.step(action)
-            discount = 0.0 if done and not info["truncated"] else 1.0
-            buffer.add(obs, action, reward, discount, next_obs)
-            if t >= cfg.seed_steps:
-                stats = agent.update(buffer.sample(cfg.batch_size, rng))
-            obs, t = next_obs, t + 1
-            episode_return += reward
-            episode_steps += 1
-            if (t * repeat) // cfg.eval_every > max(last_eval_step, 0) // cfg.eval_every:
-                evaluate_now()
-            if done:
-                now = time.monotonic()
-                speed = (t - speed_mark[1]) * repeat / max(now - speed_mark[0], 1e-9)
-                recent = (recent + [episode_return])[-5:]
-                row = {"episode": episode, "env_step": t * repeat, "episode_return": episode_return,
-                       "episode_steps": episode_steps * repeat, "steps_per_s": speed,
-                       "elapsed_s": elapsed_before + now - start}
-                agent.flush_checks()
-                row.update({k: float(v) for k, v in stats.items()})
-                train_log.append(row)
-                speed_mark, last_speed = (now, t), speed
-                board.add("train", row, t * repeat)
-                episode += 1
-                if t * repeat - last_checkpoint >= cfg.checkpoint_every or t >= total_steps:
-                    if t >= total_steps and last_eval_step != t * repeat:
-                        evaluate_now()
-                    checkpoint_now()
-                obs = env.reset(seed=episode_seed(cfg.seed, episode))
-                episode_return, episode_steps = 0.0, 0
-            if t > speed_mark[1]:
-                last_speed = (t - speed_mark[1]) * repeat / max(time.monotonic() - speed_mark[0], 1e-9)
-            bar.show(t * repeat, last_speed, float(np.mean(recent)) if recent else None, last_eval)
-        if last_eval_step != t * repeat:  # the run ended mid-episode
-            evaluate_now()
-            checkpoint_now()
-    finally:
-        bar.close()
-        board.close()
-        env.close()
-        eval_env.close()
-    return {"out": str(out), "env_steps": t * repeat, "final_eval": last_eval,
-            "seconds": elapsed_before + time.monotonic() - start, "device": str(device)}
+    ``explicit``: with ``resume``, the fields the user gave (by default every field of ``cfg``
+    must match the checkpointed run, except those that may change)."""
+    return Trainer(cfg, out, resume=resume, progress=progress, tensorboard=tensorboard, explicit=explicit).run()
 
 
 # --------------------------------------------------------------------- CLI
-def build_parser() -> argparse.ArgumentParser:
-    d = TrainConfig()
-    p = argparse.ArgumentParser(prog="python -m agents.train", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--task", default=d.task, help=f"one of {', '.join(TASKS)}")
-    p.add_argument("--method", default=d.method, help=f"one of {', '.join(METHODS)}")
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--env-steps", type=int, default=d.env_steps, help="environment steps (action repeat included)")
-    p.add_argument("--beta", type=float, default=d.beta, help="weight of the bisimulation loss")
-    p.add_argument("--capacity", default=d.capacity, help=f"MLP width: {', '.join(f'{k}={v}' for k, v in CAPACITIES.items())}")
-    p.add_argument("--no-background", dest="background", action="store_false", help="no video backgrounds")
-    p.add_argument("--no-camera", dest="camera", action="store_false", help="no camera distraction")
-    p.add_argument("--davis", default=None, help="DAVIS-2017 JPEGImages/480p folder (else $BISIMKIT_DAVIS, "
-                                                 "else bundled procedural videos)")
-    p.add_argument("--aux", dest="aux", action="store_true", default=None,
-                   help="train the world-model heads (default: only for the bisimulation methods)")
-    p.add_argument("--no-aux", dest="aux", action="store_false")
-    p.add_argument("--stacked-frames", action="store_true",
-                   help="DrQ's encoder: the frame stack as one 3F-channel image (default: the paper's frame-wise encoder)")
-    for name in ("batch_size", "buffer_size", "seed_steps", "eval_every", "eval_episodes", "checkpoint_every",
-                 "episode_steps", "bisim_samples", "image_size", "frame_stack"):
-        p.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(d, name))
-    p.add_argument("--device", default=d.device, help="auto (CUDA when present), cpu, cuda, cuda:N")
-    p.add_argument("--out", default=None, help="run folder (default runs/TASK/METHOD/seedN)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
-    p.add_argument("--no-tensorboard", dest="tensorboard", action="store_false")
-    p.add_argument("--quiet", action="store_true", help="no progress line")
+def build_parser() -> ConfigParser:
+    """``python -m agents.train``: one flag per TrainConfig field, plus the run options."""
+    p = ConfigParser(prog="python -m agents.train", description=__doc__.split("\n\n")[0],
+                     epilog="presets: " + "; ".join(f"{name}: {preset.about}" for name, preset in PRESETS.items()))
+    run = p.add_argument_group("run")
+    run.add_argument("--out", default=None, help="run folder (default runs/TASK/METHOD/seedN)")
+    run.add_argument("--resume", action="store_true",
+                     help="continue the run in --out from its checkpoint, with its own configuration "
+                          "(only --env-steps, --eval-every, --checkpoint-every and --device may change)")
+    run.add_argument("--no-tensorboard", dest="tensorboard", action="store_false", help="no tb/ scalars")
+    run.add_argument("--quiet", action="store_true", help="no progress line")
+    add_config_arguments(p.add_argument_group("configuration (every TrainConfig field)"))
     return p
 
 
-def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    """The :class:`TrainConfig` of parsed CLI arguments."""
-    fields = {k: getattr(args, k) for k in ("task", "method", "seed", "env_steps", "beta", "capacity", "background",
-                                            "camera", "davis", "aux", "stacked_frames", "batch_size",
-                                            "buffer_size", "seed_steps",
-                                            "eval_every", "eval_episodes", "checkpoint_every", "episode_steps",
-                                            "bisim_samples", "image_size", "frame_stack", "device")}
-    return replace(TrainConfig(), **fields).validated()
+def config_from_args(args) -> tuple[TrainConfig, dict]:
+    """The :class:`TrainConfig` of parsed CLI arguments (its preset, then the flags given), and those flags."""
+    explicit = explicit_fields(args)
+    fields = {k: v for k, v in explicit.items() if k != "preset"}
+    return make_config(explicit.get("preset", "paper"), **fields), explicit
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        cfg = config_from_args(args)
+        args = build_parser().parse_args(argv)
+        cfg, explicit = config_from_args(args)
         out = args.out or os.path.join("runs", cfg.task, cfg.method, f"seed{cfg.seed}")
-        summary = train(cfg, out, resume=args.resume, progress=not args.quiet, tensorboard=args.tensorboard)
+        summary = train(cfg, out, resume=args.resume, progress=not args.quiet, tensorboard=args.tensorboard,
+                        explicit=explicit if args.resume else None)
     except (InputError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted: resume with --resume (from the last checkpoint)", file=sys.stderr)

@@ -28,16 +28,18 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.config import TrainConfig
+from agents.config import TrainConfig, make_config
 from agents.dcs import TASKS
-from agents.train import evaluate_policy, make_train_env, train
+from agents.rollout import evaluate_policy, make_run_env
+from agents.train import train
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json
 from figures.runs import read_csv_columns
 
-CHECK_CONFIG = replace(TrainConfig(), task="walker-stand", method="drq", background=False, camera=False,
-                       stacked_frames=True, env_steps=40_000, image_size=48, batch_size=64, capacity="low",
-                       eval_every=5_000, eval_episodes=5, checkpoint_every=5_000, device="cpu")
+# DrQ's agent (the drq preset) at CPU size: 48 px, batch 64, 200-unit MLPs, cheap rendering
+CHECK_CONFIG = make_config("drq", task="walker-stand", env_steps=40_000, image_size=48, batch_size=64,
+                           capacity="low", fast_render=True, eval_every=5_000, eval_episodes=5,
+                           checkpoint_every=5_000, device="cpu")
 RANDOM_EPISODES = 10
 LAST_EVALUATIONS = 3
 MARGIN = 100.0
@@ -55,7 +57,7 @@ class RandomPolicy:
 
 def random_returns(cfg: TrainConfig, episodes: int = RANDOM_EPISODES) -> list[float]:
     """Returns of the random policy on the run's evaluation episodes (the first ``episodes`` of them)."""
-    env = make_train_env(cfg, "eval")
+    env = make_run_env(cfg, "eval")
     try:
         return evaluate_policy(RandomPolicy(env.action_spec.shape[0], cfg.seed), env, episodes, cfg.seed)
     finally:

@@ -50,7 +50,7 @@ class Observations:
 def collect_observations(agent: Agent, env: DCSEnv, episodes: int, keep: int, seed: int = 0) -> Observations:
     """Roll out ``episodes`` deterministic episodes (episode j seeded like evaluation episode j) and keep
     at most ``keep`` evenly spaced observations of each, the reset observation included."""
-    from agents.train import episode_seed
+    from agents.rollout import episode_seed
 
     every = max(1, -(-(env.max_episode_steps + 1) // keep))
     frames, episode_ids, steps, videos = [], [], [], []

@@ -28,7 +28,8 @@ from agents.config import METHODS, TrainConfig  # noqa: E402
 from agents.dcs import EXTRA_TASKS, PAPER_TASKS, TASKS  # noqa: E402
 from bisimkit.errors import InputError  # noqa: E402
 from agents.replay import ReplayBuffer  # noqa: E402
-from agents.train import CHECKPOINT, load_checkpoint, main, train  # noqa: E402
+from agents.checkpoint import CHECKPOINT, load_checkpoint  # noqa: E402
+from agents.train import main, train  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BISIM_METHODS = {"drq+dbc", "eps-r", "drq+pse", "eps-pi"}
@@ -121,8 +122,8 @@ def test_every_method_runs_on_every_task(tmp_path, method, task):
     assert info["action_repeat"] == repeat and info["agent_steps"] == 4
 
     checkpoint = load_checkpoint(tmp_path / CHECKPOINT)
-    assert checkpoint["complete"] and checkpoint["t"] == 4 and checkpoint["buffer_total"] == 4
-    assert checkpoint["agent"]["updates"] == 2
+    assert checkpoint.complete and checkpoint.t == 4 and checkpoint.buffer_total == 4
+    assert checkpoint.agent["updates"] == 2
 
 
 def test_stacked_frames_flag_trains_and_restores(tmp_path):
@@ -198,17 +199,17 @@ def assert_same_run(run: Path, reference: Path) -> None:
         assert len(got) == len(want), name
         assert without_timing(got, name) == without_timing(want, name), name
     got, want = load_checkpoint(run / CHECKPOINT), load_checkpoint(reference / CHECKPOINT)
-    for key in ("t", "episode", "buffer_total", "train_rows", "eval_rows", "last_eval_step", "complete",
+    for key in ("t", "episode", "buffer_total", "csv_rows", "last_eval_step", "complete",
                 "recent_returns", "numpy_rng"):
-        assert got[key] == want[key], key
-    assert got["complete"]
-    networks, expected = got["agent"]["networks"], want["agent"]["networks"]
+        assert getattr(got, key) == getattr(want, key), key
+    assert got.complete
+    networks, expected = got.agent["networks"], want.agent["networks"]
     assert networks.keys() == expected.keys()
     for name, tensor in expected.items():
         assert torch.equal(networks[name], tensor), name
-    _tensors_equal(got["agent"], want["agent"], "agent")
-    _tensors_equal(got["torch_rng"], want["torch_rng"], "torch_rng")
-    n, buffers = got["buffer_total"], []
+    _tensors_equal(got.agent, want.agent, "agent")
+    _tensors_equal(got.torch_rng, want.torch_rng, "torch_rng")
+    n, buffers = got.buffer_total, []
     for folder in (run, reference):  # cartpole: 1 action, 3 frames of 32x32
         buffer = ReplayBuffer(1000, (9, 32, 32), 1)
         buffer.load_chunks(folder / "buffer", n)
@@ -248,7 +249,7 @@ def test_kill_and_resume_matches_the_uninterrupted_run(tmp_path, reference):
             proc.wait()
     assert proc.returncode == -signal.SIGKILL
     killed = load_checkpoint(out / CHECKPOINT)
-    assert not killed["complete"] and killed["t"] < 64
+    assert not killed.complete and killed.t < 64
     done = subprocess.run(command + ["--resume"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert '"env_steps": 512' in done.stdout
@@ -267,7 +268,7 @@ def test_crash_between_chunk_and_checkpoint_resumes_exactly(tmp_path, reference,
     real_save, calls = train_module.save_checkpoint, []
 
     def dying_save(path, state):
-        calls.append(state["t"])
+        calls.append(state.t)
         if len(calls) == 4:  # end of episode 4 (agent step 16, env step 128: also an evaluation)
             raise Killed
         real_save(path, state)
@@ -277,7 +278,7 @@ def test_crash_between_chunk_and_checkpoint_resumes_exactly(tmp_path, reference,
         train(cfg, out, progress=False, tensorboard=False)
     monkeypatch.setattr(train_module, "save_checkpoint", real_save)
     checkpoint = load_checkpoint(out / CHECKPOINT)
-    assert checkpoint["t"] == 12 and checkpoint["train_rows"] == 3 and checkpoint["eval_rows"] == 1
+    assert checkpoint.t == 12 and checkpoint.csv_rows["train.csv"] == 3 and checkpoint.csv_rows["eval.csv"] == 1
     assert len(read_csv(out / "train.csv")) == 4 and len(read_csv(out / "eval.csv")) == 2
     assert (out / "buffer" / "chunk-0000000012-0000000016.npz").exists()
     train(cfg, out, resume=True, progress=False, tensorboard=False)
@@ -290,7 +291,7 @@ def test_resume_with_more_env_steps_matches_a_longer_run(tmp_path, reference):
     out = tmp_path / "run"
     half = resume_config(env_steps=256)
     train(half, out, progress=False, tensorboard=False)
-    assert load_checkpoint(out / CHECKPOINT)["complete"]
+    assert load_checkpoint(out / CHECKPOINT).complete
     before = {name: (out / name).read_text() for name in ("train.csv", "eval.csv")}
     train(half, out, resume=True, progress=False, tensorboard=False)  # already complete: nothing to do
     assert {name: (out / name).read_text() for name in before} == before

@@ -1,0 +1,152 @@
+"""The training config: one dataclass is the CLI, presets, validation, resume semantics, checkpoint format."""
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from agents.checkpoint import CHECKPOINT, Checkpoint  # noqa: E402
+from agents.config import (FIELDS, PRESETS, TrainConfig, field_docs, make_config,  # noqa: E402
+                           presets_markdown)
+from agents.train import build_parser, config_from_args  # noqa: E402
+from bisimkit.errors import InputError  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_field_is_a_flag_with_its_docstring_as_help():
+    docs = field_docs()
+    assert set(docs) == set(FIELDS), set(FIELDS) ^ set(docs)
+    text = build_parser().format_help()
+    for name in FIELDS:
+        flag = "--" + name.replace("_", "-")
+        assert flag in text, flag
+        assert " ".join(docs[name].split()[:3]) in " ".join(text.split()), name
+
+
+def test_flags_reach_the_config_and_unset_flags_keep_the_preset():
+    args = build_parser().parse_args(["--preset", "drq", "--aug-k", "1", "--no-target-encoder", "--tau", "0.5",
+                                      "--alpha-beta1", "0.7", "--latent-squash", "none", "--beta", "0.25"])
+    cfg, explicit = config_from_args(args)
+    assert explicit == {"preset": "drq", "aug_k": 1, "target_encoder": False, "tau": 0.5, "alpha_beta1": 0.7,
+                        "latent_squash": "none", "beta": 0.25}
+    assert (cfg.aug_k, cfg.aug_m, cfg.target_encoder, cfg.tau, cfg.alpha_beta1) == (1, 2, False, 0.5, 0.7)
+    assert cfg.stacked_frames and cfg.actor_head and cfg.method == "drq" and not cfg.background  # the preset's
+    default, _ = config_from_args(build_parser().parse_args([]))
+    assert default == TrainConfig() and default.preset == "paper"
+
+
+def test_presets_say_what_the_issue_asks():
+    paper, drq, dbc = (make_config(p).resolved() for p in ("paper", "drq", "dbc"))
+    assert paper.env_steps == 2_000_000 and not paper.stacked_frames and not paper.actor_head
+    assert paper.target_encoder and paper.views == (2, 2) and paper.beta == 0.5 and paper.alpha_lr == 1e-4
+    assert (drq.stacked_frames, drq.target_encoder, drq.encoder_tau, drq.views, drq.actor_head) == \
+        (True, True, 0.01, (2, 2), True)
+    assert (drq.alpha_lr, drq.alpha_beta1, drq.batch_size, drq.method) == (1e-3, 0.9, 512, "drq")
+    assert (dbc.method, dbc.encoder_tau, dbc.latent_squash, dbc.beta, dbc.alpha_beta1) == \
+        ("drq+dbc", 0.05, "none", 0.5, 0.5)
+    assert make_config("paper", method="drq+dbc").resolved().latent_squash == "none"
+    assert make_config("paper", method="sac").resolved().views == (1, 1)  # no augmentation, one view
+    for name, preset in PRESETS.items():
+        assert set(preset.values) <= set(FIELDS) and set(preset.sources) <= set(FIELDS), name
+    table = presets_markdown()
+    assert "| `encoder_tau` | 0.05 | 0.01 | 0.05 |" in table
+
+
+def test_docs_hold_the_current_presets_table():
+    assert presets_markdown() in (ROOT / "docs" / "agents.md").read_text()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--preset", "sota"], "preset: 'sota' is not one of paper, drq, dbc"),
+    (["--aug-k", "0"], "aug_k: 0 is not a positive integer"),
+    (["--aug-m", "-2"], "aug_m: -2 is not a positive integer"),
+    (["--tau", "0"], "tau: 0.0 is not in (0, 1]"),
+    (["--encoder-tau", "1.5"], "encoder_tau: 1.5 is not in (0, 1]"),
+    (["--alpha-beta1", "1"], "alpha_beta1: 1.0 is not in [0, 1)"),
+    (["--latent-squash", "relu"], "latent_squash: 'relu' is not one of tanh, none"),
+    (["--transition-sigma-init", "20"], "transition_sigma_init: 20.0 is not strictly between"),
+    (["--distance-scale", "-1"], "distance_scale: -1.0 is not a positive finite number"),
+    (["--batch-size", "many"], "batch_size: 'many' is not an integer"),
+    (["--lr", "fast"], "lr: 'fast' is not a number"),
+    (["--target-encoder", "yes"], "unrecognized arguments: yes"),
+])
+def test_bad_flags_exit_2_with_one_line_and_write_nothing(tmp_path, args, message):
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "agents.train", *args, "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], proc.stderr
+    assert not out.exists()
+
+
+def test_config_file_fields_are_checked(tmp_path):
+    with pytest.raises(InputError, match="^config: unknown field"):
+        TrainConfig.from_dict({**TrainConfig().to_dict(), "k_views": 2})
+    with pytest.raises(InputError, match="^aug_k: '2' is not a positive integer"):
+        TrainConfig.from_dict({**TrainConfig().to_dict(), "aug_k": "2"})
+    with pytest.raises(InputError, match="^target_encoder: 1 is not true or false"):
+        TrainConfig.from_dict({**TrainConfig().to_dict(), "target_encoder": 1})
+
+
+# ------------------------------------------------------------------ checkpoint format
+def _checkpoint(**changes) -> Checkpoint:
+    base = dict(config=TrainConfig().to_dict(), agent={"networks": {"w": torch.zeros(2)}, "updates": 0}, t=1,
+                episode=0, buffer_total=1, numpy_rng={"bit_generator": "PCG64", "state": {"state": 1, "inc": 3}},
+                torch_rng={"torch": torch.get_rng_state()}, last_checkpoint=8, last_eval_step=0, elapsed_s=1.0,
+                recent_returns=[], csv_rows={"train.csv": 1}, complete=False)
+    return Checkpoint(**{**base, **changes})
+
+
+def test_checkpoint_round_trips_as_data(tmp_path):
+    path = tmp_path / CHECKPOINT
+    _checkpoint().save(path)
+    back = Checkpoint.load(path)
+    assert back.t == 1 and back.csv_rows == {"train.csv": 1} and torch.equal(back.agent["networks"]["w"],
+                                                                            torch.zeros(2))
+
+
+class Payload:
+    """A pickle that would create a marker file when loaded with weights_only=False."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_checkpoint_holding_code_is_refused_and_never_run(tmp_path):
+    marker, path = tmp_path / "marker", tmp_path / CHECKPOINT
+    torch.save({**vars(_checkpoint()), "agent": {"networks": {}, "evil": Payload(marker)}}, path)
+    with pytest.raises(InputError, match=r"^checkpoint: .* holds getattr \(code, not data\); refusing to load it"):
+        Checkpoint.load(path)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "cannot read"), (b"PK\x03\x04 truncated", "cannot read"),
+])
+def test_truncated_or_empty_checkpoint_is_one_error(tmp_path, content, message):
+    path = tmp_path / CHECKPOINT
+    path.write_bytes(content)
+    with pytest.raises(InputError, match=f"^checkpoint: {message}"):
+        Checkpoint.load(path)
+
+
+def test_checkpoint_of_another_format_is_refused(tmp_path):
+    path = tmp_path / CHECKPOINT
+    torch.save({"config": {}, "agent": {}, "t": 3}, path)  # the first releases' dict
+    with pytest.raises(InputError, match="has format 1; this version of agents reads format 2"):
+        Checkpoint.load(path)
+    torch.save({**vars(_checkpoint()), "t": "three"}, path)
+    with pytest.raises(InputError, match="t is a str, expected int"):
+        Checkpoint.load(path)

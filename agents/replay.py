@@ -34,6 +34,9 @@ import numpy as np
 from bisimkit.files import atomic_write
 
 CHUNK = re.compile(r"^chunk-(\d{10})-(\d{10})\.npz$")
+#: The stored arrays, in the order of ReplayBuffer.add's arguments; the pixel ones are mirrored on a GPU.
+FIELDS = ("obs", "action", "reward", "discount", "next_frame")
+PIXELS = ("obs", "next_frame")
 
 
 class ReplayBuffer:
@@ -58,8 +61,8 @@ class ReplayBuffer:
         if mirror_device is not None:
             import torch
 
-            self.mirror = {"obs": torch.empty(self.obs.shape, dtype=torch.uint8, device=mirror_device),
-                           "next_frame": torch.empty(self.next_frame.shape, dtype=torch.uint8, device=mirror_device)}
+            self.mirror = {name: torch.empty(getattr(self, name).shape, dtype=torch.uint8, device=mirror_device)
+                           for name in PIXELS}
 
     def __len__(self) -> int:
         return min(self.total, self.capacity)
@@ -67,11 +70,8 @@ class ReplayBuffer:
     def add(self, obs: np.ndarray, action: np.ndarray, reward: float, discount: float, next_obs: np.ndarray) -> None:
         """Store one transition (``next_obs`` is the full next stack; only its last frame is kept)."""
         i = self.total % self.capacity
-        self.obs[i] = obs
-        self.next_frame[i] = next_obs[-3:]
-        self.action[i] = action
-        self.reward[i] = reward
-        self.discount[i] = discount
+        for name, value in zip(FIELDS, (obs, action, reward, discount, next_obs[-3:])):
+            getattr(self, name)[i] = value
         if self.mirror is not None:
             self._upload(np.array([i]))
         self.total += 1
@@ -80,7 +80,7 @@ class ReplayBuffer:
         import torch
 
         index = torch.as_tensor(slots, device=self.mirror["obs"].device)
-        for name in ("obs", "next_frame"):
+        for name in PIXELS:
             self.mirror[name][index] = torch.as_tensor(getattr(self, name)[slots]).to(index.device)
 
     def sample(self, batch_size: int, rng: np.random.Generator) -> dict:
@@ -112,9 +112,7 @@ class ReplayBuffer:
             return None
         slots = np.arange(start, self.total) % self.capacity
         path = folder / f"chunk-{start:010d}-{self.total:010d}.npz"
-        atomic_write(path, lambda fh: np.savez(fh, obs=self.obs[slots], next_frame=self.next_frame[slots],
-                                               action=self.action[slots], reward=self.reward[slots],
-                                               discount=self.discount[slots]))
+        atomic_write(path, lambda fh: np.savez(fh, **{name: getattr(self, name)[slots] for name in FIELDS}))
         # prune only what the previous save (the last committed checkpoint) no longer needs:
         # a run killed before this save's checkpoint resumes from that one
         keep_after, self.saved = self.saved - self.capacity, self.total
@@ -143,11 +141,8 @@ class ReplayBuffer:
                 lo, hi = max(start, need_from), min(end, total)
                 rows = slice(lo - start, hi - start)
                 slots = np.arange(lo, hi) % self.capacity
-                self.obs[slots] = data["obs"][rows]
-                self.next_frame[slots] = data["next_frame"][rows]
-                self.action[slots] = data["action"][rows]
-                self.reward[slots] = data["reward"][rows]
-                self.discount[slots] = data["discount"][rows]
+                for name in FIELDS:
+                    getattr(self, name)[slots] = data[name][rows]
                 if self.mirror is not None:
                     self._upload(slots)
             covered = max(covered, hi)

@@ -340,3 +340,14 @@ def test_resume_with_another_method_is_refused(tmp_path, reference, capsys):
     err = capsys.readouterr().err
     _one_error_line(err, "resume: method is 'drq' but the checkpointed run used 'eps-r'")
     assert sorted(p.name for p in out.iterdir()) == [CHECKPOINT]
+
+
+def test_cli_resume_reads_the_runs_own_configuration(tmp_path, reference, capsys):
+    """``--resume --out RUN --env-steps N``: no other flag is needed (the run's config.json/checkpoint
+    holds them), a different value of any other field is refused, and the result is the longer run."""
+    out = tmp_path / "run"
+    train(resume_config(env_steps=256), out, progress=False, tensorboard=False)
+    assert main(["--resume", "--out", str(out), "--capacity", "high", "--quiet"]) == 2
+    _one_error_line(capsys.readouterr().err, "resume: capacity is 'high' but the checkpointed run used 'low'")
+    assert main(["--resume", "--out", str(out), "--env-steps", "512", "--quiet", "--no-tensorboard"]) == 0
+    assert_same_run(out, reference)

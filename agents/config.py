@@ -324,7 +324,9 @@ class Preset:
 
 APPENDIX_C = "paper, appendix C"
 DBC_CODE = "DBC code (run_local.sh, agent/bisim_agent.py)"
+DBC_TRANSITION = "DBC code (transition_model.py)"
 DRQ_CODE = "DrQ code (drq.py, config.yaml)"
+OURS = "ours"
 
 PRESETS: dict[str, Preset] = {
     "paper": Preset(
@@ -334,8 +336,7 @@ PRESETS: dict[str, Preset] = {
             "env_steps": "paper, every table (2M)", "capacity": APPENDIX_C, "stacked_frames":
             "paper, appendix C (frame-wise encoder)", "actor_head": "paper, appendix C (encoder fully shared)",
             "latent_squash": "silent; DrQ's encoder (LayerNorm + tanh), DBC's (no tanh) for drq+dbc",
-            "transition_sigma_min": DBC_CODE + " (transition_model.py)",
-            "transition_sigma_max": DBC_CODE + " (transition_model.py)",
+            "transition_sigma_min": DBC_TRANSITION, "transition_sigma_max": DBC_TRANSITION,
             "transition_sigma_init": "silent; ours: bisimulation losses start on the critic's scale",
             "distance_scale": "silent; DBC code averages its loss over latent coordinates (1/dimension)",
             "buffer_size": APPENDIX_C, "batch_size": APPENDIX_C, "discount": APPENDIX_C, "lr": APPENDIX_C,
@@ -348,6 +349,11 @@ PRESETS: dict[str, Preset] = {
             "beta": "tuned, value not reported; " + DBC_CODE + " (bisim_coef 0.5)",
             "seed_steps": "silent; DrQ and DBC code (1000)", "eval_episodes": "silent; " + DRQ_CODE + " (10)",
             "eval_train_videos": "paper, section 6 (tables on training and on 30 held-out videos)",
+            "background": "paper, section 6 (DAVIS videos, 2 for training)", "camera": "paper, section 6",
+            "image_size": "silent; DrQ and DBC code (84)", "frame_stack": "paper, appendix C (F = 3)",
+            "episode_steps": "dm_control (1000)", "texture_size": OURS + " (speed)", "fast_render": OURS + " (speed)",
+            "aux": "paper, Alg. 2 (J_P, J_R, J_ID)", "bisim_samples": "paper, Alg. 1 (one draw)",
+            "eval_every": OURS, "checkpoint_every": OURS, "fast": OURS + " (speed; tests/test_agent_update.py)",
         }),
     "drq": Preset(
         about="DrQ's published agent (Kostrikov et al. 2020) on plain DMC, to validate the pipeline",

@@ -174,7 +174,7 @@ class TrainConfig:
     """Noise draws averaged per bisimulation target."""
     # ------------------------------------------------------------- schedule
     seed_steps: int = 1000
-    """Agent steps of uniform random actions before learning starts."""
+    """Agent steps (environment steps / action repeat) of uniform random actions before learning starts."""
     eval_every: int = 20_000
     """Environment steps between evaluations."""
     eval_episodes: int = 10
@@ -281,6 +281,11 @@ class TrainConfig:
                 raise InputError(f"{name}: {getattr(self, name)!r} is not true, false or unset")
         if self.davis is not None and not isinstance(self.davis, str):
             raise InputError(f"davis: {self.davis!r} is not a folder path")
+        agent_steps = math.ceil(self.env_steps / TASKS[self.task].action_repeat)
+        if self.seed_steps >= agent_steps:
+            raise InputError(f"seed_steps: {self.seed_steps} agent steps of random actions cover the whole run "
+                             f"({self.env_steps} environment steps = {agent_steps} agent steps at action repeat "
+                             f"{TASKS[self.task].action_repeat}): no update would happen")
         if self.batch_size > self.buffer_size:
             raise InputError(f"batch_size: {self.batch_size} exceeds buffer_size {self.buffer_size}")
         check_device(self.device)

@@ -150,3 +150,10 @@ def test_checkpoint_of_another_format_is_refused(tmp_path):
     torch.save({**vars(_checkpoint()), "t": "three"}, path)
     with pytest.raises(InputError, match="t is a str, expected int"):
         Checkpoint.load(path)
+
+
+def test_a_run_that_would_never_update_is_refused(tmp_path):
+    """--env-steps 2000 on cartpole (action repeat 8) is 250 agent steps: 1000 seed steps leave no update."""
+    with pytest.raises(InputError, match=r"^seed_steps: 1000 agent steps .* 250 agent steps at action repeat 8\)"):
+        make_config("paper", task="cartpole-swingup", env_steps=2000)
+    assert make_config("paper", task="cartpole-swingup", env_steps=2000, seed_steps=100).seed_steps == 100

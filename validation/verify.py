@@ -278,11 +278,7 @@ def _config_key(config: dict) -> str:
 
 def _compile_kernels_aside():
     """Start a process that compiles (or loads from numba's disk cache) the simplex kernels;
-    None when numba is missing or the process cannot start (the kernels then compile on first use)."""
-    from bisimkit.simplex import HAVE_NUMBA
-
-    if not HAVE_NUMBA:
-        return None
+    None when the process cannot start (the kernels then compile on first use)."""
     code = ("from bisimkit.generators import random_mdp\nfrom bisimkit.solvers import solve\n"
             "m = random_mdp(8, 2, seed=0, max_support=4)\n"
             "for metric in ('pi', 'eps', 'bisim', 'eps-bar', 'dbc', 'psm'):\n    solve(m, metric)\n")

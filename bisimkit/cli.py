@@ -351,14 +351,25 @@ def _probability(text: str) -> float:
     return value
 
 
+def option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    """Every ``--option`` of ``parser`` and of its subcommands."""
+    found: set[str] = set()
+    for action in parser._actions:
+        found.update(s for s in action.option_strings if s.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= option_strings(sub)
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
         return int(args.func(args))
-    except InputError as exc:
-        print(f"bisimkit: error: {exc}", file=sys.stderr)
+    except InputError as exc:  # a library parameter is shown as the option that fed it
+        print(f"bisimkit: error: {exc.for_option(option_strings(parser))}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("bisimkit: interrupted", file=sys.stderr)

@@ -88,7 +88,8 @@ def operator_info(name: str) -> OperatorInfo:
     try:
         return OPERATORS[name]
     except (KeyError, TypeError):
-        raise InputError(f"--metric: unknown metric '{name}' (choose from {', '.join(METRIC_NAMES)})") from None
+        raise InputError(f"unknown metric '{name}' (choose from {', '.join(METRIC_NAMES)})",
+                         param="metric") from None
 
 
 # --------------------------------------------------------------- transport
@@ -390,7 +391,7 @@ def operator_form(mdp: FiniteMDP, name: str, ground: Ground = "reward", pairs: P
         return stein_form(mdp, name)
     if info.form == "pair-linear":
         return eps_bar_form(mdp, ground, pairs)
-    raise InputError(f"--metric: '{name}' is derived from another fixed point and is not an operator")
+    raise InputError(f"'{name}' is derived from another fixed point and is not an operator", param="metric")
 
 
 def apply_operator(mdp: FiniteMDP, name: str, d: np.ndarray, ground: Ground = "reward") -> np.ndarray:

@@ -114,7 +114,7 @@ def _select(claims: list[str] | None) -> list[Claim]:
         return list(ALL_CLAIMS)
     bad = [c for c in claims if c not in known]
     if bad:
-        raise InputError(f"--claims: unknown claim '{bad[0]}' (choose from {', '.join(known)})")
+        raise InputError(f"unknown claim '{bad[0]}' (choose from {', '.join(known)})", param="claims")
     return [c for c in ALL_CLAIMS if c.id in claims]
 
 
@@ -296,7 +296,7 @@ def verify(out: str | Path = "verify-out", cases: int | None = None, seed: int =
     out = Path(out)
     cases = cases if cases is not None else (QUICK_CASES if quick else DEFAULT_CASES)
     if cases < 1:
-        raise InputError(f"--cases: must be at least 1, got {cases}")
+        raise InputError(f"must be at least 1, got {cases}", param="cases")
     chosen = _select(claims)
     loss_ids = _select_losses(claims)
     families = [f for f in list(FAMILIES) + ["examples"] + list(GAUSSIAN_FAMILIES)

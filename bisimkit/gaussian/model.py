@@ -124,7 +124,8 @@ class GaussianMDP:
             return np.abs(self.reward(z, a) - self.reward(z2, a2))
         if name == "policy":
             return np.abs(self.mean_action(z) - self.mean_action(z2)).sum(axis=-1)
-        raise InputError(f"--ground: unknown ground metric '{name}' for a Gaussian MDP (use {' or '.join(GROUNDS)})")
+        raise InputError(f"unknown ground metric '{name}' for a Gaussian MDP (use {' or '.join(GROUNDS)})",
+                         param="ground")
 
     def ground_bound(self, name: str) -> float:
         """Upper bound on the ground metric over all arguments (inf if none is known)."""

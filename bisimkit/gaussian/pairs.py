@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..mdp import _to_float_array
+from ..fields import to_float_array
 from . import exact
 from .estimators import Estimate, estimate_distance
 from .model import GaussianMDP, LinearGaussianMDP
@@ -106,7 +106,7 @@ def pairs_from_data(data, state_dim: int) -> tuple[np.ndarray, np.ndarray]:
                     got = f"{len(state)} numbers" if isinstance(state, list) else json.dumps(state)[:40]
                     raise InputError(f"pairs[{i}][{j}]: expected {state_dim} numbers (the state dimension), got {got}")
         data = [[s if isinstance(s, list) else [s] for s in pair] for pair in data]
-    X = _to_float_array("pairs", data)
+    X = to_float_array("pairs", data)
     if X.ndim == 2 and state_dim == 1 and X.shape[1] == 2:
         X = X[:, :, None]
     if X.ndim != 3 or X.shape[1:] != (2, state_dim) or X.shape[0] == 0:

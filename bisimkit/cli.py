@@ -1,7 +1,12 @@
-"""The ``bisimkit`` command line.
+"""The core commands of the ``bisimkit`` command line: solve, relation, info, examples, metrics.
 
 Bad input never produces a traceback: it prints one line ``bisimkit: error: ...``
 naming the field and index, and exits with status 2.
+
+This module knows only the core library. Commands built on higher layers (``verify``,
+which needs :mod:`validation` and :mod:`figures`) are added by the installed program,
+:mod:`bisimkit_cli.main`, through the ``commands`` hook of :func:`build_parser` and
+:func:`main`; see ``docs/cli.md``.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import io
 import json
 import sys
 from pathlib import Path
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -21,6 +27,7 @@ from .examples import EXAMPLES, example
 from .files import atomic_write, atomic_write_json, atomic_write_text
 from .mdp import FiniteMDP, coordinate_independent, load_mdp
 from .operators import METRIC_NAMES, OPERATORS
+from .progress import Progress
 from .relations import RELATION_KINDS, relation_blocks
 from .solvers import DEFAULT_TOL, METHODS, Solution, solve
 
@@ -43,30 +50,14 @@ def load_mdp_or_example(spec: str) -> FiniteMDP:
     return load_mdp(spec)
 
 
-class StderrProgress:
-    """Progress lines on stderr for long solves: iteration, certified error, elapsed."""
+def solve_progress(metric: str, tol: float) -> tuple[Progress, Callable[[int, float, float], None]]:
+    """A progress line for a long solve (silent for the first second) and the solver callback feeding it."""
+    line = Progress(None, f"[{metric}] iteration", delay=1.0)
 
-    def __init__(self, label: str, tol: float, after: float = 1.0, every: float = 0.5) -> None:
-        self.label, self.tol, self.after, self.every = label, tol, after, every
-        self.last = -1.0
-        self.tty = sys.stderr.isatty()
-        self.shown = False
+    def report(iteration: int, err: float, elapsed: float) -> None:
+        line.show(iteration, {"certified error": f"{err:.3e} (target {tol:.0e})"})
 
-    def __call__(self, iteration: int, err: float, elapsed: float) -> None:
-        if elapsed < self.after or elapsed - self.last < (self.every if self.tty else 5.0):
-            return
-        self.last = elapsed
-        line = f"[{self.label}] iteration {iteration}  certified error {err:.3e} (target {self.tol:.0e})  {elapsed:.1f}s"
-        if self.tty:
-            sys.stderr.write("\r" + line.ljust(90))
-        else:
-            sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown and self.tty:
-            sys.stderr.write("\n")
+    return line, report
 
 
 # ------------------------------------------------------------------- solve
@@ -127,13 +118,12 @@ def cmd_solve(args) -> int:
     if args.method == "mc":
         raise InputError("--method mc: applies to Gaussian MDP files only (finite MDPs are solved exactly or by vi)")
     mdp = load_mdp_or_example(args.mdp)
-    progress = StderrProgress(args.metric, args.tol) if not args.quiet else None
+    line, report = solve_progress(args.metric, args.tol)
     try:
         sol = solve(mdp, args.metric, ground=args.ground, tol=args.tol, method=args.method,
-                    progress=progress, max_iterations=args.max_iterations)
+                    progress=None if args.quiet else report, max_iterations=args.max_iterations)
     finally:
-        if progress:
-            progress.close()
+        line.close()
     if args.out:
         _write_solution(sol, Path(args.out))
         print(f"wrote {args.out} ({sol.metric}, n={mdp.n_states}, certified error {sol.certified_error:.3e}, "
@@ -243,12 +233,6 @@ def cmd_examples(args) -> int:
     return 0
 
 
-def cmd_verify(args) -> int:
-    from validation.verify import main_verify
-
-    return main_verify(args)
-
-
 def cmd_metrics(args) -> int:
     width = max(len(k) for k in OPERATORS)
     for name, info in OPERATORS.items():
@@ -257,7 +241,12 @@ def cmd_metrics(args) -> int:
 
 
 # ------------------------------------------------------------------ parser
-def build_parser() -> argparse.ArgumentParser:
+#: Adds one subcommand to the ``bisimkit`` parser (``add(subparsers)``); see :func:`build_parser`.
+AddCommand = Callable[[argparse._SubParsersAction], None]
+
+
+def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser:
+    """The ``bisimkit`` parser: the core commands, plus ``commands`` (listed before ``metrics``)."""
     parser = _Parser(prog="bisimkit", description="Exact bisimulation metrics on finite and Gaussian MDPs.")
     parser.add_argument("--version", action="version", version=f"bisimkit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -302,19 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--write", metavar="DIR", default=None, help="write each example as DIR/NAME.json")
     p.set_defaults(func=cmd_examples)
 
-    p = sub.add_parser("verify", help="check the paper's claims on families of MDPs (the main job)")
-    p.add_argument("--out", default="verify-out", help="output folder (default ./verify-out)")
-    p.add_argument("--quick", action="store_true", help="a few cases per family (under 30 s)")
-    p.add_argument("--cases", type=int, default=None, help="cases per family (default 40, quick 4)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--claims", default=None,
-                   help="comma-separated claim ids, e.g. C1,C4 (L1-L5: the learned losses)")
-    p.add_argument("--resume", action="store_true", help="reuse the families a previous run finished")
-    p.add_argument("--shrink-examples", type=int, default=None,
-                   help="hypothesis examples per counterexample search (0: no shrinking)")
-    p.add_argument("--no-figures", action="store_true")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_verify)
+    for add in commands:
+        add(sub)
 
     p = sub.add_parser("metrics", help="list the operators")
     p.set_defaults(func=cmd_metrics)
@@ -362,9 +340,9 @@ def option_strings(parser: argparse.ArgumentParser) -> set[str]:
     return found
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit status."""
-    parser = build_parser()
+def main(argv: list[str] | None = None, commands: Sequence[AddCommand] = ()) -> int:
+    """Run the command line (core commands plus ``commands``); returns the exit status."""
+    parser = build_parser(commands)
     try:
         args = parser.parse_args(argv)
         return int(args.func(args))
@@ -378,6 +356,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
-def run() -> None:
+def run(commands: Sequence[AddCommand] = ()) -> None:
     """Console-script wrapper."""
-    sys.exit(main())
+    sys.exit(main(commands=commands))

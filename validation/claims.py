@@ -339,17 +339,24 @@ def check_c10_avg_ge_eps(fp: FixedPoints) -> Outcome:
 # ---------------------------------------------------------------- registry
 @dataclass(frozen=True)
 class Claim:
-    """A claim and where it is checked."""
+    """A claim and where it is checked.
+
+    ``check`` is None for claims checked by other means (the learned-loss rows train
+    tables instead, :mod:`validation.learning`). ``note`` is the claim's own
+    conclusion: it is added to the verdict of its id when this reading held in every
+    case and another reading of the same id did not.
+    """
 
     id: str
     statement: str
     source: str
-    check: Callable[[FixedPoints], Outcome]
+    check: Callable[[FixedPoints], Outcome] | None
     families: tuple[str, ...]
     asserted: bool = True  # the paper asserts it (a violation fails the verify job)
     expect: str = "holds"  # "holds", or "gap" for families where a claim's hypotheses fail
-    reading: str = ""  # "" (the SPEC's reading) or the alternative reading checked
+    reading: str = ""  # "" (the project's reading, docs/claims.md) or the alternative reading checked
     unit: str = "distance"  # what the margin counts: "distance", "pairs" (differing) or "cells" (spare)
+    note: str = ""
 
     @property
     def label(self) -> str:
@@ -386,10 +393,17 @@ CLAIMS: list[Claim] = [
     Claim("C9", "Jensen: sum ge G_reward >= |dRpi|; entangled W1 average >= policy-averaged W1",
           "Lemma 4.4 proof", check_c9, GENERAL + ("examples",)),
     Claim("C10", "d_eps >= d_eps-avg (main-text operator above the appendix one)", "Thm 4.3 text vs appendix",
-          check_c10_eps_ge_avg, GENERAL + ("examples",), asserted=False),
+          check_c10_eps_ge_avg, GENERAL + ("examples",), asserted=False,
+          note="Ordering that always holds: d_eps >= d_eps-avg (Jensen on the W1 term, C9); "
+               "the reverse fails (counterexample saved); they coincide for deterministic policies"),
     Claim("C10", "d_eps-avg >= d_eps (appendix operator above the main-text one)", "Thm 4.3 text vs appendix",
           check_c10_avg_ge_eps, GENERAL + ("examples",), asserted=False, reading="reverse"),
 ]
+
+
+def find_claim(label: str, family: str, claims: list[Claim] | None = None) -> Claim | None:
+    """The claim with this label that runs on ``family`` (None if there is none)."""
+    return next((c for c in (CLAIMS if claims is None else claims) if c.label == label and family in c.families), None)
 
 
 def claim_ids() -> list[str]:

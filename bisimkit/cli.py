@@ -299,34 +299,23 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     return parser
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'") from None
-    if not np.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
-    return value
+def _argument_type(convert: Callable[[str], float], accept: Callable[[float], bool],
+                   expected: str) -> Callable[[str], float]:
+    """An argparse ``type``: ``convert`` the text, refuse it unless ``accept``, naming what was ``expected``."""
+    def parse(text: str) -> float:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got '{text}'") from None
+        if not accept(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got '{text}'")
+        return value
+    return parse
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
-    return value
-
-
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got '{text}'") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got '{text}'")
-    return value
+_positive_float = _argument_type(float, lambda v: bool(np.isfinite(v)) and v > 0, "a positive number")
+_positive_int = _argument_type(int, lambda v: v >= 1, "a positive integer")
+_probability = _argument_type(float, lambda v: 0 < v < 1, "a number in (0, 1)")
 
 
 def option_strings(parser: argparse.ArgumentParser) -> set[str]:

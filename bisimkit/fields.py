@@ -82,3 +82,13 @@ def validate_discount(value: Any) -> float:
     if not math.isfinite(c) or not 0.0 <= c < 1.0:
         raise InputError(f"discount = {c} must satisfy 0 <= discount < 1")
     return c
+
+
+def check_keys(data: dict, allowed: tuple[str, ...], required: tuple[str, ...], source: str) -> None:
+    """Reject the first key of ``data`` not in ``allowed``, then the first missing ``required`` one."""
+    unknown = sorted(set(data) - set(allowed))
+    if unknown:
+        raise InputError(f"{source}: unknown field '{unknown[0]}' (allowed: {', '.join(allowed)})")
+    for key in required:
+        if key not in data:
+            raise InputError(f"{source}: missing field '{key}'")

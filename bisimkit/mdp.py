@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import InputError
-from .fields import check_finite, format_index, to_float_array, validate_discount
+from .fields import check_finite, check_keys, format_index, to_float_array, validate_discount
 from .files import atomic_write, atomic_write_bytes
 
 #: Rows of ``transitions`` and ``policy`` may be off by this much (and entries
@@ -38,7 +38,7 @@ REQUIRED = ("transitions", "rewards", "discount")
 
 @dataclass(frozen=True, eq=False)
 class FiniteMDP:
-    """A validated finite MDP (SPEC section 1).
+    """A validated finite MDP (``docs/operators.md``).
 
     Arrays are converted to float64; rows of ``transitions`` and ``policy`` that
     are within :data:`ROW_TOLERANCE` of a distribution are clipped at zero and
@@ -89,7 +89,7 @@ class FiniteMDP:
         """The MDP's name, or a description of its size."""
         return self.name or f"mdp[n={self.n_states}, m={self.n_actions}]"
 
-    # ------------------------------------------------------- derived (SPEC)
+    # ------------------------------------------- derived (docs/operators.md)
     def require_policy(self, purpose: str) -> np.ndarray:
         """Return the policy, or raise a clear error naming ``purpose``."""
         if self.policy is None:
@@ -127,7 +127,7 @@ class FiniteMDP:
 
     # ---------------------------------------------------------- conversion
     def to_dict(self) -> dict[str, Any]:
-        """The SPEC JSON form (lists of numbers), omitting unset optional fields."""
+        """The JSON form of the MDP file format (lists of numbers), omitting unset optional fields."""
         out: dict[str, Any] = {}
         if self.name is not None:
             out["name"] = self.name
@@ -224,16 +224,11 @@ def _validate_state_shape(value: Any, n: int) -> tuple[int, ...]:
 
 # ------------------------------------------------------------------- files
 def mdp_from_dict(data: Any, source: str = "input") -> FiniteMDP:
-    """Build a validated MDP from the SPEC's JSON object (a dict)."""
+    """Build a validated MDP from the file format's JSON object (a dict; docs/cli.md)."""
     if not isinstance(data, dict):
         raise InputError(f"{source}: expected a JSON object with fields {', '.join(REQUIRED)}, "
                          f"got {type(data).__name__}")
-    unknown = sorted(set(data) - set(FIELDS))
-    if unknown:
-        raise InputError(f"{source}: unknown field '{unknown[0]}' (allowed: {', '.join(FIELDS)})")
-    for field in REQUIRED:
-        if field not in data:
-            raise InputError(f"{source}: missing field '{field}'")
+    check_keys(data, FIELDS, REQUIRED, source)
     name = data.get("name")
     if isinstance(name, np.ndarray):
         name = str(name.item()) if name.shape == () else name

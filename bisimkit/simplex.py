@@ -63,6 +63,17 @@ def _find(parent, x):
 
 
 @njit(cache=True, nogil=True)
+def _join(parent, x, y):
+    """Union-find: merge the sets of x and y; False when they were one set already."""
+    rx = _find(parent, x)
+    ry = _find(parent, y)
+    if rx == ry:
+        return False
+    parent[rx] = ry
+    return True
+
+
+@njit(cache=True, nogil=True)
 def _greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg):
     """Least-cost start: fill cells in increasing cost, then join the forest
     into a spanning tree with zero-flow cells. Returns False on failure."""
@@ -76,15 +87,12 @@ def _greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg):
         i = idx // l
         j = idx % l
         if rs[i] > FLOW_EPS and rd[j] > FLOW_EPS:
-            ri = _find(uf, i)
-            rj = _find(uf, k + j)
-            if ri == rj:
+            if not _join(uf, i, k + j):
                 return False  # would close a cycle (should not happen)
             f = rs[i] if rs[i] < rd[j] else rd[j]
             flow[i, j] = f
             rs[i] -= f
             rd[j] -= f
-            uf[ri] = rj
             _add_edge(edges, i, j, k, er, ec, adj, deg)
             edges += 1
     for idx in order:
@@ -92,10 +100,7 @@ def _greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg):
             break
         i = idx // l
         j = idx % l
-        ri = _find(uf, i)
-        rj = _find(uf, k + j)
-        if ri != rj:
-            uf[ri] = rj
+        if _join(uf, i, k + j):
             _add_edge(edges, i, j, k, er, ec, adj, deg)
             edges += 1
     return edges == n - 1
@@ -154,6 +159,19 @@ def _warm_basis(a, b, k, l, flow, er, ec, adj, deg, br, bc):
                 stack[top] = w
                 top += 1
     return assigned == n - 1
+
+
+@njit(cache=True, nogil=True)
+def _smallest_even_flow(path, length, flow, er, ec, theta, leave):
+    """The smallest flow on the even-numbered edges of ``path[:length]`` (the edges whose
+    flow the pivot decreases), starting from ``(theta, leave)``; returns ``(flow, edge)``."""
+    for t in range(0, length, 2):
+        e = path[t]
+        f = flow[er[e], ec[e]]
+        if f < theta:
+            theta = f
+            leave = e
+    return theta, leave
 
 
 @njit(cache=True, nogil=True)
@@ -268,22 +286,8 @@ def _solve_one(a, b, C, k, l, flow, br, bc, warm):
                 e = parent_edge[w]
                 w = k + ec[e] if w < k else er[e]
         # Signs: the t-th edge from either end is - for even t, + for odd t.
-        theta = np.inf
-        leave = -1
-        for t in range(nw):
-            if t % 2 == 0:
-                e = stack[t]
-                f = flow[er[e], ec[e]]
-                if f < theta:
-                    theta = f
-                    leave = e
-        for t in range(nu):
-            if t % 2 == 0:
-                e = cycle[t]
-                f = flow[er[e], ec[e]]
-                if f < theta:
-                    theta = f
-                    leave = e
+        theta, leave = _smallest_even_flow(stack, nw, flow, er, ec, np.inf, -1)
+        theta, leave = _smallest_even_flow(cycle, nu, flow, er, ec, theta, leave)
         if theta < 0.0:
             theta = 0.0
         for t in range(nw):
@@ -321,11 +325,8 @@ def _basis_from_flow(flow, C, k, l, br, bc):
     for i in range(k):
         for j in range(l):
             if flow[i, j] > 0.0:
-                ri = _find(uf, i)
-                rj = _find(uf, k + j)
-                if ri == rj or edges == n - 1:
+                if edges == n - 1 or not _join(uf, i, k + j):
                     return False
-                uf[ri] = rj
                 br[edges] = i
                 bc[edges] = j
                 edges += 1
@@ -334,10 +335,7 @@ def _basis_from_flow(flow, C, k, l, br, bc):
         for idx in order:
             i = idx // l
             j = idx % l
-            ri = _find(uf, i)
-            rj = _find(uf, k + j)
-            if ri != rj:
-                uf[ri] = rj
+            if _join(uf, i, k + j):
                 br[edges] = i
                 bc[edges] = j
                 edges += 1

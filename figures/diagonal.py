@@ -13,9 +13,7 @@ entangled and Wasserstein metrics keep d(s, s) = 0 throughout.
 
 from __future__ import annotations
 
-import argparse
-
-from .style import plt, save
+from .style import figure_parser, plt, save
 
 COLORS = {"dbc-sampled": "tab:red", "psm-sampled": "tab:orange", "mico": "tab:purple", "eps-bar": "tab:green",
           "pi": "tab:blue"}
@@ -35,17 +33,14 @@ def plot_sampled_diagonals(path, data):
     ax.set_title(f"Sampled operators lose d(s,s) = 0 as the policy gets random\n"
                  f"({data.mdps} random MDPs, n=6, m=3, deterministic transitions)")
     ax.legend()
-    fig.tight_layout()
-    return save(fig, path)
+    return save(fig, path, tight=True)
 
 
 def main(argv=None) -> None:
     from validation.figure_data import diagonal_curves
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="diagonal.png")
+    parser = figure_parser(__doc__, "diagonal.png")
     parser.add_argument("--mdps", type=int, default=8)
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     print(plot_sampled_diagonals(args.out, diagonal_curves(args.mdps, args.seed)))
 

@@ -15,11 +15,9 @@ The studies come from :func:`validation.figure_data.grid_studies`.
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 
-from .style import plt, save
+from .style import figure_parser, plt, save
 
 
 def markdown_table(studies) -> str:
@@ -49,15 +47,13 @@ def plot_grid_convergence(path, studies):
     ax.set_ylabel("max over grid pairs |d_grid - d_exact|")
     ax.set_title("Finite solvers on discretised linear-Gaussian MDPs approach the exact values")
     ax.legend(fontsize=7.5, ncol=2)
-    fig.tight_layout()
-    return save(fig, path)
+    return save(fig, path, tight=True)
 
 
 def main(argv=None) -> None:
     from validation.figure_data import grid_studies
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="gaussian_grid.png")
+    parser = figure_parser(__doc__, "gaussian_grid.png", seed=False)
     args = parser.parse_args(argv)
     studies = grid_studies()
     print(markdown_table(studies))

@@ -14,11 +14,9 @@ The numbers come from :func:`validation.figure_data.gaussian_slice_data`.
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 
-from .style import plt, save
+from .style import figure_parser, plt, save
 
 
 def plot_gaussian_slice(path, data: dict):
@@ -78,17 +76,14 @@ def plot_gaussian_slice(path, data: dict):
     ax.legend(fontsize=8, loc="lower left")
     fig.suptitle("Linear-Gaussian MDP (linear-2d dynamics, discount 0.9): exact bisimulation distances "
                  "and the entangled Monte Carlo estimator", fontsize=11)
-    fig.tight_layout()
-    return save(fig, path)
+    return save(fig, path, tight=True)
 
 
 def main(argv=None) -> None:
     from validation.figure_data import gaussian_slice_data
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="gaussian_slice.png")
+    parser = figure_parser(__doc__, "gaussian_slice.png")
     parser.add_argument("--samples", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     print(plot_gaussian_slice(args.out, gaussian_slice_data(samples=args.samples, seed=args.seed)))
 

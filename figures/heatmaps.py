@@ -8,13 +8,11 @@
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 
 from bisimkit.examples import grid_cells
 
-from .style import plt, save
+from .style import figure_parser, plt, save
 
 
 def grid_image(values: np.ndarray, layout: list[str]) -> np.ma.MaskedArray:
@@ -52,15 +50,13 @@ def plot_metric_heatmaps(path, data):
         ax.axis("off")
     fig.suptitle(f"Mirrored rooms, fixed policy with {data.noise:.0%} uniform noise, c = {data.discount}: "
                  "distance from the red state to every state (walls grey)", y=1.0)
-    fig.tight_layout()
-    return save(fig, path)
+    return save(fig, path, tight=True)
 
 
 def main(argv=None) -> None:
     from validation.figure_data import metric_heatmaps
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="heatmaps.png")
+    parser = figure_parser(__doc__, "heatmaps.png", seed=False)
     parser.add_argument("--state", type=int, default=0, help="reference state (0..30)")
     parser.add_argument("--discount", type=float, default=0.9)
     parser.add_argument("--noise", type=float, default=0.3, help="weight of the uniform policy in the blend")

@@ -8,11 +8,9 @@
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 
-from .style import plt, save
+from .style import figure_parser, plt, save
 
 
 def plot_bound_scatter(path, data: dict[str, np.ndarray]):
@@ -35,17 +33,14 @@ def plot_bound_scatter(path, data: dict[str, np.ndarray]):
         ax.set_ylabel(yl)
         ax.set_title(f"{yl} vs {xl}: {len(data[x])} pairs, {below} below the diagonal")
     axes[0].legend(fontsize=7, markerscale=3, loc="upper left")
-    fig.tight_layout()
-    return save(fig, path)
+    return save(fig, path, tight=True)
 
 
 def main(argv=None) -> None:
     from validation.figure_data import general_fixed_points, scatter_values
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="scatter.png")
+    parser = figure_parser(__doc__, "scatter.png")
     parser.add_argument("--mdps", type=int, default=10, help="MDPs per family")
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     print(plot_bound_scatter(args.out, scatter_values(general_fixed_points(args.mdps, args.seed))))
 

@@ -1,4 +1,4 @@
-"""Gaussian MDPs (SPEC section 3): continuous states and actions.
+"""Gaussian MDPs (``docs/gaussian.md``): continuous states and actions.
 
 A :class:`GaussianMDP` has states z in R^n and actions a in R^k with
 
@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..fields import check_finite, to_float_array, validate_discount
+from ..fields import check_finite, check_keys, to_float_array, validate_discount
 
-#: The ground metrics on state-action pairs (SPEC section 1, Lemma 4.4).
+#: The ground metrics on state-action pairs (docs/operators.md, paper Lemma 4.4).
 GROUNDS = ("reward", "policy")
 
 #: Gauss-Hermite nodes used for the mean of a tanh-squashed action.
@@ -400,12 +400,7 @@ def linear_gaussian_from_dict(data: Any, source: str = "input") -> LinearGaussia
         raise InputError(f"{source}: expected a JSON object, got {type(data).__name__}")
     if data.get("kind") != "linear-gaussian":
         raise InputError(f"{source}: kind: expected 'linear-gaussian', got {json.dumps(data.get('kind'))[:40]}")
-    unknown = sorted(set(data) - set(LINEAR_FIELDS))
-    if unknown:
-        raise InputError(f"{source}: unknown field '{unknown[0]}' (allowed: {', '.join(LINEAR_FIELDS)})")
-    for key in LINEAR_REQUIRED:
-        if key not in data:
-            raise InputError(f"{source}: missing field '{key}'")
+    check_keys(data, LINEAR_FIELDS, LINEAR_REQUIRED, source)
     return LinearGaussianMDP(data["A"], data["B"], data["K"], data["policy_std"], data["transition_std"],
                              data.get("reward", {}), data["discount"], data.get("squash", False),
                              data.get("action_scale", 1.0), data.get("name"))

@@ -1,4 +1,4 @@
-"""The bisimulation operators of SPEC section 1, in three computable forms.
+"""The bisimulation operators of ``docs/operators.md``, in three computable forms.
 
 * :class:`TransportTerms` for the operators built on optimal transport
   (bisim, pi, psm, dbc, dbc-sampled, eps, eps-avg)::
@@ -395,7 +395,7 @@ def operator_form(mdp: FiniteMDP, name: str, ground: Ground = "reward", pairs: P
 
 
 def apply_operator(mdp: FiniteMDP, name: str, d: np.ndarray, ground: Ground = "reward") -> np.ndarray:
-    """``F(d)`` as a dense n x n matrix, diagonal included, for any operator of the SPEC table.
+    """``F(d)`` as a dense n x n matrix, diagonal included, for any operator of the table in docs/operators.md.
 
     ``d`` must be a symmetric n x n matrix (every operator maps symmetric to symmetric).
     """

@@ -137,7 +137,7 @@ def eps_relation_labels(mdp: FiniteMDP, ground: Ground = "reward", atol: float =
                         reading: str = "class-mass") -> np.ndarray:
     """Block labels of the largest entangled bisimulation relation E_eps.
 
-    ``reading="class-mass"`` (SPEC): P(s,a) and P(t,a') have equal masses on
+    ``reading="class-mass"`` (the default, docs/relations.md): P(s,a) and P(t,a') have equal masses on
     every block; ``reading="literal"``: P(s,a) = P(t,a') exactly.
     """
     if reading not in ("class-mass", "literal"):

@@ -18,7 +18,7 @@ def test_report_exit_status_and_counterexamples(tmp_path):
     assert data["exit_status"] == 1 and "C4" in data["violated_asserted"]  # coupling-order breaks C4
     row = next(r for r in data["rows"] if r["label"] == "C4" and r["family"] == "examples")
     assert row["status"] == "VIOLATED" and row["counterexample"]
-    mdp = load_mdp(tmp_path / row["counterexample"])  # a valid SPEC file
+    mdp = load_mdp(tmp_path / row["counterexample"])  # a valid MDP file
     assert mdp.n_states == 6
     c1 = [r for r in data["rows"] if r["label"] == "C1"]
     assert c1 and all(r["status"] == "held" for r in c1)

@@ -1,4 +1,4 @@
-"""One check per claim of SPEC section 2 (C1-C10).
+"""One check per claim C1-C10 (``docs/claims.md``).
 
 A check takes a :class:`~validation.families.Case` (plus a cache of fixed
 points shared by all checks on that case) and returns an :class:`Outcome`:

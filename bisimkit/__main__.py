@@ -1,5 +1,7 @@
-"""``python -m bisimkit`` runs the command line."""
+"""``python -m bisimkit`` runs the ``bisimkit`` program (:mod:`bisimkit_cli.main`, which adds
+``verify`` to the core commands). Only executed, never imported by the library."""
 
-from .cli import run
+from bisimkit_cli.main import run
 
-run()
+if __name__ == "__main__":
+    run()

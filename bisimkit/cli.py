@@ -1,7 +1,12 @@
-"""The ``bisimkit`` command line.
+"""The core commands of the ``bisimkit`` command line: solve, relation, info, examples, metrics.
 
 Bad input never produces a traceback: it prints one line ``bisimkit: error: ...``
 naming the field and index, and exits with status 2.
+
+This module knows only the core library. Commands built on higher layers (``verify``,
+which needs :mod:`validation` and :mod:`figures`) are added by the installed program,
+:mod:`bisimkit_cli.main`, through the ``commands`` hook of :func:`build_parser` and
+:func:`main`; see ``docs/cli.md``.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import io
 import json
 import sys
 from pathlib import Path
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -21,6 +27,7 @@ from .examples import EXAMPLES, example
 from .files import atomic_write, atomic_write_json, atomic_write_text
 from .mdp import FiniteMDP, coordinate_independent, load_mdp
 from .operators import METRIC_NAMES, OPERATORS
+from .progress import Progress
 from .relations import RELATION_KINDS, relation_blocks
 from .solvers import DEFAULT_TOL, METHODS, Solution, solve
 
@@ -43,30 +50,14 @@ def load_mdp_or_example(spec: str) -> FiniteMDP:
     return load_mdp(spec)
 
 
-class StderrProgress:
-    """Progress lines on stderr for long solves: iteration, certified error, elapsed."""
+def solve_progress(metric: str, tol: float) -> tuple[Progress, Callable[[int, float, float], None]]:
+    """A progress line for a long solve (silent for the first second) and the solver callback feeding it."""
+    line = Progress(None, f"[{metric}] iteration", delay=1.0)
 
-    def __init__(self, label: str, tol: float, after: float = 1.0, every: float = 0.5) -> None:
-        self.label, self.tol, self.after, self.every = label, tol, after, every
-        self.last = -1.0
-        self.tty = sys.stderr.isatty()
-        self.shown = False
+    def report(iteration: int, err: float, elapsed: float) -> None:
+        line.show(iteration, {"certified error": f"{err:.3e} (target {tol:.0e})"})
 
-    def __call__(self, iteration: int, err: float, elapsed: float) -> None:
-        if elapsed < self.after or elapsed - self.last < (self.every if self.tty else 5.0):
-            return
-        self.last = elapsed
-        line = f"[{self.label}] iteration {iteration}  certified error {err:.3e} (target {self.tol:.0e})  {elapsed:.1f}s"
-        if self.tty:
-            sys.stderr.write("\r" + line.ljust(90))
-        else:
-            sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown and self.tty:
-            sys.stderr.write("\n")
+    return line, report
 
 
 # ------------------------------------------------------------------- solve
@@ -127,13 +118,12 @@ def cmd_solve(args) -> int:
     if args.method == "mc":
         raise InputError("--method mc: applies to Gaussian MDP files only (finite MDPs are solved exactly or by vi)")
     mdp = load_mdp_or_example(args.mdp)
-    progress = StderrProgress(args.metric, args.tol) if not args.quiet else None
+    line, report = solve_progress(args.metric, args.tol)
     try:
         sol = solve(mdp, args.metric, ground=args.ground, tol=args.tol, method=args.method,
-                    progress=progress, max_iterations=args.max_iterations)
+                    progress=None if args.quiet else report, max_iterations=args.max_iterations)
     finally:
-        if progress:
-            progress.close()
+        line.close()
     if args.out:
         _write_solution(sol, Path(args.out))
         print(f"wrote {args.out} ({sol.metric}, n={mdp.n_states}, certified error {sol.certified_error:.3e}, "
@@ -243,12 +233,6 @@ def cmd_examples(args) -> int:
     return 0
 
 
-def cmd_verify(args) -> int:
-    from validation.verify import main_verify
-
-    return main_verify(args)
-
-
 def cmd_metrics(args) -> int:
     width = max(len(k) for k in OPERATORS)
     for name, info in OPERATORS.items():
@@ -257,7 +241,12 @@ def cmd_metrics(args) -> int:
 
 
 # ------------------------------------------------------------------ parser
-def build_parser() -> argparse.ArgumentParser:
+#: Adds one subcommand to the ``bisimkit`` parser (``add(subparsers)``); see :func:`build_parser`.
+AddCommand = Callable[[argparse._SubParsersAction], None]
+
+
+def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser:
+    """The ``bisimkit`` parser: the core commands, plus ``commands`` (listed before ``metrics``)."""
     parser = _Parser(prog="bisimkit", description="Exact bisimulation metrics on finite and Gaussian MDPs.")
     parser.add_argument("--version", action="version", version=f"bisimkit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -302,63 +291,52 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--write", metavar="DIR", default=None, help="write each example as DIR/NAME.json")
     p.set_defaults(func=cmd_examples)
 
-    p = sub.add_parser("verify", help="check the paper's claims on families of MDPs (the main job)")
-    p.add_argument("--out", default="verify-out", help="output folder (default ./verify-out)")
-    p.add_argument("--quick", action="store_true", help="a few cases per family (under 30 s)")
-    p.add_argument("--cases", type=int, default=None, help="cases per family (default 40, quick 4)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--claims", default=None,
-                   help="comma-separated claim ids, e.g. C1,C4 (L1-L5: the learned losses)")
-    p.add_argument("--resume", action="store_true", help="reuse the families a previous run finished")
-    p.add_argument("--shrink-examples", type=int, default=None,
-                   help="hypothesis examples per counterexample search (0: no shrinking)")
-    p.add_argument("--no-figures", action="store_true")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_verify)
+    for add in commands:
+        add(sub)
 
     p = sub.add_parser("metrics", help="list the operators")
     p.set_defaults(func=cmd_metrics)
     return parser
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'") from None
-    if not np.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
-    return value
+def _argument_type(convert: Callable[[str], float], accept: Callable[[float], bool],
+                   expected: str) -> Callable[[str], float]:
+    """An argparse ``type``: ``convert`` the text, refuse it unless ``accept``, naming what was ``expected``."""
+    def parse(text: str) -> float:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got '{text}'") from None
+        if not accept(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got '{text}'")
+        return value
+    return parse
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
-    return value
+_positive_float = _argument_type(float, lambda v: bool(np.isfinite(v)) and v > 0, "a positive number")
+_positive_int = _argument_type(int, lambda v: v >= 1, "a positive integer")
+_probability = _argument_type(float, lambda v: 0 < v < 1, "a number in (0, 1)")
 
 
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got '{text}'") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got '{text}'")
-    return value
+def option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    """Every ``--option`` of ``parser`` and of its subcommands."""
+    found: set[str] = set()
+    for action in parser._actions:
+        found.update(s for s in action.option_strings if s.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= option_strings(sub)
+    return found
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit status."""
-    parser = build_parser()
+def main(argv: list[str] | None = None, commands: Sequence[AddCommand] = ()) -> int:
+    """Run the command line (core commands plus ``commands``); returns the exit status."""
+    parser = build_parser(commands)
     try:
         args = parser.parse_args(argv)
         return int(args.func(args))
-    except InputError as exc:
-        print(f"bisimkit: error: {exc}", file=sys.stderr)
+    except InputError as exc:  # a library parameter is shown as the option that fed it
+        print(f"bisimkit: error: {exc.for_option(option_strings(parser))}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("bisimkit: interrupted", file=sys.stderr)
@@ -367,6 +345,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
-def run() -> None:
+def run(commands: Sequence[AddCommand] = ()) -> None:
     """Console-script wrapper."""
-    sys.exit(main())
+    sys.exit(main(commands=commands))

@@ -1,19 +1,41 @@
 """Couplings of two histograms: independent, entangled and optimal.
 
-The *entangled* coupling (paper Def. 4.2) draws one uniform U and maps it
-through both quantile functions, ``x = F_p^-1(U)``, ``y = F_q^-1(U)`` with
-``F^-1(u) = min{i : p[0] + ... + p[i] >= u}``. On an ordered support it is the
-north-west-corner coupling and has at most ``|supp p| + |supp q| - 1`` cells.
-On a grid state space (``state_shape``) it is the Rosenblatt chain rule: one
-uniform per coordinate, each coordinate drawn from its conditional law given
-the earlier ones.
+For histograms ``p`` and ``q`` on the ordered support ``0..n-1``:
 
-Besides single-pair functions returning dense matrices, this module has batched
-versions that couple many pairs at once and return *cells*: parallel arrays
-``(problem, i, j, mass)``.
+* **independent**: ``g = p q^T``;
+* **optimal** for a cost matrix ``C``: ``argmin_g sum_ij g[i, j] C[i, j]`` over the
+  couplings of ``p`` and ``q`` (POT's network simplex);
+* **entangled** (Bertran et al. 2022, Def. 4.2): the law of
+  ``(F_p^-1(U), F_q^-1(U))`` for one uniform ``U`` on [0, 1], with the quantile
+  function ``F_p^-1(u) = min{i : p[0] + ... + p[i] >= u}``. Written with the
+  *breakpoints* ``B_p[i] = (p[0] + ... + p[i]) / sum(p)``, cell ``(i, j)`` gets
+  the length of ``(B_p[i-1], B_p[i]] ∩ (B_q[j-1], B_q[j]]``: merging the two
+  sorted breakpoint lists walks the north-west-corner staircase, so the coupling
+  has at most ``|supp p| + |supp q| - 1`` cells. It depends on the order of the
+  support (relabelling states changes it).
+
+On a grid state space (``state_shape``) the entangled coupling is the Rosenblatt
+chain rule: one uniform per coordinate, each coordinate drawn from its law given
+the earlier ones, i.e. a north-west corner per coordinate between the
+conditional laws of the branches. See ``docs/couplings.md``.
+
+Implementation: one compiled kernel, :func:`merge_breakpoints`, computes every
+entangled coupling in the project: the batched :func:`north_west_corner` (and so
+:func:`entangled_cells`, :func:`entangled_coupling` and the operators) and the
+pair-by-pair eps-bar assembly of :mod:`bisimkit.compiled`. The breakpoints come
+from :func:`breakpoints` / :func:`dense_breakpoints` /
+:func:`rosenblatt_breakpoints`, which the reparametrised samplers of
+:mod:`bisimkit.losses.finite` use too, so a shared uniform there draws exactly
+the coupling computed here.
+
+Batched functions return *cells*: parallel arrays ``(problem, i, j, mass)``.
 """
 
 from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
 
 
 def load_pot():
@@ -22,9 +44,6 @@ def load_pot():
 
     return ot
 
-
-import numpy as np
-import scipy.sparse as sp
 
 #: Cells lighter than this are dropped (floating-point crumbs of cumulative sums).
 MIN_CELL_MASS = 1e-15
@@ -72,6 +91,117 @@ class Cells:
             empty = np.zeros(0, dtype=np.int64)
             return Cells(empty, empty, empty, np.zeros(0))
         return Cells(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("problem", "i", "j", "mass")))
+
+
+
+# ------------------------------------------------------------------ kernel
+@njit(cache=True, nogil=True)
+def _row_breakpoints(data, lo, hi, out):
+    """Breakpoints of the histogram ``data[lo:hi]`` into ``out[lo:hi]`` (sequential sums)."""
+    total = 0.0
+    for x in range(lo, hi):
+        total += data[x]
+    run = 0.0
+    for x in range(lo, hi):
+        run += data[x]
+        out[x] = min(run / total, 1.0) if total > 0 else 1.0
+    if hi > lo:
+        out[hi - 1] = 1.0  # the quantile function ends at 1 exactly: no crumb past the last atom
+
+
+@njit(cache=True)
+def _csr_breakpoints(indptr, data, out):
+    for r in range(len(indptr) - 1):
+        _row_breakpoints(data, indptr[r], indptr[r + 1], out)
+
+
+@njit(cache=True, nogil=True)
+def merge_breakpoints(ia, ba, ib, bb, out_i, out_j, out_m):
+    """The north-west-corner coupling of two histograms given by their breakpoints.
+
+    ``ia`` / ``ib`` are the atoms (any labels, in the support's order) and ``ba`` /
+    ``bb`` their breakpoints (non-decreasing, last one 1). Walks the merged
+    breakpoints: cell ``(ia[a], ib[b])`` gets ``min(ba[a], bb[b]) - previous``;
+    cells of at most :data:`MIN_CELL_MASS` are skipped. Writes the cells into
+    ``out_*`` (room for ``len(ia) + len(ib) - 1``) and returns their number.
+    Compiled; the one implementation of the entangled coupling.
+    """
+    la = len(ba)
+    lb = len(bb)
+    a = 0
+    b = 0
+    n = 0
+    prev = 0.0
+    while a < la and b < lb:
+        ca = ba[a]
+        cb = bb[b]
+        nxt = ca if ca < cb else cb
+        if nxt - prev > MIN_CELL_MASS:
+            out_i[n] = ia[a]
+            out_j[n] = ib[b]
+            out_m[n] = nxt - prev
+            n += 1
+        if nxt > prev:
+            prev = nxt
+        if ca <= nxt:
+            a += 1
+        if cb <= nxt:
+            b += 1
+    return n
+
+
+@njit(cache=True)
+def _merge_rows(xptr, xidx, xbp, src, yptr, yidx, ybp, dst, offsets, out_i, out_j, out_m, counts):
+    for k in range(len(src)):
+        r = src[k]
+        s = dst[k]
+        lo = offsets[k]
+        counts[k] = merge_breakpoints(xidx[xptr[r]:xptr[r + 1]], xbp[xptr[r]:xptr[r + 1]],
+                                      yidx[yptr[s]:yptr[s + 1]], ybp[yptr[s]:yptr[s + 1]],
+                                      out_i[lo:], out_j[lo:], out_m[lo:])
+
+
+def breakpoints(X: sp.csr_matrix) -> np.ndarray:
+    """Breakpoints of every row of ``X``, parallel to the data of ``X`` with sorted indices.
+
+    For a row with masses ``p[0..k-1]`` on its stored atoms:
+    ``B[i] = min((p[0] + ... + p[i]) / (p[0] + ... + p[k-1]), 1)`` and ``B[k-1] = 1``,
+    the sums taken left to right. An all-zero row gets breakpoints 1.
+    """
+    return CSRLaws(X).breakpoints
+
+
+def dense_breakpoints(masses: np.ndarray) -> np.ndarray:
+    """Breakpoints of dense histograms along the last axis (zero masses included), as
+    :func:`breakpoints` computes them: ``B[..., i]`` is the quantile function's ``i``-th jump."""
+    masses = np.ascontiguousarray(masses, dtype=np.float64)
+    k = masses.shape[-1] if masses.ndim else 1
+    flat = masses.reshape(-1)
+    out = np.empty_like(flat)
+    rows = flat.size // max(k, 1)
+    _csr_breakpoints(np.arange(rows + 1, dtype=np.int64) * k, flat, out)
+    return out.reshape(masses.shape)
+
+
+def conditional_laws(laws: np.ndarray, shape: tuple[int, ...]) -> list[np.ndarray]:
+    """Unnormalised laws of each coordinate given the earlier ones, for laws on a grid.
+
+    ``laws`` is (R, prod(shape)) over the C-order cells; entry ``k`` of the result is
+    (R, prod(shape[:k]), shape[k]): for every prefix (flat C-order index of the first
+    ``k`` coordinates), the mass of each value of coordinate ``k``.
+    """
+    R = laws.shape[0]
+    block = np.asarray(laws, dtype=np.float64).reshape((R,) + tuple(shape))
+    out = []
+    for axis, size in enumerate(shape):
+        prefixes = int(np.prod(shape[:axis], dtype=np.int64))
+        out.append(block.reshape(R, prefixes, size, -1).sum(axis=3))
+    return out
+
+
+def rosenblatt_breakpoints(laws: np.ndarray, shape: tuple[int, ...]) -> list[np.ndarray]:
+    """Breakpoints of the conditional laws of :func:`conditional_laws` (one table per coordinate)."""
+    return [dense_breakpoints(c) for c in conditional_laws(laws, shape)]
 
 
 # ------------------------------------------------------------- single pair
@@ -136,32 +266,63 @@ def padded_rows(X: sp.csr_matrix, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
     return index, mass, lengths
 
 
-def north_west_corner(mass_p: np.ndarray, mass_q: np.ndarray) -> tuple[np.ndarray, ...]:
-    """North-west-corner couplings of many padded histogram pairs at once.
+def merge_rows(xptr: np.ndarray, xidx: np.ndarray, bx: np.ndarray, src: np.ndarray,
+               yptr: np.ndarray, yidx: np.ndarray, by: np.ndarray, dst: np.ndarray) -> Cells:
+    """North-west corners of many row pairs given as CSR arrays with breakpoints.
 
-    ``mass_p`` (N x W1) and ``mass_q`` (N x W2) hold histograms (rows sum to 1,
-    zero padding at the end). Returns ``(problem, i, j, mass)`` where ``i`` and
-    ``j`` are column positions in ``mass_p`` and ``mass_q``.
+    Row ``r`` of the first side has atoms ``xidx[xptr[r]:xptr[r + 1]]`` (in the
+    support's order) with breakpoints ``bx[xptr[r]:xptr[r + 1]]``; likewise for the
+    second side. Problem k couples row ``src[k]`` with row ``dst[k]``; its cells are
+    stored along the staircase at ``offsets[k]:offsets[k + 1]`` of the result. Every
+    entangled coupling computed in Python goes through here to :func:`merge_breakpoints`.
     """
-    N, w1 = mass_p.shape
-    cp = np.cumsum(mass_p, axis=1)
-    cq = np.cumsum(mass_q, axis=1)
-    # Both quantile functions must end exactly at 1, or a crumb of mass would
-    # fall past the last atom.
-    cp = np.minimum(cp / cp[:, -1:], 1.0)
-    cq = np.minimum(cq / cq[:, -1:], 1.0)
-    cp[:, -1] = 1.0
-    cq[:, -1] = 1.0
-    merged = np.concatenate([cp, cq], axis=1)
-    order = np.argsort(merged, axis=1, kind="stable")  # ties: p's breakpoint first
-    values = np.take_along_axis(merged, order, axis=1)
-    from_p = order < w1
-    i = np.cumsum(from_p, axis=1) - from_p  # breakpoints of p strictly before
-    j = np.cumsum(~from_p, axis=1) - ~from_p
-    seg = np.diff(values, axis=1, prepend=0.0)
-    keep = seg > MIN_CELL_MASS
-    problem = np.broadcast_to(np.arange(N)[:, None], keep.shape)[keep]
-    return problem, i[keep], j[keep], seg[keep]
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    sizes = np.maximum((xptr[src + 1] - xptr[src]) + (yptr[dst + 1] - yptr[dst]) - 1, 0)
+    offsets = np.zeros(len(src) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    out_i = np.empty(int(offsets[-1]), dtype=np.int64)
+    out_j = np.empty(int(offsets[-1]), dtype=np.int64)
+    out_m = np.empty(int(offsets[-1]))
+    counts = np.zeros(len(src), dtype=np.int64)
+    _merge_rows(xptr, xidx, bx, src, yptr, yidx, by, dst, offsets, out_i, out_j, out_m, counts)
+    if int(counts.sum()) != len(out_m):  # drop the unused room of each slot
+        slot = np.repeat(np.arange(len(src)), sizes)
+        keep = np.arange(len(out_m)) - offsets[slot] < counts[slot]
+        out_i, out_j, out_m = out_i[keep], out_j[keep], out_m[keep]
+    kept = np.zeros(len(src) + 1, dtype=np.int64)
+    np.cumsum(counts, out=kept[1:])
+    return Cells.from_slots(kept, out_i, out_j, out_m)
+
+
+class CSRLaws:
+    """Histograms as the rows of a CSR matrix (sorted indices), with their breakpoints."""
+
+    def __init__(self, X) -> None:
+        X = sp.csr_matrix(X)
+        if not X.has_sorted_indices:
+            X = X.sorted_indices()
+        self.indptr = X.indptr.astype(np.int64)
+        self.indices = X.indices.astype(np.int64)
+        self.breakpoints = np.empty(X.nnz)
+        _csr_breakpoints(self.indptr, np.ascontiguousarray(X.data, dtype=np.float64), self.breakpoints)
+
+    @classmethod
+    def dense(cls, B: np.ndarray) -> "CSRLaws":
+        """Rows of a dense (N x k) array of *breakpoints* (all k atoms of every row kept)."""
+        self = cls.__new__(cls)
+        N, k = B.shape
+        self.indptr = np.arange(N + 1, dtype=np.int64) * k
+        self.indices = np.tile(np.arange(k, dtype=np.int64), N)
+        self.breakpoints = np.ascontiguousarray(B, dtype=np.float64).ravel()
+        return self
+
+
+def north_west_corner(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: np.ndarray) -> Cells:
+    """Entangled couplings, in index order, of the row pairs ``(X[src[k]], Y[dst[k]])``."""
+    lx = CSRLaws(X)
+    ly = lx if Y is X else CSRLaws(Y)
+    return merge_rows(lx.indptr, lx.indices, lx.breakpoints, src, ly.indptr, ly.indices, ly.breakpoints, dst)
 
 
 def entangled_cells(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: np.ndarray,
@@ -175,50 +336,35 @@ def entangled_cells(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: np
     dst = np.asarray(dst, dtype=np.int64)
     if shape is not None and len(shape) > 1:
         return _rosenblatt_cells(X, src, Y, dst, tuple(shape), chunk)
-    parts = []
-    for start in range(0, len(src), chunk):
-        s, d = src[start:start + chunk], dst[start:start + chunk]
-        ip, mp, _ = padded_rows(X, s)
-        iq, mq, _ = padded_rows(Y, d)
-        problem, i, j, mass = north_west_corner(mp, mq)
-        parts.append(Cells(problem + start, ip[problem, i], iq[problem, j], mass))
-    return Cells.concat(parts)
+    return north_west_corner(X, src, Y, dst)
 
 
 def _rosenblatt_cells(X, src, Y, dst, shape, chunk) -> Cells:
     """Chain-rule entangled couplings on a grid, one coordinate at a time."""
     parts = []
-    chunk = max(1, min(chunk, 5_000_000 // max(X.shape[1], 1)))  # bound the dense blocks
+    chunk = max(1, min(chunk, 2_000_000 // max(X.shape[1], 1)))  # bound the dense blocks
     for start in range(0, len(src), chunk):
-        P = np.asarray(X[src[start:start + chunk]].todense()).reshape((-1,) + shape)
-        Q = np.asarray(Y[dst[start:start + chunk]].todense()).reshape((-1,) + shape)
-        # Each live branch: (problem, prefix of x, prefix of y, mass so far).
-        problem = np.arange(P.shape[0])
-        px = np.zeros((P.shape[0], 0), dtype=np.int64)
-        py = np.zeros((P.shape[0], 0), dtype=np.int64)
-        mass = np.ones(P.shape[0])
-        for axis in range(len(shape)):
-            # Conditional law of coordinate `axis` given the prefix, per branch.
-            cond_p = _conditional(P, problem, px, axis)
-            cond_q = _conditional(Q, problem, py, axis)
-            k, i, j, m = north_west_corner(cond_p, cond_q)
-            problem, mass = problem[k], mass[k] * m
-            px = np.column_stack([px[k], i])
-            py = np.column_stack([py[k], j])
+        BP = rosenblatt_breakpoints(X[src[start:start + chunk]].toarray(), shape)
+        BQ = rosenblatt_breakpoints(Y[dst[start:start + chunk]].toarray(), shape)
+        # Each live branch: (problem, flat prefix of x, flat prefix of y, mass so far).
+        problem = np.arange(BP[0].shape[0])
+        px = np.zeros(len(problem), dtype=np.int64)
+        py = np.zeros(len(problem), dtype=np.int64)
+        mass = np.ones(len(problem))
+        for axis, size in enumerate(shape):
+            lp = CSRLaws.dense(BP[axis][problem, px])
+            lq = CSRLaws.dense(BQ[axis][problem, py])
+            branch = np.arange(len(problem))
+            step = merge_rows(lp.indptr, lp.indices, lp.breakpoints, branch,
+                              lq.indptr, lq.indices, lq.breakpoints, branch)
+            k = step.problem
+            problem, mass = problem[k], mass[k] * step.mass
+            px = px[k] * size + step.i
+            py = py[k] * size + step.j
             keep = mass > MIN_CELL_MASS
             problem, px, py, mass = problem[keep], px[keep], py[keep], mass[keep]
-        flat_x = np.ravel_multi_index(tuple(px.T), shape)
-        flat_y = np.ravel_multi_index(tuple(py.T), shape)
-        parts.append(Cells(problem + start, flat_x, flat_y, mass))
+        parts.append(Cells(problem + start, px, py, mass))
     return Cells.concat(parts)
-
-
-def _conditional(P: np.ndarray, problem: np.ndarray, prefix: np.ndarray, axis: int) -> np.ndarray:
-    """Law of coordinate ``axis`` given the first ``axis`` coordinates, per branch."""
-    block = P[(problem,) + tuple(prefix.T)]  # (branches, shape[axis], ...)
-    marginal = block.reshape(block.shape[0], block.shape[1], -1).sum(axis=2)
-    total = marginal.sum(axis=1, keepdims=True)
-    return marginal / np.where(total > 0, total, 1.0)
 
 
 def independent_cells(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: np.ndarray) -> Cells:

@@ -32,7 +32,7 @@ def ground_values(mdp: FiniteMDP, ground: Ground, s, a, t, b) -> np.ndarray:
         if ground == "policy":
             abar = mdp.mean_action
             return np.abs(abar[s] - abar[t]).sum(axis=-1)
-        raise InputError(f"--ground: unknown ground metric '{ground}' (use reward, policy or a file)")
+        raise InputError(f"unknown ground metric '{ground}' (use reward, policy or a file)", param="ground")
     m = mdp.n_actions
     return ground[s * m + a, t * m + b]
 
@@ -77,7 +77,7 @@ def load_ground(path: str | Path, mdp: FiniteMDP) -> np.ndarray:
     """Read a user ground metric from ``.npy``, ``.npz`` (key ``ground``) or ``.json``."""
     path = Path(path)
     if not path.exists():
-        raise InputError(f"--ground: '{path}' is neither reward, policy nor an existing file")
+        raise InputError(f"'{path}' is neither reward, policy nor an existing file", param="ground")
     suffix = path.suffix.lower()
     try:
         if suffix == ".npy":

@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import InputError
+from .fields import check_finite, check_keys, format_index, to_float_array, validate_discount
 from .files import atomic_write, atomic_write_bytes
 
 #: Rows of ``transitions`` and ``policy`` may be off by this much (and entries
@@ -37,7 +38,7 @@ REQUIRED = ("transitions", "rewards", "discount")
 
 @dataclass(frozen=True, eq=False)
 class FiniteMDP:
-    """A validated finite MDP (SPEC section 1).
+    """A validated finite MDP (``docs/operators.md``).
 
     Arrays are converted to float64; rows of ``transitions`` and ``policy`` that
     are within :data:`ROW_TOLERANCE` of a distribution are clipped at zero and
@@ -56,7 +57,7 @@ class FiniteMDP:
         P = _validate_transitions(self.transitions)
         n, m = P.shape[0], P.shape[1]
         R = _validate_matrix("rewards", self.rewards, (n, m), ("s", "a"))
-        c = _validate_discount(self.discount)
+        c = validate_discount(self.discount)
         pi = None if self.policy is None else _validate_policy(self.policy, n, m)
         if self.action_values is None:
             av = np.eye(m)
@@ -88,7 +89,7 @@ class FiniteMDP:
         """The MDP's name, or a description of its size."""
         return self.name or f"mdp[n={self.n_states}, m={self.n_actions}]"
 
-    # ------------------------------------------------------- derived (SPEC)
+    # ------------------------------------------- derived (docs/operators.md)
     def require_policy(self, purpose: str) -> np.ndarray:
         """Return the policy, or raise a clear error naming ``purpose``."""
         if self.policy is None:
@@ -126,7 +127,7 @@ class FiniteMDP:
 
     # ---------------------------------------------------------- conversion
     def to_dict(self) -> dict[str, Any]:
-        """The SPEC JSON form (lists of numbers), omitting unset optional fields."""
+        """The JSON form of the MDP file format (lists of numbers), omitting unset optional fields."""
         out: dict[str, Any] = {}
         if self.name is not None:
             out["name"] = self.name
@@ -148,63 +149,8 @@ class FiniteMDP:
 
 
 # --------------------------------------------------------------- validation
-def _index(names: tuple[str, ...], idx: tuple[int, ...]) -> str:
-    return ", ".join(f"{k}={int(i)}" for k, i in zip(names, idx))
-
-
-def _to_float_array(field: str, value: Any) -> np.ndarray:
-    """Convert to a float64 array, naming the first non-numeric or ragged entry."""
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind not in "biuf":
-            raise InputError(f"{field}: expected numbers, got an array of dtype {value.dtype}")
-        return value.astype(np.float64)
-    _check_nested(field, value, [])
-    try:
-        return np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:  # pragma: no cover - _check_nested catches these
-        raise InputError(f"{field}: not a rectangular array of numbers ({exc})") from None
-
-
-def _check_nested(field: str, value: Any, path: list[int]) -> None:
-    """Check nested lists are a rectangular array of numbers, naming the first bad entry.
-
-    The expected shape is read along the first entries; every other list must match it.
-    """
-    shape: list[int] = []
-    probe = value
-    while isinstance(probe, list | tuple):
-        shape.append(len(probe))
-        probe = probe[0] if len(probe) else None
-    _walk(field, value, path, shape)
-
-
-def _walk(field: str, value: Any, path: list[int], shape: list[int]) -> None:
-    where = field + "".join(f"[{i}]" for i in path)
-    depth = len(path)
-    if isinstance(value, list | tuple):
-        if depth >= len(shape):
-            raise InputError(f"{where}: expected a number, got a list (ragged array)")
-        if len(value) != shape[depth]:
-            raise InputError(f"{where}: has length {len(value)}, expected {shape[depth]} (ragged array)")
-        for i, item in enumerate(value):
-            _walk(field, item, path + [i], shape)
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
-        text = json.dumps(value)[:40] if isinstance(value, str | dict | type(None)) else type(value).__name__
-        raise InputError(f"{where}: expected a number, got {text}")
-    if depth < len(shape):
-        raise InputError(f"{where}: expected a list of length {shape[depth]}, got a number (ragged array)")
-
-
-def _check_finite(field: str, array: np.ndarray, names: tuple[str, ...]) -> None:
-    bad = np.argwhere(~np.isfinite(array))
-    if len(bad):
-        idx = tuple(bad[0])
-        raise InputError(f"{field}[{_index(names, idx)}] is not finite ({array[idx]})")
-
-
 def _validate_transitions(value: Any) -> np.ndarray:
-    P = _to_float_array("transitions", value)
+    P = to_float_array("transitions", value)
     if P.ndim != 3:
         raise InputError(f"transitions: expected a 3-D array of shape (n, m, n), got shape {P.shape}")
     n, m, n2 = P.shape
@@ -213,7 +159,7 @@ def _validate_transitions(value: Any) -> np.ndarray:
     if n2 != n:
         raise InputError(f"transitions: shape {P.shape} must be (n, m, n); "
                          f"the last axis has {n2} entries but there are {n} states")
-    _check_finite("transitions", P, ("s", "a", "s'"))
+    check_finite("transitions", P, ("s", "a", "s'"))
     return _check_distributions("transitions", P, ("s", "a", "s'"))
 
 
@@ -221,12 +167,12 @@ def _check_distributions(field: str, X: np.ndarray, names: tuple[str, ...]) -> n
     neg = np.argwhere(X < -ROW_TOLERANCE)
     if len(neg):
         idx = tuple(neg[0])
-        raise InputError(f"{field}[{_index(names, idx)}] = {X[idx]:.6g} is negative")
+        raise InputError(f"{field}[{format_index(names, idx)}] = {X[idx]:.6g} is negative")
     sums = X.sum(axis=-1)
     off = np.argwhere(np.abs(sums - 1.0) > ROW_TOLERANCE)
     if len(off):
         idx = tuple(off[0])
-        raise InputError(f"{field}[{_index(names[:-1], idx)}] sums to {sums[idx]:.12g}, "
+        raise InputError(f"{field}[{format_index(names[:-1], idx)}] sums to {sums[idx]:.12g}, "
                          f"not 1 (tolerance {ROW_TOLERANCE:g})")
     return _clean_rows(X)
 
@@ -238,11 +184,11 @@ def _clean_rows(X: np.ndarray) -> np.ndarray:
 
 
 def _validate_matrix(field: str, value: Any, shape: tuple[int, ...], names: tuple[str, ...]) -> np.ndarray:
-    X = _to_float_array(field, value)
+    X = to_float_array(field, value)
     if X.shape != shape:
         dims = ", ".join(names)
         raise InputError(f"{field}: expected shape ({dims}) = {shape}, got {X.shape}")
-    _check_finite(field, X, names)
+    check_finite(field, X, names)
     return X
 
 
@@ -251,24 +197,13 @@ def _validate_policy(value: Any, n: int, m: int) -> np.ndarray:
     return _check_distributions("policy", pi, ("s", "a"))
 
 
-def _validate_discount(value: Any) -> float:
-    if isinstance(value, np.ndarray) and value.shape == ():
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
-        raise InputError(f"discount: expected a number, got {json.dumps(value) if not isinstance(value, np.ndarray) else 'an array'}"[:120])
-    c = float(value)
-    if not math.isfinite(c) or not 0.0 <= c < 1.0:
-        raise InputError(f"discount = {c} must satisfy 0 <= discount < 1")
-    return c
-
-
 def _validate_action_values(value: Any, m: int) -> np.ndarray:
-    av = _to_float_array("action_values", value)
+    av = to_float_array("action_values", value)
     if av.ndim == 1:
         av = av[:, None]
     if av.ndim != 2 or av.shape[0] != m or av.shape[1] == 0:
         raise InputError(f"action_values: expected shape (m, k) with m = {m} actions, got {av.shape}")
-    _check_finite("action_values", av, ("a", "k"))
+    check_finite("action_values", av, ("a", "k"))
     return av
 
 
@@ -289,16 +224,11 @@ def _validate_state_shape(value: Any, n: int) -> tuple[int, ...]:
 
 # ------------------------------------------------------------------- files
 def mdp_from_dict(data: Any, source: str = "input") -> FiniteMDP:
-    """Build a validated MDP from the SPEC's JSON object (a dict)."""
+    """Build a validated MDP from the file format's JSON object (a dict; docs/cli.md)."""
     if not isinstance(data, dict):
         raise InputError(f"{source}: expected a JSON object with fields {', '.join(REQUIRED)}, "
                          f"got {type(data).__name__}")
-    unknown = sorted(set(data) - set(FIELDS))
-    if unknown:
-        raise InputError(f"{source}: unknown field '{unknown[0]}' (allowed: {', '.join(FIELDS)})")
-    for field in REQUIRED:
-        if field not in data:
-            raise InputError(f"{source}: missing field '{field}'")
+    check_keys(data, FIELDS, REQUIRED, source)
     name = data.get("name")
     if isinstance(name, np.ndarray):
         name = str(name.item()) if name.shape == () else name

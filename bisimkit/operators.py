@@ -1,4 +1,4 @@
-"""The bisimulation operators of SPEC section 1, in three computable forms.
+"""The bisimulation operators of ``docs/operators.md``, in three computable forms.
 
 * :class:`TransportTerms` for the operators built on optimal transport
   (bisim, pi, psm, dbc, dbc-sampled, eps, eps-avg)::
@@ -29,7 +29,6 @@ from .mdp import FiniteMDP
 from .pairs import PairSpace
 from .pseudometric import triangle_holds
 from .compiled import eps_bar_matrix, pair_system_from_slots
-from .simplex import HAVE_NUMBA
 from .transport import WarmStarts, optimal_transport
 
 
@@ -89,7 +88,8 @@ def operator_info(name: str) -> OperatorInfo:
     try:
         return OPERATORS[name]
     except (KeyError, TypeError):
-        raise InputError(f"--metric: unknown metric '{name}' (choose from {', '.join(METRIC_NAMES)})") from None
+        raise InputError(f"unknown metric '{name}' (choose from {', '.join(METRIC_NAMES)})",
+                         param="metric") from None
 
 
 # --------------------------------------------------------------- transport
@@ -176,8 +176,13 @@ def _policy_averaged_terms(mdp: FiniteMDP, pairs: PairSpace, const: np.ndarray, 
 
 def policy_cells(mdp: FiniteMDP, pairs: PairSpace) -> Cells:
     """Entangled couplings ge of pi(s) and pi(t) for every pair (cells over actions)."""
+    return action_cells(mdp, pairs.s, pairs.t)
+
+
+def action_cells(mdp: FiniteMDP, s: np.ndarray, t: np.ndarray) -> Cells:
+    """Entangled couplings of pi(s[k]) and pi(t[k]) (problem k; cells over actions)."""
     pi = sp.csr_matrix(mdp.require_policy("the entangled policy coupling"))
-    return entangled_cells(pi, pairs.s, pi, pairs.t)
+    return entangled_cells(pi, s, pi, t)
 
 
 def transport_terms(mdp: FiniteMDP, name: str, ground: Ground = "reward", pairs: PairSpace | None = None,
@@ -283,7 +288,7 @@ def pair_system(pairs: PairSpace, row_pair: np.ndarray, row_weight: np.ndarray,
     when the pair space has no diagonal (d(s, s) = 0 there), and so are empty cells.
     Duplicates are left in: the product T @ x adds them up, and summing them costs a sort.
     """
-    if HAVE_NUMBA and cells.offsets is not None and len(cells) >= COMPILED_PAIR_SYSTEM_CELLS:
+    if cells.offsets is not None and len(cells) >= COMPILED_PAIR_SYSTEM_CELLS:
         return pair_system_from_slots(cells.offsets, cells.i, cells.j, cells.mass, row_pair, row_weight,
                                       pairs.index, len(pairs))
     col = pairs.index[cells.i, cells.j]
@@ -301,9 +306,36 @@ def csr_from_triplets(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n: i
     return sp.csr_matrix((vals[order], cols[order], indptr), shape=(n, n))
 
 
-def _eps_bar_parts(mdp: FiniteMDP, ground: Ground, pairs: PairSpace) -> tuple[Cells, np.ndarray, Cells]:
-    """Entangled action cells ge, the constant b = sum ge G per pair, and the
-    entangled next-state cells of every action pair (problem = index into ge)."""
+@dataclass
+class EntangledParts:
+    """The pieces of eps-bar on a pair space (Bertran et al. 2022, Thm. 4.5).
+
+    ``actions``: entangled couplings ge of pi(s), pi(t) per pair (problem = pair);
+    ``ground``: G(s, a, t, a') on each action cell; ``constant``: ``b = sum ge G``
+    per pair; ``next_states``: entangled couplings of P(s, a), P(t, a') per action
+    cell (problem = index into ``actions``). One sample of the entangled estimator is
+    an action cell with one of its next-state cells.
+    """
+
+    actions: Cells
+    ground: np.ndarray
+    constant: np.ndarray
+    next_states: Cells
+
+    def samples(self, discount: float, d: np.ndarray) -> np.ndarray:
+        """``G + c d(s+, t+)`` for every (action cell, next-state cell) sample."""
+        return self.ground[self.next_states.problem] + discount * d[self.next_states.i, self.next_states.j]
+
+    def apply(self, discount: float, d: np.ndarray) -> np.ndarray:
+        """eps-bar applied to the dense distance ``d``, per pair (the expectation of the samples)."""
+        ge, nxt = self.actions, self.next_states
+        w = ge.mass[nxt.problem] * nxt.mass * d[nxt.i, nxt.j]
+        return self.constant + discount * np.bincount(ge.problem[nxt.problem], weights=w,
+                                                      minlength=len(self.constant))
+
+
+def entangled_parts(mdp: FiniteMDP, ground: Ground, pairs: PairSpace) -> EntangledParts:
+    """The entangled action and next-state couplings of eps-bar on ``pairs``, with the ground terms."""
     m = mdp.n_actions
     ge = policy_cells(mdp, pairs)
     s, t = pairs.s[ge.problem], pairs.t[ge.problem]
@@ -311,26 +343,39 @@ def _eps_bar_parts(mdp: FiniteMDP, ground: Ground, pairs: PairSpace) -> tuple[Ce
     b = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(pairs))
     P = mdp.transition_rows
     cells = entangled_cells(P, s * m + ge.i, P, t * m + ge.j, shape=mdp.state_shape)
-    return ge, b, cells
+    return EntangledParts(ge, G, b, cells)
+
+
+def entangled_ground_mean(mdp: FiniteMDP, ground: Ground, s: np.ndarray, t: np.ndarray,
+                          chunk: int = 1_000_000) -> np.ndarray:
+    """``sum_{a, a'} ge(a, a') G(s, a, t, a')`` for the pairs ``(s[k], t[k])``, in chunks."""
+    out = np.empty(len(s))
+    for start in range(0, len(s), chunk):
+        S, T = s[start:start + chunk], t[start:start + chunk]
+        ge = action_cells(mdp, S, T)
+        G = ground_values(mdp, ground, S[ge.problem], ge.i, T[ge.problem], ge.j)
+        out[start:start + chunk] = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(S))
+    return out
 
 
 def eps_bar_form(mdp: FiniteMDP, ground: Ground = "reward", pairs: PairSpace | None = None) -> PairLinearForm:
     """The linear form of eps-bar: entangled couplings of actions and of next states.
 
     On the default pairs (s < t) the diagonal is taken as 0; on a pair space with
-    the diagonal, T keeps the cells that land on it.
+    the diagonal, T keeps the cells that land on it. From
+    :data:`COMPILED_EPS_BAR_PAIRS` pairs on (1-D state spaces), T is assembled pair
+    by pair in compiled code without intermediate cells; the matrix is the same.
     """
     pairs = default_pairs(mdp, "eps-bar") if pairs is None else pairs
     one_dimensional = mdp.state_shape is None or len(mdp.state_shape) == 1
-    if HAVE_NUMBA and one_dimensional and len(pairs) >= COMPILED_EPS_BAR_PAIRS:  # pair by pair, compiled
-        pi = mdp.require_policy("eps-bar")
-        abar = mdp.mean_action if isinstance(ground, str) and ground == "policy" else None
-        b, T = eps_bar_matrix(pairs.s, pairs.t, pairs.index, pi, mdp.transition_rows, ground, mdp.rewards,
-                              abar, len(pairs))
+    if one_dimensional and len(pairs) >= COMPILED_EPS_BAR_PAIRS:
+        b = entangled_ground_mean(mdp, ground, pairs.s, pairs.t)
+        T = eps_bar_matrix(pairs.s, pairs.t, pairs.index, mdp.require_policy("eps-bar"), mdp.transition_rows,
+                           mdp.n_actions, len(pairs))
         return PairLinearForm(pairs, b, T, mdp.discount)
-    ge, b, cells = _eps_bar_parts(mdp, ground, pairs)
-    T = pair_system(pairs, ge.problem, ge.mass, cells, len(ge))
-    return PairLinearForm(pairs, b, T, mdp.discount)
+    parts = entangled_parts(mdp, ground, pairs)
+    T = pair_system(pairs, parts.actions.problem, parts.actions.mass, parts.next_states, len(parts.actions))
+    return PairLinearForm(pairs, parts.constant, T, mdp.discount)
 
 
 # ---------------------------------------------------------------- dispatch
@@ -346,11 +391,11 @@ def operator_form(mdp: FiniteMDP, name: str, ground: Ground = "reward", pairs: P
         return stein_form(mdp, name)
     if info.form == "pair-linear":
         return eps_bar_form(mdp, ground, pairs)
-    raise InputError(f"--metric: '{name}' is derived from another fixed point and is not an operator")
+    raise InputError(f"'{name}' is derived from another fixed point and is not an operator", param="metric")
 
 
 def apply_operator(mdp: FiniteMDP, name: str, d: np.ndarray, ground: Ground = "reward") -> np.ndarray:
-    """``F(d)`` as a dense n x n matrix, diagonal included, for any operator of the SPEC table.
+    """``F(d)`` as a dense n x n matrix, diagonal included, for any operator of the table in docs/operators.md.
 
     ``d`` must be a symmetric n x n matrix (every operator maps symmetric to symmetric).
     """
@@ -377,9 +422,7 @@ def diagonal_values(mdp: FiniteMDP, name: str, D: np.ndarray, ground: Ground = "
     pairs = PairSpace.diagonal_only(mdp.n_states)
     info = operator_info(name)
     if info.form == "pair-linear":
-        ge, b, cells = _eps_bar_parts(mdp, ground, pairs)
-        w = ge.mass[cells.problem] * cells.mass * D[cells.i, cells.j]
-        return b + mdp.discount * np.bincount(ge.problem[cells.problem], weights=w, minlength=len(pairs))
+        return entangled_parts(mdp, ground, pairs).apply(mdp.discount, D)
     form = operator_form(mdp, name, ground, pairs, zero_diagonal=True)
     if isinstance(form, SteinForm):
         return np.diag(form.apply(D))

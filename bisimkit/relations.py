@@ -128,7 +128,7 @@ def ground_classes(mdp: FiniteMDP, ground: Ground, atol: float = 1e-9) -> np.nda
             return cluster_values(mdp.rewards.ravel(), atol).reshape(n, m)
         if ground == "policy":
             return np.repeat(cluster_rows(mdp.mean_action, atol)[:, None], m, axis=1)
-        raise InputError(f"--ground: unknown ground metric '{ground}'")
+        raise InputError(f"unknown ground metric '{ground}'", param="ground")
     _, ids = connected_components(sp.csr_matrix(np.asarray(ground) <= atol), directed=False)
     return ids.reshape(n, m)
 
@@ -137,7 +137,7 @@ def eps_relation_labels(mdp: FiniteMDP, ground: Ground = "reward", atol: float =
                         reading: str = "class-mass") -> np.ndarray:
     """Block labels of the largest entangled bisimulation relation E_eps.
 
-    ``reading="class-mass"`` (SPEC): P(s,a) and P(t,a') have equal masses on
+    ``reading="class-mass"`` (the default, docs/relations.md): P(s,a) and P(t,a') have equal masses on
     every block; ``reading="literal"``: P(s,a) = P(t,a') exactly.
     """
     if reading not in ("class-mass", "literal"):
@@ -185,7 +185,7 @@ def relation_labels(mdp: FiniteMDP, kind: str, ground: Ground = "reward", atol: 
         return psm_relation_labels(mdp, atol)
     if kind == "eps":
         return eps_relation_labels(mdp, ground, atol)
-    raise InputError(f"--kind: unknown relation '{kind}' (choose from {', '.join(RELATION_KINDS)})")
+    raise InputError(f"unknown relation '{kind}' (choose from {', '.join(RELATION_KINDS)})", param="kind")
 
 
 def relation_blocks(mdp: FiniteMDP, kind: str, ground: Ground = "reward", atol: float = 1e-9) -> list[list[int]]:

@@ -24,6 +24,7 @@ as (row, column) pairs.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit, prange
 
 #: Flows below this are rounding crumbs of exact zeros; they are set to 0. Left in,
 #: a 1e-17 flow on a unit-cost cell would add 3e-9 to a W2 value through the square root.
@@ -33,375 +34,373 @@ PARALLEL_MIN_PROBLEMS = 50_000
 #: Bases are stored as (row, column) pairs of this type (supports stay below 32768 atoms).
 BASIS_DTYPE = np.int16
 
-try:  # numba is a dependency, but keep the package importable without it
-    from numba import njit, prange
 
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - exercised only without numba
-    HAVE_NUMBA = False
+@njit(cache=True, nogil=True)
+def _add_edge(e, i, j, k, er, ec, adj, deg):
+    er[e] = i
+    ec[e] = j
+    adj[i, deg[i]] = e
+    deg[i] += 1
+    adj[k + j, deg[k + j]] = e
+    deg[k + j] += 1
 
 
-if HAVE_NUMBA:
+@njit(cache=True, nogil=True)
+def _remove_from(node, e, adj, deg):
+    for x in range(deg[node]):
+        if adj[node, x] == e:
+            deg[node] -= 1
+            adj[node, x] = adj[node, deg[node]]
+            return
 
-    @njit(cache=True, nogil=True)
-    def _add_edge(e, i, j, k, er, ec, adj, deg):
-        er[e] = i
-        ec[e] = j
-        adj[i, deg[i]] = e
-        deg[i] += 1
-        adj[k + j, deg[k + j]] = e
-        deg[k + j] += 1
 
-    @njit(cache=True, nogil=True)
-    def _remove_from(node, e, adj, deg):
-        for x in range(deg[node]):
-            if adj[node, x] == e:
-                deg[node] -= 1
-                adj[node, x] = adj[node, deg[node]]
-                return
+@njit(cache=True, nogil=True)
+def _find(parent, x):
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
 
-    @njit(cache=True, nogil=True)
-    def _find(parent, x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
 
-    @njit(cache=True, nogil=True)
-    def _greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg):
-        """Least-cost start: fill cells in increasing cost, then join the forest
-        into a spanning tree with zero-flow cells. Returns False on failure."""
-        n = k + l
-        order = np.argsort(C[:k, :l].ravel())
-        rs = a[:k].copy()
-        rd = b[:l].copy()
-        uf = np.arange(n)
-        edges = 0
-        for idx in order:
-            i = idx // l
-            j = idx % l
-            if rs[i] > FLOW_EPS and rd[j] > FLOW_EPS:
-                ri = _find(uf, i)
-                rj = _find(uf, k + j)
-                if ri == rj:
-                    return False  # would close a cycle (should not happen)
-                f = rs[i] if rs[i] < rd[j] else rd[j]
-                flow[i, j] = f
-                rs[i] -= f
-                rd[j] -= f
-                uf[ri] = rj
-                _add_edge(edges, i, j, k, er, ec, adj, deg)
-                edges += 1
-        for idx in order:
-            if edges == n - 1:
-                break
-            i = idx // l
-            j = idx % l
-            ri = _find(uf, i)
-            rj = _find(uf, k + j)
-            if ri != rj:
-                uf[ri] = rj
-                _add_edge(edges, i, j, k, er, ec, adj, deg)
-                edges += 1
-        return edges == n - 1
+@njit(cache=True, nogil=True)
+def _join(parent, x, y):
+    """Union-find: merge the sets of x and y; False when they were one set already."""
+    rx = _find(parent, x)
+    ry = _find(parent, y)
+    if rx == ry:
+        return False
+    parent[rx] = ry
+    return True
 
-    @njit(cache=True, nogil=True)
-    def _warm_basis(a, b, k, l, flow, er, ec, adj, deg, br, bc):
-        """Flows of a given spanning tree by peeling leaves. Returns False if the
-        cells are not a spanning tree or give negative flows."""
-        n = k + l
-        for e in range(n - 1):
-            i = br[e]
-            j = bc[e]
-            if i < 0 or i >= k or j < 0 or j >= l:
-                return False
-            _add_edge(e, i, j, k, er, ec, adj, deg)
-        rs = a[:k].copy()
-        rd = b[:l].copy()
-        left = deg.copy()
-        done = np.zeros(n - 1, dtype=np.bool_)
-        stack = np.empty(n, dtype=np.int64)
-        top = 0
-        for v in range(n):
-            if left[v] == 1:
-                stack[top] = v
-                top += 1
-        assigned = 0
-        while top > 0:
-            top -= 1
-            v = stack[top]
-            if left[v] != 1:
-                continue
-            e = -1
-            for x in range(deg[v]):
-                if not done[adj[v, x]]:
-                    e = adj[v, x]
-                    break
-            if e < 0:
-                continue
-            i = er[e]
-            j = ec[e]
-            f = rs[i] if v < k else rd[j]
-            if f < -1e-12:
-                return False
-            if f < 0.0:
-                f = 0.0
+
+@njit(cache=True, nogil=True)
+def _greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg):
+    """Least-cost start: fill cells in increasing cost, then join the forest
+    into a spanning tree with zero-flow cells. Returns False on failure."""
+    n = k + l
+    order = np.argsort(C[:k, :l].ravel())
+    rs = a[:k].copy()
+    rd = b[:l].copy()
+    uf = np.arange(n)
+    edges = 0
+    for idx in order:
+        i = idx // l
+        j = idx % l
+        if rs[i] > FLOW_EPS and rd[j] > FLOW_EPS:
+            if not _join(uf, i, k + j):
+                return False  # would close a cycle (should not happen)
+            f = rs[i] if rs[i] < rd[j] else rd[j]
             flow[i, j] = f
             rs[i] -= f
             rd[j] -= f
-            done[e] = True
-            assigned += 1
-            left[i] -= 1
-            left[k + j] -= 1
-            for w in (i, k + j):
-                if left[w] == 1:
-                    stack[top] = w
-                    top += 1
-        return assigned == n - 1
+            _add_edge(edges, i, j, k, er, ec, adj, deg)
+            edges += 1
+    for idx in order:
+        if edges == n - 1:
+            break
+        i = idx // l
+        j = idx % l
+        if _join(uf, i, k + j):
+            _add_edge(edges, i, j, k, er, ec, adj, deg)
+            edges += 1
+    return edges == n - 1
 
-    @njit(cache=True, nogil=True)
-    def _solve_one(a, b, C, k, l, flow, br, bc, warm):
-        """Optimal flow into ``flow[:k, :l]``; the final basis into ``br, bc``.
-        Returns (cost, ok, pivots)."""
-        n = k + l
+
+@njit(cache=True, nogil=True)
+def _warm_basis(a, b, k, l, flow, er, ec, adj, deg, br, bc):
+    """Flows of a given spanning tree by peeling leaves. Returns False if the
+    cells are not a spanning tree or give negative flows."""
+    n = k + l
+    for e in range(n - 1):
+        i = br[e]
+        j = bc[e]
+        if i < 0 or i >= k or j < 0 or j >= l:
+            return False
+        _add_edge(e, i, j, k, er, ec, adj, deg)
+    rs = a[:k].copy()
+    rd = b[:l].copy()
+    left = deg.copy()
+    done = np.zeros(n - 1, dtype=np.bool_)
+    stack = np.empty(n, dtype=np.int64)
+    top = 0
+    for v in range(n):
+        if left[v] == 1:
+            stack[top] = v
+            top += 1
+    assigned = 0
+    while top > 0:
+        top -= 1
+        v = stack[top]
+        if left[v] != 1:
+            continue
+        e = -1
+        for x in range(deg[v]):
+            if not done[adj[v, x]]:
+                e = adj[v, x]
+                break
+        if e < 0:
+            continue
+        i = er[e]
+        j = ec[e]
+        f = rs[i] if v < k else rd[j]
+        if f < -1e-12:
+            return False
+        if f < 0.0:
+            f = 0.0
+        flow[i, j] = f
+        rs[i] -= f
+        rd[j] -= f
+        done[e] = True
+        assigned += 1
+        left[i] -= 1
+        left[k + j] -= 1
+        for w in (i, k + j):
+            if left[w] == 1:
+                stack[top] = w
+                top += 1
+    return assigned == n - 1
+
+
+@njit(cache=True, nogil=True)
+def _smallest_even_flow(path, length, flow, er, ec, theta, leave):
+    """The smallest flow on the even-numbered edges of ``path[:length]`` (the edges whose
+    flow the pivot decreases), starting from ``(theta, leave)``; returns ``(flow, edge)``."""
+    for t in range(0, length, 2):
+        e = path[t]
+        f = flow[er[e], ec[e]]
+        if f < theta:
+            theta = f
+            leave = e
+    return theta, leave
+
+
+@njit(cache=True, nogil=True)
+def _solve_one(a, b, C, k, l, flow, br, bc, warm):
+    """Optimal flow into ``flow[:k, :l]``; the final basis into ``br, bc``.
+    Returns (cost, ok, pivots)."""
+    n = k + l
+    for i in range(k):
+        for j in range(l):
+            flow[i, j] = 0.0
+    maxdeg = k if k > l else l
+    adj = np.empty((n, maxdeg), dtype=np.int64)
+    deg = np.zeros(n, dtype=np.int64)
+    er = np.empty(n - 1, dtype=np.int64)
+    ec = np.empty(n - 1, dtype=np.int64)
+    started = False
+    if warm:
+        started = _warm_basis(a, b, k, l, flow, er, ec, adj, deg, br, bc)
+    if not started:
         for i in range(k):
             for j in range(l):
                 flow[i, j] = 0.0
-        maxdeg = k if k > l else l
-        adj = np.empty((n, maxdeg), dtype=np.int64)
-        deg = np.zeros(n, dtype=np.int64)
-        er = np.empty(n - 1, dtype=np.int64)
-        ec = np.empty(n - 1, dtype=np.int64)
-        started = False
-        if warm:
-            started = _warm_basis(a, b, k, l, flow, er, ec, adj, deg, br, bc)
-        if not started:
-            for i in range(k):
-                for j in range(l):
-                    flow[i, j] = 0.0
-            deg[:] = 0
-            started = _greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg)
-        if not started:
-            return 0.0, False, 0
-        scale = 0.0
-        for i in range(k):
-            for j in range(l):
-                if abs(C[i, j]) > scale:
-                    scale = abs(C[i, j])
-        eps = 1e-12 * (1.0 + scale)
-        pot = np.empty(n)
-        parent_edge = np.empty(n, dtype=np.int64)
-        depth = np.empty(n, dtype=np.int64)
-        stack = np.empty(n, dtype=np.int64)
-        side = np.empty(n, dtype=np.int64)
-        cycle = np.empty(n, dtype=np.int64)
-        bland_after = 50 * n
-        total = k * l
-        block = max(int(np.sqrt(total)), 8)
-        pi_ = 0  # pricing position (row, column), kept across pivots
-        pj_ = 0
-        ok = False
-        pivots = 0
-        for pivot in range(5000 * n):
-            # Potentials u (rows) and v (columns, stored negated-free) with u_0 = 0:
-            # C[i, j] = u_i + v_j on tree cells; DFS from row 0.
-            for v in range(n):
-                depth[v] = -1
-            pot[0] = 0.0
-            depth[0] = 0
-            parent_edge[0] = -1
-            stack[0] = 0
-            top = 1
-            while top > 0:
-                top -= 1
-                v = stack[top]
-                for x in range(deg[v]):
-                    e = adj[v, x]
-                    w = k + ec[e] if v < k else er[e]
-                    if depth[w] < 0:
-                        depth[w] = depth[v] + 1
-                        parent_edge[w] = e
-                        pot[w] = C[er[e], ec[e]] - pot[v]
-                        stack[top] = w
-                        top += 1
-            # Block search pricing: scan blocks of cells round-robin from where the
-            # last scan stopped; enter the most negative cell of the first block
-            # that has one. A full pass without one proves optimality.
-            ei = -1
-            ej = -1
-            best = -eps
-            first = pivot >= bland_after
-            count = 0
-            for _ in range(total):
-                r = C[pi_, pj_] - pot[pi_] - pot[k + pj_]
-                if r < best:
-                    best = r
-                    ei = pi_
-                    ej = pj_
-                pj_ += 1
-                if pj_ == l:
-                    pj_ = 0
-                    pi_ += 1
-                    if pi_ == k:
-                        pi_ = 0
-                count += 1
-                if ei >= 0 and (first or count >= block):
-                    break
-                if count >= block:
-                    count = 0
-            if ei < 0:
-                ok = True
+        deg[:] = 0
+        started = _greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg)
+    if not started:
+        return 0.0, False, 0
+    scale = 0.0
+    for i in range(k):
+        for j in range(l):
+            if abs(C[i, j]) > scale:
+                scale = abs(C[i, j])
+    eps = 1e-12 * (1.0 + scale)
+    pot = np.empty(n)
+    parent_edge = np.empty(n, dtype=np.int64)
+    depth = np.empty(n, dtype=np.int64)
+    stack = np.empty(n, dtype=np.int64)
+    side = np.empty(n, dtype=np.int64)
+    cycle = np.empty(n, dtype=np.int64)
+    bland_after = 50 * n
+    total = k * l
+    block = max(int(np.sqrt(total)), 8)
+    pi_ = 0  # pricing position (row, column), kept across pivots
+    pj_ = 0
+    ok = False
+    pivots = 0
+    for pivot in range(5000 * n):
+        # Potentials u (rows) and v (columns, stored negated-free) with u_0 = 0:
+        # C[i, j] = u_i + v_j on tree cells; DFS from row 0.
+        for v in range(n):
+            depth[v] = -1
+        pot[0] = 0.0
+        depth[0] = 0
+        parent_edge[0] = -1
+        stack[0] = 0
+        top = 1
+        while top > 0:
+            top -= 1
+            v = stack[top]
+            for x in range(deg[v]):
+                e = adj[v, x]
+                w = k + ec[e] if v < k else er[e]
+                if depth[w] < 0:
+                    depth[w] = depth[v] + 1
+                    parent_edge[w] = e
+                    pot[w] = C[er[e], ec[e]] - pot[v]
+                    stack[top] = w
+                    top += 1
+        # Block search pricing: scan blocks of cells round-robin from where the
+        # last scan stopped; enter the most negative cell of the first block
+        # that has one. A full pass without one proves optimality.
+        ei = -1
+        ej = -1
+        best = -eps
+        first = pivot >= bland_after
+        count = 0
+        for _ in range(total):
+            r = C[pi_, pj_] - pot[pi_] - pot[k + pj_]
+            if r < best:
+                best = r
+                ei = pi_
+                ej = pj_
+            pj_ += 1
+            if pj_ == l:
+                pj_ = 0
+                pi_ += 1
+                if pi_ == k:
+                    pi_ = 0
+            count += 1
+            if ei >= 0 and (first or count >= block):
                 break
-            pivots += 1
-            # Cycle: entering cell (+), then the tree path from column ej back to row ei.
-            u = ei
-            w = k + ej
-            nu = 0  # edges on u's side, from u upward
-            nw = 0  # edges on w's side, from w upward
-            while u != w:
-                if depth[u] >= depth[w]:
-                    cycle[nu] = parent_edge[u]
-                    side[nu] = 0
-                    nu += 1
-                    e = parent_edge[u]
-                    u = k + ec[e] if u < k else er[e]
-                else:
-                    stack[nw] = parent_edge[w]
-                    nw += 1
-                    e = parent_edge[w]
-                    w = k + ec[e] if w < k else er[e]
-            # Signs: the t-th edge from either end is - for even t, + for odd t.
-            theta = np.inf
-            leave = -1
-            for t in range(nw):
-                if t % 2 == 0:
-                    e = stack[t]
-                    f = flow[er[e], ec[e]]
-                    if f < theta:
-                        theta = f
-                        leave = e
-            for t in range(nu):
-                if t % 2 == 0:
-                    e = cycle[t]
-                    f = flow[er[e], ec[e]]
-                    if f < theta:
-                        theta = f
-                        leave = e
-            if theta < 0.0:
-                theta = 0.0
-            for t in range(nw):
-                e = stack[t]
-                flow[er[e], ec[e]] += -theta if t % 2 == 0 else theta
-            for t in range(nu):
-                e = cycle[t]
-                flow[er[e], ec[e]] += -theta if t % 2 == 0 else theta
-            flow[ei, ej] += theta
-            li = er[leave]
-            lj = ec[leave]
-            flow[li, lj] = 0.0
-            _remove_from(li, leave, adj, deg)
-            _remove_from(k + lj, leave, adj, deg)
-            _add_edge(leave, ei, ej, k, er, ec, adj, deg)
-        cost = 0.0
-        for i in range(k):
-            for j in range(l):
-                if flow[i, j] < FLOW_EPS:  # rounding crumbs (and exact-zero degenerate cells)
-                    flow[i, j] = 0.0
-                cost += flow[i, j] * C[i, j]
-        for e in range(n - 1):
-            br[e] = er[e]
-            bc[e] = ec[e]
-        return cost, ok, pivots
-
-    @njit(cache=True, nogil=True)
-    def _basis_from_flow(flow, C, k, l, br, bc):
-        """A spanning-tree basis containing the positive cells of a basic plan,
-        joined with cheapest zero cells. Returns False if the plan has a cycle."""
-        n = k + l
-        uf = np.arange(n)
-        edges = 0
-        for i in range(k):
-            for j in range(l):
-                if flow[i, j] > 0.0:
-                    ri = _find(uf, i)
-                    rj = _find(uf, k + j)
-                    if ri == rj or edges == n - 1:
-                        return False
-                    uf[ri] = rj
-                    br[edges] = i
-                    bc[edges] = j
-                    edges += 1
-        if edges < n - 1:
-            order = np.argsort(C[:k, :l].ravel())
-            for idx in order:
-                i = idx // l
-                j = idx % l
-                ri = _find(uf, i)
-                rj = _find(uf, k + j)
-                if ri != rj:
-                    uf[ri] = rj
-                    br[edges] = i
-                    bc[edges] = j
-                    edges += 1
-                    if edges == n - 1:
-                        break
-        return edges == n - 1
-
-    @njit(cache=True, parallel=True)
-    def _bases_from_flows(flows, C, k, l, basis, off, ok):
-        for p in prange(flows.shape[0]):
-            lo = off[p]
-            hi = off[p] + k[p] + l[p] - 1
-            ok[p] = _basis_from_flow(flows[p], C[p], k[p], l[p], basis[lo:hi, 0], basis[lo:hi, 1])
-
-    @njit(cache=True, parallel=True)
-    def _solve_batch(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm):
-        for p in prange(a.shape[0]):
-            lo = off[p]
-            hi = off[p] + k[p] + l[p] - 1
-            cost, good, piv = _solve_one(a[p], b[p], C[p], k[p], l[p], flows[p],
-                                         basis[lo:hi, 0], basis[lo:hi, 1], warm[p])
-            costs[p] = cost
-            ok[p] = good
-            pivots[p] = piv
+            if count >= block:
+                count = 0
+        if ei < 0:
+            ok = True
+            break
+        pivots += 1
+        # Cycle: entering cell (+), then the tree path from column ej back to row ei.
+        u = ei
+        w = k + ej
+        nu = 0  # edges on u's side, from u upward
+        nw = 0  # edges on w's side, from w upward
+        while u != w:
+            if depth[u] >= depth[w]:
+                cycle[nu] = parent_edge[u]
+                side[nu] = 0
+                nu += 1
+                e = parent_edge[u]
+                u = k + ec[e] if u < k else er[e]
+            else:
+                stack[nw] = parent_edge[w]
+                nw += 1
+                e = parent_edge[w]
+                w = k + ec[e] if w < k else er[e]
+        # Signs: the t-th edge from either end is - for even t, + for odd t.
+        theta, leave = _smallest_even_flow(stack, nw, flow, er, ec, np.inf, -1)
+        theta, leave = _smallest_even_flow(cycle, nu, flow, er, ec, theta, leave)
+        if theta < 0.0:
+            theta = 0.0
+        for t in range(nw):
+            e = stack[t]
+            flow[er[e], ec[e]] += -theta if t % 2 == 0 else theta
+        for t in range(nu):
+            e = cycle[t]
+            flow[er[e], ec[e]] += -theta if t % 2 == 0 else theta
+        flow[ei, ej] += theta
+        li = er[leave]
+        lj = ec[leave]
+        flow[li, lj] = 0.0
+        _remove_from(li, leave, adj, deg)
+        _remove_from(k + lj, leave, adj, deg)
+        _add_edge(leave, ei, ej, k, er, ec, adj, deg)
+    cost = 0.0
+    for i in range(k):
+        for j in range(l):
+            if flow[i, j] < FLOW_EPS:  # rounding crumbs (and exact-zero degenerate cells)
+                flow[i, j] = 0.0
+            cost += flow[i, j] * C[i, j]
+    for e in range(n - 1):
+        br[e] = er[e]
+        bc[e] = ec[e]
+    return cost, ok, pivots
 
 
-if HAVE_NUMBA:
+@njit(cache=True, nogil=True)
+def _basis_from_flow(flow, C, k, l, br, bc):
+    """A spanning-tree basis containing the positive cells of a basic plan,
+    joined with cheapest zero cells. Returns False if the plan has a cycle."""
+    n = k + l
+    uf = np.arange(n)
+    edges = 0
+    for i in range(k):
+        for j in range(l):
+            if flow[i, j] > 0.0:
+                if edges == n - 1 or not _join(uf, i, k + j):
+                    return False
+                br[edges] = i
+                bc[edges] = j
+                edges += 1
+    if edges < n - 1:
+        order = np.argsort(C[:k, :l].ravel())
+        for idx in order:
+            i = idx // l
+            j = idx % l
+            if _join(uf, i, k + j):
+                br[edges] = i
+                bc[edges] = j
+                edges += 1
+                if edges == n - 1:
+                    break
+    return edges == n - 1
 
-    def _solve_supports_body(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass,
-                             x):
-        p = rows[x]
-        kk = k[p]
-        ll = l[p]
-        C = np.empty((kk, ll))
-        for i in range(kk):
-            for j in range(ll):
-                C[i, j] = D[xs[p, i], ys[p, j]]
-        flow = np.empty((kk, ll))
+
+@njit(cache=True, parallel=True)
+def _bases_from_flows(flows, C, k, l, basis, off, ok):
+    for p in prange(flows.shape[0]):
         lo = off[p]
-        hi = lo + kk + ll - 1
-        cost, good, _ = _solve_one(a[p], b[p], C, kk, ll, flow, basis[lo:hi, 0], basis[lo:hi, 1], warm[p])
-        for e in range(lo, hi):
-            r = basis[e, 0]
-            c = basis[e, 1]
-            out_i[e] = xs[p, r]
-            out_j[e] = ys[p, c]
-            out_mass[e] = flow[r, c] if good else 0.0
+        hi = off[p] + k[p] + l[p] - 1
+        ok[p] = _basis_from_flow(flows[p], C[p], k[p], l[p], basis[lo:hi, 0], basis[lo:hi, 1])
+
+
+@njit(cache=True, parallel=True)
+def _solve_batch(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm):
+    for p in prange(a.shape[0]):
+        lo = off[p]
+        hi = off[p] + k[p] + l[p] - 1
+        cost, good, piv = _solve_one(a[p], b[p], C[p], k[p], l[p], flows[p],
+                                     basis[lo:hi, 0], basis[lo:hi, 1], warm[p])
         costs[p] = cost
         ok[p] = good
-        warm[p] = good
+        pivots[p] = piv
 
-    _solve_supports_one = njit(cache=True, nogil=True)(_solve_supports_body)
 
-    @njit(cache=True, parallel=True)
-    def _solve_supports(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass):
-        for x in prange(len(rows)):
-            _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass, x)
+def _solve_supports_body(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass,
+                         x):
+    p = rows[x]
+    kk = k[p]
+    ll = l[p]
+    C = np.empty((kk, ll))
+    for i in range(kk):
+        for j in range(ll):
+            C[i, j] = D[xs[p, i], ys[p, j]]
+    flow = np.empty((kk, ll))
+    lo = off[p]
+    hi = lo + kk + ll - 1
+    cost, good, _ = _solve_one(a[p], b[p], C, kk, ll, flow, basis[lo:hi, 0], basis[lo:hi, 1], warm[p])
+    for e in range(lo, hi):
+        r = basis[e, 0]
+        c = basis[e, 1]
+        out_i[e] = xs[p, r]
+        out_j[e] = ys[p, c]
+        out_mass[e] = flow[r, c] if good else 0.0
+    costs[p] = cost
+    ok[p] = good
+    warm[p] = good
 
-    @njit(cache=True)
-    def _solve_supports_serial(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass):
-        for x in range(len(rows)):
-            _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass, x)
+
+_solve_supports_one = njit(cache=True, nogil=True)(_solve_supports_body)
+
+
+@njit(cache=True, parallel=True)
+def _solve_supports(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass):
+    for x in prange(len(rows)):
+        _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass, x)
+
+
+@njit(cache=True)
+def _solve_supports_serial(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass):
+    for x in range(len(rows)):
+        _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass, x)
 
 
 def basis_offsets(k: np.ndarray, l: np.ndarray) -> np.ndarray:
@@ -421,8 +420,6 @@ def solve_supports(D: np.ndarray, xs: np.ndarray, ys: np.ndarray, a: np.ndarray,
     plan into ``out = (i, j, mass)`` in the index space of ``D`` (mass 0 on degenerate
     cells), the cost into ``costs[p]``. Returns the rows that hit the pivot cap.
     """
-    if not HAVE_NUMBA:  # pragma: no cover
-        raise RuntimeError("numba is not installed")
     rows = np.asarray(rows, dtype=np.int64)
     ok = np.zeros(len(k), dtype=np.bool_)
     if len(rows):
@@ -455,8 +452,6 @@ def solve_padded(a: np.ndarray, b: np.ndarray, C: np.ndarray, k: np.ndarray, l: 
     pivots, basis)``; ``ok`` is False where the pivot cap was hit, which callers
     re-solve another way.
     """
-    if not HAVE_NUMBA:  # pragma: no cover
-        raise RuntimeError("numba is not installed")
     P = a.shape[0]
     k = np.asarray(k, dtype=np.int64)
     l = np.asarray(l, dtype=np.int64)

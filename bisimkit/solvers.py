@@ -109,9 +109,9 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
     """
     info = operator_info(metric)
     if method not in METHODS:
-        raise InputError(f"--method: unknown method '{method}' (choose from {', '.join(METHODS)})")
+        raise InputError(f"unknown method '{method}' (choose from {', '.join(METHODS)})", param="method")
     if not (isinstance(tol, int | float) and math.isfinite(tol) and tol > 0):
-        raise InputError(f"--tol: must be a positive number, got {tol}")
+        raise InputError(f"must be a positive number, got {tol}", param="tol")
     g = resolve_ground(mdp, ground) if info.uses_ground else None
     start = time.perf_counter()
     if metric == "mico-reduced":
@@ -130,7 +130,8 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
     c = mdp.discount
     exact = method in ("auto", "exact") and not (isinstance(form, TransportTerms) and form.p != 1)
     if method == "exact" and not exact:
-        raise InputError(f"--method: '{metric}' has no exact method (W2 is not linear in the coupling); use vi")
+        raise InputError(f"'{metric}' has no exact method (W2 is not linear in the coupling); use vi",
+                         param="method")
     report = _Reporter(progress, start)
     if not exact:
         to_matrix = (lambda X: X) if isinstance(form, SteinForm) else form.pairs.to_matrix

@@ -8,8 +8,7 @@ kind is solved by the cheapest exact method:
   identity plan;
 * up to :data:`KERNEL_MAX` atoms a side, or with a warm-start basis from an
   earlier call: the compiled network simplex of :mod:`bisimkit.simplex`, on the
-  supports only (without numba: closed forms for one-atom and 2 x 2 problems,
-  where the cost is linear in one free cell);
+  supports only;
 * everything else: POT's network simplex on the supports.
 
 Plans are *basic* solutions, so problem k has at most ``k_atoms + l_atoms - 1``
@@ -23,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .couplings import Cells, load_pot, padded_rows
-from .simplex import BASIS_DTYPE, FLOW_EPS, HAVE_NUMBA, bases_from_flows, basis_offsets, solve_supports
+from .simplex import BASIS_DTYPE, FLOW_EPS, bases_from_flows, basis_offsets, solve_supports
 
 #: Problems per batch; bounds the memory of the padded support arrays.
 CHUNK = 200_000
@@ -86,7 +85,7 @@ def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: 
             view = (out[0][a:b], out[1][a:b], out[2][a:b])
         values[start:stop] = _transport_chunk(X, src[start:stop], Y, dst[start:stop], C, zero_diagonal,
                                               warm.chunk(start, *_lengths(X, Y, src[start:stop], dst[start:stop]))
-                                              if (warm is not None and HAVE_NUMBA) else None, view)
+                                              if warm is not None else None, view)
     if p != 1:
         values = np.sqrt(np.maximum(values, 0.0)) if p == 2 else np.maximum(values, 0.0) ** (1.0 / p)
     if not plans:
@@ -110,10 +109,7 @@ def _transport_chunk(X, src, Y, dst, C, zero_diagonal, bases, out) -> np.ndarray
         todo &= ~same
         k, a = np.nonzero(same[:, None] & (mp > 0))
         chunk.write(k, a, ip[k, a], ip[k, a], mp[k, a])
-    if HAVE_NUMBA:
-        todo = _compiled(chunk, todo, bases)
-    else:
-        todo = _closed_forms(chunk, todo)
+    todo = _compiled(chunk, todo, bases)
     _pot(chunk, todo, bases)
     return chunk.cost
 
@@ -154,45 +150,11 @@ def _compiled(ch: _Chunk, todo: np.ndarray, bases) -> np.ndarray:
     return todo
 
 
-def _closed_forms(ch: _Chunk, todo: np.ndarray) -> np.ndarray:
-    """Without numba: one-atom and 2 x 2 problems in closed form; returns what is left."""
-    ip, mp, lp, iq, mq, lq, C = ch.ip, ch.mp, ch.lp, ch.iq, ch.mq, ch.lq, ch.C
-    N = len(lp)
-    # One side is a single atom: the product coupling is the only one.
-    single_p = todo & (lp == 1)
-    k, b = np.nonzero(single_p[:, None] & (mq > 0))
-    ch.cost += np.bincount(k, weights=mq[k, b] * C[ip[k, 0], iq[k, b]], minlength=N)
-    ch.write(k, b, ip[k, 0], iq[k, b], mq[k, b])
-    single_q = todo & (lp > 1) & (lq == 1)
-    k, a = np.nonzero(single_q[:, None] & (mp > 0))
-    ch.cost += np.bincount(k, weights=mp[k, a] * C[ip[k, a], iq[k, 0]], minlength=N)
-    ch.write(k, a, ip[k, a], iq[k, 0], mp[k, a])
-    todo = todo & ~(single_p | single_q)
-    # Two atoms against two: g11 = t, g12 = p1 - t, g21 = q1 - t, g22 = p2 - q1 + t.
-    two = np.nonzero(todo & (lp == 2) & (lq == 2))[0]
-    if len(two):
-        x1, x2, y1, y2 = ip[two, 0], ip[two, 1], iq[two, 0], iq[two, 1]
-        p1, p2, q1 = mp[two, 0], mp[two, 1], mq[two, 0]
-        c11, c12, c21, c22 = C[x1, y1], C[x1, y2], C[x2, y1], C[x2, y2]
-        slope = c11 - c12 - c21 + c22
-        t = np.where(slope >= 0, np.maximum(0.0, q1 - p2), np.minimum(p1, q1))
-        g = np.stack([t, p1 - t, q1 - t, p2 - q1 + t], axis=1)
-        g[g < FLOW_EPS] = 0.0  # at an end of the interval one cell is empty: <= 3 cells
-        ch.cost[two] = g[:, 0] * c11 + g[:, 1] * c12 + g[:, 2] * c21 + g[:, 3] * c22
-        row, col = np.nonzero(g)
-        pos = np.cumsum(g > 0, axis=1)[row, col] - 1
-        ii = np.stack([x1, x1, x2, x2], axis=1)[row, col]
-        jj = np.stack([y1, y2, y1, y2], axis=1)[row, col]
-        ch.write(two[row], pos, ii, jj, g[row, col])
-        todo[two] = False
-    return todo
-
-
 def _pot(ch: _Chunk, todo: np.ndarray, bases, block: int = 2_000_000) -> None:
     """POT's network simplex on the problems left; their plans seed later warm starts
     (converted to bases in batches of about ``block`` plan entries, to bound memory)."""
     big = np.nonzero(todo)[0]
-    keep = bases is not None and HAVE_NUMBA
+    keep = bases is not None
     pending: list[int] = []
     plans: list[tuple[np.ndarray, np.ndarray]] = []
     size = 0

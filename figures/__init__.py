@@ -1,5 +1,10 @@
 """Plots of bisimulation metrics; each module has a ``main`` that regenerates its figure.
 
+Layer: the drawing functions take arrays (the numbers come from
+:mod:`validation.figure_data`); only the ``main`` functions, which are command-line
+entry points, import :mod:`validation` (inside the function). ``verify_figures``
+draws the figures of a ``bisimkit verify`` run.
+
 * ``python -m figures.heatmaps``: every metric over the mirrored-rooms grid;
 * ``python -m figures.scatter``: d_eps-bar against d_eps, d_eps against d_pi;
 * ``python -m figures.diagonal``: self-distance of the sampled operators against policy stochasticity.

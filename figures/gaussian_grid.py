@@ -9,32 +9,15 @@ pairs of cell centres (solid) and the a-posteriori bound ``|F(D) - D| / (1 - c)`
 with D the exact values (dashed). Prints the table as Markdown.
 
     python -m figures.gaussian_grid --out gaussian_grid.png
+
+The studies come from :func:`validation.figure_data.grid_studies`.
 """
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 
-from bisimkit.gaussian.discretize import refinement_study
-from bisimkit.gaussian.examples import gaussian_example
-
-from .style import plt, save
-
-GRIDS_1D = [([[-1.5, 1.5]], 6, 3), ([[-2.0, 2.0]], 12, 3), ([[-2.5, 2.5]], 20, 5), ([[-3.0, 3.0]], 36, 5),
-            ([[-3.5, 3.5]], 56, 7)]
-GRIDS_2D = [([[-2.0, 2.0]] * 2, 4, 3), ([[-2.0, 2.0]] * 2, 6, 3), ([[-2.0, 2.0]] * 2, 8, 3),
-            ([[-2.0, 2.0]] * 2, 12, 3)]
-STUDIES = [("linear-1d", "pi", GRIDS_1D, "tab:blue"), ("linear-1d", "eps-bar", GRIDS_1D, "tab:green"),
-           ("quadratic-1d", "eps-bar", GRIDS_1D, "tab:orange"),
-           ("contracting-2d", "pi", GRIDS_2D[:3], "tab:red"), ("contracting-2d", "eps-bar", GRIDS_2D, "tab:purple")]
-
-
-def run_studies() -> list[tuple[str, str, str, list[dict]]]:
-    """Every refinement study of the figure."""
-    return [(name, metric, color, refinement_study(gaussian_example(name), metric, grids))
-            for name, metric, grids, color in STUDIES]
+from .style import figure_parser, plt, save
 
 
 def markdown_table(studies) -> str:
@@ -49,9 +32,9 @@ def markdown_table(studies) -> str:
     return "\n".join(lines)
 
 
-def plot_grid_convergence(path, studies=None):
-    """Errors and bounds against the cell width; returns the written path."""
-    studies = studies if studies is not None else run_studies()
+def plot_grid_convergence(path, studies):
+    """Errors and bounds against the cell width, for ``studies`` as (model, metric, colour,
+    rows of :func:`bisimkit.gaussian.discretize.refinement_study`); returns the written path."""
     fig, ax = plt.subplots(figsize=(7, 4.8))
     for name, metric, color, rows in studies:
         h = np.array([r["width"] for r in rows])
@@ -64,15 +47,15 @@ def plot_grid_convergence(path, studies=None):
     ax.set_ylabel("max over grid pairs |d_grid - d_exact|")
     ax.set_title("Finite solvers on discretised linear-Gaussian MDPs approach the exact values")
     ax.legend(fontsize=7.5, ncol=2)
-    fig.tight_layout()
-    return save(fig, path)
+    return save(fig, path, tight=True)
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="gaussian_grid.png")
+    from validation.figure_data import grid_studies
+
+    parser = figure_parser(__doc__, "gaussian_grid.png", seed=False)
     args = parser.parse_args(argv)
-    studies = run_studies()
+    studies = grid_studies()
     print(markdown_table(studies))
     print(plot_grid_convergence(args.out, studies))
 

@@ -8,48 +8,25 @@ share the dynamics of ``linear-2d``: with its linear reward, d_pi = d_eps = d_ep
 the pair is, and the Monte Carlo terms are random.
 
     python -m figures.gaussian_slice --out gaussian_slice.png [--samples 1000 --seed 0]
+
+The numbers come from :func:`validation.figure_data.gaussian_slice_data`.
 """
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 
-from bisimkit.gaussian.estimators import estimate_distance
-from bisimkit.gaussian.examples import gaussian_example
-from bisimkit.gaussian.exact import distance
-
-from .style import plt, save
+from .style import figure_parser, plt, save
 
 
-def slice_pairs(points: int, lo: float = -2.0, hi: float = 2.0):
-    """Grid values and the pairs ((x, 0), (y, 0)) of the slice, x along columns, y along rows."""
-    t = np.linspace(lo, hi, points)
-    X, Y = np.meshgrid(t, t)
-    z = np.column_stack([X.ravel(), np.zeros(X.size)])
-    z2 = np.column_stack([Y.ravel(), np.zeros(Y.size)])
-    return t, z, z2
-
-
-def slice_data(points: int = 81, mc_points: int = 21, samples: int = 1000, seed: int = 0) -> dict:
-    """Exact values on a fine slice and Monte Carlo estimates on a coarser one, for both MDPs."""
-    linear, quadratic = gaussian_example("linear-2d"), gaussian_example("quadratic-2d")
-    t, z, z2 = slice_pairs(points)
-    tc, zc, z2c = slice_pairs(mc_points)
-    out = {"t": t, "tc": tc}
-    for key, model, metric in (("pi", linear, "pi"), ("bar", quadratic, "eps-bar")):
-        out[key] = distance(model, metric, "reward", z, z2).values.reshape(points, points)
-        out[key + "_c"] = distance(model, metric, "reward", zc, z2c).values.reshape(mc_points, mc_points)
-        est = estimate_distance(model, zc, z2c, "reward", samples=samples, seed=seed, confidence=0.95)
-        out[key + "_mc"] = est
-    return out
-
-
-def plot_gaussian_slice(path, samples: int = 1000, seed: int = 0, points: int = 81, mc_points: int = 21):
-    """The four-panel figure; returns the written path."""
-    data = slice_data(points, mc_points, samples, seed)
+def plot_gaussian_slice(path, data: dict):
+    """The four-panel figure of ``data`` (:func:`validation.figure_data.gaussian_slice_data`:
+    the fine and coarse grids ``t``, ``tc``, exact values ``pi``, ``bar`` and ``*_c``, Monte
+    Carlo estimates ``*_mc`` with ``mean``, ``lower``, ``upper``, ``samples``, and ``seed``);
+    returns the written path."""
     t, tc = data["t"], data["tc"]
+    seed = data["seed"]
+    mc_points = len(tc)
     fig, axes = plt.subplots(2, 2, figsize=(11.5, 9.5))
     extent = (t[0], t[-1], t[0], t[-1])
     cut = mc_points // 2  # the row y = 0 of the coarse slice
@@ -99,17 +76,16 @@ def plot_gaussian_slice(path, samples: int = 1000, seed: int = 0, points: int = 
     ax.legend(fontsize=8, loc="lower left")
     fig.suptitle("Linear-Gaussian MDP (linear-2d dynamics, discount 0.9): exact bisimulation distances "
                  "and the entangled Monte Carlo estimator", fontsize=11)
-    fig.tight_layout()
-    return save(fig, path)
+    return save(fig, path, tight=True)
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="gaussian_slice.png")
+    from validation.figure_data import gaussian_slice_data
+
+    parser = figure_parser(__doc__, "gaussian_slice.png")
     parser.add_argument("--samples", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    print(plot_gaussian_slice(args.out, args.samples, args.seed))
+    print(plot_gaussian_slice(args.out, gaussian_slice_data(samples=args.samples, seed=args.seed)))
 
 
 if __name__ == "__main__":

@@ -1,22 +1,18 @@
 """Every metric's fixed point over the mirrored-rooms grid, as distance from one state.
 
     python -m figures.heatmaps --out heatmaps.png [--state 0]
+
+:func:`plot_metric_heatmaps` draws the distances it is given
+(:func:`validation.figure_data.metric_heatmaps` computes them).
 """
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 
-from bisimkit.examples import MIRRORED_ROOMS_POLICY, grid_cells, mirrored_rooms
-from bisimkit.solvers import solve
+from bisimkit.examples import grid_cells
 
-from .style import plt, save
-
-PANELS = [("bisim", None), ("pi", None), ("psm", None), ("dbc", None), ("mico", None), ("mico-reduced", None),
-          ("psm-sampled", None), ("dbc-sampled", None), ("eps", "reward"), ("eps", "policy"),
-          ("eps-avg", "reward"), ("eps-bar", "reward")]
+from .style import figure_parser, plt, save
 
 
 def grid_image(values: np.ndarray, layout: list[str]) -> np.ma.MaskedArray:
@@ -27,47 +23,45 @@ def grid_image(values: np.ndarray, layout: list[str]) -> np.ma.MaskedArray:
     return np.ma.masked_invalid(img)
 
 
-def plot_metric_heatmaps(path, state: int = 0, discount: float = 0.9, noise: float = 0.3, tol: float = 1e-8):
-    """Heatmaps of d(state, .) for every metric on the mirrored rooms.
+def plot_metric_heatmaps(path, data):
+    """Heatmaps of ``d(state, .)``, one panel per metric.
 
-    The policy is Castro's fixed policy blended with the uniform one
-    (weight ``noise``), so that the sampled and entangled operators differ.
+    ``data`` has ``layout`` (the grid's rows of characters), ``state``, ``panels``
+    ((metric, ground) per panel), ``rows`` (the distances from ``state``, one array per
+    panel), ``self_distances``, ``discount`` and ``noise`` (as
+    :class:`validation.figure_data.Heatmaps`).
     """
-    mdp = mirrored_rooms(policy=True, discount=discount)
-    mdp = mdp.with_policy((1 - noise) * mdp.policy + noise / mdp.n_actions)
-    layout = MIRRORED_ROOMS_POLICY
-    r0, c0 = grid_cells(layout)[state]
+    r0, c0 = grid_cells(data.layout)[data.state]
     cols = 6
-    rows = int(np.ceil(len(PANELS) / cols))
+    rows = int(np.ceil(len(data.panels) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(2.3 * cols, 3.0 * rows))
     cmap = plt.get_cmap("viridis").with_extremes(bad="#404040")
-    for ax, (metric, ground) in zip(axes.ravel(), PANELS):
-        d = solve(mdp, metric, ground=ground, tol=tol).distances
-        im = ax.imshow(grid_image(d[state], layout), cmap=cmap)
+    for ax, (metric, ground), values, selfd in zip(axes.ravel(), data.panels, data.rows, data.self_distances):
+        im = ax.imshow(grid_image(values, data.layout), cmap=cmap)
         ax.plot(c0, r0, marker="*", color="red", markersize=9)
         title = metric + (f" ({ground})" if ground else "")
-        if abs(d[state, state]) > 1e-9:
-            title += f"\nd(s,s) = {d[state, state]:.2f}"
+        if abs(selfd) > 1e-9:
+            title += f"\nd(s,s) = {selfd:.2f}"
         ax.set_title(title)
         ax.set_xticks([])
         ax.set_yticks([])
         fig.colorbar(im, ax=ax, fraction=0.05, pad=0.03)
-    for ax in axes.ravel()[len(PANELS):]:
+    for ax in axes.ravel()[len(data.panels):]:
         ax.axis("off")
-    fig.suptitle(f"Mirrored rooms, fixed policy with {noise:.0%} uniform noise, c = {discount}: "
+    fig.suptitle(f"Mirrored rooms, fixed policy with {data.noise:.0%} uniform noise, c = {data.discount}: "
                  "distance from the red state to every state (walls grey)", y=1.0)
-    fig.tight_layout()
-    return save(fig, path)
+    return save(fig, path, tight=True)
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="heatmaps.png")
+    from validation.figure_data import metric_heatmaps
+
+    parser = figure_parser(__doc__, "heatmaps.png", seed=False)
     parser.add_argument("--state", type=int, default=0, help="reference state (0..30)")
     parser.add_argument("--discount", type=float, default=0.9)
     parser.add_argument("--noise", type=float, default=0.3, help="weight of the uniform policy in the blend")
     args = parser.parse_args(argv)
-    print(plot_metric_heatmaps(args.out, args.state, args.discount, args.noise))
+    print(plot_metric_heatmaps(args.out, metric_heatmaps(args.state, args.discount, args.noise)))
 
 
 if __name__ == "__main__":

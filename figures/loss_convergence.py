@@ -10,11 +10,9 @@ distance, on a log scale. The dashed line is the pass mark of the checks (1%).
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 
-from .style import plt, save
+from .style import figure_parser, plt, save
 
 COLORS = {"random-sparse": "tab:blue", "embedded": "tab:orange", "chain": "tab:green", "product-grid": "tab:purple"}
 TITLES = {"entangled-reward": "entangled, G = reward\n-> eps-bar", "entangled-policy": "entangled, G = policy\n-> eps-bar",
@@ -48,15 +46,12 @@ def plot_loss_curves(path, runs: list[tuple[str, str, dict]], tolerance: float =
                frameon=False, bbox_to_anchor=(0.5, -0.06))
     fig.suptitle("Tabular distances trained with each bisimkit loss converge to the exact fixed point "
                  "of their operator", y=1.02)
-    fig.tight_layout()
-    return save(fig, path)
+    return save(fig, path, tight=True)
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="loss_convergence.png")
+    parser = figure_parser(__doc__, "loss_convergence.png")
     parser.add_argument("--quick", action="store_true", help="one small MDP, short runs")
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     from validation.learning import RELATIVE_TOLERANCE, run_loss_checks
 

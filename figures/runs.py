@@ -6,6 +6,11 @@ recursively, a run folder, or a list of either; :class:`Run` carries the task,
 method and seed from ``config.json`` and the numeric columns of ``eval.csv``
 (or of ``train.csv`` for a training metric such as ``episode_return``).
 Aggregates over seeds use the population standard deviation (ddof = 0).
+
+The paper's task and method order come from ``agents`` (``agents.dcs.PAPER_TASKS``,
+``agents.config.METHODS``), imported on first use: ``TASK_ORDER`` and
+``METHOD_ORDER`` are resolved lazily (module ``__getattr__``), so importing this
+module does not import ``agents``.
 """
 
 from __future__ import annotations
@@ -20,20 +25,39 @@ from typing import Iterable, Union
 
 import numpy as np
 
-from agents.config import METHODS
-from agents.dcs import PAPER_TASKS
 from bisimkit.errors import InputError
 
-# The paper's task order and abbreviations, and its method order and names.
-TASK_ORDER: tuple[str, ...] = tuple(PAPER_TASKS)
+# The paper's task abbreviations and method names (the orders: task_order(), method_order()).
 TASK_ABBREV: dict[str, str] = {"ball_in_cup-catch": "BiC", "cartpole-swingup": "CS", "cheetah-run": "CR",
                                "finger-spin": "FS", "reacher-easy": "RE", "walker-walk": "WW"}
-METHOD_ORDER: tuple[str, ...] = tuple(METHODS)
 METHOD_LABEL: dict[str, str] = {"sac": "SAC", "drq": "DrQ", "drq+dbc": "DrQ+DBC", "eps-r": "ε-R",
                                 "drq+pse": "DrQ+PSE", "eps-pi": "ε-π"}
 EVAL_FILE, CONFIG_FILE, TRAIN_FILE = "eval.csv", "config.json", "train.csv"
 
 PathLike = Union[str, os.PathLike]
+
+
+def task_order() -> tuple[str, ...]:
+    """The paper's six tasks in its table order (``agents.dcs.PAPER_TASKS``)."""
+    from agents.dcs import PAPER_TASKS
+
+    return tuple(PAPER_TASKS)
+
+
+def method_order() -> tuple[str, ...]:
+    """The methods in the paper's table order (``agents.config.METHODS``)."""
+    from agents.config import METHODS
+
+    return tuple(METHODS)
+
+
+def __getattr__(name: str):
+    """``TASK_ORDER`` and ``METHOD_ORDER``, computed on first access (they import ``agents``)."""
+    if name == "TASK_ORDER":
+        return task_order()
+    if name == "METHOD_ORDER":
+        return method_order()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -135,8 +159,8 @@ def find_runs(roots: PathLike | Iterable[PathLike]) -> list[Run]:
     if not runs:
         raise InputError(f"runs: no run folder (eval.csv + config.json with rows) under "
                          f"{', '.join(str(p) for p in paths)}")
-    return sorted(runs, key=lambda r: (_rank(r.task, TASK_ORDER), _rank(r.method, METHOD_ORDER), r.seed,
-                                       str(r.folder)))
+    tasks, methods = task_order(), method_order()
+    return sorted(runs, key=lambda r: (_rank(r.task, tasks), _rank(r.method, methods), r.seed, str(r.folder)))
 
 
 def _rank(name: str, order: tuple[str, ...]) -> tuple[int, str]:

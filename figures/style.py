@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -10,16 +11,30 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from bisimkit.files import atomic_write  # noqa: E402
+
 plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 130, "font.size": 10, "axes.titlesize": 10,
                      "axes.grid": False})
 
 
-def save(fig, path: str | os.PathLike) -> Path:
-    """Save ``fig`` as PNG atomically and close it."""
+def save(fig, path: str | os.PathLike, tight: bool = False) -> Path:
+    """Save ``fig`` as PNG atomically (:func:`bisimkit.files.atomic_write`) and close it;
+    ``tight`` lays it out with ``fig.tight_layout()`` first."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, bbox_inches="tight")
-    os.replace(tmp, path)
-    plt.close(fig)
+    if tight:
+        fig.tight_layout()
+    try:
+        atomic_write(path, lambda fh: fig.savefig(fh, format="png", bbox_inches="tight"))
+    finally:
+        plt.close(fig)
     return path
+
+
+def figure_parser(doc: str, out: str, seed: bool = True) -> argparse.ArgumentParser:
+    """The command line of a figure module: its docstring as help, ``--out`` (default
+    ``out``) and, with ``seed``, ``--seed`` (default 0)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=out)
+    if seed:
+        parser.add_argument("--seed", type=int, default=0)
+    return parser

@@ -1,4 +1,4 @@
-"""Property tests: every claim of SPEC section 2 on hypothesis-generated MDPs.
+"""Property tests: every claim of docs/claims.md on hypothesis-generated MDPs.
 
 Claims the evidence refutes are tested as refuted, on a known counterexample.
 """

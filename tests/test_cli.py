@@ -104,3 +104,26 @@ def test_unreadable_file(tmp_path):
     path.write_bytes(b"\xff\xfe\x00")
     code, _, err = run_cli("info", str(path))
     assert code == 2 and "bin.json" in err and "Traceback" not in err
+
+
+def test_library_errors_name_the_parameter_and_the_cli_names_the_option(capsys):
+    from bisimkit import InputError, example, solve
+
+    with pytest.raises(InputError) as info:
+        solve(example("four-state"), "nonsense")
+    assert str(info.value).startswith("metric: unknown metric 'nonsense'") and info.value.param == "metric"
+    assert main(["solve", "four-state", "--metric", "nonsense"]) == 2
+    assert "bisimkit: error: --metric: unknown metric 'nonsense'" in capsys.readouterr().err
+
+
+def test_no_library_message_speaks_command_line():
+    """Only the command-line modules may word an error as a ``--flag``."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    cli_modules = {root / "bisimkit" / "cli.py"} | set((root / "entrypoints").glob("*.py"))
+    pattern = re.compile(r"""InputError\(\s*f?["']--""")
+    offenders = [str(p.relative_to(root)) for package in ("bisimkit", "validation", "figures")
+                 for p in (root / package).rglob("*.py") if p not in cli_modules and pattern.search(p.read_text())]
+    assert offenders == []

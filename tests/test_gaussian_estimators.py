@@ -80,11 +80,11 @@ def test_independent_coupling_estimates_the_sampled_psm_fixed_point():
 def test_estimator_input_checks():
     model = gaussian_example("linear-2d")
     z = np.zeros((1, 2))
-    with pytest.raises(InputError, match="--samples"):
+    with pytest.raises(InputError, match="^samples:"):
         estimate_distance(model, z, z, samples=1)
-    with pytest.raises(InputError, match="--ground"):
+    with pytest.raises(InputError, match="^ground:"):
         estimate_distance(model, z, z, ground="value")
-    with pytest.raises(InputError, match="--confidence"):
+    with pytest.raises(InputError, match="^confidence:"):
         estimate_distance(model, z, z, confidence=1.5)
     with pytest.raises(InputError, match="dimension 2"):
         estimate_distance(model, np.zeros((1, 3)), z)

@@ -54,7 +54,7 @@ def targets(loss, model, head, z, z2, samples, generator, dbc_d=None):
 @pytest.mark.parametrize("loss", list(LOSS_METRIC))
 @pytest.mark.parametrize("where", ["random", "grid", "embedded"])
 def test_expected_target_is_the_operator(loss, where):
-    """The mean sampled target of every state pair equals the SPEC operator applied to the
+    """The mean sampled target of every state pair equals the operator (docs/operators.md) applied to the
     table (within 5 standard errors of 20000 samples): the loss estimates what it claims."""
     rng = np.random.default_rng(1)
     if where == "grid":
@@ -107,7 +107,7 @@ def test_finite_model_on_any_device_and_dtype(device, dtype):
 
 
 def test_shared_uniform_draws_the_north_west_corner_coupling():
-    """Actions drawn with one shared uniform per pair follow SPEC's entangled coupling exactly
+    """Actions drawn with one shared uniform per pair follow the entangled coupling (docs/couplings.md) exactly
     (here on a fine midpoint grid of u: frequencies are exact up to the grid step)."""
     rng = np.random.default_rng(3)
     mdp = random_mdp(3, 4, rng, discount=0.5)

@@ -1,5 +1,5 @@
 """Each loss, trained on a tabular distance from samples, converges to the exact fixed point
-of its operator (SPEC section 4). Seeded CPU runs of about a second each (limit 30 s)."""
+of its operator (docs/losses.md). Seeded CPU runs of about a second each (limit 30 s)."""
 
 import numpy as np
 import pytest

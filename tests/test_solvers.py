@@ -66,7 +66,7 @@ def test_bad_solver_arguments():
         solve(mdp, "nope")
     with pytest.raises(InputError, match="no exact method"):
         solve(mdp, "dbc", method="exact")
-    with pytest.raises(InputError, match="--tol"):
+    with pytest.raises(InputError, match="^tol:"):
         solve(mdp, "pi", tol=-1)
     with pytest.raises(InputError, match="needs a policy"):
         solve(example("mirrored-rooms"), "pi")
@@ -102,21 +102,3 @@ def test_apply_operator_matches_reference_on_any_symmetric_matrix(metric):
     np.testing.assert_allclose(apply_operator(mdp, metric, d), reference_operator(mdp, metric, d), atol=1e-12)
     d0 = d - np.diag(np.diag(d))
     np.testing.assert_allclose(apply_operator(mdp, metric, d0), reference_operator(mdp, metric, d0), atol=1e-12)
-
-
-def test_compiled_assembly_matches_numpy(monkeypatch):
-    """The compiled eps-bar builder and pair-system assembly (used on large MDPs) agree with numpy."""
-    import bisimkit.operators as ops
-
-    mdp = random_mdp(12, 3, seed=5, discount=0.9, max_support=4)
-    G = np.abs(np.random.default_rng(1).normal(size=(36, 2))[:, None] - np.random.default_rng(1).normal(size=(36, 2))[None]).sum(-1)
-    small = {(metric, str(ground)): solve(mdp, metric, ground=ground).distances
-             for metric in ("eps-bar", "pi", "eps") for ground in ("reward", "policy")}
-    user = solve(mdp, "eps-bar", ground=G).distances
-    monkeypatch.setattr(ops, "COMPILED_EPS_BAR_PAIRS", 0)
-    monkeypatch.setattr(ops, "COMPILED_PAIR_SYSTEM_CELLS", 0)
-    for (metric, ground), d in small.items():
-        np.testing.assert_allclose(solve(mdp, metric, ground=ground).distances, d, atol=1e-10)
-    np.testing.assert_allclose(solve(mdp, "eps-bar", ground=G).distances, user, atol=1e-10)
-    form = ops.eps_bar_form(mdp)
-    assert form.T.indices.dtype == np.int32  # the compiled builder ran

@@ -18,7 +18,7 @@ def test_report_exit_status_and_counterexamples(tmp_path):
     assert data["exit_status"] == 1 and "C4" in data["violated_asserted"]  # coupling-order breaks C4
     row = next(r for r in data["rows"] if r["label"] == "C4" and r["family"] == "examples")
     assert row["status"] == "VIOLATED" and row["counterexample"]
-    mdp = load_mdp(tmp_path / row["counterexample"])  # a valid SPEC file
+    mdp = load_mdp(tmp_path / row["counterexample"])  # a valid MDP file
     assert mdp.n_states == 6
     c1 = [r for r in data["rows"] if r["label"] == "C1"]
     assert c1 and all(r["status"] == "held" for r in c1)
@@ -55,14 +55,37 @@ def test_cli_rejects_unknown_claim():
 
 
 def test_figures_are_written(tmp_path):
-    from figures.diagonal import plot_sampled_diagonals
-    from figures.heatmaps import plot_metric_heatmaps
-    from figures.scatter import plot_bound_scatter
-    from validation.claims import FixedPoints
-    from validation.families import FAMILIES
+    from figures.verify_figures import draw_verify_figures
+    from validation.figure_data import verify_figure_data
 
     rng = np.random.default_rng(0)
-    fps = [("random-dense", FixedPoints(FAMILIES["random-dense"].make(rng))) for _ in range(2)]
-    for path in (plot_metric_heatmaps(tmp_path / "h.png"), plot_bound_scatter(tmp_path / "s.png", fps),
-                 plot_sampled_diagonals(tmp_path / "d.png", mdps=1)):
+    fps = [("random-dense", V.FixedPoints(V.FAMILIES["random-dense"].make(rng))) for _ in range(2)]
+    data = verify_figure_data(fps, quick=True, loss_runs=[], loss_tolerance=0.01)
+    paths = draw_verify_figures(tmp_path, data)
+    assert [p.name for p in paths] == ["heatmaps.png", "scatter.png", "diagonal.png"]
+    for path in paths:
         assert path.read_bytes()[:4] == b"\x89PNG" and path.stat().st_size > 10_000
+    assert not list(tmp_path.glob(".*"))  # no temporary files left behind
+
+
+def test_verify_draws_figures_with_the_writer_it_is_given(tmp_path):
+    drawn = []
+
+    def writer(out, data):
+        drawn.append(data)
+        path = out / "fake.png"
+        path.write_bytes(b"png")
+        return [path]
+
+    report = V.verify(out=tmp_path, cases=1, claims=["C7"], quick=True, figures=writer, progress=False)
+    assert report["figures"] == ["fake.png"] and "![fake.png](fake.png)" in (tmp_path / "report.md").read_text()
+    assert drawn[0].scatter is not None and drawn[0].losses is None
+
+
+def test_c10_note_comes_from_the_claim_definition():
+    claim = next(c for c in V.CLAIMS if c.label == "C10")
+    reverse = next(c for c in V.CLAIMS if c.label == "C10 (reverse)")
+    rows = [V.Row(claim, "random-dense", cases=2, held=2), V.Row(reverse, "random-dense", cases=2, held=1)]
+    assert V.verdicts(rows)["C10"].endswith(". " + claim.note)
+    rows[1].held = 2
+    assert claim.note not in V.verdicts(rows)["C10"]

@@ -1,4 +1,4 @@
-"""One check per claim of SPEC section 2 (C1-C10).
+"""One check per claim C1-C10 (``docs/claims.md``).
 
 A check takes a :class:`~validation.families.Case` (plus a cache of fixed
 points shared by all checks on that case) and returns an :class:`Outcome`:
@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from bisimkit.couplings import entangled_cells, independent_cells
 from bisimkit.ground import Ground, ground_values
 from bisimkit.mdp import coordinate_independent
+from bisimkit.operators import entangled_parts, policy_cells
 from bisimkit.pairs import PairSpace
 from bisimkit.pseudometric import check_pseudometric
 from bisimkit.relations import blocks, eps_relation_labels, relation_labels, zero_set_labels
@@ -224,35 +225,22 @@ def check_c5(fp: FixedPoints) -> Outcome:
     return Outcome(gap <= ATOL, -gap, f"hypotheses fail ({why}); gap {gap:.3g}")
 
 
-def _entangled_samples(fp: FixedPoints, d: np.ndarray):
-    """Every sample (s, a, a', z+, z+', prob) of the entangled estimator at identical states (s, s)."""
-    mdp = fp.case.mdp
-    n, m = mdp.n_states, mdp.n_actions
-    pi = sp.csr_matrix(mdp.policy)
-    states = np.arange(n)
-    ge = entangled_cells(pi, states, pi, states)
-    s = ge.problem
-    P = mdp.transition_rows
-    gz = entangled_cells(P, s * m + ge.i, P, s * m + ge.j, shape=mdp.state_shape)
-    r = gz.problem
-    G = ground_values(mdp, fp.case.ground, s[r], ge.i[r], s[r], ge.j[r])
-    return G + mdp.discount * d[gz.i, gz.j], ge, s
-
-
 def check_c6(fp: FixedPoints) -> Outcome:
-    """C6: every entangled sample at (z, z) is 0, and E_ge G(z,a,z,a') = 0."""
+    """C6: every entangled sample at (z, z) is 0, and E_ge G(z,a,z,a') = 0.
+
+    The samples are those of the library's eps-bar (:func:`bisimkit.operators.entangled_parts`
+    on the pairs (s, s)): an entangled action pair with one of its entangled next-state pairs.
+    """
     mdp = fp.case.mdp
-    d = fp.d("pi")
-    samples, ge, s = _entangled_samples(fp, d)
-    worst = float(np.max(np.abs(samples)))
-    G = ground_values(mdp, fp.case.ground, s, ge.i, s, ge.j)
-    mean_g = float(np.max(np.bincount(s, weights=ge.mass * G, minlength=mdp.n_states)))
+    states = PairSpace.diagonal_only(mdp.n_states)
+    parts = entangled_parts(mdp, fp.case.ground, states)
+    samples = parts.samples(mdp.discount, fp.d("pi"))
+    worst = max(float(np.max(np.abs(samples))), float(np.max(parts.constant)))
     # Contrast: the independent coupling's expected G at identical states.
     pi = sp.csr_matrix(mdp.policy)
-    ind = independent_cells(pi, np.arange(mdp.n_states), pi, np.arange(mdp.n_states))
+    ind = independent_cells(pi, states.s, pi, states.t)
     Gi = ground_values(mdp, fp.case.ground, ind.problem, ind.i, ind.problem, ind.j)
     indep = float(np.max(np.bincount(ind.problem, weights=ind.mass * Gi, minlength=mdp.n_states)))
-    worst = max(worst, mean_g)
     return Outcome(worst <= ATOL, -worst,
                    f"max |sample| = {worst:.3g} over {len(samples)} samples; independent E[G] at (z,z) up to {indep:.3g}")
 
@@ -321,8 +309,7 @@ def check_c9(fp: FixedPoints) -> Outcome:
     pairs = PairSpace(n, diagonal=False)
     if len(pairs) == 0:
         return Outcome(True, np.inf, "one state")
-    pi = sp.csr_matrix(mdp.policy)
-    ge = entangled_cells(pi, pairs.s, pi, pairs.t)
+    ge = policy_cells(mdp, pairs)
     s, t = pairs.s[ge.problem], pairs.t[ge.problem]
     G = ground_values(mdp, "reward", s, ge.i, t, ge.j)
     lhs = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(pairs))
@@ -352,17 +339,24 @@ def check_c10_avg_ge_eps(fp: FixedPoints) -> Outcome:
 # ---------------------------------------------------------------- registry
 @dataclass(frozen=True)
 class Claim:
-    """A claim and where it is checked."""
+    """A claim and where it is checked.
+
+    ``check`` is None for claims checked by other means (the learned-loss rows train
+    tables instead, :mod:`validation.learning`). ``note`` is the claim's own
+    conclusion: it is added to the verdict of its id when this reading held in every
+    case and another reading of the same id did not.
+    """
 
     id: str
     statement: str
     source: str
-    check: Callable[[FixedPoints], Outcome]
+    check: Callable[[FixedPoints], Outcome] | None
     families: tuple[str, ...]
     asserted: bool = True  # the paper asserts it (a violation fails the verify job)
     expect: str = "holds"  # "holds", or "gap" for families where a claim's hypotheses fail
-    reading: str = ""  # "" (the SPEC's reading) or the alternative reading checked
+    reading: str = ""  # "" (the project's reading, docs/claims.md) or the alternative reading checked
     unit: str = "distance"  # what the margin counts: "distance", "pairs" (differing) or "cells" (spare)
+    note: str = ""
 
     @property
     def label(self) -> str:
@@ -399,10 +393,17 @@ CLAIMS: list[Claim] = [
     Claim("C9", "Jensen: sum ge G_reward >= |dRpi|; entangled W1 average >= policy-averaged W1",
           "Lemma 4.4 proof", check_c9, GENERAL + ("examples",)),
     Claim("C10", "d_eps >= d_eps-avg (main-text operator above the appendix one)", "Thm 4.3 text vs appendix",
-          check_c10_eps_ge_avg, GENERAL + ("examples",), asserted=False),
+          check_c10_eps_ge_avg, GENERAL + ("examples",), asserted=False,
+          note="Ordering that always holds: d_eps >= d_eps-avg (Jensen on the W1 term, C9); "
+               "the reverse fails (counterexample saved); they coincide for deterministic policies"),
     Claim("C10", "d_eps-avg >= d_eps (appendix operator above the main-text one)", "Thm 4.3 text vs appendix",
           check_c10_avg_ge_eps, GENERAL + ("examples",), asserted=False, reading="reverse"),
 ]
+
+
+def find_claim(label: str, family: str, claims: list[Claim] | None = None) -> Claim | None:
+    """The claim with this label that runs on ``family`` (None if there is none)."""
+    return next((c for c in (CLAIMS if claims is None else claims) if c.label == label and family in c.families), None)
 
 
 def claim_ids() -> list[str]:

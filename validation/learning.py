@@ -1,12 +1,12 @@
-"""Convergence of the learned losses to the exact fixed points (SPEC section 4).
+"""Convergence of the learned losses to the exact fixed points (``docs/losses.md``).
 
 A :class:`~bisimkit.losses.TabularDistance` (one free entry per state pair,
 diagonal included) is trained from sampled batches with one loss of
 :mod:`bisimkit.losses`, the very functions the agents import, on a finite MDP
 wrapped by :class:`~bisimkit.losses.FiniteModel` (one-hot or embedded states).
 Inverse-CDF sampling from uniform noise makes the finite policy and transition
-reparametrised samplers, so each loss's expected target is an operator of the
-SPEC applied to the target table:
+reparametrised samplers, so each loss's expected target is an operator of
+``docs/operators.md`` applied to the target table:
 
 =================  ==============================================  =============
 loss               expected target                                 fixed point

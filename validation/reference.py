@@ -1,6 +1,6 @@
 """The slow, obviously-correct reference: per-pair value iteration with POT.
 
-Written straight from the SPEC's operator table and independent of bisimkit's
+Written straight from the operator table of ``docs/operators.md`` and independent of bisimkit's
 operators, transport and coupling code: a Python double loop over state pairs
 that calls ``ot.emd2`` on the full n-state histograms at every sweep, the way
 research code computes these metrics. The tests use it as an oracle on small
@@ -66,7 +66,7 @@ class _Model:
         return float(self.ground[s * self.m + a, t * self.m + b])
 
     def update(self, metric: str, d: np.ndarray, s: int, t: int) -> float:
-        """F(d)(s, t) from the SPEC's formula."""
+        """F(d)(s, t) from the formula in docs/operators.md."""
         P, R, c, m, pi = self.P, self.R, self.c, self.m, self.pi
         if metric == "bisim":
             return max(abs(R[s, a] - R[t, a]) + c * _w1(P[s, a], P[t, a], d) for a in range(m))

@@ -3,12 +3,26 @@
 For each family the job draws ``cases`` MDPs from its seeded generator, runs
 every claim that applies, and records per (claim, family): cases, how many held,
 the worst margin and the seconds spent. A claim that fails gets its smallest
-counterexample (hypothesis shrinking on the family's strategy) written as a
-SPEC JSON file. Results go to ``report.json``, ``report.md`` and PNG figures in
-the output folder; finished families are saved as the job goes, so ``--resume``
-continues an interrupted run.
+counterexample (hypothesis shrinking on the family's strategy) written as an
+MDP JSON file. Results go to ``report.json``, ``report.md`` and (when a figure
+writer is given) PNG figures in the output folder; finished families are saved as
+the job goes, so ``resume=True`` continues an interrupted run. The claims and the
+readings are explained in ``docs/claims.md``.
 
-Exit status: 1 if a claim the paper asserts (under the SPEC's reading) failed, else 0.
+:func:`verify` runs these steps, one function each:
+
+1. :func:`plan_run`: the claims, loss checks and families selected, and the run's key;
+2. :func:`load_state`: what a previous run with the same key finished (resume);
+3. :func:`start_warm_up`: numba compiles the kernels in a side process meanwhile;
+4. :func:`run_losses`: each selected loss trains a table (rows L1-L6);
+5. :func:`run_families`: every claim on every case, family by family;
+6. :func:`save_counterexamples`: shrink and write one counterexample per failing row;
+7. :func:`make_figures`: figure data from :mod:`validation.figure_data`, drawn by the
+   writer the caller passes (the command line passes :mod:`figures.verify_figures`;
+   this module never imports ``figures``);
+8. :func:`write_report`: ``report.json`` and ``report.md``.
+
+Exit status: 1 if a claim the paper asserts (under the project's reading) failed, else 0.
 
 The *margin* of a row is the worst signed slack of the claim over its cases
 (negative: violated by that much): a distance for inequalities and equalities,
@@ -24,40 +38,50 @@ import math
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Iterator
 
 import numpy as np
 
 from bisimkit.errors import InputError
-from bisimkit.files import atomic_write_json, atomic_write_text
+from bisimkit.files import atomic_write, atomic_write_json, atomic_write_text
+from bisimkit.mdp import mdp_from_dict
+from bisimkit.progress import Progress
 
-from .claims import CLAIMS, Claim, FixedPoints, claim_ids
+from . import learning
+from .claims import CLAIMS, Claim, FixedPoints, claim_ids, find_claim
 from .families import FAMILIES, GENERAL_FAMILIES, Case, example_cases
+from .figure_data import VerifyFigureData, verify_figure_data
 from .gaussian_claims import GAUSSIAN_CLAIMS, GAUSSIAN_FAMILIES, gaussian_cases
 
 #: Finite-MDP claims, then the same claims checked in continuous space.
 ALL_CLAIMS: list[Claim] = CLAIMS + GAUSSIAN_CLAIMS
-from . import learning
+#: Source column of the loss rows.
+LOSS_SOURCE = "paper Alg. 1; docs/losses.md"
+#: The loss checks as claims (checked by training, not by a check function).
+LOSS_CLAIMS: dict[str, Claim] = {c.id: Claim(c.id, c.statement, LOSS_SOURCE, None, ()) for c in learning.LOSS_CHECKS}
 
 DEFAULT_CASES = 40
 QUICK_CASES = 3
 #: Wall-clock budget for shrinking all counterexamples (full run / --quick).
 SHRINK_SECONDS = 60.0
 SHRINK_SECONDS_QUICK = 2.0
+TORCH_MISSING = ("skipped: torch is not installed (the learned-loss checks need it: "
+                 "pip install -e '.[torch]')")
+
+#: Draws the verify figures into a folder and returns the written paths.
+FigureWriter = Callable[[Path, VerifyFigureData], list[Path]]
 
 
+# --------------------------------------------------------------------- rows
 @dataclass
 class Row:
     """Accumulated results of one claim on one family."""
 
-    claim: str
-    label: str
-    statement: str
-    source: str
+    claim: Claim
     family: str
-    asserted: bool
-    expect: str
     cases: int = 0
     held: int = 0
     worst_margin: float = math.inf
@@ -66,6 +90,18 @@ class Row:
     counterexample: str | None = None
     shrunk: bool = False
     violation: dict | None = field(default=None, repr=False)  # smallest violating case seen
+
+    @property
+    def label(self) -> str:
+        return self.claim.label
+
+    @property
+    def asserted(self) -> bool:
+        return self.claim.asserted
+
+    @property
+    def expect(self) -> str:
+        return self.claim.expect
 
     @property
     def status(self) -> str:
@@ -77,12 +113,37 @@ class Row:
             return "held"
         return "VIOLATED" if self.asserted else "fails"
 
+    def record(self, held: bool, margin: float, detail: str, seconds: float) -> None:
+        """Add one case's outcome."""
+        self.seconds += seconds
+        self.cases += 1
+        self.held += bool(held)
+        if margin < self.worst_margin:
+            self.worst_margin, self.worst_detail = float(margin), detail
+
     def to_json(self) -> dict:
-        out = asdict(self)
-        out.pop("violation")
-        out["status"] = self.status
-        out["worst_margin"] = None if math.isinf(self.worst_margin) else self.worst_margin
-        return out
+        c = self.claim
+        return {"claim": c.id, "label": c.label, "statement": c.statement, "source": c.source, "family": self.family,
+                "asserted": c.asserted, "expect": c.expect, "cases": self.cases, "held": self.held,
+                "worst_margin": None if math.isinf(self.worst_margin) else self.worst_margin,
+                "worst_detail": self.worst_detail, "seconds": self.seconds, "counterexample": self.counterexample,
+                "shrunk": self.shrunk, "status": self.status}
+
+    def to_state(self) -> dict:
+        """What ``--resume`` keeps of the row (the claim by its label)."""
+        data = self.to_json()
+        del data["status"]
+        data["violation"] = self.violation
+        return data
+
+    @classmethod
+    def from_state(cls, data: dict, claims: list[Claim]) -> "Row":
+        claim = find_claim(data["label"], data["family"], claims)
+        if claim is None:
+            raise KeyError(f"no claim {data['label']} on {data['family']}")
+        margin = math.inf if data["worst_margin"] is None else data["worst_margin"]
+        return cls(claim, data["family"], data["cases"], data["held"], margin, data["worst_detail"],
+                   data["seconds"], data["counterexample"], data["shrunk"], data.get("violation"))
 
 
 def _case_dict(case: Case) -> dict:
@@ -92,12 +153,130 @@ def _case_dict(case: Case) -> dict:
 
 
 def _case_from_dict(data: dict) -> Case:
-    from bisimkit.mdp import mdp_from_dict
-
     g = data["ground"]
     return Case(mdp_from_dict(data["mdp"]), g if isinstance(g, str) else np.array(g))
 
 
+# ------------------------------------------------------------ 1. the plan
+@dataclass
+class Plan:
+    """What one run checks, where it writes, and the key its saved state is filed under."""
+
+    out: Path
+    cases: int
+    seed: int
+    quick: bool
+    claims: list[Claim]
+    loss_ids: list[str]
+    families: list[str]
+
+    @property
+    def config(self) -> dict:
+        return {"cases": self.cases, "seed": self.seed, "claims": sorted({c.label for c in self.claims}),
+                "families": self.families, "losses": self.loss_ids, "quick": self.quick}
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps(self.config, sort_keys=True).encode()).hexdigest()[:16]
+
+    @property
+    def state_path(self) -> Path:
+        return self.out / ".verify-state.json"
+
+
+def _select(claims: list[str] | None) -> list[Claim]:
+    known = claim_ids() + learning.loss_ids()
+    if claims is None:
+        return list(ALL_CLAIMS)
+    bad = [c for c in claims if c not in known]
+    if bad:
+        raise InputError(f"unknown claim '{bad[0]}' (choose from {', '.join(known)})", param="claims")
+    return [c for c in ALL_CLAIMS if c.id in claims]
+
+
+def _select_losses(claims: list[str] | None) -> list[str]:
+    """The loss checks (L1...) to run: all of them by default, else those listed."""
+    return [i for i in learning.loss_ids() if claims is None or i in claims]
+
+
+def plan_run(out: str | Path, cases: int | None, seed: int, claims: list[str] | None, quick: bool) -> Plan:
+    """Check the settings and choose the claims, loss checks and families to run."""
+    cases = cases if cases is not None else (QUICK_CASES if quick else DEFAULT_CASES)
+    if cases < 1:
+        raise InputError(f"must be at least 1, got {cases}", param="cases")
+    chosen = _select(claims)
+    families = [f for f in list(FAMILIES) + ["examples"] + list(GAUSSIAN_FAMILIES)
+                if any(f in c.families for c in chosen)]
+    return Plan(Path(out), cases, seed, quick, chosen, _select_losses(claims), families)
+
+
+# ------------------------------------------------------------ 2. resuming
+def load_state(plan: Plan, resume: bool) -> dict:
+    """The saved state of a previous run with the same key (``resume``), else a fresh one."""
+    state = {"key": plan.key, "families": {}}
+    if resume and plan.state_path.exists():
+        saved = json.loads(plan.state_path.read_text())
+        if saved.get("key") == state["key"]:
+            state = saved
+    plan.out.mkdir(parents=True, exist_ok=True)
+    return state
+
+
+def save_state(plan: Plan, state: dict) -> None:
+    atomic_write_json(plan.state_path, state)
+
+
+# ----------------------------------------------------------- 3. warm-up
+def start_warm_up() -> subprocess.Popen | None:
+    """Start ``python -m bisimkit.warmup``, which compiles (or loads from numba's disk cache)
+    the compiled kernels; None when the process cannot start (they then compile on first use)."""
+    try:
+        return subprocess.Popen([sys.executable, "-m", "bisimkit.warmup"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
+
+
+# ------------------------------------------------------------ 4. losses
+def run_losses(ids: list[str], quick: bool, seed: int, bar: Progress | None = None) -> dict:
+    """Train a table with each selected loss on the loss cases (the ``losses`` part of the report)."""
+    if not ids:
+        return {"runs": []}
+    if not learning.torch_available():
+        return {"runs": [], "skipped": TORCH_MISSING}
+
+    def progress(check, case, curve):
+        if bar:
+            bar.advance(1, {"": f"loss {check.id} {case.family}"})
+
+    results = learning.run_loss_checks(quick=quick, seed=seed, ids=ids, progress=progress)
+    config = results[0][2].config if results else {}
+    runs = [{"id": check.id, "loss": check.loss, "metric": check.metric, "ground": check.ground,
+             "family": case.family, **{k: v for k, v in curve.to_json().items() if k != "config"}}
+            for check, case, curve in results]
+    return {"runs": runs, "config": config, "relative_tolerance": learning.RELATIVE_TOLERANCE}
+
+
+def pending_loss_runs(plan: Plan, state: dict) -> int:
+    """How many loss trainings this run still has to do."""
+    if "losses" in state or not plan.loss_ids or not learning.torch_available():
+        return 0
+    return len(learning.loss_plan(plan.quick, plan.seed, plan.loss_ids))
+
+
+def loss_rows(runs: list[dict]) -> list[Row]:
+    """One row per (loss check, family) from the training curves."""
+    rows: dict[tuple[str, str], Row] = {}
+    for run in runs:
+        row = rows.setdefault((run["id"], run["family"]), Row(LOSS_CLAIMS[run["id"]], run["family"]))
+        detail = (f"max error {run['final_error']:.2e} <= {run['tolerance']:.2e} "
+                  f"(1% of max d* {run['scale']:.3g}) after {run['steps'][-1]} steps; "
+                  f"max d(s,s): exact {run['exact_diagonal']:.3g}, learned {run['learned_diagonal']:.3g}")
+        row.record(run["held"], run["tolerance"] - run["final_error"], detail, run["seconds"])
+    return list(rows.values())
+
+
+# ---------------------------------------------------------- 5. families
 def _family_cases(name: str, cases: int, seed: int, quick: bool = False) -> list:
     if name == "examples":
         return example_cases()
@@ -108,114 +287,18 @@ def _family_cases(name: str, cases: int, seed: int, quick: bool = False) -> list
     return [FAMILIES[name].make(rng) for _ in range(cases)]
 
 
-def _select(claims: list[str] | None) -> list[Claim]:
-    known = claim_ids() + learning.loss_ids()
-    if claims is None:
-        return list(ALL_CLAIMS)
-    bad = [c for c in claims if c not in known]
-    if bad:
-        raise InputError(f"--claims: unknown claim '{bad[0]}' (choose from {', '.join(known)})")
-    return [c for c in ALL_CLAIMS if c.id in claims]
-
-
-def _select_losses(claims: list[str] | None) -> list[str]:
-    """The loss checks (L1...) to run: all of them by default, else those listed."""
-    return [i for i in learning.loss_ids() if claims is None or i in claims]
-
-
-#: Source column of the loss rows.
-LOSS_SOURCE = "SPEC 4, paper Alg. 1"
-TORCH_MISSING = ("skipped: torch is not installed (the learned-loss checks need it: "
-                 "pip install -e '.[torch]')")
-
-
-def _loss_rows(results: list) -> list[Row]:
-    """One row per (loss check, family) from the training curves."""
-    rows: dict[tuple[str, str], Row] = {}
-    for check, family, curve in results:
-        row = rows.get((check.id, family))
-        if row is None:
-            row = rows[(check.id, family)] = Row(check.id, check.id, check.statement, LOSS_SOURCE, family,
-                                                 True, "holds")
-        row.cases += 1
-        row.held += bool(curve["held"])
-        row.seconds += curve["seconds"]
-        margin = curve["tolerance"] - curve["final_error"]
-        if margin < row.worst_margin:
-            row.worst_margin = float(margin)
-            row.worst_detail = (f"max error {curve['final_error']:.2e} <= {curve['tolerance']:.2e} "
-                                f"(1% of max d* {curve['scale']:.3g}) after {curve['steps'][-1]} steps; "
-                                f"max d(s,s): exact {curve['exact_diagonal']:.3g}, "
-                                f"learned {curve['learned_diagonal']:.3g}")
-    return list(rows.values())
-
-
-def run_losses(ids: list[str], quick: bool, seed: int, bar: "_Bar | None" = None) -> dict:
-    """Train a table with each selected loss on the loss cases (the ``losses`` part of the report)."""
-    if not ids:
-        return {"runs": []}
-    if not learning.torch_available():
-        return {"runs": [], "skipped": TORCH_MISSING}
-
-    def progress(check, case, curve):
-        if bar:
-            bar.update(1, f"loss {check.id} {case.family}")
-
-    results = learning.run_loss_checks(quick=quick, seed=seed, ids=ids, progress=progress)
-    config = results[0][2].config if results else {}
-    runs = [{"id": check.id, "loss": check.loss, "metric": check.metric, "ground": check.ground,
-             "family": case.family, **{k: v for k, v in curve.to_json().items() if k != "config"}}
-            for check, case, curve in results]
-    return {"runs": runs, "config": config, "relative_tolerance": learning.RELATIVE_TOLERANCE}
-
-
-class _Bar:
-    """A small progress bar on stderr (quiet when not a terminal, except every 10%)."""
-
-    def __init__(self, total: int, enabled: bool = True) -> None:
-        self.total, self.done, self.enabled = max(total, 1), 0, enabled
-        self.start = time.perf_counter()
-        self.tty = sys.stderr.isatty()
-        self.last_decile = -1
-
-    def update(self, k: int, label: str) -> None:
-        self.done += k
-        if not self.enabled:
-            return
-        frac = self.done / self.total
-        elapsed = time.perf_counter() - self.start
-        eta = elapsed / frac - elapsed if frac > 0 else 0.0
-        line = f"verify [{'#' * int(30 * frac):<30}] {self.done}/{self.total} cases  {elapsed:5.1f}s  eta {eta:4.0f}s  {label}"
-        if self.tty:
-            sys.stderr.write("\r" + line[:110].ljust(110))
-            sys.stderr.flush()
-        elif int(frac * 10) > self.last_decile:
-            self.last_decile = int(frac * 10)
-            sys.stderr.write(line + "\n")
-
-    def close(self) -> None:
-        if self.enabled and self.tty:
-            sys.stderr.write("\n")
-
-
-def run_family(name: str, cases: list, claims: list[Claim], bar: _Bar | None = None,
+def run_family(name: str, cases: list, claims: list[Claim], bar: Progress | None = None,
                keep: list | None = None) -> list[Row]:
     """Run every applicable claim on every case of one family (finite :class:`Case` objects
     go through a :class:`FixedPoints` cache; continuous cases are checked directly)."""
-    rows = [Row(c.id, c.label, c.statement, c.source, name, c.asserted, c.expect)
-            for c in claims if name in c.families]
-    todo = [(row, claim) for row, claim in zip(rows, [c for c in claims if name in c.families])]
+    rows = [Row(c, name) for c in claims if name in c.families]
     for case in cases:
         finite = isinstance(case, Case)
         fp = FixedPoints(case) if finite else case
-        for row, claim in todo:
+        for row in rows:
             t = time.perf_counter()
-            outcome = claim.check(fp)
-            row.seconds += time.perf_counter() - t
-            row.cases += 1
-            row.held += bool(outcome.held)
-            if outcome.margin < row.worst_margin:
-                row.worst_margin, row.worst_detail = float(outcome.margin), outcome.detail
+            outcome = row.claim.check(fp)
+            row.record(outcome.held, outcome.margin, outcome.detail, time.perf_counter() - t)
             if not outcome.held and finite:
                 size = case.mdp.n_states * case.mdp.n_actions
                 if row.violation is None or size < row.violation["size"]:
@@ -224,10 +307,33 @@ def run_family(name: str, cases: list, claims: list[Claim], bar: _Bar | None = N
         if keep is not None and name in GENERAL_FAMILIES:
             keep.append((name, fp))
         if bar:
-            bar.update(1, f"{name}")
+            bar.advance(1, {"": name})
     return rows
 
 
+def run_families(plan: Plan, state: dict, todo: dict[str, list], bar: Progress | None,
+                 compiling: subprocess.Popen | None) -> tuple[list[Row], list]:
+    """Every family's rows (reused from ``state`` when it finished them), and the fixed
+    points of the general families for the figures. The continuous families go first:
+    they need no compiled kernel, so the side compilation keeps going meanwhile."""
+    by_family: dict[str, list[Row]] = {}
+    keep: list = []
+    for fam in sorted(plan.families, key=lambda f: f not in GAUSSIAN_FAMILIES):
+        if fam in state["families"]:
+            by_family[fam] = [Row.from_state(r, plan.claims) for r in state["families"][fam]]
+            continue
+        if compiling is not None and fam not in GAUSSIAN_FAMILIES:
+            compiling.wait()
+            compiling = None
+        by_family[fam] = run_family(fam, todo[fam], plan.claims, bar, keep)
+        state["families"][fam] = [r.to_state() for r in by_family[fam]]
+        save_state(plan, state)
+    if compiling is not None:
+        compiling.wait()
+    return [row for fam in plan.families for row in by_family[fam]], keep
+
+
+# --------------------------------------------------- 6. counterexamples
 def shrink(claim: Claim, family: str, max_examples: int, seconds: float) -> Case | None:
     """Smallest case of ``family`` on which ``claim`` fails, found and shrunk by
     hypothesis within about ``seconds`` (after that, the best so far is kept)."""
@@ -257,130 +363,59 @@ def shrink(claim: Claim, family: str, max_examples: int, seconds: float) -> Case
 
 
 def save_counterexample(row: Row, case: Case, out: Path, shrunk: bool) -> str:
-    """Write the case as a SPEC JSON MDP (plus the ground metric when it is a matrix)."""
+    """Write the case as an MDP JSON file (plus the ground metric when it is a matrix)."""
     slug = f"{row.label.replace(' ', '-').replace('(', '').replace(')', '')}-{row.family}"
-    mdp = case.mdp
-    outcome = next(c for c in CLAIMS if c.label == row.label and row.family in c.families).check(FixedPoints(case))
-    data = mdp.to_dict()
+    outcome = row.claim.check(FixedPoints(case))
+    data = case.mdp.to_dict()
     data["name"] = f"counterexample to {row.label} ({row.family}{', shrunk' if shrunk else ''}): {outcome.detail}"
     path = out / "counterexamples" / f"{slug}.json"
     atomic_write_json(path, data)
     if not isinstance(case.ground, str):
-        from bisimkit.files import atomic_write
-
         atomic_write(path.with_suffix(".ground.npy"), lambda fh: np.save(fh, np.asarray(case.ground)))
     return str(path.relative_to(out))
 
 
-def _config_key(config: dict) -> str:
-    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _compile_kernels_aside():
-    """Start a process that compiles (or loads from numba's disk cache) the simplex kernels;
-    None when numba is missing or the process cannot start (the kernels then compile on first use)."""
-    from bisimkit.simplex import HAVE_NUMBA
-
-    if not HAVE_NUMBA:
-        return None
-    code = ("from bisimkit.generators import random_mdp\nfrom bisimkit.solvers import solve\n"
-            "m = random_mdp(8, 2, seed=0, max_support=4)\n"
-            "for metric in ('pi', 'eps', 'bisim', 'eps-bar', 'dbc', 'psm'):\n    solve(m, metric)\n")
-    try:
-        return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    except OSError:
-        return None
-
-
-def verify(out: str | Path = "verify-out", cases: int | None = None, seed: int = 0, claims: list[str] | None = None,
-           quick: bool = False, resume: bool = False, shrink_examples: int | None = None, figures: bool = True,
-           progress: bool = True) -> dict:
-    """Run the verification job; returns the report (also written to ``out``)."""
-    t0 = time.perf_counter()
-    out = Path(out)
-    cases = cases if cases is not None else (QUICK_CASES if quick else DEFAULT_CASES)
-    if cases < 1:
-        raise InputError(f"--cases: must be at least 1, got {cases}")
-    chosen = _select(claims)
-    loss_ids = _select_losses(claims)
-    families = [f for f in list(FAMILIES) + ["examples"] + list(GAUSSIAN_FAMILIES)
-                if any(f in c.families for c in chosen)]
-    config = {"cases": cases, "seed": seed, "claims": sorted({c.label for c in chosen}), "families": families,
-              "losses": loss_ids, "quick": quick}
-    state_path = out / ".verify-state.json"
-    state = {"key": _config_key(config), "families": {}}
-    if resume and state_path.exists():
-        saved = json.loads(state_path.read_text())
-        if saved.get("key") == state["key"]:
-            state = saved
-    out.mkdir(parents=True, exist_ok=True)
-
-    all_cases = {f: _family_cases(f, cases, seed, quick) for f in families if f not in state["families"]}
-    loss_runs = 0
-    if "losses" not in state and learning.torch_available():
-        loss_runs = len(learning.loss_plan(quick, seed, loss_ids)) if loss_ids else 0
-    bar = _Bar(sum(len(v) for v in all_cases.values()) + loss_runs, progress)
-    keep: list = []
-    rows: list[Row] = []
-    # The compiled simplex is JIT-compiled once per checkout (~9 s, then cached on disk):
-    # compile it in a side process while the loss checks train, instead of before them.
-    compiling = _compile_kernels_aside() if any(f not in state["families"] for f in families) else None
-    t_losses = time.perf_counter()
-    if "losses" not in state:
-        state["losses"] = run_losses(loss_ids, quick, seed, bar)
-        atomic_write_json(state_path, state)
-    elapsed_losses = time.perf_counter() - t_losses
-    by_family: dict[str, list[Row]] = {}
-    # continuous families first: they need no compiled simplex, so the side compile keeps going
-    for fam in sorted(families, key=lambda f: f not in GAUSSIAN_FAMILIES):
-        if fam in state["families"]:
-            by_family[fam] = [_row_from_state(r) for r in state["families"][fam]]
-            continue
-        if compiling is not None and fam not in GAUSSIAN_FAMILIES:
-            compiling.wait()
-            compiling = None
-        by_family[fam] = run_family(fam, all_cases[fam], chosen, bar, keep)
-        state["families"][fam] = [_row_to_state(r) for r in by_family[fam]]
-        atomic_write_json(state_path, state)
-    if compiling is not None:
-        compiling.wait()
-    for fam in families:
-        rows += by_family[fam]
-    elapsed_cases = time.perf_counter() - t0 - elapsed_losses
-    losses = state["losses"]
-    rows += _loss_rows([(learning.LOSSES[r["loss"]], r["family"], r) for r in losses["runs"]])
-    bar.close()
-    t_shrink = time.perf_counter()
-
-    # Counterexamples: shrink one per claim label; the other families keep their smallest case.
-    budget = shrink_examples if shrink_examples is not None else (30 if quick else 150)
-    seconds = SHRINK_SECONDS_QUICK if quick else SHRINK_SECONDS
+def save_counterexamples(rows: list[Row], plan: Plan, shrink_examples: int | None) -> None:
+    """Shrink one counterexample per failing claim label (asserted claims first, within a
+    time budget); the other failing rows keep their smallest case. Each is written to
+    ``counterexamples/`` and linked from its row."""
+    start = time.perf_counter()
+    budget = shrink_examples if shrink_examples is not None else (30 if plan.quick else 150)
+    seconds = SHRINK_SECONDS_QUICK if plan.quick else SHRINK_SECONDS
     pending = {r.label for r in rows if r.violation is not None and r.family in FAMILIES}
-    shrunk_labels: set[str] = set()
-    for row in sorted(rows, key=lambda r: not r.asserted):  # asserted claims get the budget first
+    for row in sorted(rows, key=lambda r: not r.asserted):
         if row.violation is None:
             continue
         case = None
         if budget > 0 and row.label in pending and row.family in FAMILIES:
-            claim = next(c for c in chosen if c.label == row.label and row.family in c.families)
-            share = max(seconds - (time.perf_counter() - t_shrink), 0.5) / len(pending)
-            case = shrink(claim, row.family, budget, share)
+            share = max(seconds - (time.perf_counter() - start), 0.5) / len(pending)
+            case = shrink(row.claim, row.family, budget, share)
             if case is not None:
-                shrunk_labels.add(row.label)
                 pending.discard(row.label)
         row.shrunk = case is not None
         if case is None:
             case = _case_from_dict(row.violation["case"])
-        row.counterexample = save_counterexample(row, case, out, row.shrunk)
+        row.counterexample = save_counterexample(row, case, plan.out, row.shrunk)
 
-    elapsed_shrink = time.perf_counter() - t_shrink
-    figure_paths = _figures(out, keep, quick, losses["runs"]) if figures else []
+
+# ----------------------------------------------------------- 7. figures
+def make_figures(writer: FigureWriter | None, plan: Plan, fixed_points: list, loss_runs: list) -> list[str]:
+    """Compute the figures' data and have ``writer`` draw them; paths relative to the output folder."""
+    if not writer:
+        return []
+    data = verify_figure_data(fixed_points, plan.quick, loss_runs, learning.RELATIVE_TOLERANCE)
+    return [str(Path(p).relative_to(plan.out)) for p in writer(plan.out, data)]
+
+
+# ------------------------------------------------------------ 8. report
+def write_report(plan: Plan, rows: list[Row], losses: dict, figure_paths: list[str], phase_seconds: dict,
+                 seconds: float) -> dict:
+    """Write ``report.json`` and ``report.md``; returns the report."""
     failed = [r for r in rows if r.asserted and r.expect == "holds" and r.held < r.cases]
     report = {
-        "config": config,
-        "seconds": time.perf_counter() - t0,
-        "phase_seconds": {"cases": elapsed_cases, "losses": elapsed_losses, "counterexamples": elapsed_shrink,
-                          "figures": time.perf_counter() - t_shrink - elapsed_shrink},
+        "config": plan.config,
+        "seconds": seconds,
+        "phase_seconds": phase_seconds,
         "rows": [r.to_json() for r in rows],
         "verdicts": verdicts(rows),
         "losses": losses,
@@ -388,38 +423,58 @@ def verify(out: str | Path = "verify-out", cases: int | None = None, seed: int =
         "exit_status": 1 if failed else 0,
         "violated_asserted": sorted({r.label for r in failed}),
     }
-    atomic_write_json(out / "report.json", report)
-    atomic_write_text(out / "report.md", markdown(report))
+    atomic_write_json(plan.out / "report.json", report)
+    atomic_write_text(plan.out / "report.md", markdown(report))
     return report
 
 
-def _row_to_state(row: Row) -> dict:
-    data = asdict(row)
-    data["worst_margin"] = None if math.isinf(row.worst_margin) else row.worst_margin
-    return data
+# ------------------------------------------------------------------ job
+class PhaseTimer:
+    """Seconds spent per named phase (``with timer("losses"): ...``)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
 
 
-def _row_from_state(data: dict) -> Row:
-    data = dict(data)
-    data["worst_margin"] = math.inf if data["worst_margin"] is None else data["worst_margin"]
-    return Row(**data)
+def verify(out: str | Path = "verify-out", cases: int | None = None, seed: int = 0, claims: list[str] | None = None,
+           quick: bool = False, resume: bool = False, shrink_examples: int | None = None,
+           figures: FigureWriter | None = None, progress: bool = True) -> dict:
+    """Run the verification job; returns the report (also written to ``out``).
 
-
-def _figures(out: Path, keep: list, quick: bool, loss_runs: list | None = None) -> list[str]:
-    from figures.diagonal import plot_sampled_diagonals
-    from figures.heatmaps import plot_metric_heatmaps
-    from figures.scatter import plot_bound_scatter
-
-    paths = [plot_metric_heatmaps(out / "heatmaps.png", tol=1e-6 if quick else 1e-8)]
-    if keep:
-        paths.append(plot_bound_scatter(out / "scatter.png", keep))
-    paths.append(plot_sampled_diagonals(out / "diagonal.png", mdps=2 if quick else 8, points=5 if quick else 9))
-    if loss_runs:
-        from figures.loss_convergence import plot_loss_curves
-
-        runs = [(r["loss"], r["family"], r) for r in loss_runs]
-        paths.append(plot_loss_curves(out / "loss_convergence.png", runs, learning.RELATIVE_TOLERANCE))
-    return [str(Path(p).relative_to(out)) for p in paths]
+    ``figures``: a :data:`FigureWriter` that draws the figures (e.g.
+    ``figures.verify_figures.draw_verify_figures``); None or False: no figures.
+    """
+    t0 = time.perf_counter()
+    timer = PhaseTimer()
+    with timer("cases"):
+        plan = plan_run(out, cases, seed, claims, quick)
+        state = load_state(plan, resume)
+        todo = {f: _family_cases(f, plan.cases, seed, quick) for f in plan.families if f not in state["families"]}
+        bar = Progress(sum(map(len, todo.values())) + pending_loss_runs(plan, state), "verify", unit="cases",
+                       bar=True, enabled=progress)
+        compiling = start_warm_up() if todo else None
+    with timer("losses"):
+        if "losses" not in state:
+            state["losses"] = run_losses(plan.loss_ids, quick, seed, bar)
+            save_state(plan, state)
+    with timer("cases"):
+        rows, fixed_points = run_families(plan, state, todo, bar, compiling)
+        rows += loss_rows(state["losses"]["runs"])
+        bar.close()
+    with timer("counterexamples"):
+        save_counterexamples(rows, plan, shrink_examples)
+    with timer("figures"):
+        figure_paths = make_figures(figures, plan, fixed_points, state["losses"]["runs"])
+    phases = {k: timer.seconds.get(k, 0.0) for k in ("cases", "losses", "counterexamples", "figures")}
+    return write_report(plan, rows, state["losses"], figure_paths, phases, time.perf_counter() - t0)
 
 
 # --------------------------------------------------------------- reporting
@@ -438,22 +493,21 @@ def _summary(rows: list[Row]) -> str:
 
 
 def verdicts(rows: list[Row]) -> dict[str, str]:
-    """One sentence per claim id, from the evidence."""
+    """One sentence per claim id, from the evidence, followed by the claims' own notes
+    (:attr:`Claim.note`) where their condition is met."""
     labels: dict[str, dict[str, list[Row]]] = {}
     for r in rows:
-        labels.setdefault(r.claim, {}).setdefault(r.label, []).append(r)
+        labels.setdefault(r.claim.id, {}).setdefault(r.label, []).append(r)
     out = {}
     for cid, groups in labels.items():
-        ordered = sorted(groups.items(), key=lambda kv: kv[0] != cid)  # the SPEC reading first
+        ordered = sorted(groups.items(), key=lambda kv: kv[0] != cid)  # the project's reading first
         out[cid] = "; ".join((f"[{label[len(cid) + 2:-1]}] " if label != cid else "") + _summary(rs)
                              for label, rs in ordered)
-    c10 = labels.get("C10", {})
-    if "C10" in c10 and "C10 (reverse)" in c10:
-        forward = all(r.held == r.cases for r in c10["C10"])
-        reverse = all(r.held == r.cases for r in c10["C10 (reverse)"])
-        if forward and not reverse:
-            out["C10"] += (". Ordering that always holds: d_eps >= d_eps-avg (Jensen on the W1 term, C9); "
-                           "the reverse fails (counterexample saved); they coincide for deterministic policies")
+        held = {label: all(r.held == r.cases for r in rs) for label, rs in groups.items()}
+        for label, rs in ordered:
+            note = rs[0].claim.note
+            if note and held[label] and not all(held.values()):
+                out[cid] += ". " + note
     return out
 
 
@@ -471,7 +525,7 @@ def table(rows: list[dict]) -> str:
 
 
 READINGS = """\
-**Readings.** The SPEC defines E_eps with *equal class masses* of P(s,a) and P(t,a')
+**Readings.** The project defines E_eps with *equal class masses* of P(s,a) and P(t,a')
 (the usual bisimulation reading); the paper's Def. 4.3 literally asks for *identical*
 laws P(s,a) = P(t,a'). Rows marked `(literal)` use the second reading; they are
 reported, not asserted. Under the class-mass reading Theorem 4.3 (C2) holds and the
@@ -482,7 +536,7 @@ C5 is checked where its hypotheses provably hold (`monotone-product`: coordinate
 independent transitions, d_eps-bar separable with Monge coordinate terms, the finite
 form of "separable convex") and its gap is measured where they fail.
 
-Rows marked `(continuous)` check C5, C6 and C8 in continuous space (SPEC section 3):
+Rows marked `(continuous)` check C5, C6 and C8 in continuous space (docs/gaussian.md):
 on random linear-Gaussian MDPs and a heteroscedastic pendulum with a tanh-squashed
 policy (C6, C8), on pendulum transition laws with separable convex costs (C5, exact LP
 on product quantile quantisations against the entangled coupling, and the closed form
@@ -508,7 +562,7 @@ def loss_markdown(losses: dict) -> list[str]:
     """The learned-loss section of the report."""
     if not losses or (not losses.get("runs") and "skipped" not in losses):
         return []
-    lines = ["## Learned losses (SPEC section 4)", ""]
+    lines = ["## Learned losses (docs/losses.md)", ""]
     if "skipped" in losses:
         return lines + [f"Loss checks {losses['skipped']}.", ""]
     cfg = losses.get("config", {})
@@ -544,7 +598,7 @@ def markdown(report: dict) -> str:
     ces = [r for r in report["rows"] if r["counterexample"]]
     if ces:
         lines += ["## Counterexamples", "",
-                  "Each is a SPEC JSON MDP (`bisimkit info FILE`, `bisimkit solve FILE --metric ...`).", ""]
+                  "Each is an MDP JSON file (`bisimkit info FILE`, `bisimkit solve FILE --metric ...`).", ""]
         for r in ces:
             lines.append(f"- {r['label']} on {r['family']}: [{r['counterexample']}]({r['counterexample']})"
                          f"{' (shrunk by hypothesis)' if r['shrunk'] else ''}: {r['worst_detail']}")
@@ -556,17 +610,11 @@ def markdown(report: dict) -> str:
     return "\n".join(lines)
 
 
-def main_verify(args) -> int:
-    """CLI entry for ``bisimkit verify``."""
-    claims = None if not args.claims else [c.strip() for c in args.claims.split(",") if c.strip()]
-    report = verify(out=args.out, cases=args.cases, seed=args.seed, claims=claims, quick=args.quick,
-                    resume=args.resume, shrink_examples=args.shrink_examples, figures=not args.no_figures,
-                    progress=not args.quiet)
-    print(table(report["rows"]))
-    print()
-    for cid, text in report["verdicts"].items():
-        print(f"{cid}: {text}")
+def console_summary(report: dict, out: str | Path) -> str:
+    """What the command line prints after a run: the table, the verdicts, where the report is."""
+    lines = [table(report["rows"]), ""]
+    lines += [f"{cid}: {text}" for cid, text in report["verdicts"].items()]
     if "skipped" in report.get("losses", {}):
-        print(f"L1-L5: {report['losses']['skipped']}")
-    print(f"\nreport: {Path(args.out) / 'report.md'} ({report['seconds']:.1f} s); exit status {report['exit_status']}")
-    return int(report["exit_status"])
+        lines.append(f"L1-L5: {report['losses']['skipped']}")
+    lines.append(f"\nreport: {Path(out) / 'report.md'} ({report['seconds']:.1f} s); exit status {report['exit_status']}")
+    return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""Gaussian MDPs: continuous states and actions (SPEC section 3).
+"""Gaussian MDPs: continuous states and actions (``docs/gaussian.md``).
 
 * :mod:`.model`: :class:`GaussianMDP`, :class:`LinearGaussianMDP` (with its JSON
   form), :class:`PendulumMDP`.

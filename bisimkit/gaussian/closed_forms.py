@@ -1,4 +1,4 @@
-"""Closed forms for optimal transport between Gaussians (SPEC section 3).
+"""Closed forms for optimal transport between Gaussians (``docs/gaussian.md``).
 
 * 1-D: the quantile coupling ``x = m1 + s1 Z``, ``y = m2 + s2 Z`` is optimal for
   every convex cost of ``x - y``, so ``W_p(N(m1,s1^2), N(m2,s2^2))^p =

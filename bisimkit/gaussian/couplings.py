@@ -7,7 +7,7 @@ increasing in each noise coordinate (``mu + sigma * xi``, then optionally
 * **entangled**: the two draws share the noise. Per coordinate this is the
   quantile coupling, and with diagonal standard deviations it is the Rosenblatt
   chain rule of the paper's Def. 4.2 (each coordinate's conditional law does
-  not depend on the others), i.e. the coupling of the SPEC.
+  not depend on the others), i.e. the entangled coupling of ``docs/couplings.md``.
 * **independent**: each draw gets its own noise (the product coupling).
 
 Functions take a ``numpy.random.Generator`` and return arrays batched like the

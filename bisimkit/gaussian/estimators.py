@@ -174,20 +174,21 @@ def estimate_distance(model: GaussianMDP, z, z2, ground: str = "reward", samples
     most ``tail``; ``seed`` fixes the noise (an int, a Generator, or None).
     """
     if ground not in GROUNDS:
-        raise InputError(f"--ground: unknown ground metric '{ground}' for a Gaussian MDP (use reward or policy)")
+        raise InputError(f"unknown ground metric '{ground}' for a Gaussian MDP (use reward or policy)",
+                         param="ground")
     if coupling not in COUPLINGS:
-        raise InputError(f"coupling: unknown coupling '{coupling}' (choose from {', '.join(COUPLINGS)})")
+        raise InputError(f"unknown coupling '{coupling}' (choose from {', '.join(COUPLINGS)})", param="coupling")
     if not (isinstance(samples, int | np.integer) and samples >= 2):
-        raise InputError(f"--samples: expected an integer >= 2, got {samples}")
+        raise InputError(f"expected an integer >= 2, got {samples}", param="samples")
     if not 0 < confidence < 1:
-        raise InputError(f"--confidence: expected a number in (0, 1), got {confidence}")
+        raise InputError(f"expected a number in (0, 1), got {confidence}", param="confidence")
     z, z2 = model.states(z, "z"), model.states(z2, "z'")
     if z.shape != z2.shape:
         raise InputError(f"z, z': expected the same number of states, got {z.shape[0]} and {z2.shape[0]}")
     if horizon is None:
         horizon = choose_horizon(model, ground, z, z2, tail, coupling)
     if not (isinstance(horizon, int | np.integer) and horizon >= 1):
-        raise InputError(f"--horizon: expected an integer >= 1, got {horizon}")
+        raise InputError(f"expected an integer >= 1, got {horizon}", param="horizon")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     sums = rollout_sums(model, z, z2, ground, int(horizon), int(samples), rng, coupling)
     mean = sums.mean(axis=1)

@@ -75,24 +75,27 @@ def exact_form(model: GaussianMDP, metric: str, ground: str = "reward") -> str:
     ``"linear"`` or ``"quadratic"``; raises :class:`InputError` saying why when
     there is no exact form."""
     if metric not in EXACT_METRICS:
-        raise InputError(f"--metric: '{metric}' has no exact form on Gaussian MDPs "
-                         f"(exact: {', '.join(EXACT_METRICS)}; Monte Carlo: eps-bar)")
+        raise InputError(f"'{metric}' has no exact form on Gaussian MDPs "
+                         f"(exact: {', '.join(EXACT_METRICS)}; Monte Carlo: eps-bar)", param="metric")
     if not isinstance(model, LinearGaussianMDP):
-        raise InputError(f"--metric: {metric}: exact fixed points are known only for linear-Gaussian MDPs; "
-                         "use the Monte Carlo estimator (eps-bar)")
+        raise InputError(f"{metric}: exact fixed points are known only for linear-Gaussian MDPs; "
+                         "use the Monte Carlo estimator (eps-bar)", param="metric")
     if model.squash:
-        raise InputError(f"--metric: {metric}: no exact form with a tanh-squashed policy (entangled pairs no "
-                         "longer move by a deterministic difference); use the Monte Carlo estimator (eps-bar)")
+        raise InputError(f"{metric}: no exact form with a tanh-squashed policy (entangled pairs no "
+                         "longer move by a deterministic difference); use the Monte Carlo estimator (eps-bar)",
+                         param="metric")
     if metric == "psm" or (metric in ("eps", "eps-bar") and ground == "policy"):
         return "policy"
     if ground not in ("reward", "policy"):
-        raise InputError(f"--ground: unknown ground metric '{ground}' for a Gaussian MDP (use reward or policy)")
+        raise InputError(f"unknown ground metric '{ground}' for a Gaussian MDP (use reward or policy)",
+                         param="ground")
     if model.reward_terms.is_linear:
         return "linear"
     if metric == "eps-bar":
         return "quadratic"
-    raise InputError(f"--metric: {metric}: no exact form with a quadratic reward (the fixed point is not "
-                     "translation invariant, so the shift coupling need not be optimal); eps-bar has one")
+    raise InputError(f"{metric}: no exact form with a quadratic reward (the fixed point is not "
+                     "translation invariant, so the shift coupling need not be optimal); eps-bar has one",
+                     param="metric")
 
 
 def _check_stable(model: LinearGaussianMDP, strict: bool) -> None:

@@ -1,4 +1,4 @@
-"""Gaussian MDPs (SPEC section 3): continuous states and actions.
+"""Gaussian MDPs (``docs/gaussian.md``): continuous states and actions.
 
 A :class:`GaussianMDP` has states z in R^n and actions a in R^k with
 
@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..mdp import _check_finite, _to_float_array, _validate_discount
+from ..fields import check_finite, check_keys, to_float_array, validate_discount
 
-#: The ground metrics on state-action pairs (SPEC section 1, Lemma 4.4).
+#: The ground metrics on state-action pairs (docs/operators.md, paper Lemma 4.4).
 GROUNDS = ("reward", "policy")
 
 #: Gauss-Hermite nodes used for the mean of a tanh-squashed action.
@@ -124,7 +124,8 @@ class GaussianMDP:
             return np.abs(self.reward(z, a) - self.reward(z2, a2))
         if name == "policy":
             return np.abs(self.mean_action(z) - self.mean_action(z2)).sum(axis=-1)
-        raise InputError(f"--ground: unknown ground metric '{name}' for a Gaussian MDP (use {' or '.join(GROUNDS)})")
+        raise InputError(f"unknown ground metric '{name}' for a Gaussian MDP (use {' or '.join(GROUNDS)})",
+                         param="ground")
 
     def ground_bound(self, name: str) -> float:
         """Upper bound on the ground metric over all arguments (inf if none is known)."""
@@ -213,11 +214,11 @@ class LinearGaussianMDP(GaussianMDP):
         if reward is None:
             reward = {}
         self.reward_terms = reward if isinstance(reward, QuadraticReward) else _reward_from_dict(reward, n, k)
-        self.discount = _validate_discount(discount)
+        self.discount = validate_discount(discount)
         if not isinstance(squash, bool):
             raise InputError(f"squash: expected true or false, got {json.dumps(squash)[:40]}")
         self.squash = squash
-        scale = _to_float_array("action_scale", action_scale)
+        scale = to_float_array("action_scale", action_scale)
         if scale.shape != () or not np.isfinite(scale) or float(scale) <= 0:
             raise InputError(f"action_scale: expected a positive number, got {action_scale!r}"[:120])
         self.action_scale = float(scale)
@@ -301,7 +302,7 @@ class PendulumMDP(GaussianMDP):
         if max_torque <= 0:
             raise InputError(f"max_torque: expected a positive number, got {max_torque!r}")
         self.__dict__.update(values)
-        self.discount = _validate_discount(discount)
+        self.discount = validate_discount(discount)
         self.state_dim, self.action_dim = 2, 1
         self.squash, self.action_scale, self.name = True, float(max_torque), name
 
@@ -331,7 +332,7 @@ class PendulumMDP(GaussianMDP):
 
 # ---------------------------------------------------------------- validation
 def _matrix(field_name: str, value: Any, shape: tuple[int, int] | None, rows: int | None = None) -> np.ndarray:
-    X = _to_float_array(field_name, value)
+    X = to_float_array(field_name, value)
     if X.ndim == 0 and (shape in (None, (1, 1))) and rows in (None, 1):
         X = X.reshape(1, 1)  # a number stands for a 1 x 1 matrix
     if X.ndim != 2 or X.size == 0:
@@ -341,17 +342,17 @@ def _matrix(field_name: str, value: Any, shape: tuple[int, int] | None, rows: in
         raise InputError(f"{field_name}: expected shape {shape}, got {X.shape}")
     if rows is not None and X.shape[0] != rows:
         raise InputError(f"{field_name}: expected {rows} rows (the state dimension), got shape {X.shape}")
-    _check_finite(field_name, X, ("i", "j"))
+    check_finite(field_name, X, ("i", "j"))
     return X
 
 
 def _vector(field_name: str, value: Any, size: int) -> np.ndarray:
-    v = _to_float_array(field_name, value)
+    v = to_float_array(field_name, value)
     if v.ndim == 0 and size == 1:
         v = v.reshape(1)
     if v.shape != (size,):
         raise InputError(f"{field_name}: expected {size} numbers, got shape {v.shape}")
-    _check_finite(field_name, v, ("i",))
+    check_finite(field_name, v, ("i",))
     return v
 
 
@@ -399,12 +400,7 @@ def linear_gaussian_from_dict(data: Any, source: str = "input") -> LinearGaussia
         raise InputError(f"{source}: expected a JSON object, got {type(data).__name__}")
     if data.get("kind") != "linear-gaussian":
         raise InputError(f"{source}: kind: expected 'linear-gaussian', got {json.dumps(data.get('kind'))[:40]}")
-    unknown = sorted(set(data) - set(LINEAR_FIELDS))
-    if unknown:
-        raise InputError(f"{source}: unknown field '{unknown[0]}' (allowed: {', '.join(LINEAR_FIELDS)})")
-    for key in LINEAR_REQUIRED:
-        if key not in data:
-            raise InputError(f"{source}: missing field '{key}'")
+    check_keys(data, LINEAR_FIELDS, LINEAR_REQUIRED, source)
     return LinearGaussianMDP(data["A"], data["B"], data["K"], data["policy_std"], data["transition_std"],
                              data.get("reward", {}), data["discount"], data.get("squash", False),
                              data.get("action_scale", 1.0), data.get("name"))

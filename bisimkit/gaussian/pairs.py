@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..mdp import _to_float_array
+from ..fields import to_float_array
 from . import exact
 from .estimators import Estimate, estimate_distance
 from .model import GaussianMDP, LinearGaussianMDP
@@ -69,7 +69,7 @@ def load_pairs(path: str | os.PathLike, state_dim: int) -> tuple[np.ndarray, np.
     or ``.npy`` of shape (P, 2, n). Returns ``(z, z')``, each (P, n)."""
     path = Path(path)
     if not path.exists():
-        raise InputError(f"--pairs: {path}: no such file")
+        raise InputError(f"{path}: no such file", param="pairs")
     suffix = path.suffix.lower()
     try:
         if suffix == ".json":
@@ -83,7 +83,7 @@ def load_pairs(path: str | os.PathLike, state_dim: int) -> tuple[np.ndarray, np.
             except ValueError as exc:
                 raise InputError(f"{path}: cannot read as .npy ({exc})") from None
         else:
-            raise InputError(f"--pairs: unsupported file type '{path.suffix}' (use .json or .npy)")
+            raise InputError(f"unsupported file type '{path.suffix}' (use .json or .npy)", param="pairs")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read ({exc})") from None
     return pairs_from_data(data, state_dim)
@@ -106,7 +106,7 @@ def pairs_from_data(data, state_dim: int) -> tuple[np.ndarray, np.ndarray]:
                     got = f"{len(state)} numbers" if isinstance(state, list) else json.dumps(state)[:40]
                     raise InputError(f"pairs[{i}][{j}]: expected {state_dim} numbers (the state dimension), got {got}")
         data = [[s if isinstance(s, list) else [s] for s in pair] for pair in data]
-    X = _to_float_array("pairs", data)
+    X = to_float_array("pairs", data)
     if X.ndim == 2 and state_dim == 1 and X.shape[1] == 2:
         X = X[:, :, None]
     if X.ndim != 3 or X.shape[1:] != (2, state_dim) or X.shape[0] == 0:
@@ -129,10 +129,12 @@ def solve_pairs(model: GaussianMDP, metric: str, z: np.ndarray, z2: np.ndarray, 
     """
     start = time.perf_counter()
     if method not in GAUSSIAN_METHODS:
-        raise InputError(f"--method: '{method}' does not apply to Gaussian MDPs (use {', '.join(GAUSSIAN_METHODS)})")
+        raise InputError(f"'{method}' does not apply to Gaussian MDPs (use {', '.join(GAUSSIAN_METHODS)})",
+                         param="method")
     ground = ground or "reward"
     if ground not in ("reward", "policy"):
-        raise InputError(f"--ground: unknown ground metric '{ground}' for a Gaussian MDP (use reward or policy)")
+        raise InputError(f"unknown ground metric '{ground}' for a Gaussian MDP (use reward or policy)",
+                         param="ground")
     uses_ground = metric in ("eps", "eps-bar")
     if method in ("auto", "exact"):
         try:
@@ -148,8 +150,8 @@ def solve_pairs(model: GaussianMDP, metric: str, z: np.ndarray, z2: np.ndarray, 
                                  np.maximum(s.values - s.error, 0.0), s.values + s.error,
                                  time.perf_counter() - start, series=s)
     if metric != "eps-bar":
-        raise InputError(f"--method mc: only eps-bar has a Monte Carlo estimator (the others need W1 between "
-                         f"continuous laws); '{metric}' does not")
+        raise InputError(f"'mc': only eps-bar has a Monte Carlo estimator (the others need W1 between "
+                         f"continuous laws); '{metric}' does not", param="method")
     est = estimate_distance(model, z, z2, ground, samples=samples, horizon=horizon, seed=seed,
                             confidence=confidence, tail=tail)
     return PairDistances(metric, ground, "monte carlo", z, z2, est.mean, np.maximum(est.lower, 0.0), est.upper,

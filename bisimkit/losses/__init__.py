@@ -1,4 +1,4 @@
-"""Learned bisimulation losses in torch (SPEC section 4), verified against the exact fixed points.
+"""Learned bisimulation losses in torch (``docs/losses.md``), verified against the exact fixed points.
 
 ``import bisimkit`` does not import torch; ``import bisimkit.losses`` does.
 

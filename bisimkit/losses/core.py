@@ -1,4 +1,4 @@
-"""The learned bisimulation losses (SPEC section 4, paper Alg. 1) as plain torch functions.
+"""The learned bisimulation losses (``docs/losses.md``, paper Alg. 1) as plain torch functions.
 
 All losses share one shape. A batch ``z`` (B x D) is paired with a permutation
 of itself, ``z' = z[perm]``; for every pair a *target* is drawn and the loss is

@@ -10,9 +10,10 @@ CDF in index order, ``F^-1(u) = min{i : p[0] + ... + p[i] >= u}``:
   (``state_shape``) it takes one uniform per coordinate and draws each
   coordinate from its law given the earlier ones (Rosenblatt).
 
-These ARE reparametrised samplers: sharing u between two states draws from the
-entangled (north-west-corner) coupling of SPEC section 1, and independent u
-from the product coupling. So with a :class:`TabularDistance` the expected
+These ARE reparametrised samplers: their breakpoints are those of
+:mod:`bisimkit.couplings`, so sharing u between two states draws from the
+entangled (north-west-corner) coupling computed there (``docs/couplings.md``),
+and independent u from the product coupling. So with a :class:`TabularDistance` the expected
 target of :func:`~bisimkit.losses.entangled_loss` is the ``eps-bar`` operator
 applied to the table, and so on for the other losses (see
 :mod:`validation.learning`, which checks the fixed points).
@@ -24,31 +25,42 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..couplings import dense_breakpoints, rosenblatt_breakpoints
 from ..mdp import FiniteMDP
 from ..transport import optimal_transport
 from .core import NextW2, Reparam, Tensor, check_batch
 
 
+def quantile_index(breaks: Tensor, u: Tensor) -> Tensor:
+    """``min{i : breaks[i] >= u}`` per row: the quantile function with breakpoints ``breaks`` (B x k)."""
+    idx = torch.searchsorted(breaks, u.to(breaks.dtype).reshape(-1, 1)).reshape(-1)
+    return idx.clamp_max(breaks.shape[1] - 1)
+
+
 def inverse_cdf(weights: Tensor, u: Tensor) -> Tensor:
-    """``min{i : cdf_i >= u}`` per row, for weights (B x k, rows with positive sum) and u (B,)."""
-    cdf = torch.cumsum(weights, dim=1)
-    cdf = (cdf / cdf[:, -1:]).clamp_max(1.0)
-    cdf[:, -1] = 1.0  # the quantile function must end at 1 exactly
-    idx = torch.searchsorted(cdf, u.to(cdf.dtype).reshape(-1, 1)).reshape(-1)
-    return idx.clamp_max(weights.shape[1] - 1)
+    """``min{i : cdf_i >= u}`` per row, for weights (B x k, rows with positive sum) and u (B,).
+
+    The breakpoints are :func:`bisimkit.couplings.dense_breakpoints` of the weights, so a
+    uniform shared by two rows draws their entangled coupling exactly.
+    """
+    breaks = dense_breakpoints(weights.detach().to("cpu", torch.float64).numpy())
+    return quantile_index(torch.as_tensor(breaks, dtype=weights.dtype, device=weights.device), u)
 
 
 def rosenblatt_sample(laws: Tensor, shape: tuple[int, ...], u: Tensor) -> Tensor:
     """Flat indices drawn from laws (B x n) on the C-order cells of a grid ``shape``,
     coordinate by coordinate with one uniform each (u: B x len(shape))."""
-    rows = laws.shape[0]
-    block = laws.reshape((rows,) + tuple(shape))
-    flat = torch.zeros(rows, dtype=torch.int64, device=laws.device)
-    arange = torch.arange(rows, device=laws.device)
+    tables = [torch.as_tensor(t, dtype=laws.dtype, device=laws.device)
+              for t in rosenblatt_breakpoints(laws.detach().to("cpu", torch.float64).numpy(), shape)]
+    return _rosenblatt_index(tables, torch.arange(laws.shape[0], device=laws.device), shape, u)
+
+
+def _rosenblatt_index(tables: list[Tensor], rows: Tensor, shape: tuple[int, ...], u: Tensor) -> Tensor:
+    """Flat grid indices drawn with :func:`bisimkit.couplings.rosenblatt_breakpoints` tables
+    (one per coordinate, indexed by law row and flat prefix)."""
+    flat = torch.zeros(len(rows), dtype=torch.int64, device=rows.device)
     for axis, size in enumerate(shape):
-        marginal = block.reshape(rows, size, -1).sum(dim=2)
-        i = inverse_cdf(marginal, u[:, axis].contiguous())
-        block = block[arange, i]
+        i = quantile_index(tables[axis][rows, flat], u[:, axis].contiguous())
         flat = flat * size + i
     return flat
 
@@ -117,11 +129,23 @@ class FiniteModel:
         dtype = torch.float64 if exact else like.dtype
         key = (name, like.device, dtype)
         if key not in self._cache:
-            source = {"E": self.embedding, "w": self._keys[0], "keys": self._keys[1], "order": self._keys[2],
-                      "pi": self.mdp.policy, "P": self.mdp.transitions,
-                      "R": self.mdp.rewards, "Rpi": self.mdp.reward_pi, "abar": self.mdp.mean_action}[name]
-            self._cache[key] = torch.tensor(np.array(source, dtype=np.float64), dtype=dtype, device=like.device)
+            self._cache[key] = torch.tensor(np.array(self._source(name), dtype=np.float64), dtype=dtype,
+                                            device=like.device)
         return self._cache[key]
+
+    def _source(self, name: str) -> np.ndarray:
+        """The numpy array behind tensor ``name``; ``breaks`` are the quantile breakpoints of the
+        policy (``pi``) and of the transition rows (``P``, or ``P0``, ``P1``... per grid coordinate)."""
+        mdp = self.mdp
+        if name.startswith("breaks-"):
+            if name == "breaks-pi":
+                return dense_breakpoints(mdp.policy)
+            rows = mdp.transitions.reshape(mdp.n_states * mdp.n_actions, mdp.n_states)
+            if self.shape is None:
+                return dense_breakpoints(rows)
+            return rosenblatt_breakpoints(rows, self.shape)[int(name[len("breaks-P"):])]
+        return {"E": self.embedding, "w": self._keys[0], "keys": self._keys[1], "order": self._keys[2],
+                "R": mdp.rewards, "Rpi": mdp.reward_pi, "abar": mdp.mean_action}[name]
 
     def states(self, index: Tensor, like: Tensor | None = None) -> Tensor:
         """The vectors of states ``index`` (B,) (float64 on the CPU unless ``like`` says otherwise)."""
@@ -146,11 +170,15 @@ class FiniteModel:
         return order[hi - nearer_lo.long()].long()
 
     def _act(self, z: Tensor, u: Tensor) -> Tensor:
-        return inverse_cdf(self._t("pi", z, exact=True)[self.index(z)], u[:, 0])
+        return quantile_index(self._t("breaks-pi", z, exact=True)[self.index(z)], u[:, 0])
 
     def _step(self, z: Tensor, a: Tensor, u: Tensor) -> Tensor:
-        laws = self._t("P", z, exact=True)[self.index(z), a]
-        nxt = rosenblatt_sample(laws, self.shape, u) if self.shape else inverse_cdf(laws, u[:, 0])
+        row = self.index(z) * self.mdp.n_actions + a.to(device=z.device)
+        if self.shape is None:
+            nxt = quantile_index(self._t("breaks-P", z, exact=True)[row], u[:, 0])
+        else:
+            tables = [self._t(f"breaks-P{axis}", z, exact=True) for axis in range(len(self.shape))]
+            nxt = _rosenblatt_index(tables, row, self.shape, u)
         return self._t("E", z)[nxt]
 
     def reward(self, z: Tensor, a: Tensor) -> Tensor:

@@ -2,7 +2,7 @@
 
 * :class:`SeparableDistance`: ``sum_i sum_j w_ij |z_i - z'_i|^p_j`` with learnable
   ``w_ij >= 0`` (softplus of a free parameter) and powers ``p_j >= 1`` (convex terms). This is the family for which the
-  paper proves the entangled bound tight (Thm. 4.5, SPEC claim C5).
+  paper proves the entangled bound tight (Thm. 4.5, claim C5 of docs/claims.md).
 * :class:`L1Distance`: ``||z - z'||_1``, no parameters.
 * :class:`LatentL1Distance`: DBC's distance, ``scale * ||z - z'||_1`` on the latents
   themselves (the encoder is trained so that this L1 distance is the metric).

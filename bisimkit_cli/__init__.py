@@ -1,0 +1,13 @@
+"""The installed programs: the top layer, the only place that wires every package together.
+
+Layers, each importing only those below it (``tests/test_layers.py`` checks this)::
+
+    bisimkit (core, losses)  <-  validation  <-  figures  <-  bisimkit_cli (command lines)
+
+* :mod:`bisimkit_cli.main`: the ``bisimkit`` command (``[project.scripts]`` and
+  ``python -m bisimkit``): the core commands of :mod:`bisimkit.cli` plus ``verify``;
+* :mod:`bisimkit_cli.verify`: the ``verify`` subcommand, which runs
+  :func:`validation.verify.verify` with the figure writer of :mod:`figures.verify_figures`.
+
+The agents (``python -m agents.train`` ...) have their own entry points in ``agents``.
+"""

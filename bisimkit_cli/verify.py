@@ -1,0 +1,37 @@
+"""``bisimkit verify``: the options, and the job run with its figures (``docs/cli.md``)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_verify_command(sub: argparse._SubParsersAction) -> None:
+    """Add the ``verify`` subcommand to the ``bisimkit`` parser."""
+    p = sub.add_parser("verify", help="check the paper's claims on families of MDPs (the main job)")
+    p.add_argument("--out", default="verify-out", help="output folder (default ./verify-out)")
+    p.add_argument("--quick", action="store_true", help="a few cases per family (under 30 s)")
+    p.add_argument("--cases", type=int, default=None, help="cases per family (default 40, quick 4)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--claims", default=None,
+                   help="comma-separated claim ids, e.g. C1,C4 (L1-L5: the learned losses)")
+    p.add_argument("--resume", action="store_true", help="reuse the families a previous run finished")
+    p.add_argument("--shrink-examples", type=int, default=None,
+                   help="hypothesis examples per counterexample search (0: no shrinking)")
+    p.add_argument("--no-figures", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_verify)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Run the job, print the table and verdicts; the exit status is the report's."""
+    from validation.verify import console_summary, verify
+
+    writer = None
+    if not args.no_figures:
+        from figures.verify_figures import draw_verify_figures as writer
+    claims = None if not args.claims else [c.strip() for c in args.claims.split(",") if c.strip()]
+    report = verify(out=args.out, cases=args.cases, seed=args.seed, claims=claims, quick=args.quick,
+                    resume=args.resume, shrink_examples=args.shrink_examples, figures=writer,
+                    progress=not args.quiet)
+    print(console_summary(report, args.out))
+    return int(report["exit_status"])

@@ -46,8 +46,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from bisimkit.losses import (DeferredChecks, LatentL1Distance, SeparableDistance, dbc_loss, entangled_loss, gaussian_policy,
-                             gaussian_transition, gaussian_w2, policy_ground, psm_loss, reward_ground)
+from bisimkit.losses import (DeferredChecks, LatentL1Distance, SeparableDistance, dbc_loss, entangled_loss,
+                             gaussian_policy, gaussian_transition, gaussian_w2, policy_ground, psm_loss,
+                             reward_ground)
 
 from .augment import random_shift
 from .config import TrainConfig

@@ -15,6 +15,10 @@ index moves back and forth one frame per control step) and changes three things:
 * the texture is uploaded only when a frame is about to be rendered and differs
   from the one on the GPU (:meth:`FastBackgroundEnv.sync`), so with action
   repeat k there is one upload per k control steps.
+
+The class derives from distracting-control's wrapper, so it is built when first
+asked for (``from agents.background import FastBackgroundEnv``): importing this
+module loads neither dm_control nor OpenCV and leaves the environment alone.
 """
 
 from __future__ import annotations
@@ -24,15 +28,12 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-import mujoco
 import numpy as np
 
 from bisimkit.errors import InputError
 
 from .compat import distracting_control
 
-_dc = distracting_control()
-SKY = _dc.background.SKY_TEXTURE_INDEX
 DEFAULT_SIZE = 128
 CACHED_VIDEOS = 32
 
@@ -57,61 +58,77 @@ def load_frames(video_dir: str, size: int) -> np.ndarray:
 
 def ground_plane_alpha(domain: str) -> float:
     """Transparency of the floor grid under video backgrounds, as distracting-control sets it per domain."""
-    return _dc.suite_utils.get_background_kwargs(domain, None, True, None)["ground_plane_alpha"]
+    return distracting_control().suite_utils.get_background_kwargs(domain, None, True, None)["ground_plane_alpha"]
 
 
-class FastBackgroundEnv(_dc.background.DistractingBackgroundEnv):
-    """distracting-control's dynamic video background with a small texture and lazy uploads."""
+def __getattr__(name: str):
+    if name == "FastBackgroundEnv":
+        return _fast_background_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-    def __init__(self, env, videos: Sequence[str | os.PathLike], domain: str, seed: int | None = None,
-                 texture_size: int = DEFAULT_SIZE):
-        super().__init__(env, dataset_path=None, video_alpha=1.0, ground_plane_alpha=ground_plane_alpha(domain),
-                         dynamic=True, seed=seed)
-        if not videos:
-            raise InputError("videos: at least one video folder is needed")
-        model = env.physics.model
-        if not 8 <= texture_size <= model.tex_width[SKY]:
-            raise InputError(f"texture_size: {texture_size} is not in [8, {model.tex_width[SKY]}]")
-        self._video_paths = [str(Path(v)) for v in videos]
-        self._size = int(texture_size)
-        self._current_video: str | None = None
-        self._videos_loaded = 0  # counts _reset_background calls: (count, frame) names the frame on the GPU
-        self._on_gpu: tuple[int, int] | None = None
-        # A square skybox texture is drawn on all six cube faces; shrink it before any GL context exists.
-        model.tex_height[SKY] = model.tex_width[SKY] = self._size
 
-    def _reset_background(self) -> None:
-        physics = self._env.physics
-        if self._ground_plane_alpha is not None:
-            physics.named.model.mat_rgba["grid", "a"] = self._ground_plane_alpha
-        # Same random draws, in the same order, as the package's dynamic background.
-        video = self._random_state.choice(self._video_paths)
-        frames = load_frames(str(video), self._size)
-        self._current_video = str(video)
-        self._current_img_index = self._random_state.choice(len(frames))
-        self._step_direction = self._random_state.choice([-1, 1])
-        self._background = _dc.background.Texture(frames.shape[1], physics.model.tex_adr[SKY], frames)
-        self._videos_loaded += 1
-        self._apply()
+@functools.lru_cache(maxsize=None)
+def _fast_background_class() -> type:
+    """:class:`FastBackgroundEnv`, derived from distracting-control's wrapper (loaded on first use)."""
+    dc = distracting_control()
+    sky = dc.background.SKY_TEXTURE_INDEX
 
-    def _apply(self) -> None:
-        """Called by the package after every control step: the upload waits for :meth:`sync`."""
+    class FastBackgroundEnv(dc.background.DistractingBackgroundEnv):
+        """distracting-control's dynamic video background with a small texture and lazy uploads."""
 
-    @property
-    def current_frame(self) -> np.ndarray:
-        """The background frame of the current control step, (size, size, 3) uint8."""
-        return self._background.textures[self._current_img_index].reshape(self._size, self._size, 3)
+        def __init__(self, env, videos: Sequence[str | os.PathLike], domain: str, seed: int | None = None,
+                     texture_size: int = DEFAULT_SIZE):
+            super().__init__(env, dataset_path=None, video_alpha=1.0, ground_plane_alpha=ground_plane_alpha(domain),
+                             dynamic=True, seed=seed)
+            if not videos:
+                raise InputError("videos: at least one video folder is needed")
+            model = env.physics.model
+            if not 8 <= texture_size <= model.tex_width[sky]:
+                raise InputError(f"texture_size: {texture_size} is not in [8, {model.tex_width[sky]}]")
+            self._video_paths = [str(Path(v)) for v in videos]
+            self._size = int(texture_size)
+            self._current_video: str | None = None
+            self._videos_loaded = 0  # counts _reset_background calls: (count, frame) names the frame on the GPU
+            self._on_gpu: tuple[int, int] | None = None
+            # A square skybox texture is drawn on all six cube faces; shrink it before any GL context exists.
+            model.tex_height[sky] = model.tex_width[sky] = self._size
 
-    def sync(self) -> None:
-        """Upload the current frame to the GPU if it is not the one already there (call before rendering)."""
-        if self._background is None:
-            return
-        key = (self._videos_loaded, int(self._current_img_index))
-        if key == self._on_gpu:
-            return
-        physics = self._env.physics
-        start = self._background.address
-        physics.model.tex_data[start:start + self._background.size] = self._background.textures[key[1]]
-        with physics.contexts.gl.make_current() as ctx:
-            ctx.call(mujoco.mjr_uploadTexture, physics.model.ptr, physics.contexts.mujoco.ptr, SKY)
-        self._on_gpu = key
+        def _reset_background(self) -> None:
+            physics = self._env.physics
+            if self._ground_plane_alpha is not None:
+                physics.named.model.mat_rgba["grid", "a"] = self._ground_plane_alpha
+            # Same random draws, in the same order, as the package's dynamic background.
+            video = self._random_state.choice(self._video_paths)
+            frames = load_frames(str(video), self._size)
+            self._current_video = str(video)
+            self._current_img_index = self._random_state.choice(len(frames))
+            self._step_direction = self._random_state.choice([-1, 1])
+            self._background = dc.background.Texture(frames.shape[1], physics.model.tex_adr[sky], frames)
+            self._videos_loaded += 1
+            self._apply()
+
+        def _apply(self) -> None:
+            """Called by the package after every control step: the upload waits for :meth:`sync`."""
+
+        @property
+        def current_frame(self) -> np.ndarray:
+            """The background frame of the current control step, (size, size, 3) uint8."""
+            return self._background.textures[self._current_img_index].reshape(self._size, self._size, 3)
+
+        def sync(self) -> None:
+            """Upload the current frame to the GPU if it is not the one already there (call before rendering)."""
+            if self._background is None:
+                return
+            key = (self._videos_loaded, int(self._current_img_index))
+            if key == self._on_gpu:
+                return
+            import mujoco
+
+            physics = self._env.physics
+            start = self._background.address
+            physics.model.tex_data[start:start + self._background.size] = self._background.textures[key[1]]
+            with physics.contexts.gl.make_current() as ctx:
+                ctx.call(mujoco.mjr_uploadTexture, physics.model.ptr, physics.contexts.mujoco.ptr, sky)
+            self._on_gpu = key
+
+    return FastBackgroundEnv

@@ -44,6 +44,7 @@ import numpy as np
 
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json, atomic_write_text
+from bisimkit.progress import Progress
 
 from .checkpoint import CHECKPOINT, Checkpoint, Counters
 from .config import (PRESETS, RESUMABLE_CHANGES, ConfigParser, TrainConfig, add_config_arguments,
@@ -120,44 +121,6 @@ class TensorBoard:
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
-
-
-# --------------------------------------------------------------- progress
-class Progress:
-    """One status line on stderr: steps, steps/s, recent and evaluation returns, ETA."""
-
-    def __init__(self, total: int, label: str, enabled: bool):
-        self.total, self.label, self.enabled = total, label, enabled
-        self.tty = enabled and sys.stderr.isatty()
-        self.last_print = 0.0
-        self.last_fraction = -1.0
-
-    def show(self, done: int, speed: float, recent: float | None, evaluation: float | None,
-             force: bool = False) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        fraction = done / max(1, self.total)
-        # on a terminal redraw at most twice a second; in a log write a line every 5%
-        if not force and ((self.tty and now - self.last_print < 0.5) or
-                          (not self.tty and fraction - self.last_fraction < 0.05)):
-            return
-        self.last_print, self.last_fraction = now, fraction
-        eta = (self.total - done) / speed if speed > 0 else float("nan")
-        parts = [f"{self.label} {done}/{self.total} env steps ({100 * fraction:.0f}%)", f"{speed:.1f} steps/s"]
-        if recent is not None:
-            parts.append(f"return {recent:.1f}")
-        if evaluation is not None:
-            parts.append(f"eval {evaluation:.1f}")
-        if math.isfinite(eta):
-            parts.append(f"ETA {eta / 60:.1f} min")
-        line = " | ".join(parts)
-        sys.stderr.write(("\r" + line.ljust(110)) if self.tty else line + "\n")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled and self.tty:
-            sys.stderr.write("\n")
 
 
 # ------------------------------------------------------------ random state
@@ -256,9 +219,11 @@ class Trainer:
         self.label = f"[{cfg.method} {cfg.task} seed {cfg.seed}]"
         self.show_progress = progress
         self.board = TensorBoard(self.out / "tb", tensorboard)
-        self.bar = Progress(self.total_steps * self.repeat, self.label, progress)
+        self.bar = Progress(self.total_steps * self.repeat, self.label, unit="env steps", enabled=progress,
+                            initial=self.env_step)
         self.start = time.monotonic()
         self.speed_mark = (self.start, self.counters.t)
+        self.speed: float | None = None  # environment steps/s, smoothed over training episodes
         self.last_eval: float | None = None
         self.stats: dict = {}
         self.obs = None
@@ -324,6 +289,7 @@ class Trainer:
         """Log the episode; checkpoint when due (evaluating first at the end of the run); reset."""
         c, now = self.counters, time.monotonic()
         speed = (c.t - self.speed_mark[1]) * self.repeat / max(now - self.speed_mark[0], 1e-9)
+        self.speed = speed if self.speed is None else 0.7 * self.speed + 0.3 * speed
         c.recent = (c.recent + [self.episode_return])[-5:]
         row = {"episode": c.episode, "env_step": self.env_step, "episode_return": self.episode_return,
                "episode_steps": self.episode_steps * self.repeat, "steps_per_s": speed, "elapsed_s": self.elapsed()}
@@ -353,10 +319,10 @@ class Trainer:
         c.last_checkpoint = self.env_step
 
     def show(self) -> None:
-        """Redraw the progress line."""
-        c = self.counters
-        speed = (c.t - self.speed_mark[1]) * self.repeat / max(time.monotonic() - self.speed_mark[0], 1e-9)
-        self.bar.show(self.env_step, speed, float(np.mean(c.recent)) if c.recent else None, self.last_eval)
+        """Redraw the progress line (steps/s smoothed over episodes; ETA from this process's average rate)."""
+        recent = self.counters.recent
+        self.bar.show(self.env_step, {"steps/s": self.speed, "return": float(np.mean(recent)) if recent else None,
+                                      "eval": self.last_eval})
 
     # ---------------------------------------------------------------- run
     def run(self) -> dict:

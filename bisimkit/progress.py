@@ -11,13 +11,14 @@ Usage::
 API
 ---
 ``Progress(total, label, *, unit="", enabled=True, stream=None, tty=None, bar=False,
-delay=0.0, redraw_seconds=0.5, log_fraction=0.05, log_seconds=5.0)``
+delay=0.0, redraw_seconds=0.5, log_fraction=0.05, log_seconds=5.0, initial=0)``
     ``total``: units of work (``None`` when unknown, e.g. solver iterations);
     ``label``: what runs (the line starts with it); ``unit``: the units' name;
     ``enabled=False`` makes every call a no-op (``--quiet``); ``stream`` defaults to
     ``sys.stderr``; ``tty`` overrides the terminal detection; ``bar`` draws a
     ``[####    ]`` bar; ``delay``: seconds before the first line (short runs stay
-    silent).
+    silent); ``initial``: units already done before this process started (a resumed
+    run: the ETA uses the rate of this process's own work).
 ``show(done, fields=None, force=False)``
     Report ``done`` units finished, with extra ``fields`` (a dict: ``{"return": 12.5,
     "eval": None}`` prints ``return 12.5``; ``None`` values are skipped; an empty key
@@ -36,7 +37,8 @@ of ``total``, or every ``log_seconds`` when the total is unknown. The line is::
 
     LABEL DONE/TOTAL UNIT (PCT%) [bar] | field value | ... | ELAPSED | ETA ...
 
-with the ETA extrapolated from the average rate so far (only when ``total`` is known).
+with the ETA extrapolated from the average rate so far (only when ``total`` is known;
+counted from ``initial``).
 """
 
 from __future__ import annotations
@@ -75,14 +77,15 @@ class Progress:
 
     def __init__(self, total: int | None, label: str, *, unit: str = "", enabled: bool = True,
                  stream: TextIO | None = None, tty: bool | None = None, bar: bool = False, delay: float = 0.0,
-                 redraw_seconds: float = 0.5, log_fraction: float = 0.05, log_seconds: float = 5.0) -> None:
+                 redraw_seconds: float = 0.5, log_fraction: float = 0.05, log_seconds: float = 5.0,
+                 initial: int = 0) -> None:
         self.total = None if total is None else max(int(total), 1)
         self.label, self.unit, self.enabled, self.bar, self.delay = label, unit, enabled, bar, delay
         self.stream = stream if stream is not None else sys.stderr
         self.tty = bool(self.stream.isatty()) if tty is None else tty
         self.redraw_seconds, self.log_fraction, self.log_seconds = redraw_seconds, log_fraction, log_seconds
         self.start = time.monotonic()
-        self.done = 0
+        self.done = self.initial = int(initial)
         self.fields: Mapping[str, Any] | None = None
         self._last_time = -math.inf
         self._last_bucket = -1  # log mode: index of the last log_fraction step logged
@@ -131,8 +134,8 @@ class Progress:
             if self.bar:
                 head += f" [{'#' * int(30 * frac):<30}]"
         parts = [head, *format_fields(self.fields), format_seconds(elapsed)]
-        if frac is not None and 0 < self.done < self.total:
-            parts.append(f"ETA {format_seconds(elapsed * (self.total - self.done) / self.done)}")
+        if frac is not None and self.initial < self.done < self.total:
+            parts.append(f"ETA {format_seconds(elapsed * (self.total - self.done) / (self.done - self.initial))}")
         return " | ".join(parts)
 
     def _state(self) -> tuple:

@@ -44,9 +44,7 @@ def read(run: Path) -> dict:
 
 def plot(results: list[dict], out: Path) -> Path:
     """Each run's curve, DrQ's 759 ± 92 at 100k and the pass mark."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from figures.style import plt, return_curve_axes, save
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
     for r, colour in zip(results, ("tab:blue", "tab:orange", "tab:green", "tab:purple")):
@@ -56,15 +54,8 @@ def plot(results: list[dict], out: Path) -> Path:
     ax.errorbar([AT_STEPS], [DRQ_MEAN], yerr=[DRQ_STD], fmt="s", color="black", capsize=4,
                 label=f"DrQ paper: {DRQ_MEAN:.0f} ± {DRQ_STD:.0f} at 100k")
     ax.axhline(PASS_MARK, color="tab:red", ls=":", label=f"pass mark {PASS_MARK:.0f}")
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel("evaluation return (10 episodes)")
-    ax.set_title("--preset drq, cartpole-swingup, no distractions", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return_curve_axes(ax, "--preset drq, cartpole-swingup, no distractions", "evaluation return (10 episodes)", 8)
+    return save(fig, out, tight=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -79,9 +79,7 @@ def verdict(eval_means: list[float], random: list[float]) -> tuple[bool, float, 
 def plot(out: Path, steps, means, stds, random_mean: float, random_std: float, title: str,
          mark: float | None = None) -> Path:
     """The evaluation curve with a band of one std, the random policy's band and the pass mark."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from figures.style import plt, return_curve_axes, save
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
     steps, means, stds = map(np.asarray, (steps, means, stds))
@@ -91,15 +89,8 @@ def plot(out: Path, steps, means, stds, random_mean: float, random_std: float, t
     ax.axhspan(random_mean - random_std, random_mean + random_std, color="grey", alpha=0.2)
     if mark is not None:
         ax.axhline(mark, color="tab:red", ls=":", label=f"pass mark (last {LAST_EVALUATIONS} evaluations' mean)")
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel("episode return")
-    ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return_curve_axes(ax, title)
+    return save(fig, out, tight=True)
 
 
 def main(argv: list[str] | None = None) -> int:

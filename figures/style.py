@@ -30,6 +30,15 @@ def save(fig, path: str | os.PathLike, tight: bool = False) -> Path:
     return path
 
 
+def return_curve_axes(ax, title: str, ylabel: str = "episode return", legend_size: int = 9) -> None:
+    """Label an evaluation-return-over-environment-steps axis: axis names, title, light grid, legend."""
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=legend_size)
+
+
 def figure_parser(doc: str, out: str, seed: bool = True) -> argparse.ArgumentParser:
     """The command line of a figure module: its docstring as help, ``--out`` (default
     ``out``) and, with ``seed``, ``--seed`` (default 0)."""

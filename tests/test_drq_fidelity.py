@@ -1,0 +1,36 @@
+"""The verdict of the GPU DrQ fidelity check (benchmarks/drq_fidelity.py; the training itself needs a GPU)."""
+
+import json
+
+from benchmarks.drq_fidelity import PASS_MARK, main
+
+
+def run_folder(path, seed: int, finals: list[tuple[int, float]]):
+    path.mkdir(parents=True)
+    (path / "config.json").write_text(json.dumps({"config": {"seed": seed, "preset": "drq"}}))
+    rows = ["env_step,mean_return,std_return,episodes,split,elapsed_s"]
+    rows += [f"{step},{mean},10,10,train-settings,1.0" for step, mean in finals]
+    (path / "eval.csv").write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_every_seed_must_reach_the_mark_at_100k(tmp_path, capsys):
+    assert PASS_MARK == 759 - 92
+    good = run_folder(tmp_path / "a", 0, [(0, 10), (50_000, 400), (100_000, 700)])
+    also = run_folder(tmp_path / "b", 1, [(0, 12), (100_000, 667)])
+    low = run_folder(tmp_path / "c", 2, [(0, 12), (100_000, 666.9)])
+    short = run_folder(tmp_path / "d", 3, [(0, 12), (70_000, 800)])   # stopped early: not a pass
+    out = tmp_path / "fig.png"
+    assert main([str(good), str(also), "--out", str(out), "--json", str(tmp_path / "v.json")]) == 0
+    assert out.stat().st_size > 0 and json.loads((tmp_path / "v.json").read_text())["passed"] is True
+    assert capsys.readouterr().out.strip().endswith("PASS")
+    assert main([str(good), str(low)]) == 1
+    assert main([str(short)]) == 1
+    assert "at 70000 env steps" in capsys.readouterr().out
+
+
+def test_a_folder_without_evaluations_is_one_error(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert main([str(tmp_path / "empty")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: runs: ") and "no evaluation rows" in err[0]

@@ -255,15 +255,14 @@ class Trainer:
         next_obs, reward, done, info = self.env.step(action)
         discount = 0.0 if done and not info["truncated"] else 1.0
         self.buffer.add(self.obs, action, reward, discount, next_obs)
-        self.learn()
         self.obs, c.t = next_obs, c.t + 1
         self.episode_return += reward
         self.episode_steps += 1
         return done
 
     def learn(self) -> None:
-        """One gradient update on a replay batch, once the seed steps are over."""
-        if self.counters.t >= self.cfg.seed_steps:
+        """One gradient update on a replay batch after each agent step past the seed steps."""
+        if self.counters.t > self.cfg.seed_steps:
             # the actor's losses are logged from the last update that stepped the actor
             self.stats = {**self.stats, **self.agent.update(self.buffer.sample(self.cfg.batch_size, self.rng))}
 
@@ -338,6 +337,7 @@ class Trainer:
                 self.evaluate()  # the untrained policy: the curve's starting point
             while c.t < self.total_steps:
                 done = self.collect()
+                self.learn()
                 if self.evaluation_due():
                     self.evaluate()
                 if done:

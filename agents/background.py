@@ -44,12 +44,12 @@ def load_frames(video_dir: str, size: int) -> np.ndarray:
     import cv2
     names = sorted(n for n in os.listdir(video_dir) if n.lower().endswith((".jpg", ".jpeg")))
     if not names:
-        raise FileNotFoundError(f"no .jpg frames in {video_dir}")
+        raise InputError(f"videos: no .jpg frames in {video_dir}")
     frames = np.empty((len(names), size * size * 3), np.uint8)
     for i, name in enumerate(names):
         image = cv2.imread(os.path.join(video_dir, name), cv2.IMREAD_COLOR)
         if image is None:
-            raise OSError(f"cannot decode {os.path.join(video_dir, name)}")
+            raise InputError(f"videos: cannot decode {os.path.join(video_dir, name)} (not a JPEG image?)")
         image = cv2.resize(image, (size, size), interpolation=cv2.INTER_AREA)
         frames[i] = cv2.cvtColor(image, cv2.COLOR_BGR2RGB).reshape(-1)
     frames.flags.writeable = False

@@ -27,8 +27,8 @@ from collections import Counter
 import numpy as np
 
 from bisimkit.errors import InputError, check_count
+from bisimkit.extras import report_missing
 
-from .restore import restore_agent
 from .rollout import rollout
 
 SPLITS = ("eval", "train")
@@ -48,6 +48,8 @@ def evaluate_checkpoint(path: str | os.PathLike, episodes: int = 10, split: str 
     seed = check_count("seed", seed, low=0)
     if split not in SPLITS:
         raise InputError(f"split: {split!r} is not one of {', '.join(SPLITS)}")
+    from .restore import restore_agent
+
     restored = restore_agent(path, device, split=split)
     env = restored.env
     try:
@@ -113,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, ValueError) as exc:
         print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as exc:
+        return report_missing(exc)
     print(format_summary(result))
     return 0
 

@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from bisimkit.errors import InputError
+from bisimkit.extras import report_missing
 from bisimkit.files import atomic_write_json, atomic_write_text
 from bisimkit.progress import Progress
 
@@ -179,7 +180,6 @@ class Trainer:
                                  f"or choose another folder")
         self.cfg = cfg
         self.device = pick_device(cfg.device)
-        self.out.mkdir(parents=True, exist_ok=True)
         if self.device.type == "cuda":
             fast_cuda_math()
 
@@ -187,6 +187,7 @@ class Trainer:
         self.eval_envs = {"eval": make_run_env(cfg, "eval")}
         if cfg.background and cfg.eval_train_videos:
             self.eval_envs["train"] = make_run_env(cfg, "train")
+        self.out.mkdir(parents=True, exist_ok=True)  # only once the simulator is there
         self.repeat = self.env.action_repeat
         self.total_steps = math.ceil(cfg.env_steps / self.repeat)       # agent steps
         self.action_dim = int(self.env.action_spec.shape[0])
@@ -406,6 +407,8 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, ValueError) as exc:
         print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as exc:
+        return report_missing(exc)
     except KeyboardInterrupt:
         print("interrupted: resume with --resume (from the last checkpoint)", file=sys.stderr)
         return 130

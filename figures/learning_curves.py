@@ -27,6 +27,7 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter
 
 from bisimkit.errors import InputError
+from bisimkit.extras import report_missing
 
 from .runs import METHOD_LABEL, METHOD_ORDER, TASK_ORDER, PathLike, Run, find_runs, ordered
 from .style import plt, save
@@ -141,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as exc:
+        return report_missing(exc)
     return 0
 
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bisimkit.errors import InputError, check_count
+from bisimkit.extras import report_missing
 
 from .style import plt, save
 
@@ -183,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as exc:
+        return report_missing(exc)
     print(result["path"])
     return 0
 

@@ -120,6 +120,8 @@ def read_run(folder: Path) -> Run:
         task, method, seed = str(config["task"]), str(config["method"]), int(config.get("seed", 0))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError(f"config.json: {folder / CONFIG_FILE} is not a run configuration ({exc})") from None
+    if (folder / EVAL_FILE).stat().st_size == 0:  # a run writes the header and a row at its start
+        raise InputError(f"eval.csv: {folder / EVAL_FILE} is empty (a truncated or unfinished copy of a run?)")
     table = read_csv_columns(folder / EVAL_FILE)
     if table and "env_step" not in table:
         raise InputError(f"eval.csv: {folder / EVAL_FILE} has no env_step column")

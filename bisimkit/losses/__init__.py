@@ -11,6 +11,12 @@
 distance to the exact fixed point of the matching operator.
 """
 
+try:
+    import torch  # noqa: F401
+except ModuleNotFoundError as exc:  # the extra is missing: say which one, not a traceback from deep inside
+    raise ModuleNotFoundError("bisimkit.losses needs torch, which is not installed: pip install -e '.[torch]'",
+                              name=exc.name) from None
+
 from .core import (COUPLINGS, NOISE_LAWS, DeferredChecks, Reparam, Sampler, bisimulation_targets, check_finite, dbc_loss,
                    dbc_targets, diagonal_gaussian_w2, draw_noise, entangled_loss, gaussian_policy, gaussian_transition,
                    gaussian_w2, mico_loss, policy_ground, psm_loss, regression_loss, reward_ground, sampled_loss,

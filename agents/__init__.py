@@ -6,16 +6,21 @@ for distracting-control on MuJoCo 3 and numpy 2), ``agents.background`` (the
 fast dynamic background), ``agents.render`` (cheap headless rendering) and
 ``agents.dcs`` (``make_env`` for the paper's six tasks).
 
-The networks of the paper's appendix C: ``agents.encoder`` (frame-wise conv
-encoder shared by actor and critics), ``agents.policy`` (squashed Gaussian
+The networks of the paper's appendix C: ``agents.encoder`` (conv trunk shared by
+actor and critics, frame-wise or stacked, and projection heads), ``agents.policy`` (squashed Gaussian
 actor), ``agents.critic`` (twin critics), ``agents.models`` (Gaussian latent
 transition, reward and inverse-dynamics heads), ``agents.mlp`` (MLPs, targets,
 soft updates) and ``agents.augment`` (DrQ random shift). The bisimulation
 losses come from ``bisimkit.losses``.
 
-Training is ``agents.train``; ``agents.restore`` rebuilds an agent from a run
-folder or checkpoint and ``python -m agents.evaluate RUN`` reports its return on
-the held-out backgrounds.
+``agents.config`` is the one training configuration (``TrainConfig``, the presets
+``paper``, ``drq`` and ``dbc``, and the command line generated from them);
+``agents.agent`` the update rule; ``agents.replay`` the replay buffer;
+``agents.train`` the training loop (``Trainer``); ``agents.checkpoint`` the
+checkpoint, read as data only; ``agents.rollout`` episode seeding and
+evaluation rollouts. ``agents.restore`` rebuilds an agent from a run folder or
+checkpoint and ``python -m agents.evaluate RUN`` reports its return on the
+held-out backgrounds.
 
 Quick use::
 

@@ -1,8 +1,8 @@
 """Rebuild a trained agent from a run folder or a checkpoint file written by :mod:`agents.train`.
 
 ``restore_agent(path, device)`` accepts either a run folder (holding
-``checkpoint.pt``) or the checkpoint file itself, checks that it really is a
-training checkpoint, and returns a :class:`Restored` with the agent (on the
+``checkpoint.pt``) or the checkpoint file itself, reads it as data only
+(:class:`agents.checkpoint.Checkpoint`), and returns a :class:`Restored` with the agent (on the
 chosen device, weights loaded, in eval mode), its
 :class:`~agents.config.TrainConfig`, an environment of the run on the requested
 background split and the number of environment steps it was trained for. Every

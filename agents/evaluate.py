@@ -28,6 +28,7 @@ import numpy as np
 
 from bisimkit.errors import InputError, check_count
 from bisimkit.extras import report_missing
+from bisimkit.progress import Progress
 
 from .rollout import rollout
 
@@ -52,11 +53,14 @@ def evaluate_checkpoint(path: str | os.PathLike, episodes: int = 10, split: str 
 
     restored = restore_agent(path, device, split=split)
     env = restored.env
+    bar = Progress(episodes, f"[evaluate {restored.config.method} {restored.config.task}]", unit="episodes",
+                   delay=2.0)
     try:
-        returns, videos = rollout(restored.agent, env, episodes, seed)
+        returns, videos = rollout(restored.agent, env, episodes, seed, progress=bar)
         backgrounds = env.background_source
         used_split = env.split or "train-settings"
     finally:
+        bar.close()
         env.close()
     cfg = restored.config
     return {"checkpoint": str(restored.path), "task": cfg.task, "method": cfg.method, "run_seed": cfg.seed,

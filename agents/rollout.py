@@ -36,9 +36,10 @@ def make_run_env(cfg, split: str = "train"):
                     episode_steps=cfg.episode_steps, texture_size=cfg.texture_size, fast_render=cfg.fast_render)
 
 
-def rollout(policy: Policy, env, episodes: int, seed: int) -> tuple[list[float], list[str | None]]:
+def rollout(policy: Policy, env, episodes: int, seed: int, progress=None) -> tuple[list[float], list[str | None]]:
     """Returns and background videos of ``episodes`` deterministic (``act(obs, explore=False)``)
-    episodes, episode j seeded with (seed, eval, j)."""
+    episodes, episode j seeded with (seed, eval, j); ``progress`` (a :class:`bisimkit.progress.Progress`)
+    advances by one per episode."""
     returns, videos = [], []
     for j in range(episodes):
         obs, done, total = env.reset(seed=episode_seed(seed, j, stream=EVAL_STREAM)), False, 0.0
@@ -47,6 +48,8 @@ def rollout(policy: Policy, env, episodes: int, seed: int) -> tuple[list[float],
             obs, reward, done, _ = env.step(policy.act(obs, explore=False))
             total += reward
         returns.append(float(total))
+        if progress is not None:
+            progress.advance(1, {"return": float(total)})
     return returns, videos
 
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from bisimkit.errors import InputError, check_count
 from bisimkit.extras import report_missing
+from bisimkit.progress import Progress
 
 from .style import plt, save
 
@@ -53,6 +54,7 @@ def collect_observations(agent: Agent, env: DCSEnv, episodes: int, keep: int, se
     at most ``keep`` evenly spaced observations of each, the reset observation included."""
     from agents.rollout import episode_seed
 
+    bar = Progress(episodes, "[nearest neighbours] rollouts", unit="episodes", delay=2.0)
     every = max(1, -(-(env.max_episode_steps + 1) // keep))
     frames, episode_ids, steps, videos = [], [], [], []
     for j in range(episodes):
@@ -69,6 +71,8 @@ def collect_observations(agent: Agent, env: DCSEnv, episodes: int, keep: int, se
                 break
             obs, _, done, _ = env.step(agent.act(obs, explore=False))
             t += 1
+        bar.advance(1)
+    bar.close()
     return Observations(np.stack(frames), np.array(episode_ids), np.array(steps), videos)
 
 

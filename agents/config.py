@@ -480,7 +480,9 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         annotation = str(f.type)
         default = f.default
         help_text = docs.get(name, "")
-        help_text += f" [paper: {_show(default)}]" if name not in ("preset",) else ""
+        if name != "preset":
+            others = [f"{p}: {_show(preset.values[name])}" for p, preset in PRESETS.items() if name in preset.values]
+            help_text += f" [paper: {_show(default)}{''.join('; ' + o for o in others)}]"
         kwargs = dict(dest=name, default=argparse.SUPPRESS, help=help_text.replace("%", "%%"))
         if annotation.startswith("bool"):
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, **kwargs)

@@ -158,10 +158,11 @@ def resume_config(saved: dict, explicit: dict) -> TrainConfig:
 class Trainer:
     """One training run (see the module doc): ``Trainer(cfg, out).run()``."""
 
-    def __init__(self, cfg: TrainConfig, out: str | os.PathLike, resume: bool = False, progress: bool = True,
-                 tensorboard: bool = True, explicit: dict | None = None):
+    def __init__(self, cfg: TrainConfig | None, out: str | os.PathLike, resume: bool = False,
+                 progress: bool = True, tensorboard: bool = True, explicit: dict | None = None):
         """Set up: check the folder, read the checkpoint of a resumed run, build environments,
-        agent, replay and logs, and restore the checkpointed state (or clear a stale attempt)."""
+        agent, replay and logs, and restore the checkpointed state (or clear a stale attempt).
+        ``cfg`` may be None when resuming from a checkpoint (its configuration is used)."""
         import torch
 
         from .agent import Agent, fast_cuda_math, pick_device
@@ -172,7 +173,11 @@ class Trainer:
         checkpoint = None
         if resume and ckpt_path.exists():
             checkpoint = Checkpoint.load(ckpt_path)
-            cfg = resume_config(checkpoint.config, cfg.resolved().to_dict() if explicit is None else explicit)
+            if explicit is None:
+                explicit = {} if cfg is None else cfg.resolved().to_dict()
+            cfg = resume_config(checkpoint.config, explicit)
+        elif cfg is None:
+            raise InputError(f"out: {ckpt_path} does not exist: nothing to resume")
         else:
             cfg = cfg.resolved()
             if self.out.exists() and any(self.out.iterdir()) and not resume:
@@ -365,7 +370,7 @@ def save_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
     checkpoint.save(path)
 
 
-def train(cfg: TrainConfig, out: str | os.PathLike, resume: bool = False, progress: bool = True,
+def train(cfg: TrainConfig | None, out: str | os.PathLike, resume: bool = False, progress: bool = True,
           tensorboard: bool = True, explicit: dict | None = None) -> dict:
     """Run (or resume) training into folder ``out``; returns a summary (final eval, seconds, paths).
 
@@ -397,11 +402,23 @@ def config_from_args(args) -> tuple[TrainConfig, dict]:
     return make_config(explicit.get("preset", "paper"), **fields), explicit
 
 
+def default_out(explicit: dict) -> str:
+    """``runs/TASK/METHOD/seedN`` of the flags given (the preset's values for those not given)."""
+    fields = {**PRESETS.get(explicit.get("preset", "paper"), PRESETS["paper"]).values, **explicit}
+    base = TrainConfig()
+    return os.path.join("runs", str(fields.get("task", base.task)), str(fields.get("method", base.method)),
+                        f"seed{fields.get('seed', base.seed)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        cfg, explicit = config_from_args(args)
-        out = args.out or os.path.join("runs", cfg.task, cfg.method, f"seed{cfg.seed}")
+        explicit = explicit_fields(args)
+        out = args.out or default_out(explicit)
+        if args.resume and (Path(out) / CHECKPOINT).exists():
+            cfg = None  # the run's own configuration, checked against the flags given
+        else:
+            cfg, explicit = config_from_args(args)
         summary = train(cfg, out, resume=args.resume, progress=not args.quiet, tensorboard=args.tensorboard,
                         explicit=explicit if args.resume else None)
     except (InputError, ValueError) as exc:

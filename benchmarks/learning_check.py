@@ -34,6 +34,7 @@ from agents.dcs import TASKS
 from agents.rollout import evaluate_policy, make_run_env
 from agents.train import train
 from bisimkit.errors import InputError
+from bisimkit.extras import report_missing
 from bisimkit.files import atomic_write_json
 from figures.runs import read_csv_columns
 
@@ -107,7 +108,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out)
-    summary = train(cfg, out, resume=args.resume, tensorboard=False)
+    try:
+        summary = train(cfg, out, resume=args.resume, tensorboard=False)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        return report_missing(exc)
     table = read_csv_columns(out / "eval.csv")
     steps = [int(x) for x in table["env_step"]]
     means, stds = table["mean_return"].tolist(), table["std_return"].tolist()

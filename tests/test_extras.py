@@ -41,6 +41,7 @@ def run_hidden(module: str, hidden: str, *args: str, cwd: Path = ROOT) -> subpro
     ("agents.train", "torch", ["--task", "reacher-easy", "--env-steps", "4000", "--seed-steps", "10"], "torch"),
     ("agents.evaluate", "torch", ["RUN"], "torch"),
     ("figures.nearest_neighbours", "torch", ["RUN"], "torch"),
+    ("benchmarks.learning_check", "torch", ["--out", "RUN"], "torch"),
 ])
 def test_entry_points_name_the_missing_extra(tmp_path, module, hidden, args, extra):
     args = [str(tmp_path / "run") if a == "RUN" else a for a in args]

@@ -75,11 +75,6 @@ def fast_cuda_math() -> None:
     torch.backends.cudnn.benchmark = True
 
 
-def _adam(params, lr: float, betas: tuple[float, float], fused: bool) -> torch.optim.Adam:
-    return torch.optim.Adam(params, lr=lr, betas=betas, fused=True) if fused else \
-        torch.optim.Adam(params, lr=lr, betas=betas)
-
-
 class Agent(nn.Module):
     """Networks, optimisers and the update rule of one method (see the module doc).
 
@@ -131,10 +126,11 @@ class Agent(nn.Module):
                        if not name.startswith(actor_side + ("critic_target.", "encoder_target.")) and
                        name != "log_alpha"]
         actor_params = [p for name, p in self.named_parameters() if name.startswith(actor_side)]
-        fused = self.fast
-        self.model_opt = _adam(critic_side, config.lr, (0.9, 0.999), fused)
-        self.actor_opt = _adam(actor_params, config.lr, (0.9, 0.999), fused)
-        self.alpha_opt = _adam([self.log_alpha], config.alpha_lr, (config.alpha_beta1, 0.999), fused)
+        fused = True if self.fast else None  # None: torch's default (foreach)
+        self.model_opt = torch.optim.Adam(critic_side, lr=config.lr, fused=fused)
+        self.actor_opt = torch.optim.Adam(actor_params, lr=config.lr, fused=fused)
+        self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=config.alpha_lr, betas=(config.alpha_beta1, 0.999),
+                                          fused=fused)
         self.updates = 0
         # On a GPU the losses' finiteness checks are collected and read when the trainer logs
         # (flush_checks), not once per loss call: each read would stall the GPU queue.

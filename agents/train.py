@@ -205,18 +205,7 @@ class Trainer:
         self.eval_logs = {split: CsvLog(self.out / EVAL_FILES[split], EVAL_FIELDS) for split in self.eval_envs}
         self.logs = [self.train_log, *self.eval_logs.values()]
         self.counters = Counters()
-        if checkpoint is not None:
-            self.agent.load_training_state(checkpoint.agent)
-            self.buffer.load_chunks(self.out / "buffer", checkpoint.buffer_total)
-            self.rng.bit_generator.state = checkpoint.numpy_rng
-            _set_rng_state(checkpoint.torch_rng)
-            self.counters = Counters.of(checkpoint)
-            for log in self.logs:
-                log.truncate(checkpoint.csv_rows.get(log.path.name, 0))
-        else:  # a fresh start: no stale rows or replay chunks of an earlier, uncheckpointed attempt
-            shutil.rmtree(self.out / "buffer", ignore_errors=True)
-            for log in self.logs:
-                log.clear()
+        self.restore(checkpoint)
         atomic_write_json(self.out / "config.json", {
             "config": cfg.to_dict(), "device": str(self.device), "fast": self.agent.fast,
             "torch": torch.__version__, "backgrounds": self.env.background_source,
@@ -234,6 +223,22 @@ class Trainer:
         self.stats: dict = {}
         self.obs = None
         self.episode_return, self.episode_steps = 0.0, 0
+
+    def restore(self, checkpoint: Checkpoint | None) -> None:
+        """Put back the checkpointed state (a fresh start: clear the stale rows and replay chunks of an
+        earlier, uncheckpointed attempt)."""
+        if checkpoint is None:
+            shutil.rmtree(self.out / "buffer", ignore_errors=True)
+            for log in self.logs:
+                log.clear()
+            return
+        self.agent.load_training_state(checkpoint.agent)
+        self.buffer.load_chunks(self.out / "buffer", checkpoint.buffer_total)
+        self.rng.bit_generator.state = checkpoint.numpy_rng
+        _set_rng_state(checkpoint.torch_rng)
+        self.counters = Counters.of(checkpoint)
+        for log in self.logs:
+            log.truncate(checkpoint.csv_rows.get(log.path.name, 0))
 
     # ----------------------------------------------------------- helpers
     @property

@@ -17,30 +17,28 @@ MICo               |Rpi(s)-Rpi(t)| + c Ppi d Ppi^T                 ``mico``
 DBC                E_{a,a' indep} |R(s,a)-R(t,a')| + c W2(.; d)    ``dbc-sampled``
 =================  ==============================================  =============
 
-Training is stochastic approximation of that fixed-point iteration: plain SGD
-(each pair moves about ``step_size`` of the way to its batch-mean target per
-step), a step size decaying as ``(decay_start / k)^decay_power`` after
-``decay_start`` steps, the target table synchronised every ``target_every``
-steps, and the reported estimate is the linearly weighted average of the
-iterates after ``average_from`` of the run (Polyak-Ruppert averaging). The max
-error of the estimate against ``solve(mdp, metric)`` is recorded as training goes.
+Training is :func:`bisimkit.losses.fit_tabular`, the library's validated recipe
+(stochastic approximation of that fixed-point iteration: SGD with a decaying step,
+the target table synchronised every step, Polyak-Ruppert averaging of the iterates;
+:mod:`bisimkit.fitting` gives the schedule and the reasons); this module picks the
+cases, records the max error against ``solve(mdp, metric)`` as a :class:`Curve` and
+judges it against :data:`RELATIVE_TOLERANCE`.
 
 For continuous MDPs (e.g. linear-Gaussian ones with a known d_eps-bar),
-:func:`fit_head` trains any distance head with any of the losses on sampled
-batches and records an error callback.
+:func:`bisimkit.losses.fit_head` (also reachable here as ``fit_head``) trains any
+distance head with any of the losses on sampled batches and records an error callback.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
 from bisimkit.examples import chain
+from bisimkit.fitting import DBC_TARGET_EVERY, FitSchedule, fixed_point  # noqa: F401 (DBC_TARGET_EVERY: re-export)
 from bisimkit.generators import product_grid_mdp, random_mdp
 from bisimkit.mdp import FiniteMDP
-from bisimkit.solvers import solve
 
 #: A check passes when the final max error is at most this fraction of the largest exact distance.
 RELATIVE_TOLERANCE = 0.01
@@ -80,24 +78,9 @@ def loss_ids() -> list[str]:
     return [c.id for c in LOSS_CHECKS]
 
 
-@dataclass(frozen=True)
-class TrainConfig:
-    """Schedule of a tabular training run (see the module docstring)."""
-
-    steps: int = 1500
-    batch: int = 1024
-    samples: int = 4
-    step_size: float = 0.5
-    decay_start: int = 200
-    decay_power: float = 0.7
-    average_from: float = 0.1
-    target_every: int = 1
-    log_every: int = 25
-    seed: int = 0
-
-
-#: The DBC target needs exact W2 problems per synchronisation: synchronise less often.
-DBC_TARGET_EVERY = 5
+#: The schedule of the tabular trainings: the library's :class:`bisimkit.fitting.FitSchedule`
+#: (``target_every=None`` means every step, and every :data:`DBC_TARGET_EVERY` steps for DBC).
+TrainConfig = FitSchedule
 
 
 @dataclass
@@ -136,7 +119,7 @@ class Curve:
 def exact_fixed_point(mdp: FiniteMDP, loss: str) -> np.ndarray:
     """The fixed point the loss should learn, from the exact solvers (certified to 1e-10)."""
     check = _check(loss)
-    return solve(mdp, check.metric, ground=check.ground, tol=1e-10, full_diagonal=False).distances
+    return fixed_point(mdp, "entangled-policy" if check.loss == "entangled-gaussian" else loss)
 
 
 def _check(loss: str) -> LossCheck:
@@ -145,137 +128,29 @@ def _check(loss: str) -> LossCheck:
     return LOSSES[loss]
 
 
-class _Objective:
-    """One loss of :mod:`bisimkit.losses` on a finite model, with its target table."""
-
-    def __init__(self, loss: str, model, head, target) -> None:
-        import bisimkit.losses as L
-
-        self.L, self.loss, self.model, self.head, self.target = L, loss, model, head, target
-        self.next_w2 = None
-        self.sync()
-
-    def sync(self) -> None:
-        """Copy the table into the target table (DBC: recompute the exact W2 terms)."""
-        import torch
-
-        with torch.no_grad():
-            self.target.table.copy_(self.head.table)
-        if self.loss == "dbc":
-            self.next_w2 = self.model.next_w2(self.target.matrix())
-
-    def __call__(self, z, samples: int, generator):
-        L, m, c = self.L, self.model, self.model.mdp.discount
-        common = dict(distance=self.head, policy=m.policy, discount=c, samples=samples, generator=generator)
-        if self.loss == "dbc":
-            return L.dbc_loss(z, reward=m.reward, next_w2=self.next_w2, **common)
-        common.update(transition=m.transition, target_distance=self.target)
-        if self.loss == "entangled-reward":
-            return L.entangled_loss(z, ground=L.reward_ground(m.reward), **common)
-        if self.loss == "entangled-policy":
-            return L.entangled_loss(z, ground=L.policy_ground(m.mean_action), **common)
-        if self.loss == "psm":
-            return L.psm_loss(z, mean_action=m.mean_action, **common)
-        return L.mico_loss(z, reward=m.mean_reward, **common)
-
-
 def train_tabular(mdp: FiniteMDP, loss: str, config: TrainConfig = TrainConfig(),
                   embedding: np.ndarray | None = None, exact: np.ndarray | None = None) -> Curve:
-    """Train a tabular distance with ``loss`` on ``mdp`` and record its max error against the
-    exact fixed point (``exact``, solved here if not given). Seeded, single-threaded CPU.
-    DBC synchronises its target every :data:`DBC_TARGET_EVERY` steps unless ``config`` sets
-    another ``target_every``."""
-    import torch
+    """Train a tabular distance with ``loss`` on ``mdp`` by :func:`bisimkit.losses.fit_tabular` and
+    record its max error against the exact fixed point (``exact``, solved here if not given)."""
+    from bisimkit.losses import fit
 
-    check = _check(loss)
-    if loss == "dbc" and config.target_every == TrainConfig.target_every:
-        config = replace(config, target_every=DBC_TARGET_EVERY)
+    fit.check_fit_loss(loss)
     exact = exact_fixed_point(mdp, loss) if exact is None else np.asarray(exact)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny tensors: threads only add overhead (and contend on a shared machine)
-    try:
-        return _train(mdp, loss, check, config, embedding, exact)
-    finally:
-        torch.set_num_threads(threads)
+    res = fit.fit_tabular(mdp, loss, config, embedding=embedding, exact=exact)
+    return Curve(loss=loss, metric=res.metric, mdp=mdp.label, steps=res.steps, error=res.error,
+                 scale=float(np.max(np.abs(exact))), final_error=res.error[-1],
+                 exact_diagonal=float(np.max(np.diag(exact))),
+                 learned_diagonal=float(np.max(np.abs(np.diag(res.distances)))),
+                 seconds=res.seconds, config=asdict(res.schedule))
 
 
-def _train(mdp: FiniteMDP, loss: str, check: LossCheck, config: TrainConfig, embedding, exact) -> Curve:
-    import torch
+def __getattr__(name: str):
+    """``fit_head`` is :func:`bisimkit.losses.fit_head`, imported on first use (it needs torch)."""
+    if name == "fit_head":
+        from bisimkit.losses.fit import fit_head
 
-    from bisimkit.losses import FiniteModel, TabularDistance
-
-    start = time.perf_counter()
-    model = FiniteModel(mdp, embedding)
-    head, target = TabularDistance(model), TabularDistance(model)
-    objective = _Objective(loss, model, head, target)
-    n = mdp.n_states
-    # Off-diagonal pairs appear 2B/n^2 times per batch: this lr moves each about step_size per step.
-    base_lr = config.step_size * n * n / 4
-    opt = torch.optim.SGD(head.parameters(), lr=base_lr)
-    gen = torch.Generator().manual_seed(config.seed)
-    like = torch.zeros((), dtype=torch.float64)
-    average, weight_sum = head.matrix(), 0.0
-    first_average = int(config.average_from * config.steps)
-    steps, errors = [0], [float(np.max(np.abs(average - exact)))]
-    for k in range(1, config.steps + 1):
-        if k > config.decay_start:
-            opt.param_groups[0]["lr"] = base_lr * (config.decay_start / k) ** config.decay_power
-        z = model.states(torch.randint(n, (config.batch,), generator=gen), like)
-        value = objective(z, config.samples, gen)
-        opt.zero_grad()
-        value.backward()
-        opt.step()
-        if k % config.target_every == 0:
-            objective.sync()
-        current = head.matrix()
-        if k > first_average:  # linearly weighted iterate average
-            weight_sum += k
-            average = average + (current - average) * (k / weight_sum)
-        else:
-            average = current
-        if k % config.log_every == 0 or k == config.steps:
-            steps.append(k)
-            errors.append(float(np.max(np.abs(average - exact))))
-    return Curve(loss=loss, metric=check.metric, mdp=mdp.label, steps=steps, error=errors,
-                 scale=float(np.max(np.abs(exact))), final_error=errors[-1],
-                 exact_diagonal=float(np.max(np.diag(exact))), learned_diagonal=float(np.max(np.abs(np.diag(average)))),
-                 seconds=time.perf_counter() - start, config=asdict(config))
-
-
-def fit_head(head, loss_fn, sample, *, steps: int = 1000, lr: float = 1e-2, target_every: int = 1,
-             seed: int = 0, error=None, log_every: int = 50) -> dict:
-    """Train a distance head (any ``nn.Module``) with one of the losses, for checks on
-    continuous MDPs (e.g. linear-Gaussian ones, where ``error`` compares with the exact metric).
-
-    Each step draws ``z = sample(generator)`` and minimises ``loss_fn(z, head, target, generator)``
-    with Adam; ``target`` is a frozen copy of the head (the target distance), refreshed every
-    ``target_every`` steps. ``error(head) -> float`` is recorded every ``log_every`` steps.
-    Returns ``{"steps", "error", "loss", "seconds"}``.
-    """
-    import copy
-
-    import torch
-
-    gen = torch.Generator().manual_seed(seed)
-    target = copy.deepcopy(head).requires_grad_(False)
-    opt = torch.optim.Adam(head.parameters(), lr=lr)
-    start = time.perf_counter()
-    out: dict = {"steps": [], "error": [], "loss": []}
-    for k in range(1, steps + 1):
-        value = loss_fn(sample(gen), head, target, gen)
-        opt.zero_grad()
-        value.backward()
-        opt.step()
-        if k % target_every == 0:
-            target.load_state_dict(head.state_dict())
-        if k % log_every == 0 or k == steps:
-            out["steps"].append(k)
-            out["loss"].append(float(value.detach()))
-            if error is not None:
-                with torch.no_grad():
-                    out["error"].append(float(error(head)))
-    out["seconds"] = time.perf_counter() - start
-    return out
+        return fit_head
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ------------------------------------------------------------ check cases
@@ -314,7 +189,7 @@ def train_linear_gaussian(model, config: "TrainConfig", pairs: int = 256, coupli
     import torch
 
     from bisimkit.gaussian.exact import distance
-    from bisimkit.losses import SeparableDistance, gaussian_policy, gaussian_transition, policy_ground, sampled_loss
+    from bisimkit.losses import SeparableDistance, fit_head, gaussian_policy, gaussian_transition, policy_ground, sampled_loss
 
     n, k, c = model.state_dim, model.action_dim, model.discount
     A, B, K = (torch.tensor(x, dtype=torch.float64) for x in (model.A, model.B, model.K))
@@ -337,8 +212,13 @@ def train_linear_gaussian(model, config: "TrainConfig", pairs: int = 256, coupli
 
     head = SeparableDistance(n, powers=(1,)).double()
     steps = max(config.steps, 600)
-    res = fit_head(head, loss, sample=lambda g: torch.randn(512, n, generator=g, dtype=torch.float64),
-                   steps=steps, lr=0.02, seed=config.seed, error=error, log_every=max(steps // 50, 1))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tensors: as in fit_tabular, threads only contend (20x slower on a busy machine)
+    try:
+        res = fit_head(head, loss, sample=lambda g: torch.randn(512, n, generator=g, dtype=torch.float64),
+                       steps=steps, lr=0.02, seed=config.seed, error=error, log_every=max(steps // 50, 1))
+    finally:
+        torch.set_num_threads(threads)
     with torch.no_grad():
         self_distance = float(head(zt_t, zt_t).abs().max())
     return Curve("entangled-gaussian", "eps-bar", model.name, res["steps"], res["error"], float(np.max(exact)),

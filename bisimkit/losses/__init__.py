@@ -5,10 +5,13 @@
 * :mod:`.core`: the losses (entangled, PSM, MICo, DBC), their sampled targets,
   ground metrics and Gaussian reparametrised models;
 * :mod:`.heads`: distance heads (separable, L1, DBC's latent L1);
-* :mod:`.finite`: a finite MDP as torch models, and a tabular distance.
+* :mod:`.finite`: a finite MDP as torch models, and a tabular distance;
+* :mod:`.fit`: the validated recipe that fits a distance with a loss
+  (:func:`fit_tabular` on a finite MDP, :func:`fit_head` for any head), with the
+  loss names :data:`FIT_LOSSES` and the schedule :class:`FitSchedule`.
 
-:mod:`validation.learning` trains a table with each loss and measures its
-distance to the exact fixed point of the matching operator.
+:mod:`validation.learning` runs :func:`fit_tabular` with each loss and measures its
+distance to the exact fixed point of the matching operator (checks L1-L6).
 """
 
 try:
@@ -22,12 +25,14 @@ from .core import (COUPLINGS, NOISE_LAWS, DeferredChecks, Reparam, Sampler, bisi
                    gaussian_w2, mico_loss, policy_ground, psm_loss, regression_loss, reward_ground, sampled_loss,
                    state_reward_ground)
 from .finite import FiniteModel, TabularDistance, inverse_cdf, rosenblatt_sample
+from .fit import FIT_LOSSES, FIXED_POINTS, FitSchedule, HeadFit, TabularFit, fit_head, fit_tabular, fixed_point
 from .heads import L1Distance, LatentL1Distance, SeparableDistance
 
 __all__ = [
-    "COUPLINGS", "DeferredChecks", "FiniteModel", "L1Distance", "LatentL1Distance", "NOISE_LAWS", "Reparam", "Sampler",
-    "SeparableDistance", "TabularDistance", "bisimulation_targets", "check_finite", "dbc_loss", "dbc_targets",
-    "diagonal_gaussian_w2", "draw_noise", "entangled_loss", "gaussian_policy", "gaussian_transition", "gaussian_w2",
+    "COUPLINGS", "DeferredChecks", "FIT_LOSSES", "FIXED_POINTS", "FiniteModel", "FitSchedule", "HeadFit", "L1Distance",
+    "LatentL1Distance", "NOISE_LAWS", "Reparam", "Sampler", "SeparableDistance", "TabularDistance", "TabularFit",
+    "bisimulation_targets", "check_finite", "dbc_loss", "dbc_targets", "diagonal_gaussian_w2", "draw_noise",
+    "entangled_loss", "fit_head", "fit_tabular", "fixed_point", "gaussian_policy", "gaussian_transition", "gaussian_w2",
     "inverse_cdf", "mico_loss", "policy_ground", "psm_loss", "regression_loss", "reward_ground", "rosenblatt_sample",
     "sampled_loss", "state_reward_ground",
 ]

@@ -16,6 +16,7 @@ import csv
 import io
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -29,7 +30,7 @@ from .mdp import FiniteMDP, coordinate_independent, load_mdp
 from .operators import METRIC_NAMES, OPERATORS
 from .progress import Progress
 from .relations import RELATION_KINDS, relation_blocks
-from .solvers import DEFAULT_TOL, METHODS, Solution, solve
+from .solvers import DEFAULT_TOL, METHODS, Solution, ZeroGroundWarning, solve
 
 EXIT_INPUT = 2
 
@@ -77,9 +78,19 @@ def _write_solution(sol: Solution, path: Path) -> None:
         raise InputError(f"--out: unsupported file type '{path.suffix}' (use .npy, .json or .csv)")
 
 
-def summarize(mdp: FiniteMDP, sol: Solution) -> str:
-    """Readable summary of a solution."""
+def shown_distances(sol: Solution) -> tuple[np.ndarray, float]:
+    """The distances as the summary shows them: entries within the certified error of 0 (and
+    floating-point crumbs) are 0, since the certificate cannot tell them from 0. The solution's
+    own array keeps the raw values. Returns the matrix and the threshold used."""
     D = sol.distances
+    scale = float(np.max(np.abs(D))) if D.size else 0.0
+    threshold = max(sol.certified_error, 4 * np.finfo(float).eps * max(scale, 1.0))
+    return np.where(np.abs(D) <= threshold, 0.0, D), threshold
+
+
+def summarize(mdp: FiniteMDP, sol: Solution) -> str:
+    """Readable summary of a solution (values within the certified error of 0 shown as 0)."""
+    D, threshold = shown_distances(sol)
     n = D.shape[0]
     off = D[~np.eye(n, dtype=bool)]
     ground = f", ground {sol.ground}" if sol.ground else ""
@@ -89,12 +100,15 @@ def summarize(mdp: FiniteMDP, sol: Solution) -> str:
         f"method: {sol.method}; iterations: {sol.iterations}; certified error: {sol.certified_error:.3e} "
         f"(tolerance {sol.tolerance:.0e}); {sol.seconds:.3f} s{status}",
     ]
+    if sol.order_matters:
+        lines.append(f"entangled coupling order: states {sol.order}; actions {sol.action_order}")
     if off.size:
-        zero = int(np.sum(off <= 1e-7) // 2)
+        zero = int(np.sum(off == 0) // 2)
         lines.append(f"off-diagonal distances: min {off.min():.6g}, mean {off.mean():.6g}, max {off.max():.6g}; "
-                     f"pairs at distance 0: {zero}")
+                     f"pairs at distance 0: {zero} (values within {threshold:.1e} of 0, the certified error, "
+                     f"are shown as 0)")
     diag = np.diag(D)
-    if np.any(np.abs(diag) > 1e-12):
+    if np.any(np.abs(diag) > 0):
         lines.append(f"diagonal: min {diag.min():.6g}, max {diag.max():.6g} (not a pseudometric)")
     if n <= 12:
         with np.printoptions(precision=6, suppress=True, linewidth=160):
@@ -118,12 +132,35 @@ def cmd_solve(args) -> int:
     if args.method == "mc":
         raise InputError("--method mc: applies to Gaussian MDP files only (finite MDPs are solved exactly or by vi)")
     mdp = load_mdp_or_example(args.mdp)
+    # Bad input is refused before anything is announced or compiled.
+    from .ground import resolve_ground
+    from .operators import operator_info
+    from .order import resolve_order
+
+    info = operator_info(args.metric)
+    if info.uses_policy:
+        mdp.require_policy(f"metric '{args.metric}'")
+    ground = resolve_ground(mdp, args.ground) if info.uses_ground else None
+    resolve_order(mdp, args.order, args.action_order, ground if ground is not None else "reward")
+    if args.out and Path(args.out).suffix.lower() not in (".npy", ".json", ".csv"):
+        raise InputError(f"--out: unsupported file type '{Path(args.out).suffix}' (use .npy, .json or .csv)")
+    if not args.quiet:
+        from .warmup import COMPILING_NOTE, kernels_cached
+
+        if kernels_cached() is False:
+            print(f"bisimkit: {COMPILING_NOTE}", file=sys.stderr, flush=True)
     line, report = solve_progress(args.metric, args.tol)
     try:
-        sol = solve(mdp, args.metric, ground=args.ground, tol=args.tol, method=args.method,
-                    progress=None if args.quiet else report, max_iterations=args.max_iterations)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ZeroGroundWarning)
+            sol = solve(mdp, args.metric, ground=args.ground, tol=args.tol, method=args.method,
+                        progress=None if args.quiet else report, max_iterations=args.max_iterations,
+                        order=args.order, action_order=args.action_order)
     finally:
         line.close()
+    for w in caught:
+        if issubclass(w.category, ZeroGroundWarning):
+            print(f"bisimkit: warning: {w.message}", file=sys.stderr)
     if args.out:
         _write_solution(sol, Path(args.out))
         print(f"wrote {args.out} ({sol.metric}, n={mdp.n_states}, certified error {sol.certified_error:.3e}, "
@@ -139,6 +176,10 @@ def cmd_solve_gaussian(args) -> int:
     from .gaussian.pairs import format_pairs, load_pairs, solve_pairs
 
     model = load_gaussian(args.mdp)
+    for option in ("order", "action_order"):
+        if getattr(args, option) != "index":
+            raise InputError(f"--{option.replace('_', '-')}: applies to finite MDPs only (the Gaussian entangled "
+                             f"coupling shares one noise vector; it has no state order)")
     if args.pairs is None:
         raise InputError("--pairs: required for Gaussian MDPs (a .json list of [z, z'] pairs or a .npy array (P, 2, n))")
     if args.method == "vi":
@@ -199,6 +240,14 @@ def describe_mdp(mdp: FiniteMDP) -> str:
     if mdp.state_shape is not None:
         ci = coordinate_independent(mdp)
         lines.append(f"state_shape: {list(mdp.state_shape)} (coordinate-independent transitions: {'yes' if ci else 'no'})")
+    if mdp.policy is not None:  # what a separable distance head can learn (docs/losses.md, claim C5)
+        from .separable import separability
+
+        if mdp.state_shape is None:
+            lines.append("d_eps-bar separable: not checked (no state_shape, so no state coordinates for a "
+                         "SeparableDistance head; set state_shape to check)")
+        else:
+            lines += [separability(mdp, ground).describe() for ground in ("reward", "policy")]
     lines.append("validation: ok (distributions within 1e-9, all values finite)")
     kinds = ["bisim"] + (["pi", "eps"] if mdp.policy is not None else [])
     counts = ", ".join(f"E_{k}: {len(relation_blocks(mdp, k))}" for k in kinds)
@@ -265,6 +314,14 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     p.add_argument("--max-iterations", type=int, default=None, help="cap on value-iteration sweeps")
     p.add_argument("--out", default=None, metavar="FILE",
                    help="write FILE.npy, FILE.json or FILE.csv (Gaussian MDPs: .json or .csv)")
+    p.add_argument("--order", default="index", metavar="ORDER",
+                   help="state order of the entangled coupling (eps-bar): index (default), class-contiguous "
+                        "(each E_eps class numbered consecutively), a list such as 3,1,2,0 or a file with a "
+                        "permutation of the states (.json, .npy or text); on a grid MDP a permutation of the "
+                        "coordinates, e.g. 1,0 (docs/couplings.md)")
+    p.add_argument("--action-order", default="index", metavar="ORDER",
+                   help="action order of the entangled policy coupling (eps, eps-avg, eps-bar): index (default), "
+                        "a list such as 1,0,2 or a permutation file")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     g = p.add_argument_group("Gaussian MDPs (a JSON file with \"kind\": \"linear-gaussian\")")
     g.add_argument("--pairs", default=None, metavar="FILE",

@@ -91,6 +91,20 @@ def _csr_matvec(indptr, indices, data, x, out):
         out[r] = acc
 
 
+@njit(cache=True)
+def _csr_matvec_serial(indptr, indices, data, x, out):
+    for r in range(len(indptr) - 1):
+        acc = 0.0
+        for e in range(indptr[r], indptr[r + 1]):
+            acc += data[e] * x[indices[e]]
+        out[r] = acc
+
+
+#: Products with at least this many nonzeros use every core; smaller ones one thread (waking the
+#: thread pool costs more than they take, milliseconds when another process holds the other core).
+MATVEC_PARALLEL_MIN_NNZ = 1_000_000
+
+
 
 def pair_system_from_slots(offsets, ci, cj, mass, row_pair, row_weight, index, n: int) -> sp.csr_matrix:
     """``T[row_pair[p], index[i, j]] += row_weight[p] * mass`` over the cells of every
@@ -131,10 +145,11 @@ def matvec(T: sp.csr_matrix, dtype=np.float64):
     """``x -> T @ x``, multi-threaded; with ``dtype=float32`` a half-size copy of T
     serves inner solves of mixed-precision refinement."""
     indptr, indices, data = T.indptr, T.indices, T.data.astype(dtype, copy=False)
+    kernel = _csr_matvec if T.nnz >= MATVEC_PARALLEL_MIN_NNZ else _csr_matvec_serial
 
     def product(x):
         out = np.empty(T.shape[0], dtype=dtype)
-        _csr_matvec(indptr, indices, data, np.ascontiguousarray(x, dtype=dtype), out)
+        kernel(indptr, indices, data, np.ascontiguousarray(x, dtype=dtype), out)
         return out
 
     return product

@@ -115,3 +115,25 @@ def resolve_ground(mdp: FiniteMDP, ground: Ground | None) -> Ground:
 def ground_label(ground: Ground) -> str:
     """A short name for reports."""
     return ground if isinstance(ground, str) else "user"
+
+
+def zero_ground_note(mdp: FiniteMDP, metric: str, ground: Ground | None) -> str | None:
+    """Why the distances of ``metric`` will all be 0 because its ground term vanishes
+    identically (None when it does not): a policy-based ground with every state's mean action
+    abar equal (e.g. a uniform policy with one-hot ``action_values``), or a reward-based one with
+    equal rewards everywhere."""
+    policy_based = metric in ("psm", "psm-sampled") or (metric.startswith("eps") and isinstance(ground, str)
+                                                       and ground == "policy")
+    if policy_based and mdp.policy is not None:
+        abar = mdp.mean_action
+        if np.ptp(abar, axis=0).max(initial=0.0) <= 1e-12:
+            return (f"the policy ground ||abar(s) - abar(t)||_1 is 0 for every pair: all states have the same mean "
+                    f"action abar = {np.round(abar[0], 6).tolist()} (a uniform policy over one-hot action_values "
+                    f"does this), so every {metric} distance is 0; give the actions values (action_values, "
+                    f"docs/cli.md) or use the reward ground")
+        return None
+    reward_based = metric in ("bisim", "pi", "mico", "mico-reduced", "dbc", "dbc-sampled") or (
+        metric.startswith("eps") and (ground is None or (isinstance(ground, str) and ground == "reward")))
+    if reward_based and np.ptp(mdp.rewards) <= 1e-12:
+        return f"every reward equals {mdp.rewards.flat[0]:.6g}, so every {metric} distance is 0"
+    return None

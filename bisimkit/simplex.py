@@ -29,7 +29,8 @@ from numba import njit, prange
 #: Flows below this are rounding crumbs of exact zeros; they are set to 0. Left in,
 #: a 1e-17 flow on a unit-cost cell would add 3e-9 to a W2 value through the square root.
 FLOW_EPS = 1e-14
-#: Batches of at least this many problems are solved on all cores.
+#: Batches of at least this many problems are solved on all cores; smaller ones run on one thread
+#: (waking the thread pool costs milliseconds on a busy machine, more than a small batch takes).
 PARALLEL_MIN_PROBLEMS = 50_000
 #: Bases are stored as (row, column) pairs of this type (supports stay below 32768 atoms).
 BASIS_DTYPE = np.int16
@@ -344,24 +345,45 @@ def _basis_from_flow(flow, C, k, l, br, bc):
     return edges == n - 1
 
 
+@njit(cache=True, nogil=True)
+def _basis_from_flow_at(flows, C, k, l, basis, off, ok, p):
+    lo = off[p]
+    hi = off[p] + k[p] + l[p] - 1
+    ok[p] = _basis_from_flow(flows[p], C[p], k[p], l[p], basis[lo:hi, 0], basis[lo:hi, 1])
+
+
 @njit(cache=True, parallel=True)
 def _bases_from_flows(flows, C, k, l, basis, off, ok):
     for p in prange(flows.shape[0]):
-        lo = off[p]
-        hi = off[p] + k[p] + l[p] - 1
-        ok[p] = _basis_from_flow(flows[p], C[p], k[p], l[p], basis[lo:hi, 0], basis[lo:hi, 1])
+        _basis_from_flow_at(flows, C, k, l, basis, off, ok, p)
+
+
+@njit(cache=True)
+def _bases_from_flows_serial(flows, C, k, l, basis, off, ok):
+    for p in range(flows.shape[0]):
+        _basis_from_flow_at(flows, C, k, l, basis, off, ok, p)
+
+
+@njit(cache=True, nogil=True)
+def _solve_at(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm, p):
+    lo = off[p]
+    hi = off[p] + k[p] + l[p] - 1
+    cost, good, piv = _solve_one(a[p], b[p], C[p], k[p], l[p], flows[p], basis[lo:hi, 0], basis[lo:hi, 1], warm[p])
+    costs[p] = cost
+    ok[p] = good
+    pivots[p] = piv
 
 
 @njit(cache=True, parallel=True)
 def _solve_batch(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm):
     for p in prange(a.shape[0]):
-        lo = off[p]
-        hi = off[p] + k[p] + l[p] - 1
-        cost, good, piv = _solve_one(a[p], b[p], C[p], k[p], l[p], flows[p],
-                                     basis[lo:hi, 0], basis[lo:hi, 1], warm[p])
-        costs[p] = cost
-        ok[p] = good
-        pivots[p] = piv
+        _solve_at(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm, p)
+
+
+@njit(cache=True)
+def _solve_batch_serial(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm):
+    for p in range(a.shape[0]):
+        _solve_at(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm, p)
 
 
 def _solve_supports_body(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass,
@@ -439,7 +461,8 @@ def bases_from_flows(flows: np.ndarray, C: np.ndarray, k: np.ndarray, l: np.ndar
     basis = np.zeros((int(off[-1]), 2), dtype=BASIS_DTYPE)
     ok = np.zeros(len(k), dtype=np.bool_)
     if len(k):
-        _bases_from_flows(np.ascontiguousarray(flows), np.ascontiguousarray(C), k, l, basis, off, ok)
+        kernel = _bases_from_flows if len(k) >= PARALLEL_MIN_PROBLEMS else _bases_from_flows_serial
+        kernel(np.ascontiguousarray(flows), np.ascontiguousarray(C), k, l, basis, off, ok)
     return basis, ok
 
 
@@ -466,6 +489,7 @@ def solve_padded(a: np.ndarray, b: np.ndarray, C: np.ndarray, k: np.ndarray, l: 
     ok = np.zeros(P, dtype=np.bool_)
     pivots = np.zeros(P, dtype=np.int64)
     if P:
-        _solve_batch(np.ascontiguousarray(a), np.ascontiguousarray(b), np.ascontiguousarray(C), k, l,
+        kernel = _solve_batch if P >= PARALLEL_MIN_PROBLEMS else _solve_batch_serial
+        kernel(np.ascontiguousarray(a), np.ascontiguousarray(b), np.ascontiguousarray(C), k, l,
                      flows, costs, ok, pivots, basis, off, np.asarray(warm, dtype=np.bool_))
     return costs, flows, ok, pivots, basis

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -42,8 +43,9 @@ import scipy.sparse.linalg as spla
 from .compiled import matvec
 from .couplings import Cells
 from .errors import InputError
-from .ground import Ground, ground_label, resolve_ground
+from .ground import Ground, ground_label, resolve_ground, zero_ground_note
 from .mdp import FiniteMDP
+from .order import ACTION_ORDER_METRICS, OrderSpec, resolve_order
 from .operators import (PairLinearForm, SteinForm, TransportTerms, diagonal_values, operator_form,
                         operator_info, pair_system)
 from .pairs import PairSpace
@@ -56,6 +58,10 @@ DEFAULT_TOL = 1e-9
 Progress = Callable[[int, float, float], None]
 
 METHODS = ("auto", "exact", "vi")
+
+
+class ZeroGroundWarning(UserWarning):
+    """The operator's ground term is 0 for every pair, so its fixed point is identically 0."""
 
 
 @dataclass
@@ -73,6 +79,13 @@ class Solution:
     converged: bool = True
     history: list[float] = field(default_factory=list)
     diagonal_residual: float = 0.0  # max_s |F(d)(s, s)| for the pseudometric operators (0 in theory)
+    order: str = "index"  # the state (grid: coordinate) order the entangled coupling followed
+    action_order: str = "index"  # the action order of the entangled policy coupling
+
+    @property
+    def order_matters(self) -> bool:
+        """Whether this metric depends on the state order (eps-bar) or the action order (eps family)."""
+        return self.metric in ACTION_ORDER_METRICS
 
     def to_json(self) -> dict:
         """The ``--out FILE.json`` object."""
@@ -86,13 +99,16 @@ class Solution:
             "tolerance": self.tolerance,
             "converged": self.converged,
             "diagonal_residual": self.diagonal_residual,
+            "order": self.order,
+            "action_order": self.action_order,
             "seconds": self.seconds,
         }
 
 
 def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float = DEFAULT_TOL,
           method: str = "auto", progress: Progress | None = None,
-          max_iterations: int | None = None, full_diagonal: bool = False) -> Solution:
+          max_iterations: int | None = None, full_diagonal: bool = False, order: OrderSpec = "index",
+          action_order: OrderSpec = "index") -> Solution:
     """The fixed point of operator ``metric`` on ``mdp`` to certified error ``tol``.
 
     Parameters
@@ -106,6 +122,11 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
     max_iterations : cap on value-iteration sweeps (default: enough for ``tol``).
     full_diagonal : solve for d(s, s) too instead of using d(s, s) = 0 for the
         pseudometric operators (slower; this is how claim C1 tests the zero diagonal).
+    order, action_order : the order of states (on a grid: of the coordinates) and of
+        actions that the entangled coupling follows: ``"index"`` (default),
+        ``"class-contiguous"`` (states only) or a permutation / permutation file
+        (:mod:`bisimkit.order`). Only eps-bar depends on the state order, and only the
+        eps family on the action order; the solution records both.
     """
     info = operator_info(metric)
     if method not in METHODS:
@@ -113,11 +134,29 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
     if not (isinstance(tol, int | float) and math.isfinite(tol) and tol > 0):
         raise InputError(f"must be a positive number, got {tol}", param="tol")
     g = resolve_ground(mdp, ground) if info.uses_ground else None
+    note = zero_ground_note(mdp, metric, g)
+    if note:
+        warnings.warn(note, ZeroGroundWarning, stacklevel=2)
     start = time.perf_counter()
+    if not (isinstance(order, str) and order == "index" and isinstance(action_order, str) and action_order == "index"):
+        relabel = resolve_order(mdp, order, action_order, g if g is not None else "reward")
+        with warnings.catch_warnings():  # warned above already
+            warnings.simplefilter("ignore", ZeroGroundWarning)
+            sol = solve(relabel.relabel(mdp), metric,
+                        relabel.relabel_ground(g, mdp.n_actions) if g is not None else None,
+                        tol=tol, method=method, progress=progress, max_iterations=max_iterations,
+                        full_diagonal=full_diagonal)
+        sol.distances = relabel.restore(sol.distances)
+        sol.order, sol.action_order = relabel.label, relabel.action_label
+        sol.ground = None if g is None else ground_label(g)
+        sol.seconds = time.perf_counter() - start
+        return sol
     if metric == "mico-reduced":
         # |D - D*| <= |U(s,t) - U*| + |U(s,s) - U*|/2 + |U(t,t) - U*|/2 <= 2 err(U).
-        sol = solve(mdp, "mico", tol=tol / 2, method=method, progress=progress, max_iterations=max_iterations,
-                    full_diagonal=full_diagonal)
+        with warnings.catch_warnings():  # warned above already
+            warnings.simplefilter("ignore", ZeroGroundWarning)
+            sol = solve(mdp, "mico", tol=tol / 2, method=method, progress=progress, max_iterations=max_iterations,
+                        full_diagonal=full_diagonal)
         U = sol.distances
         diag = np.diag(U)
         sol.distances = U - diag[:, None] / 2 - diag[None, :] / 2

@@ -7,13 +7,25 @@ import argparse
 
 def add_verify_command(sub: argparse._SubParsersAction) -> None:
     """Add the ``verify`` subcommand to the ``bisimkit`` parser."""
-    p = sub.add_parser("verify", help="check the paper's claims on families of MDPs (the main job)")
+    from validation.claims import claim_ids
+    from validation.learning import loss_ids
+    from validation.verify import DEFAULT_CASES, QUICK_CASES
+
+    claims, losses = claim_ids(), loss_ids()
+    p = sub.add_parser("verify", help="check the paper's claims on families of MDPs (the main job)",
+                       description="Check the paper's claims on families of MDPs and train the learned losses. "
+                                   "Exit status 0 when every verdict matches what validation/findings.py records "
+                                   "(established findings reproduce, every other claim holds), 1 on a surprise, "
+                                   "2 on bad input.")
     p.add_argument("--out", default="verify-out", help="output folder (default ./verify-out)")
-    p.add_argument("--quick", action="store_true", help="a few cases per family (under 30 s)")
-    p.add_argument("--cases", type=int, default=None, help="cases per family (default 40, quick 4)")
+    p.add_argument("--quick", action="store_true",
+                   help=f"{QUICK_CASES} cases per family and short loss trainings (about 20 s)")
+    p.add_argument("--cases", type=int, default=None,
+                   help=f"cases per family (default {DEFAULT_CASES}, --quick {QUICK_CASES})")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--claims", default=None,
-                   help="comma-separated claim ids, e.g. C1,C4 (L1-L5: the learned losses)")
+                   help=f"comma-separated claim ids, {claims[0]}-{claims[-1]} (e.g. C1,C4), or "
+                        f"{losses[0]}-{losses[-1]} (the learned losses)")
     p.add_argument("--resume", action="store_true", help="reuse the families a previous run finished")
     p.add_argument("--shrink-examples", type=int, default=None,
                    help="hypothesis examples per counterexample search (0: no shrinking)")

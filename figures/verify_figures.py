@@ -12,12 +12,14 @@ from pathlib import Path
 from .diagonal import plot_sampled_diagonals
 from .heatmaps import plot_metric_heatmaps
 from .loss_convergence import plot_loss_curves
+from .order_dependence import plot_order_dependence
 from .scatter import plot_bound_scatter
 
 
 def draw_verify_figures(out: Path, data) -> list[Path]:
     """Write ``heatmaps.png``, ``scatter.png`` (when there are general families),
-    ``diagonal.png`` and ``loss_convergence.png`` (when losses ran) into ``out``.
+    ``order_dependence.png`` (when C11 ran on them), ``diagonal.png`` and
+    ``loss_convergence.png`` (when losses ran) into ``out``.
 
     ``data`` is a :class:`validation.figure_data.VerifyFigureData` (or anything with its
     attributes ``heatmaps``, ``scatter``, ``diagonal``, ``losses``, ``loss_tolerance``).
@@ -26,6 +28,8 @@ def draw_verify_figures(out: Path, data) -> list[Path]:
     paths = [plot_metric_heatmaps(out / "heatmaps.png", data.heatmaps)]
     if data.scatter is not None:
         paths.append(plot_bound_scatter(out / "scatter.png", data.scatter))
+    if getattr(data, "order", None) is not None:
+        paths.append(plot_order_dependence(out / "order_dependence.png", data.order))
     paths.append(plot_sampled_diagonals(out / "diagonal.png", data.diagonal))
     if data.losses:
         paths.append(plot_loss_curves(out / "loss_convergence.png", data.losses, data.loss_tolerance))

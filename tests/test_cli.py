@@ -127,3 +127,63 @@ def test_no_library_message_speaks_command_line():
     offenders = [str(p.relative_to(root)) for package in ("bisimkit", "validation", "figures")
                  for p in (root / package).rglob("*.py") if p not in cli_modules and pattern.search(p.read_text())]
     assert offenders == []
+
+
+# ------------------------------------------------- what a first-time user reads (issue 20)
+def _uniform_mdp(tmp_path):
+    """Three states, two actions, a uniform policy, one rewarding state."""
+    P = np.zeros((3, 2, 3))
+    P[:, :, 0] = P[:, :, 1] = 0.5
+    R = np.zeros((3, 2))
+    R[0] = 1.0
+    path = tmp_path / "uniform.json"
+    path.write_text(json.dumps({"transitions": P.tolist(), "rewards": R.tolist(),
+                                "policy": np.full((3, 2), 0.5).tolist(), "discount": 0.9}))
+    return path
+
+
+@pytest.mark.parametrize("args", [["--metric", "psm"], ["--metric", "eps", "--ground", "policy"]])
+def test_a_vanishing_ground_is_warned_about(tmp_path, capsys, args):
+    assert main(["solve", str(_uniform_mdp(tmp_path)), *args, "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: the policy ground" in err and "action_values" in err and err.count("warning") == 1
+
+
+def test_no_warning_when_the_ground_is_informative(tmp_path, capsys):
+    assert main(["solve", str(_uniform_mdp(tmp_path)), "--metric", "eps", "--quiet"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    from bisimkit.solvers import ZeroGroundWarning
+    from bisimkit import load_mdp, solve
+
+    with pytest.warns(ZeroGroundWarning, match="same mean action"):
+        solve(load_mdp(_uniform_mdp(tmp_path)), "psm")
+
+
+def test_summary_shows_values_within_the_certificate_as_zero(capsys):
+    from bisimkit.cli import summarize
+    from bisimkit.solvers import Solution
+
+    D = np.array([[0.0, 1.28e-65, 2.0], [1.28e-65, 0.0, 3e-12], [2.0, 3e-12, 0.0]])
+    sol = Solution("pi", D, 1, 1e-10, 0.1, "test", 1e-9)
+    text = summarize(example("chain"), sol)
+    assert "e-65" not in text and "e-12" not in text and "pairs at distance 0: 2" in text
+    assert "min 0," in text and "shown as 0" in text
+    assert sol.distances[0, 1] == 1.28e-65  # the array keeps the raw values
+
+
+def test_cold_kernels_are_announced_once(tmp_path, capsys, monkeypatch):
+    from bisimkit import warmup
+
+    monkeypatch.setattr(warmup, "kernels_cached", lambda: False)
+    assert main(["solve", "chain", "--metric", "pi"]) == 0
+    assert capsys.readouterr().err.count("compiling the solver kernels (once") == 1
+    monkeypatch.setattr(warmup, "kernels_cached", lambda: True)
+    assert main(["solve", "chain", "--metric", "pi"]) == 0
+    assert "compiling" not in capsys.readouterr().err
+
+
+def test_kernel_cache_probe_answers():
+    from bisimkit.warmup import kernels_cached, warm_up
+
+    warm_up()  # compiled (or loaded) in this process now
+    assert kernels_cached() is True

@@ -102,3 +102,16 @@ def test_apply_operator_matches_reference_on_any_symmetric_matrix(metric):
     np.testing.assert_allclose(apply_operator(mdp, metric, d), reference_operator(mdp, metric, d), atol=1e-12)
     d0 = d - np.diag(np.diag(d))
     np.testing.assert_allclose(apply_operator(mdp, metric, d0), reference_operator(mdp, metric, d0), atol=1e-12)
+
+
+def test_threaded_and_single_thread_kernels_agree(monkeypatch):
+    """Small batches run on one thread, large ones on the thread pool: both give the same fixed points."""
+    from bisimkit import compiled, simplex
+    from bisimkit.generators import random_mdp
+
+    mdp = random_mdp(12, 3, seed=4, max_support=5)
+    single = {m: solve(mdp, m).distances for m in ("pi", "eps", "eps-bar", "bisim")}
+    monkeypatch.setattr(simplex, "PARALLEL_MIN_PROBLEMS", 1)
+    monkeypatch.setattr(compiled, "MATVEC_PARALLEL_MIN_NNZ", 1)
+    for metric, d in single.items():
+        assert np.max(np.abs(solve(mdp, metric).distances - d)) < 1e-12, metric

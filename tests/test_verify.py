@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+from bisimkit import example as load_example
 from bisimkit import load_mdp
 from validation import verify as V
 
@@ -15,14 +16,41 @@ def test_report_exit_status_and_counterexamples(tmp_path):
     report = V.verify(out=tmp_path, cases=2, claims=["C1", "C4"], figures=False, progress=False, shrink_examples=0)
     assert (tmp_path / "report.json").exists() and (tmp_path / "report.md").exists()
     data = json.loads((tmp_path / "report.json").read_text())
-    assert data["exit_status"] == 1 and "C4" in data["violated_asserted"]  # coupling-order breaks C4
+    # coupling-order breaks C4: an established finding, so the run passes and says so
+    assert data["exit_status"] == 0 and data["surprises"] == [] and "C4" in data["violated_asserted"]
+    assert [f["label"] for f in data["findings"] if f["reproduced"]] == ["C4"]
     row = next(r for r in data["rows"] if r["label"] == "C4" and r["family"] == "examples")
-    assert row["status"] == "VIOLATED" and row["counterexample"]
+    assert row["status"] == "fails (known)" and row["counterexample"]
+    assert "index order" in data["verdicts"]["C4"] and "## Established findings" in V.markdown(report)
     mdp = load_mdp(tmp_path / row["counterexample"])  # a valid MDP file
     assert mdp.n_states == 6
     c1 = [r for r in data["rows"] if r["label"] == "C1"]
     assert c1 and all(r["status"] == "held" for r in c1)
     assert "| C1" not in V.markdown(report) and "C4" in V.markdown(report)
+
+
+def test_a_new_failure_is_a_surprise(tmp_path, monkeypatch):
+    """A claim that is no established finding failing makes the job exit 1 and is listed."""
+    from validation import claims as C
+
+    broken = [C.Claim(**{**c.__dict__, "check": (lambda fp: C.Outcome(False, -1.0, "made to fail"))})
+              if c.label == "C3" else c for c in V.ALL_CLAIMS]
+    monkeypatch.setattr(V, "ALL_CLAIMS", broken)
+    report = V.verify(out=tmp_path, cases=1, claims=["C3"], figures=False, progress=False, shrink_examples=0)
+    assert report["exit_status"] == 1 and report["surprises"] and "C3 on" in report["surprises"][0]
+    assert "made to fail" in report["surprises"][0] and "## Surprises" in (tmp_path / "report.md").read_text()
+
+
+def test_a_finding_that_stops_reproducing_is_a_surprise(tmp_path, monkeypatch):
+    """Strict: if C4's witness no longer breaks C4, the job exits 1 and says which finding."""
+    from validation import findings as F
+
+    fixed = [F.Finding(**{**f.__dict__, "witness": F.two_absorbing_states, "witness_name": "absorbing"})
+             if f.label == "C4" else f for f in F.FINDINGS]
+    monkeypatch.setattr(F, "FINDINGS", fixed)
+    report = V.verify(out=tmp_path, cases=1, claims=["C4"], figures=False, progress=False, shrink_examples=0)
+    assert report["exit_status"] == 1
+    assert any("C4: the established finding did not reproduce" in s for s in report["surprises"])
 
 
 def test_only_passing_claims_exit_zero(tmp_path):
@@ -60,9 +88,13 @@ def test_figures_are_written(tmp_path):
 
     rng = np.random.default_rng(0)
     fps = [("random-dense", V.FixedPoints(V.FAMILIES["random-dense"].make(rng))) for _ in range(2)]
-    data = verify_figure_data(fps, quick=True, loss_runs=[], loss_tolerance=0.01)
+    fps.append(("examples", V.FixedPoints(V.Case(load_example("coupling-order")))))
+    data = verify_figure_data(fps, quick=True, loss_runs=[], loss_tolerance=0.01, order=True)
+    # coupling-order: d_eps-bar(0, 5) = 9 on E_eps in index order, 0 class-contiguous, spread 9
+    last = {k: v[-1] for k, v in data.order.items()}
+    assert last["index"] == pytest.approx(9) and last["contiguous"] == 0 and last["state_spread"] == pytest.approx(9)
     paths = draw_verify_figures(tmp_path, data)
-    assert [p.name for p in paths] == ["heatmaps.png", "scatter.png", "diagonal.png"]
+    assert [p.name for p in paths] == ["heatmaps.png", "scatter.png", "order_dependence.png", "diagonal.png"]
     for path in paths:
         assert path.read_bytes()[:4] == b"\x89PNG" and path.stat().st_size > 10_000
     assert not list(tmp_path.glob(".*"))  # no temporary files left behind

@@ -11,6 +11,7 @@ claim's inequality (negative = violated by that much). Equalities report
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -19,12 +20,14 @@ import scipy.sparse as sp
 
 from bisimkit.couplings import entangled_cells, independent_cells
 from bisimkit.ground import Ground, ground_values
-from bisimkit.mdp import coordinate_independent
+from bisimkit.mdp import FiniteMDP, coordinate_independent
+from bisimkit.order import relabelled
 from bisimkit.operators import entangled_parts, policy_cells
 from bisimkit.pairs import PairSpace
 from bisimkit.pseudometric import check_pseudometric
 from bisimkit.relations import blocks, eps_relation_labels, relation_labels, zero_set_labels
-from bisimkit.solvers import solve
+from bisimkit.separable import monge_violation, separable_parts
+from bisimkit.solvers import ZeroGroundWarning, solve
 from bisimkit.transport import optimal_transport
 
 from .families import Case
@@ -60,21 +63,28 @@ class FixedPoints:
             return ground
         return "user"
 
-    def solution(self, metric: str, ground: Ground | None = None, full_diagonal: bool = False):
+    def solution(self, metric: str, ground: Ground | None = None, full_diagonal: bool = False,
+                 order: str | tuple = "index", action_order: str | tuple = "index"):
         """The :class:`~bisimkit.solvers.Solution` of ``metric`` (eps family: ``ground``, default
-        the case's); ``full_diagonal`` solves for d(s, s) as well instead of taking it as 0."""
+        the case's); ``full_diagonal`` solves for d(s, s) as well instead of taking it as 0;
+        ``order`` / ``action_order``: a name or a permutation tuple (:mod:`bisimkit.order`)."""
         if metric.startswith("eps") and ground is None:
             ground = self.case.ground
-        key = (metric, self._key(ground), full_diagonal)
+        key = (metric, self._key(ground), full_diagonal, order, action_order)
         if key not in self._d:
             t = time.perf_counter()
-            self._d[key] = solve(self.case.mdp, metric, ground=ground, tol=SOLVE_TOL, full_diagonal=full_diagonal)
+            with warnings.catch_warnings():  # cases with a vanishing ground are checked on purpose
+                warnings.simplefilter("ignore", ZeroGroundWarning)
+                self._d[key] = solve(self.case.mdp, metric, ground=ground, tol=SOLVE_TOL,
+                                     full_diagonal=full_diagonal, order=list(order) if isinstance(order, tuple) else order,
+                                     action_order=list(action_order) if isinstance(action_order, tuple) else action_order)
             self.solve_seconds += time.perf_counter() - t
         return self._d[key]
 
-    def d(self, metric: str, ground: Ground | None = None) -> np.ndarray:
-        """Fixed point of ``metric`` as an n x n matrix."""
-        return self.solution(metric, ground).distances
+    def d(self, metric: str, ground: Ground | None = None, order: str | tuple = "index",
+          action_order: str | tuple = "index") -> np.ndarray:
+        """Fixed point of ``metric`` as an n x n matrix (under the given orders)."""
+        return self.solution(metric, ground, order=order, action_order=action_order).distances
 
     def relation(self, kind: str, ground: Ground | None = None, reading: str = "class-mass") -> np.ndarray:
         """Block labels of the largest relation of ``kind`` (eps: under ``ground`` and ``reading``)."""
@@ -178,28 +188,6 @@ def check_c4_literal(fp: FixedPoints) -> Outcome:
     return check_c4(fp, reading="literal")
 
 
-def separable_parts(d: np.ndarray, shape: tuple[int, ...]) -> tuple[list[np.ndarray], float]:
-    """Fit ``d(z, z') = sum_i f_i(z_i, z'_i)`` on a grid; returns the parts and the fit residual."""
-    n = int(np.prod(shape))
-    coords = np.array(np.unravel_index(np.arange(n), shape)).T
-    parts, recon = [], np.zeros((n, n))
-    for i, size in enumerate(shape):
-        base = np.zeros((size, len(shape)), dtype=int)
-        base[:, i] = np.arange(size)
-        idx = np.ravel_multi_index(tuple(base.T), shape)
-        f = d[np.ix_(idx, idx)]
-        parts.append(f)
-        recon += f[coords[:, i][:, None], coords[:, i][None, :]]
-    return parts, float(np.max(np.abs(recon - d)))
-
-
-def monge_violation(f: np.ndarray) -> float:
-    """Largest ``f[i,j] + f[i+1,j+1] - f[i,j+1] - f[i+1,j]`` (<= 0 for a Monge matrix)."""
-    if f.shape[0] < 2 or f.shape[1] < 2:
-        return 0.0
-    return float(np.max(f[:-1, :-1] + f[1:, 1:] - f[:-1, 1:] - f[1:, :-1]))
-
-
 def c5_hypotheses(fp: FixedPoints) -> tuple[bool, str]:
     """Whether the tightness hypotheses hold on this case, and why not."""
     mdp = fp.case.mdp
@@ -222,7 +210,7 @@ def check_c5(fp: FixedPoints) -> Outcome:
     ok, why = c5_hypotheses(fp)
     if ok:
         return Outcome(gap <= ATOL, -gap, f"hypotheses hold; gap {gap:.3g}")
-    return Outcome(gap <= ATOL, -gap, f"hypotheses fail ({why}); gap {gap:.3g}")
+    return Outcome(gap <= ATOL, -gap, f"hypotheses fail ({why}); gap measured: {gap:.3g}")
 
 
 def check_c6(fp: FixedPoints) -> Outcome:
@@ -324,6 +312,131 @@ def check_c9(fp: FixedPoints) -> Outcome:
     return Outcome(margin >= -ATOL, margin, f"min slack {margin:.3g}")
 
 
+#: Random state (on grids: coordinate) orders and random action orders tried per case by C11.
+C11_STATE_ORDERS = 3
+C11_ACTION_ORDERS = 2
+
+
+def _random_orders(n: int, count: int, rng: np.random.Generator) -> list[tuple[int, ...]]:
+    """Up to ``count`` distinct non-identity permutations of ``0..n-1`` (all of them when fewer exist)."""
+    identity = tuple(range(n))
+    if n <= 1:
+        return []
+    if n <= 4:  # few permutations: take them in a seeded shuffle
+        from itertools import permutations
+
+        pool = [p for p in permutations(range(n)) if p != identity]
+        rng.shuffle(pool)
+        return pool[:count]
+    out: list[tuple[int, ...]] = []
+    while len(out) < count:
+        p = tuple(int(x) for x in rng.permutation(n))
+        if p != identity and p not in out:
+            out.append(p)
+    return out
+
+
+def c11_orders(fp: FixedPoints) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+    """The relabellings C11 tries on a case (seeded by the case's own numbers, so a case always
+    gets the same ones): state orders (on a grid, coordinate orders) and action orders."""
+    mdp = fp.case.mdp
+    if "c11" not in fp._rel:
+        digest = np.frombuffer(mdp.transitions.tobytes()[:4096] + mdp.rewards.tobytes()[:4096], dtype=np.uint8)
+        rng = np.random.default_rng([int(digest.sum()), mdp.n_states, mdp.n_actions])
+        k = len(mdp.state_shape) if mdp.state_shape is not None else mdp.n_states
+        fp._rel["c11"] = (_random_orders(k, C11_STATE_ORDERS, rng), _random_orders(mdp.n_actions, C11_ACTION_ORDERS, rng))
+    return fp._rel["c11"]
+
+
+def _flat(fp: FixedPoints) -> FixedPoints:
+    """The case without its grid (class-contiguous renumbering needs a flat state space)."""
+    mdp = fp.case.mdp
+    if mdp.state_shape is None:
+        return fp
+    if "flat" not in fp._rel:
+        flat = FiniteMDP(mdp.transitions, mdp.rewards, mdp.discount, mdp.policy, mdp.action_values, None, mdp.name)
+        fp._rel["flat"] = FixedPoints(Case(flat, fp.case.ground))
+    return fp._rel["flat"]
+
+
+def _spread(mats: list[np.ndarray]) -> float:
+    """Largest per-pair (max - min) over the matrices."""
+    stack = np.stack(mats)
+    return float(np.max(stack.max(axis=0) - stack.min(axis=0)))
+
+
+def zero_part(fp: FixedPoints, order: str | tuple = "index", action_order: tuple | None = None) -> float:
+    """max |d_eps-bar| over the pairs of E_eps (class-mass reading), under the given state order
+    (``"class-contiguous"`` flattens a grid first) and action order (E_eps recomputed under it)."""
+    if order == "class-contiguous":
+        fp = _flat(fp)
+    mdp = fp.case.mdp
+    a = tuple(range(mdp.n_actions)) if action_order is None else action_order
+    related = eps_relation_labels(relabelled(mdp, actions=a), _relabel_ground(fp.case.ground, a, mdp))
+    bar = fp.d("eps-bar", order=order, action_order=a if action_order is not None else "index")
+    return float(np.max(np.abs(bar[related[:, None] == related[None, :]])))
+
+
+def order_spreads(fp: FixedPoints) -> tuple[float, float]:
+    """The C11 spreads of one case: d_eps-bar over the state orders, and d_eps / d_eps-bar over the
+    action orders (0 where there is nothing to relabel)."""
+    states, actions = c11_orders(fp)
+    state = _spread([fp.d("eps-bar")] + [fp.d("eps-bar", order=o) for o in states]) if states else 0.0
+    action = max((_spread([fp.d(m)] + [fp.d(m, action_order=a) for a in actions]) for m in ("eps", "eps-bar")),
+                 default=0.0) if actions else 0.0
+    return state, action
+
+
+def check_c11_class_contiguous(fp: FixedPoints) -> Outcome:
+    """C11: with each E_eps class numbered consecutively, d_eps-bar = 0 on E_eps, under the index
+    action order and random ones (E_eps recomputed under each); and d_eps does not depend on the
+    state order (it couples next states optimally), checked on one random relabelling."""
+    states, actions = c11_orders(fp)
+    worst, where = 0.0, "index actions"
+    for a in [None] + actions:
+        value = zero_part(fp, "class-contiguous", a)
+        if value > worst:
+            worst, where = value, f"actions {list(a)}"
+    eps_spread = _spread([fp.d("eps"), fp.d("eps", order=states[0])]) if states else 0.0
+    margin = -max(worst, eps_spread)
+    grid = " (grid flattened)" if fp.case.mdp.state_shape is not None else ""
+    return Outcome(margin >= -ATOL, margin,
+                   f"class-contiguous{grid}: max d_bar on E_eps = {worst:.3g} ({where}, "
+                   f"{1 + len(actions)} action orders); d_eps spread over a relabelling = {eps_spread:.3g}")
+
+
+def _relabel_ground(ground: Ground, actions: tuple[int, ...], mdp) -> Ground:
+    if isinstance(ground, str):
+        return ground
+    from bisimkit.order import Order
+
+    order = Order(np.arange(mdp.n_states), np.asarray(actions), None, "", "")
+    return order.relabel_ground(ground, mdp.n_actions)
+
+
+def check_c11_state_order(fp: FixedPoints) -> Outcome:
+    """C11: spread of d_eps-bar (per pair, max - min) over the index order and random state
+    orders (on a grid: coordinate orders). A measurement: held = no spread."""
+    states, _ = c11_orders(fp)
+    if not states:
+        return Outcome(True, 0.0, "one state (or one coordinate): nothing to relabel")
+    spread, _ = order_spreads(fp)
+    what = "coordinate" if fp.case.mdp.state_shape is not None else "state"
+    return Outcome(spread <= ATOL, -spread, f"d_eps-bar spread {spread:.3g} over {1 + len(states)} {what} orders")
+
+
+def check_c11_action_order(fp: FixedPoints) -> Outcome:
+    """C11: spread of d_eps and d_eps-bar over the index order and random action orders. A measurement."""
+    _, actions = c11_orders(fp)
+    if not actions:
+        return Outcome(True, 0.0, "one action: nothing to relabel")
+    spreads = {m: _spread([fp.d(m)] + [fp.d(m, action_order=a) for a in actions]) for m in ("eps", "eps-bar")}
+    spread = max(spreads.values())
+    return Outcome(spread <= ATOL, -spread,
+                   f"spread over {1 + len(actions)} action orders: d_eps {spreads['eps']:.3g}, "
+                   f"d_eps-bar {spreads['eps-bar']:.3g}")
+
+
 def check_c10_eps_ge_avg(fp: FixedPoints) -> Outcome:
     """C10a: d_eps >= d_eps-avg."""
     margin = float(np.min(fp.d("eps") - fp.d("eps-avg")))
@@ -353,7 +466,7 @@ class Claim:
     check: Callable[[FixedPoints], Outcome] | None
     families: tuple[str, ...]
     asserted: bool = True  # the paper asserts it (a violation fails the verify job)
-    expect: str = "holds"  # "holds", or "gap" for families where a claim's hypotheses fail
+    expect: str = "holds"  # "holds"; or a measurement: "gap" (hypotheses fail) or "varies" (order dependence)
     reading: str = ""  # "" (the project's reading, docs/claims.md) or the alternative reading checked
     unit: str = "distance"  # what the margin counts: "distance", "pairs" (differing) or "cells" (spare)
     note: str = ""
@@ -398,6 +511,15 @@ CLAIMS: list[Claim] = [
                "the reverse fails (counterexample saved); they coincide for deterministic policies"),
     Claim("C10", "d_eps-avg >= d_eps (appendix operator above the main-text one)", "Thm 4.3 text vs appendix",
           check_c10_avg_ge_eps, GENERAL + ("examples",), asserted=False, reading="reverse"),
+    Claim("C11", "with the states of each E_eps class numbered consecutively, d_eps-bar = 0 on E_eps under every "
+          "action order tried; d_eps does not depend on the state order", "project finding (the paper is silent on order)",
+          check_c11_class_contiguous, GENERAL + ("examples",), asserted=False, reading="class-contiguous"),
+    Claim("C11", "spread of d_eps-bar over random state orders (grids: coordinate orders)",
+          "project finding (the paper is silent on order)", check_c11_state_order, GENERAL + ("examples",),
+          asserted=False, expect="varies", reading="state order"),
+    Claim("C11", "spread of d_eps and d_eps-bar over random action orders",
+          "project finding (the paper is silent on order)", check_c11_action_order, GENERAL + ("examples",),
+          asserted=False, expect="varies", reading="action order"),
 ]
 
 

@@ -4,6 +4,7 @@
 * :func:`scatter_values`: d_pi, d_eps, d_eps-bar over all pairs of many cases;
 * :func:`diagonal_curves`: self-distances of the sampled operators against policy entropy;
 * :func:`loss_curves`: the learned-loss training curves of a verify run;
+* :func:`order_values`: C4's zero part in index and class-contiguous order, and the C11 spreads;
 * :func:`gaussian_slice_data`, :func:`grid_studies`: the Gaussian-MDP figures;
 * :func:`verify_figure_data`: everything ``bisimkit verify`` draws, in one object.
 """
@@ -18,7 +19,7 @@ from bisimkit.examples import MIRRORED_ROOMS_POLICY, mirrored_rooms
 from bisimkit.generators import random_mdp
 from bisimkit.solvers import solve
 
-from .claims import FixedPoints
+from .claims import FixedPoints, order_spreads, zero_part
 from .families import FAMILIES, GENERAL_FAMILIES
 
 #: (metric, ground) of each heatmap panel.
@@ -161,6 +162,21 @@ def grid_studies(studies=STUDIES) -> list[tuple[str, str, str, list[dict]]]:
             for name, metric, grids, color in studies]
 
 
+def order_values(fixed_points) -> dict[str, np.ndarray]:
+    """Per case of ``(family, FixedPoints)`` pairs: max d_eps-bar on E_eps with states in index
+    order and class-contiguous order, and the C11 spreads over state and action orders (the
+    fixed points C4 and C11 solved are reused from each case's cache)."""
+    cols: dict[str, list] = {"family": [], "index": [], "contiguous": [], "state_spread": [], "action_spread": []}
+    for family, fp in fixed_points:
+        state, action = order_spreads(fp)
+        cols["family"].append(family)
+        cols["index"].append(zero_part(fp))
+        cols["contiguous"].append(zero_part(fp, "class-contiguous"))
+        cols["state_spread"].append(state)
+        cols["action_spread"].append(action)
+    return {k: np.array(v, dtype=object if k == "family" else float) for k, v in cols.items()}
+
+
 @dataclass
 class VerifyFigureData:
     """What ``bisimkit verify`` draws: heatmaps, the bound scatter (None without general
@@ -171,11 +187,15 @@ class VerifyFigureData:
     diagonal: DiagonalCurves
     losses: list[tuple[str, str, dict]] | None
     loss_tolerance: float
+    order: dict[str, np.ndarray] | None = None
 
 
-def verify_figure_data(fixed_points: list, quick: bool, loss_runs: list[dict], loss_tolerance: float) -> VerifyFigureData:
-    """The figures' data for a verify run (smaller settings with ``quick``)."""
+def verify_figure_data(fixed_points: list, quick: bool, loss_runs: list[dict], loss_tolerance: float,
+                       order: bool = False) -> VerifyFigureData:
+    """The figures' data for a verify run (smaller settings with ``quick``); ``order``: also the
+    order-dependence figure's (when the run checked C11, whose solves it reuses)."""
     return VerifyFigureData(metric_heatmaps(tol=1e-6 if quick else 1e-8),
                             scatter_values(fixed_points) if fixed_points else None,
                             diagonal_curves(mdps=2 if quick else 8, points=5 if quick else 9),
-                            loss_curves(loss_runs) if loss_runs else None, loss_tolerance)
+                            loss_curves(loss_runs) if loss_runs else None, loss_tolerance,
+                            order_values(fixed_points) if order and fixed_points else None)

@@ -22,7 +22,10 @@ readings are explained in ``docs/claims.md``.
    this module never imports ``figures``);
 8. :func:`write_report`: ``report.json`` and ``report.md``.
 
-Exit status: 1 if a claim the paper asserts (under the project's reading) failed, else 0.
+Exit status (like strict expected failures in pytest): 0 when every verdict matches what
+:mod:`validation.findings` records (every row holds except the established findings, and
+each finding still reproduces on its witness MDP), 1 on any surprise (a new failure, or a
+finding that no longer reproduces).
 
 The *margin* of a row is the worst signed slack of the claim over its cases
 (negative: violated by that much): a distance for inequalities and equalities,
@@ -54,6 +57,7 @@ from . import learning
 from .claims import CLAIMS, Claim, FixedPoints, claim_ids, find_claim
 from .families import FAMILIES, GENERAL_FAMILIES, Case, example_cases
 from .figure_data import VerifyFigureData, verify_figure_data
+from .findings import FINDINGS_BY_LABEL, WitnessResult, check_witnesses
 from .gaussian_claims import GAUSSIAN_CLAIMS, GAUSSIAN_FAMILIES, gaussian_cases
 
 #: Finite-MDP claims, then the same claims checked in continuous space.
@@ -104,13 +108,25 @@ class Row:
         return self.claim.expect
 
     @property
+    def known(self) -> bool:
+        """Whether this row is an established finding (:mod:`validation.findings`)."""
+        return self.label in FINDINGS_BY_LABEL
+
+    @property
+    def surprise(self) -> bool:
+        """A row expected to hold that did not, and is no established finding."""
+        return self.expect == "holds" and self.held < self.cases and not self.known
+
+    @property
     def status(self) -> str:
         if self.cases == 0:
             return "no cases"
-        if self.expect == "gap":
-            return f"gap in {self.cases - self.held}/{self.cases}"
+        if self.expect in ("gap", "varies"):
+            return f"{self.expect} in {self.cases - self.held}/{self.cases}"
         if self.held == self.cases:
             return "held"
+        if self.known:
+            return "fails (known)"
         return "VIOLATED" if self.asserted else "fails"
 
     def record(self, held: bool, margin: float, detail: str, seconds: float) -> None:
@@ -382,7 +398,9 @@ def save_counterexamples(rows: list[Row], plan: Plan, shrink_examples: int | Non
     start = time.perf_counter()
     budget = shrink_examples if shrink_examples is not None else (30 if plan.quick else 150)
     seconds = SHRINK_SECONDS_QUICK if plan.quick else SHRINK_SECONDS
-    pending = {r.label for r in rows if r.violation is not None and r.family in FAMILIES}
+    # Measurement rows (a gap, an order dependence) keep their smallest sampled case: shrinking
+    # them would spend the budget on what is expected.
+    pending = {r.label for r in rows if r.violation is not None and r.family in FAMILIES and r.expect == "holds"}
     for row in sorted(rows, key=lambda r: not r.asserted):
         if row.violation is None:
             continue
@@ -403,25 +421,45 @@ def make_figures(writer: FigureWriter | None, plan: Plan, fixed_points: list, lo
     """Compute the figures' data and have ``writer`` draw them; paths relative to the output folder."""
     if not writer:
         return []
-    data = verify_figure_data(fixed_points, plan.quick, loss_runs, learning.RELATIVE_TOLERANCE)
+    data = verify_figure_data(fixed_points, plan.quick, loss_runs, learning.RELATIVE_TOLERANCE,
+                              order=any(c.id == "C11" for c in plan.claims))
     return [str(Path(p).relative_to(plan.out)) for p in writer(plan.out, data)]
 
 
 # ------------------------------------------------------------ 8. report
+def check_findings(plan: Plan) -> list[WitnessResult]:
+    """Each established finding among the selected claims, rechecked on its witness MDP."""
+    return check_witnesses(plan.claims, {c.label for c in plan.claims})
+
+
+def surprises(rows: list[Row], witnesses: list[WitnessResult]) -> list[str]:
+    """One line per verdict that differs from what is recorded: a row that failed and is no
+    established finding, or a finding that did not reproduce on its witness."""
+    out = [f"{r.label} on {r.family}: {r.status} ({r.cases - r.held}/{r.cases} cases; {r.worst_detail})"
+           for r in rows if r.surprise]
+    out += [f"{w.finding.label}: the established finding did not reproduce on its witness "
+            f"'{w.finding.witness_name}' ({w.detail})" for w in witnesses if not w.reproduced]
+    return out
+
+
 def write_report(plan: Plan, rows: list[Row], losses: dict, figure_paths: list[str], phase_seconds: dict,
-                 seconds: float) -> dict:
+                 seconds: float, witnesses: list[WitnessResult] | None = None) -> dict:
     """Write ``report.json`` and ``report.md``; returns the report."""
-    failed = [r for r in rows if r.asserted and r.expect == "holds" and r.held < r.cases]
+    witnesses = check_findings(plan) if witnesses is None else witnesses
+    found = surprises(rows, witnesses)
+    violated = [r for r in rows if r.asserted and r.expect == "holds" and r.held < r.cases]
     report = {
         "config": plan.config,
         "seconds": seconds,
         "phase_seconds": phase_seconds,
         "rows": [r.to_json() for r in rows],
         "verdicts": verdicts(rows),
+        "findings": [w.to_json() for w in witnesses],
+        "surprises": found,
         "losses": losses,
         "figures": figure_paths,
-        "exit_status": 1 if failed else 0,
-        "violated_asserted": sorted({r.label for r in failed}),
+        "exit_status": 1 if found else 0,
+        "violated_asserted": sorted({r.label for r in violated}),
     }
     atomic_write_json(plan.out / "report.json", report)
     atomic_write_text(plan.out / "report.md", markdown(report))
@@ -471,10 +509,12 @@ def verify(out: str | Path = "verify-out", cases: int | None = None, seed: int =
         bar.close()
     with timer("counterexamples"):
         save_counterexamples(rows, plan, shrink_examples)
+    with timer("findings"):
+        witnesses = check_findings(plan)
     with timer("figures"):
         figure_paths = make_figures(figures, plan, fixed_points, state["losses"]["runs"])
-    phases = {k: timer.seconds.get(k, 0.0) for k in ("cases", "losses", "counterexamples", "figures")}
-    return write_report(plan, rows, state["losses"], figure_paths, phases, time.perf_counter() - t0)
+    phases = {k: timer.seconds.get(k, 0.0) for k in ("cases", "losses", "counterexamples", "findings", "figures")}
+    return write_report(plan, rows, state["losses"], figure_paths, phases, time.perf_counter() - t0, witnesses)
 
 
 # --------------------------------------------------------------- reporting
@@ -484,12 +524,16 @@ def _summary(rows: list[Row]) -> str:
     held = sum(r.held for r in rows)
     bad = [r for r in rows if r.held < r.cases]
     where = ", ".join(f"{r.family} {r.cases - r.held}/{r.cases}" for r in bad)
-    if rows[0].expect == "gap":
+    if rows[0].expect in ("gap", "varies"):
         largest = max((-r.worst_margin for r in rows if not math.isinf(r.worst_margin)), default=0.0)
-        return f"strict gap in {total - held}/{total} cases ({where or 'none'}); largest gap {largest:.3g}"
+        if rows[0].expect == "gap":
+            return f"strict gap in {total - held}/{total} cases ({where or 'none'}); largest gap {largest:.3g}"
+        return f"varies with the order in {total - held}/{total} cases ({where or 'none'}); largest spread {largest:.3g}"
     if not bad:
         return f"held in all {total} cases"
-    return f"{'VIOLATED' if rows[0].asserted else 'fails'} in {total - held}/{total} cases ({where})"
+    word = "fails (established finding)" if rows[0].known else ("VIOLATED" if rows[0].asserted else "fails")
+    why = FINDINGS_BY_LABEL[rows[0].label].verdict if rows[0].known else ""
+    return f"{word} in {total - held}/{total} cases ({where})" + (f", {why}" if why else "")
 
 
 def verdicts(rows: list[Row]) -> dict[str, str]:
@@ -528,10 +572,16 @@ READINGS = """\
 **Readings.** The project defines E_eps with *equal class masses* of P(s,a) and P(t,a')
 (the usual bisimulation reading); the paper's Def. 4.3 literally asks for *identical*
 laws P(s,a) = P(t,a'). Rows marked `(literal)` use the second reading; they are
-reported, not asserted. Under the class-mass reading Theorem 4.3 (C2) holds and the
-"d_eps-bar = 0 on E_eps" part of Theorem 4.5 (C4) can fail: the entangled coupling
-pairs next states in index order, so bisimilar but distinct successors are paired
-across classes. Under the literal reading it is the other way round.
+reported, not asserted. The literal reading of C2 fails for a trivial reason: two
+absorbing states with equal rewards have different laws (each a point mass on itself)
+yet distance 0, and the same literal reading would break the pi-bisimulation theorem
+the paper builds on. Under the class-mass reading C2 holds, and C4's "d_eps-bar = 0
+on E_eps" depends on how the states are numbered: the entangled coupling follows the
+state order, so with the given (index) order it can pair successors from different
+classes and fail, while with each E_eps class numbered consecutively it holds on every
+case (C11). C2 and C4 therefore cannot both hold *for every state order*. For C10,
+d_eps >= d_eps-avg is a theorem (a policy-weighted mixture of per-action optimal
+couplings is a coupling of the policy-averaged laws); the reverse fails.
 C5 is checked where its hypotheses provably hold (`monotone-product`: coordinate-
 independent transitions, d_eps-bar separable with Monge coordinate terms, the finite
 form of "separable convex") and its gap is measured where they fail.
@@ -578,6 +628,20 @@ def loss_markdown(losses: dict) -> list[str]:
     return lines + [""]
 
 
+def finding_markdown(findings: list[dict]) -> list[str]:
+    """The established findings (``validation/findings.py``) and whether each reproduced."""
+    if not findings:
+        return []
+    lines = ["", "## Established findings", "",
+             "Declared in `validation/findings.py`; each must reproduce on its witness MDP "
+             "(sampled rows of these claims may fail or hold).", "",
+             "| claim | expected | witness | reproduced | why |", "|---|---|---|---|---|"]
+    for f in findings:
+        lines.append(f"| {f['label']} | {f['expected']} | {f['witness']}: {f['detail']} "
+                     f"| {'yes' if f['reproduced'] else '**no**'} | {f['reason']} |")
+    return lines
+
+
 def markdown(report: dict) -> str:
     """The human-readable report."""
     cfg = report["config"]
@@ -585,10 +649,15 @@ def markdown(report: dict) -> str:
              f"{cfg['cases']} cases per family, seed {cfg['seed']}, {report['seconds']:.1f} s "
              f"({', '.join(f'{k} {v:.1f} s' for k, v in report['phase_seconds'].items())}). "
              f"Exit status {report['exit_status']}"
-             + (f" (asserted claims violated: {', '.join(report['violated_asserted'])})." if report['exit_status']
-                else " (every asserted claim held)."), "", "## Verdicts", ""]
+             + (f": {len(report['surprises'])} verdict(s) differ from what is recorded (surprises, below)."
+                if report['exit_status'] else ": every verdict matches what is recorded (every claim held except "
+                                              "the established findings, and each of those reproduced)."),
+             "", "## Verdicts", ""]
     for cid, text in report["verdicts"].items():
         lines.append(f"- **{cid}**: {text}")
+    lines += ["", "## Surprises", ""]
+    lines += [f"- {text}" for text in report["surprises"]] or ["None: every verdict is as recorded."]
+    lines += finding_markdown(report.get("findings", []))
     lines += ["", READINGS, "## Results", "",
               "Margin: the worst signed slack of the claim over the cases (negative = violated by that much); "
               "a distance, except C2 (minus the number of state pairs whose relation and zero set disagree) "
@@ -615,6 +684,10 @@ def console_summary(report: dict, out: str | Path) -> str:
     lines = [table(report["rows"]), ""]
     lines += [f"{cid}: {text}" for cid, text in report["verdicts"].items()]
     if "skipped" in report.get("losses", {}):
-        lines.append(f"L1-L5: {report['losses']['skipped']}")
+        lines.append(f"L1-L{len(learning.LOSS_CHECKS)}: {report['losses']['skipped']}")
+    known = [f["label"] for f in report.get("findings", []) if f["reproduced"]]
+    if known:
+        lines.append(f"established findings reproduced: {', '.join(known)} (validation/findings.py)")
+    lines += [f"SURPRISE: {text}" for text in report.get("surprises", [])]
     lines.append(f"\nreport: {Path(out) / 'report.md'} ({report['seconds']:.1f} s); exit status {report['exit_status']}")
     return "\n".join(lines)

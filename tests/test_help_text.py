@@ -1,0 +1,175 @@
+"""Help text cannot drift from the code: every number and id that ``--help`` states is checked.
+
+For every command (``bisimkit`` and each subcommand, ``python -m agents.train``,
+``agents.evaluate``, ``figures.learning_curves``, ``figures.results_table``):
+
+* every claim or check id (``C4``, ``L1``) exists, and every id range (``C1-C11``)
+  spans exactly the ids the code has;
+* every ``default N`` an option's help states equals the option's real default (or,
+  where argparse's default is None and the code picks it, the constant the code uses);
+* the metric names ``solve --metric`` lists are exactly the operators;
+* ``verify --quick``'s case count is the one the job uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import pytest
+
+from bisimkit import METRIC_NAMES
+from bisimkit import cli as core_cli
+from bisimkit_cli.main import COMMANDS
+from validation.claims import claim_ids
+from validation.learning import loss_ids
+from validation.verify import DEFAULT_CASES, QUICK_CASES
+
+ID = re.compile(r"\b([CL])(\d+)\b")
+RANGE = re.compile(r"\b([CL])(\d+)\s*[-–]\s*\1?(\d+)\b")
+DEFAULT = re.compile(r"\bdefault:?\s+(-?\d+(?:\.\d+)?(?:e-?\d+)?)\b")
+
+
+def _parsers() -> dict[str, argparse.ArgumentParser]:
+    """Every parser by its command line."""
+    out: dict[str, argparse.ArgumentParser] = {}
+
+    def walk(name: str, parser: argparse.ArgumentParser) -> None:
+        out[name] = parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, p in action.choices.items():
+                    walk(f"{name} {sub}", p)
+
+    walk("bisimkit", core_cli.build_parser(COMMANDS))
+    try:
+        from agents.evaluate import build_parser as evaluate_parser
+        from agents.train import build_parser as train_parser
+    except ModuleNotFoundError:  # the agents extra is missing: the bisimkit commands are still checked
+        pass
+    else:
+        out["agents.train"] = train_parser()
+        out["agents.evaluate"] = evaluate_parser()
+    from figures import learning_curves, results_table
+
+    for module in (learning_curves, results_table):
+        parser = _captured_parser(module)
+        if parser is not None:
+            out[module.__name__] = parser
+    return out
+
+
+def _captured_parser(module) -> argparse.ArgumentParser | None:
+    """The parser a figures module's ``main`` builds (taken at ``parse_args``, which is stopped)."""
+    captured: list[argparse.ArgumentParser] = []
+
+    class Stop(Exception):
+        pass
+
+    original = argparse.ArgumentParser.parse_args
+
+    def grab(self, *args, **kwargs):
+        captured.append(self)
+        raise Stop
+
+    argparse.ArgumentParser.parse_args = grab
+    try:
+        module.main(["--help"])
+    except Stop:
+        pass
+    except SystemExit:
+        pass
+    finally:
+        argparse.ArgumentParser.parse_args = original
+    return captured[0] if captured else None
+
+
+PARSERS = _parsers()
+
+
+def _texts(parser: argparse.ArgumentParser) -> list[tuple[argparse.Action | None, str]]:
+    texts: list[tuple[argparse.Action | None, str]] = [(None, (parser.description or "") + " " + (parser.epilog or ""))]
+    texts += [(a, a.help or "") for a in parser._actions if a.help and a.help != argparse.SUPPRESS]
+    return texts
+
+
+@pytest.mark.parametrize("name", sorted(PARSERS))
+def test_ids_and_ranges_exist(name):
+    known = {"C": claim_ids(), "L": loss_ids()}
+    for _, text in _texts(PARSERS[name]):
+        for letter, number in ID.findall(text):
+            assert f"{letter}{number}" in known[letter], f"{name}: help names {letter}{number}, unknown in the code"
+        for letter, lo, hi in RANGE.findall(text):
+            ids = known[letter]
+            assert (f"{letter}{lo}", f"{letter}{hi}") == (ids[0], ids[-1]), \
+                f"{name}: help says {letter}{lo}-{hi}, the code has {ids[0]}-{ids[-1]}"
+
+
+@pytest.mark.parametrize("name", sorted(PARSERS))
+def test_stated_defaults_are_the_real_ones(name):
+    for action, text in _texts(PARSERS[name]):
+        if action is None:
+            continue
+        stated = DEFAULT.findall(text)
+        if not stated or action.default is None or isinstance(action.default, bool):
+            continue
+        if isinstance(action.default, (int, float)):
+            assert float(stated[0]) == pytest.approx(float(action.default)), \
+                f"{name} {action.option_strings}: help says default {stated[0]}, the code uses {action.default}"
+
+
+def test_verify_case_counts_are_the_job_constants():
+    verify = PARSERS["bisimkit verify"]
+    helps = {a.dest: a.help for a in verify._actions}
+    assert re.search(rf"\bdefault {DEFAULT_CASES}\b", helps["cases"]) and re.search(rf"--quick {QUICK_CASES}\b",
+                                                                                     helps["cases"])
+    assert helps["quick"].startswith(f"{QUICK_CASES} cases per family")
+
+
+def test_solve_lists_exactly_the_metrics():
+    solve = PARSERS["bisimkit solve"]
+    text = next(a.help for a in solve._actions if a.dest == "metric")
+    listed = text.split("one of: ")[1].split(" (")[0].split(", ")
+    assert tuple(listed) == METRIC_NAMES
+
+
+def test_the_checker_catches_drift():
+    """The checks are not vacuous: a stale range and a wrong default are caught."""
+    parser = argparse.ArgumentParser(description="claims C1-C10")
+    parser.add_argument("--cases", type=int, default=40, help="cases (default 4)")
+    PARSERS["drift"] = parser
+    try:
+        with pytest.raises(AssertionError, match="C1-10"):
+            test_ids_and_ranges_exist("drift")
+        with pytest.raises(AssertionError, match="default 4"):
+            test_stated_defaults_are_the_real_ones("drift")
+    finally:
+        del PARSERS["drift"]
+
+
+def test_train_help_states_each_presets_values():
+    """``agents.train --help`` ends each field's help with ``[preset: value; ...]``: every value
+    stated is that preset's value of the field, and every preset that sets the field is named."""
+    if "agents.train" not in PARSERS:
+        pytest.skip("the agents extra is not installed")
+    from agents.config import FIELDS, PRESETS, TrainConfig
+
+    base, checked = TrainConfig(), 0
+    for action in PARSERS["agents.train"]._actions:
+        if action.dest not in FIELDS or not action.help or action.dest in ("preset",):
+            continue
+        stated = re.search(r"\[([^\[\]]*)\]\s*$", " ".join(action.help.split()))
+        assert stated, f"--{action.dest}: no [preset: value] list"
+        pairs = dict(part.split(": ", 1) for part in stated.group(1).split("; "))
+        for preset, text in pairs.items():
+            value = PRESETS[preset].values.get(action.dest, getattr(base, action.dest))
+            shown = {None: "auto", True: "on", False: "off"}.get(value, None) if not isinstance(value, (int, float)) \
+                or isinstance(value, bool) else None
+            if shown is None:
+                shown = f"{value:,}".replace(",", "_") if isinstance(value, int) and value >= 10_000 else str(value)
+            assert text == shown, f"--{action.dest}: help says {preset}: {text}, the preset has {value!r}"
+            checked += 1
+        for preset, spec in PRESETS.items():
+            if action.dest in spec.values and spec.values[action.dest] != getattr(base, action.dest):
+                assert preset in pairs, f"--{action.dest}: help does not state the {preset} preset's value"
+    assert checked > 40

@@ -149,3 +149,17 @@ def test_cli_bad_order_file_is_one_line_exit_2(tmp_path, content, message):
     assert len(lines) == 1 and lines[0].startswith("bisimkit: error: --order: ")
     import re
     assert re.search(message, lines[0]) and not out.exists()
+
+
+def test_c11_reports_where_even_in_index_action_order():
+    """Round-off above 0 in the index action order is reported, not a crash."""
+    from validation import claims as C
+
+    fp = FixedPoints(Case(example("coupling-order")))
+    original = C.zero_part
+    try:
+        C.zero_part = lambda fp, order="index", action_order=None: 1e-14 if action_order is None else 0.0
+        outcome = check_c11_class_contiguous(fp)
+    finally:
+        C.zero_part = original
+    assert outcome.held and "index actions" in outcome.detail

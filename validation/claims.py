@@ -396,7 +396,7 @@ def check_c11_class_contiguous(fp: FixedPoints) -> Outcome:
     for a in [None] + actions:
         value = zero_part(fp, "class-contiguous", a)
         if value > worst:
-            worst, where = value, f"actions {list(a)}"
+            worst, where = value, "index actions" if a is None else f"actions {list(a)}"
     eps_spread = _spread([fp.d("eps"), fp.d("eps", order=states[0])]) if states else 0.0
     margin = -max(worst, eps_spread)
     grid = " (grid flattened)" if fp.case.mdp.state_shape is not None else ""

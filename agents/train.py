@@ -215,7 +215,7 @@ class Trainer:
         self.show_progress = progress
         self.board = TensorBoard(self.out / "tb", tensorboard)
         self.bar = Progress(self.total_steps * self.repeat, self.label, unit="env steps", enabled=progress,
-                            initial=self.env_step)
+                            initial=self.env_step, rate_label="steps/s")
         self.start = time.monotonic()
         self.speed_mark = (self.start, self.counters.t)
         self.speed: float | None = None  # environment steps/s, smoothed over training episodes
@@ -329,10 +329,10 @@ class Trainer:
         c.last_checkpoint = self.env_step
 
     def show(self) -> None:
-        """Redraw the progress line (steps/s smoothed over episodes; ETA from this process's average rate)."""
+        """Redraw the progress line (steps/s and ETA: the progress line's windowed rate, pauses for
+        evaluation excluded; ``bisimkit.progress``)."""
         recent = self.counters.recent
-        self.bar.show(self.env_step, {"steps/s": self.speed, "return": float(np.mean(recent)) if recent else None,
-                                      "eval": self.last_eval})
+        self.bar.show(self.env_step, {"return": float(np.mean(recent)) if recent else None, "eval": self.last_eval})
 
     # ---------------------------------------------------------------- run
     def run(self) -> dict:
@@ -354,8 +354,9 @@ class Trainer:
                 if done:
                     self.end_episode()
                 self.show()
-            if c.last_eval_step != self.env_step:  # the run ended mid-episode
+            if c.last_eval_step != self.env_step:  # the run ended mid-episode, between evaluations
                 self.evaluate()
+            if c.last_checkpoint != self.env_step:  # ... or right on an evaluation boundary
                 self.checkpoint()
         finally:
             self.close()

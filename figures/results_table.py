@@ -6,7 +6,15 @@ walker-walk). A cell is ``mean ± std`` over seeds (population std) of each
 seed's final evaluation return (the last row of its ``eval.csv``), or of the
 evaluation at exactly ``--step`` environment steps (seeds without one are left
 out); ``n/a`` where there is no run. The best mean of each column is in bold. A
-footnote line gives the seeds per cell and the environment steps.
+footnote line gives the seeds per cell and the environment steps, and names
+any duplicate seed left out.
+
+The seeds of a cell share their whole configuration (:func:`figures.runs.group_runs`:
+every learning field of ``config.json`` but the seed). A method run under
+several configurations gets one row per configuration, labelled by the fields
+that differ (``ε-R (env_steps=4000)``); a seed met twice in one configuration
+counts once (the run evaluated furthest). The run folders behind every cell are
+listed on stderr and, with ``--out table.md``, in ``table.runs.txt``.
 
     python -m figures.results_table runs/ [--step 500000] [--out table.md]
 """
@@ -24,7 +32,8 @@ import numpy as np
 
 from bisimkit.errors import InputError, check_count
 
-from .runs import METHOD_LABEL, METHOD_ORDER, TASK_ABBREV, TASK_ORDER, PathLike, Run, find_runs, ordered
+from .runs import (METHOD_LABEL, METHOD_ORDER, TASK_ABBREV, TASK_ORDER, Group, PathLike, Run, describe_groups,
+                   duplicate_note, find_runs, group_runs, ordered)
 
 
 @dataclass
@@ -62,16 +71,29 @@ def evaluation_at(run: Run, step: int | None = None) -> tuple[int, float] | None
     return (int(step), float(values[hits[-1]])) if len(hits) else None
 
 
-def collect_cells(runs: list[Run], step: int | None = None) -> dict[tuple[str, str], Cell]:
-    """The :class:`Cell` of every (method, task) with at least one seed evaluated (at ``step``)."""
-    grouped: dict[tuple[str, str], list[tuple[int, float, tuple[str, ...]]]] = {}
-    for run in runs:
-        found = evaluation_at(run, step)
-        if found is not None:
-            grouped.setdefault((run.method, run.task), []).append((*found, run.splits))
-    return {key: Cell(np.array([v for _, v, _ in rows]), tuple(s for s, _, _ in rows),
-                      tuple(sorted({x for _, _, sp in rows for x in sp})))
-            for key, rows in grouped.items()}
+def collect_cells(groups: list[Group], step: int | None = None) -> dict[tuple[str, str], Cell]:
+    """The :class:`Cell` of every group (keyed by its row label and task) with at least one seed
+    evaluated (at ``step``)."""
+    cells = {}
+    for group in groups:
+        rows = [(found, run) for run in group.runs if (found := evaluation_at(run, step)) is not None]
+        if rows:
+            cells[(group.label, group.task)] = Cell(
+                np.array([v for (_, v), _ in rows]), tuple(s for (s, _), _ in rows),
+                tuple(sorted({x for _, run in rows for x in run.splits})))
+    return cells
+
+
+def row_labels(groups: list[Group]) -> list[str]:
+    """The table's rows: every paper method (its plain label when it has no run), each method's
+    configurations in :func:`~figures.runs.group_runs` order, then methods outside the paper's."""
+    rows = []
+    for method in list(METHOD_ORDER) + ordered({g.method for g in groups} - set(METHOD_ORDER), ()):
+        labels = [g.label for g in groups if g.method == method]
+        for label in labels or [METHOD_LABEL.get(method, method)]:
+            if label not in rows:
+                rows.append(label)
+    return rows
 
 
 def _steps_text(steps: Iterable[int]) -> str:
@@ -80,15 +102,15 @@ def _steps_text(steps: Iterable[int]) -> str:
 
 
 def _with_exceptions(label: str, per_cell: dict[tuple[str, str], str]) -> str:
-    """``label: X`` for the most common value X, then ``(except METHOD/TASK: Y, ...)``."""
+    """``label: X`` for the most common value X, then ``(except ROW/TASK: Y, ...)``."""
     common = Counter(per_cell.values()).most_common(1)[0][0]
-    others = [f"{METHOD_LABEL.get(m, m)}/{TASK_ABBREV.get(t, t)}: {v}" for (m, t), v in per_cell.items()
-              if v != common]
+    others = [f"{row}/{TASK_ABBREV.get(t, t)}: {v}" for (row, t), v in per_cell.items() if v != common]
     return f"{label}: {common}" + (f" (except {', '.join(others)})" if others else "")
 
 
-def footnote(cells: dict[tuple[str, str], Cell], step: int | None) -> str:
-    """The table's footnote line: what a cell is, seeds per cell and environment steps."""
+def footnote(cells: dict[tuple[str, str], Cell], step: int | None, duplicates: str = "") -> str:
+    """The table's footnote line: what a cell is, seeds per cell, environment steps, any ``duplicates``
+    note (:func:`~figures.runs.duplicate_note`)."""
     what = "final evaluation return" if step is None else f"evaluation return at {step:,} environment steps"
     parts = [f"Each cell: mean ± std over seeds of the {what}; best mean per column in bold; n/a: no run"]
     if cells:
@@ -98,34 +120,53 @@ def footnote(cells: dict[tuple[str, str], Cell], step: int | None) -> str:
         if splits:
             parts.append("evaluation split: " + ", ".join(splits) +
                          (" (held-out backgrounds)" if splits == ["eval"] else ""))
+    if duplicates:
+        parts.append(duplicates)
     return "*" + "; ".join(parts) + ".*"
 
 
-def format_table(cells: dict[tuple[str, str], Cell], step: int | None = None, decimals: int = 1) -> str:
-    """Markdown table (paper layout) of ``cells`` keyed by (method, task), then the footnote line."""
+def format_table(cells: dict[tuple[str, str], Cell], step: int | None = None, decimals: int = 1,
+                 rows: list[str] | None = None, duplicates: str = "") -> str:
+    """Markdown table (paper layout) of ``cells`` keyed by (row label, task), then the footnote line;
+    ``rows``: the row labels in order (default: the paper's methods, then any other row of ``cells``)."""
     tasks = list(TASK_ORDER) + ordered({t for _, t in cells} - set(TASK_ORDER), ())
-    methods = list(METHOD_ORDER) + ordered({m for m, _ in cells} - set(METHOD_ORDER), ())
-    best = {t: max((c.mean for (m, tt), c in cells.items() if tt == t), default=None) for t in tasks}
+    if rows is None:
+        rows = [METHOD_LABEL[m] for m in METHOD_ORDER]
+        rows += [r for r in dict.fromkeys(r for r, _ in cells) if r not in rows]
+    best = {t: max((c.mean for (_, tt), c in cells.items() if tt == t), default=None) for t in tasks}
     lines = ["| Method | " + " | ".join(TASK_ABBREV.get(t, t) for t in tasks) + " |",
              "|:--|" + "--:|" * len(tasks)]
-    for method in methods:
+    for label in rows:
         row = []
         for task in tasks:
-            cell = cells.get((method, task))
+            cell = cells.get((label, task))
             if cell is None:
                 row.append("n/a")
                 continue
             text = f"{cell.mean:.{decimals}f} ± {cell.std:.{decimals}f}"
             row.append(f"**{text}**" if cell.mean >= best[task] else text)
-        lines.append(f"| {METHOD_LABEL.get(method, method)} | " + " | ".join(row) + " |")
-    return "\n".join(lines) + "\n\n" + footnote(cells, step) + "\n"
+        lines.append(f"| {label} | " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n\n" + footnote(cells, step, duplicates) + "\n"
+
+
+def table_and_listing(runs_root: PathLike | Iterable[PathLike], step: int | None = None) -> tuple[str, str]:
+    """The markdown results table of every run under ``runs_root`` (see the module doc) and the listing
+    of the run folders behind its cells (:func:`~figures.runs.describe_groups`)."""
+    if step is not None:
+        check_count("step", step, low=0)
+    groups = group_runs(find_runs(runs_root))
+    table = format_table(collect_cells(groups, step), step, rows=row_labels(groups), duplicates=duplicate_note(groups))
+    return table, describe_groups(groups)
 
 
 def results_table(runs_root: PathLike | Iterable[PathLike], step: int | None = None) -> str:
     """The markdown results table of every run under ``runs_root`` (see the module doc)."""
-    if step is not None:
-        check_count("step", step, low=0)
-    return format_table(collect_cells(find_runs(runs_root), step), step)
+    return table_and_listing(runs_root, step)[0]
+
+
+def runs_listing_path(out_md: PathLike) -> Path:
+    """Where ``--out``'s listing of the runs goes: ``table.md`` -> ``table.runs.txt``."""
+    return Path(out_md).with_suffix(".runs.txt")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,14 +177,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="also write the table to this markdown file")
     args = parser.parse_args(argv)
     try:
-        table = results_table(args.roots, args.step)
+        table, listing = table_and_listing(args.roots, args.step)
         if args.out:
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)
             Path(args.out).write_text(table)
+            runs_listing_path(args.out).write_text(listing)
     except (InputError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(table, end="")
+    where = f" (also in {runs_listing_path(args.out)})" if args.out else ""
+    print(f"runs per cell{where}:\n{listing}", end="", file=sys.stderr)
     return 0
 
 

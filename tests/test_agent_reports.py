@@ -51,12 +51,14 @@ def tiny_run(tmp_path_factory) -> Path:
 
 
 # ------------------------------------------------------------------ synthetic runs tree
-def write_run(root: Path, task: str, method: str, seed: int, rows: list[tuple[int, float]]) -> Path:
-    """A hand-written run folder: config.json and eval.csv with (env_step, mean_return) rows."""
-    folder = root / task / method / f"seed{seed}"
+def write_run(root: Path, task: str, method: str, seed: int, rows: list[tuple[int, float]], folder: str = "",
+              **config) -> Path:
+    """A hand-written run folder (``root/task/method/seedN``, or ``root/folder``): config.json with
+    task, method, seed and ``config``, and eval.csv with (env_step, mean_return) rows."""
+    folder = root / folder if folder else root / task / method / f"seed{seed}"
     folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps({"config": {"task": task, "method": method, "seed": seed},
-                                                    "device": "cpu"}))
+    (folder / "config.json").write_text(json.dumps({"config": {"task": task, "method": method, "seed": seed,
+                                                               **config}, "device": "cpu"}))
     with open(folder / "eval.csv", "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["env_step", "mean_return", "std_return", "episodes", "split", "elapsed_s"])
@@ -218,11 +220,87 @@ def test_curve_aggregation_across_seeds(tmp_path):
     write_run(tmp_path, "cheetah-run", "drq", 0, [(0, 0), (100, 100), (200, 200), (300, 300)])
     write_run(tmp_path, "cheetah-run", "drq", 1, [(0, 0), (150, 300), (200, 400)])
     (curve,) = curves(find_runs(tmp_path))
-    # union of steps, cut to the range both seeds cover; seed 1 interpolated at 100 -> 200
-    assert curve.steps.tolist() == [0, 100, 150, 200]
-    assert curve.mean.tolist() == [0, 150, 225, 300]
-    assert curve.std.tolist() == [0, 50, 75, 100]
-    assert curve.seeds == 2
+    # union of steps, never cut to the shorter seed: seed 1 interpolated at 100 -> 200, and at 300 only
+    # seed 0 is averaged (the count drops to 1 there)
+    assert curve.steps.tolist() == [0, 100, 150, 200, 300]
+    assert curve.mean.tolist() == [0, 150, 225, 300, 300]
+    assert curve.std.tolist() == [0, 50, 75, 100, 0]
+    assert curve.counts.tolist() == [2, 2, 2, 2, 1]
+    assert curve.seeds == 2 and curve.label == "DrQ"
+
+
+def test_runs_of_one_seed_with_different_budgets_are_two_lines_and_two_rows(tmp_path, capsys):
+    """Two seed-0 runs of eps-r on cartpole-swingup, 2000 and 4000 environment steps: two configurations,
+    each its own line (nothing cut to the shorter) and row, labelled by what differs."""
+    from figures.learning_curves import curves, main as curves_main
+    from figures.results_table import main as table_main, results_table
+    from figures.runs import find_runs, group_runs
+
+    short = write_run(tmp_path, "cartpole-swingup", "eps-r", 0, [(0, 0), (1000, 10), (2000, 20)], "short",
+                      env_steps=2000, batch_size=512)
+    long = write_run(tmp_path, "cartpole-swingup", "eps-r", 0, [(0, 0), (2000, 40), (4000, 80)], "long",
+                     env_steps=4000, batch_size=512)
+    groups = group_runs(find_runs(tmp_path))
+    assert [(g.label, g.seeds, [r.folder for r in g.runs]) for g in groups] == [
+        ("ε-R (env_steps=2000)", (0,), [short]), ("ε-R (env_steps=4000)", (0,), [long])]
+    assert not any(g.duplicates for g in groups)
+    two = curves(find_runs(tmp_path))
+    assert [(c.label, c.seeds, c.steps[-1], c.mean[-1]) for c in two] == [("ε-R (env_steps=2000)", 1, 2000, 20),
+                                                                          ("ε-R (env_steps=4000)", 1, 4000, 80)]
+    rows = results_table(tmp_path).splitlines()
+    assert rows[5] == "| ε-R (env_steps=2000) | n/a | 20.0 ± 0.0 | n/a | n/a | n/a | n/a |"
+    assert rows[6] == "| ε-R (env_steps=4000) | n/a | **80.0 ± 0.0** | n/a | n/a | n/a | n/a |"
+    assert rows[2] == "| SAC | n/a | n/a | n/a | n/a | n/a | n/a |"  # the other methods keep their labels
+    assert "seeds per cell: 1;" in rows[-1] and "environment steps: 2,000 (except ε-R (env_steps=4000)/CS: 4,000)" \
+        in rows[-1]
+    capsys.readouterr()
+    assert curves_main([str(tmp_path), "--out", str(tmp_path / "c.png")]) == 0
+    listing = (tmp_path / "c.runs.txt").read_text()
+    assert listing == (f"cartpole-swingup (fields that differ between its lines: env_steps)\n"
+                       f"  ε-R (env_steps=2000): 1 seed (0); env_steps=2000\n    seed 0: {short}\n"
+                       f"  ε-R (env_steps=4000): 1 seed (0); env_steps=4000\n    seed 0: {long}\n")
+    assert listing in capsys.readouterr().err
+    assert table_main([str(tmp_path), "--out", str(tmp_path / "t.md")]) == 0
+    assert (tmp_path / "t.runs.txt").read_text() == listing
+    assert listing in capsys.readouterr().err
+
+
+def test_seeds_of_one_configuration_are_one_group_and_a_repeated_seed_is_reported(tmp_path, capsys):
+    """Seeds 0 and 1 of one configuration (run on different devices, evaluated at different intervals:
+    not learning fields) are one group of 2 seeds; a second seed-0 run of it is a duplicate: reported,
+    counted once (the run evaluated furthest is used)."""
+    from figures.learning_curves import curves
+    from figures.results_table import results_table
+    from figures.runs import describe_groups, find_runs, group_runs
+
+    same = dict(env_steps=200, batch_size=512)
+    a = write_run(tmp_path, "walker-walk", "drq", 0, [(0, 0), (100, 10), (200, 20)], "a", device="cpu",
+                  eval_every=100, **same)
+    b = write_run(tmp_path, "walker-walk", "drq", 1, [(0, 0), (200, 40)], "b", device="cuda", eval_every=200,
+                  **same)
+    c = write_run(tmp_path, "walker-walk", "drq", 0, [(0, 0), (100, 30)], "c", device="cpu", eval_every=100,
+                  **same)
+    (group,) = group_runs(find_runs(tmp_path))
+    assert group.label == "DrQ" and group.seeds == (0, 1) and [r.folder for r in group.runs] == [a, b]
+    assert [(d.folder, kept.folder) for d, kept in group.duplicates] == [(c, a)]
+    (curve,) = curves(find_runs(tmp_path))
+    assert curve.seeds == 2 and curve.mean.tolist() == [0, 15, 30] and curve.counts.tolist() == [2, 2, 2]
+    table = results_table(tmp_path)
+    assert "| DrQ | n/a | n/a | n/a | n/a | n/a | **30.0 ± 10.0** |" in table
+    assert "seeds per cell: 2;" in table
+    assert f"duplicate seeds left out (same configuration and seed as a run used): DrQ/WW seed 0 ({c})" in table
+    assert describe_groups([group]).endswith(f"    duplicate of seed 0, left out: {c} (used: {a})\n")
+
+
+def test_a_learning_field_splits_a_method_and_a_missing_one_is_unset(tmp_path):
+    from figures.runs import find_runs, group_runs
+
+    write_run(tmp_path, "walker-walk", "eps-r", 0, [(0, 0)], "a", batch_size=128, beta=0.5)
+    write_run(tmp_path, "walker-walk", "eps-r", 1, [(0, 0)], "b", batch_size=512, beta=0.5)
+    write_run(tmp_path, "walker-walk", "eps-r", 2, [(0, 0)], "c", beta=0.5)  # an older config.json
+    write_run(tmp_path, "walker-walk", "drq", 0, [(0, 0)], "d", batch_size=512, beta=0.0)
+    labels = [g.label for g in group_runs(find_runs(tmp_path))]
+    assert labels == ["DrQ", "ε-R (batch_size=128)", "ε-R (batch_size=512)", "ε-R (batch_size=unset)"]
 
 
 def test_learning_curves_png(synthetic, tiny_run, tmp_path):

@@ -64,8 +64,81 @@ def test_docs_hold_the_current_presets_table():
     assert presets_markdown() in (ROOT / "docs" / "agents.md").read_text()
 
 
+def test_the_smoke_preset_validates_and_reaches_every_part_on_every_task():
+    from agents.dcs import TASKS
+
+    for task, spec in TASKS.items():
+        cfg = make_config("smoke", task=task).resolved()  # validated: seed steps leave updates to do
+        agent_steps = -(-cfg.env_steps // spec.action_repeat)
+        assert agent_steps - cfg.seed_steps >= 100, task  # Trainer.learn: one update per step past seeding
+        assert cfg.eval_every < cfg.env_steps and cfg.checkpoint_every < cfg.env_steps  # both before the end
+        assert cfg.episode_steps <= cfg.checkpoint_every  # an episode ends (checkpoints wait for one)
+        episode = -(-cfg.episode_steps // spec.action_repeat) * spec.action_repeat  # env steps, rounded up
+        assert cfg.env_steps % episode == 0, task  # the run ends at an episode end (where it checkpoints)
+        assert cfg.batch_size <= cfg.buffer_size and agent_steps <= cfg.buffer_size
+    assert make_config("smoke", method="drq").method == "drq"  # the preset leaves the method to --method
+
+
+def test_a_smoke_run_collects_updates_evaluates_and_checkpoints(tmp_path, monkeypatch):
+    """The smoke preset through the real Trainer, the gradient step replaced by a counter (the full run
+    with real updates is the slow test below)."""
+    from agents import agent as agent_module
+    from agents.checkpoint import load_checkpoint
+    from agents.train import train
+
+    calls = []
+    monkeypatch.setattr(agent_module.Agent, "update", lambda self, batch: calls.append(len(batch["action"])) or {})
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        summary = train(make_config("smoke", device="cpu"), tmp_path / "run", progress=False, tensorboard=False)
+    finally:
+        torch.set_num_threads(threads)
+    cfg = make_config("smoke")
+    assert summary["env_steps"] == cfg.env_steps
+    assert len(calls) == cfg.env_steps // 8 - cfg.seed_steps and set(calls) == {cfg.batch_size}  # repeat 8
+    eval_steps = [int(line.split(",")[0]) for line in (tmp_path / "run" / "eval.csv").read_text().splitlines()[1:]]
+    assert eval_steps == [0, 1000, 2000]
+    assert load_checkpoint(tmp_path / "run" / CHECKPOINT).complete
+
+
+def test_a_run_ending_mid_episode_on_an_evaluation_boundary_checkpoints(tmp_path, monkeypatch):
+    """2000 env steps in episodes of 480 (repeat 8): the run stops 80 env steps into its fifth
+    episode, exactly where an evaluation is due; it must still end with a complete checkpoint."""
+    from agents import agent as agent_module
+    from agents.checkpoint import load_checkpoint
+    from agents.train import train
+
+    monkeypatch.setattr(agent_module.Agent, "update", lambda self, batch: {})
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        train(make_config("smoke", device="cpu", episode_steps=480), tmp_path / "run", progress=False,
+              tensorboard=False)
+    finally:
+        torch.set_num_threads(threads)
+    eval_steps = [int(line.split(",")[0]) for line in (tmp_path / "run" / "eval.csv").read_text().splitlines()[1:]]
+    assert eval_steps == [0, 1000, 2000]  # evaluated once at the end, not twice
+    checkpoint = load_checkpoint(tmp_path / "run" / CHECKPOINT)
+    assert checkpoint.complete and checkpoint.last_checkpoint == 2000
+
+
+@pytest.mark.slow
+def test_the_smoke_command_trains_for_real(tmp_path):
+    """The documented command, real updates included (25-50 s on 2 cores; one torch thread, as two
+    threads on cores other jobs share can take minutes)."""
+    proc = subprocess.run([sys.executable, "-m", "agents.train", "--preset", "smoke", "--task", "cartpole-swingup",
+                           "--method", "eps-r", "--out", str(tmp_path / "smoke"), "--quiet"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr
+    rows = (tmp_path / "smoke" / "train.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    losses = [dict(zip(header, row.split(",")))["critic_loss"] for row in rows[1:]]
+    assert any(loss not in ("", "nan") for loss in losses)  # updates happened
+    assert json.loads(proc.stdout)["env_steps"] == 2000
+
 @pytest.mark.parametrize("args, message", [
-    (["--preset", "sota"], "preset: 'sota' is not one of paper, drq, dbc"),
+    (["--preset", "sota"], "preset: 'sota' is not one of paper, drq, dbc, smoke"),
     (["--aug-k", "0"], "aug_k: 0 is not a positive integer"),
     (["--aug-m", "-2"], "aug_m: -2 is not a positive integer"),
     (["--tau", "0"], "tau: 0.0 is not in (0, 1]"),

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
+import time
+
 import numpy as np
 
 from bisimkit.examples import chain
@@ -258,18 +260,33 @@ def run_loss_checks(quick: bool = False, seed: int = 0, ids: list[str] | None = 
                     config: TrainConfig | None = None, progress=None) -> list[tuple[LossCheck, LossCase, Curve]]:
     """Train every selected loss on every case; returns (check, case, curve) triples.
 
-    ``progress(check, case, curve)`` is called after each run.
+    The tables are trained first, recording their estimates, and the exact fixed points are
+    solved afterwards (the compiled solvers may still be compiling in another process while the
+    first tables train). ``progress(check, case)`` is called after each training.
     """
+    from bisimkit.losses import fit
+
     config = replace(config or (QUICK_CONFIG if quick else DEFAULT_CONFIG), seed=seed)
-    out = []
+    trained = []
     for check, case in loss_plan(quick, seed, ids):
         if check.loss == "entangled-gaussian":
-            curve = train_linear_gaussian(case.mdp, config)
+            trained.append((check, case, train_linear_gaussian(case.mdp, config)))
         else:
-            curve = train_tabular(case.mdp, check.loss, config, case.embedding)
-        out.append((check, case, curve))
+            trained.append((check, case, fit.fit_tabular(case.mdp, check.loss, config, embedding=case.embedding,
+                                                         record=True)))
         if progress:
-            progress(check, case, curve)
+            progress(check, case)
+    out = []
+    for check, case, res in trained:
+        if not isinstance(res, Curve):
+            exact = exact_fixed_point(case.mdp, check.loss)
+            res.measure(exact)
+            res = Curve(loss=check.loss, metric=res.metric, mdp=case.mdp.label, steps=res.steps, error=res.error,
+                        scale=float(np.max(np.abs(exact))), final_error=res.error[-1],
+                        exact_diagonal=float(np.max(np.diag(exact))),
+                        learned_diagonal=float(np.max(np.abs(np.diag(res.distances)))),
+                        seconds=res.seconds, config=asdict(res.schedule))
+        out.append((check, case, res))
     return out
 
 
@@ -278,3 +295,29 @@ def torch_available() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("torch") is not None
+
+
+def loss_report(quick: bool = False, seed: int = 0, ids: list[str] | None = None, progress=None) -> dict:
+    """The ``losses`` part of a verify report: every selected run as a JSON-able dict, the
+    schedule, the pass mark, and the wall time."""
+    start = time.perf_counter()
+    results = run_loss_checks(quick=quick, seed=seed, ids=ids, progress=progress)
+    config = results[0][2].config if results else {}
+    runs = [{"id": check.id, "loss": check.loss, "metric": check.metric, "ground": check.ground,
+             "family": case.family, **{k: v for k, v in curve.to_json().items() if k != "config"}}
+            for check, case, curve in results]
+    return {"runs": runs, "config": config, "relative_tolerance": RELATIVE_TOLERANCE,
+            "seconds": time.perf_counter() - start}
+
+
+def loss_worker(ids: list[str] | None, quick: bool, seed: int, queue) -> None:
+    """Entry point of the child process that runs the loss checks alongside the claim checks of
+    ``bisimkit verify``: sends ``("progress", text)`` after each training, then ``("done", report)``
+    (or ``("error", traceback)``)."""
+    import traceback
+
+    try:
+        report = loss_report(quick, seed, ids, lambda check, case: queue.put(("progress", f"loss {check.id} {case.family}")))
+        queue.put(("done", report))
+    except BaseException:  # the parent reports it; a worker must not die silently
+        queue.put(("error", traceback.format_exc()))

@@ -14,7 +14,8 @@ readings are explained in ``docs/claims.md``.
 1. :func:`plan_run`: the claims, loss checks and families selected, and the run's key;
 2. :func:`load_state`: what a previous run with the same key finished (resume);
 3. :func:`start_warm_up`: numba compiles the kernels in a side process meanwhile;
-4. :func:`run_losses`: each selected loss trains a table (rows L1-L6);
+4. :func:`start_losses`: each selected loss trains a table (rows L1-L6) in a child process
+   (:class:`LossWorker`) while this process goes on;
 5. :func:`run_families`: every claim on every case, family by family;
 6. :func:`save_counterexamples`: shrink and write one counterexample per failing row;
 7. :func:`make_figures`: figure data from :mod:`validation.figure_data`, drawn by the
@@ -38,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import multiprocessing
 import subprocess
 import sys
 import time
@@ -255,22 +257,67 @@ def start_warm_up() -> subprocess.Popen | None:
 
 # ------------------------------------------------------------ 4. losses
 def run_losses(ids: list[str], quick: bool, seed: int, bar: Progress | None = None) -> dict:
-    """Train a table with each selected loss on the loss cases (the ``losses`` part of the report)."""
+    """Train a table with each selected loss on the loss cases (the ``losses`` part of the report),
+    in this process."""
     if not ids:
         return {"runs": []}
     if not learning.torch_available():
         return {"runs": [], "skipped": TORCH_MISSING}
 
-    def progress(check, case, curve):
+    def progress(check, case):
         if bar:
             bar.advance(1, {"": f"loss {check.id} {case.family}"})
 
-    results = learning.run_loss_checks(quick=quick, seed=seed, ids=ids, progress=progress)
-    config = results[0][2].config if results else {}
-    runs = [{"id": check.id, "loss": check.loss, "metric": check.metric, "ground": check.ground,
-             "family": case.family, **{k: v for k, v in curve.to_json().items() if k != "config"}}
-            for check, case, curve in results]
-    return {"runs": runs, "config": config, "relative_tolerance": learning.RELATIVE_TOLERANCE}
+    return learning.loss_report(quick, seed, ids, progress)
+
+
+class LossWorker:
+    """The loss checks in a child process (:func:`validation.learning.loss_worker`), trained
+    while this process checks the claims: torch trains on one core while the solvers use the
+    other. :meth:`poll` forwards its progress to the bar; :meth:`wait` returns its report."""
+
+    def __init__(self, ids: list[str], quick: bool, seed: int) -> None:
+        ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no inherited threads or locks
+        self.queue = ctx.Queue()
+        self.process = ctx.Process(target=learning.loss_worker, args=(ids, quick, seed, self.queue), daemon=True)
+        self.process.start()
+        self.report: dict | None = None
+
+    def poll(self, bar: Progress | None, timeout: float | None = 0.0) -> None:
+        """Handle the worker's messages (waiting up to ``timeout`` seconds for the first one)."""
+        import queue as queues
+
+        while self.report is None:
+            try:
+                kind, payload = self.queue.get(timeout=timeout) if timeout != 0.0 else self.queue.get_nowait()
+            except queues.Empty:
+                if not self.process.is_alive() and self.queue.empty():
+                    raise RuntimeError(f"the loss-check worker died (exit code {self.process.exitcode})") from None
+                return
+            timeout = 0.0
+            if kind == "progress" and bar:
+                bar.advance(1, {"": payload})
+            elif kind == "done":
+                self.report = payload
+            elif kind == "error":
+                raise RuntimeError(f"the loss checks failed in their worker process:\n{payload}")
+
+    def wait(self, bar: Progress | None) -> dict:
+        """Block until the worker's report arrives; returns it."""
+        while self.report is None:
+            self.poll(bar, timeout=1.0)
+        self.process.join(timeout=10)
+        return self.report
+
+
+def start_losses(plan: Plan, state: dict) -> "LossWorker | dict | None":
+    """Start the loss checks: a :class:`LossWorker`, or their report at once when there is nothing
+    to train (none selected, torch missing), or None when a resumed state has them already."""
+    if "losses" in state:
+        return None
+    if not plan.loss_ids or not learning.torch_available():
+        return run_losses(plan.loss_ids, plan.quick, plan.seed)
+    return LossWorker(plan.loss_ids, plan.quick, plan.seed)
 
 
 def pending_loss_runs(plan: Plan, state: dict) -> int:
@@ -304,9 +351,10 @@ def _family_cases(name: str, cases: int, seed: int, quick: bool = False) -> list
 
 
 def run_family(name: str, cases: list, claims: list[Claim], bar: Progress | None = None,
-               keep: list | None = None) -> list[Row]:
+               keep: list | None = None, tick: Callable[[], None] | None = None) -> list[Row]:
     """Run every applicable claim on every case of one family (finite :class:`Case` objects
-    go through a :class:`FixedPoints` cache; continuous cases are checked directly)."""
+    go through a :class:`FixedPoints` cache; continuous cases are checked directly);
+    ``tick()`` is called after each case (it forwards the loss worker's progress)."""
     rows = [Row(c, name) for c in claims if name in c.families]
     for case in cases:
         finite = isinstance(case, Case)
@@ -324,11 +372,13 @@ def run_family(name: str, cases: list, claims: list[Claim], bar: Progress | None
             keep.append((name, fp))
         if bar:
             bar.advance(1, {"": name})
+        if tick:
+            tick()
     return rows
 
 
 def run_families(plan: Plan, state: dict, todo: dict[str, list], bar: Progress | None,
-                 compiling: subprocess.Popen | None) -> tuple[list[Row], list]:
+                 compiling: subprocess.Popen | None, tick: Callable[[], None] | None = None) -> tuple[list[Row], list]:
     """Every family's rows (reused from ``state`` when it finished them), and the fixed
     points of the general families for the figures. The continuous families go first:
     they need no compiled kernel, so the side compilation keeps going meanwhile."""
@@ -341,7 +391,7 @@ def run_families(plan: Plan, state: dict, todo: dict[str, list], bar: Progress |
         if compiling is not None and fam not in GAUSSIAN_FAMILIES:
             compiling.wait()
             compiling = None
-        by_family[fam] = run_family(fam, todo[fam], plan.claims, bar, keep)
+        by_family[fam] = run_family(fam, todo[fam], plan.claims, bar, keep, tick)
         state["families"][fam] = [r.to_state() for r in by_family[fam]]
         save_state(plan, state)
     if compiling is not None:
@@ -499,21 +549,24 @@ def verify(out: str | Path = "verify-out", cases: int | None = None, seed: int =
         bar = Progress(sum(map(len, todo.values())) + pending_loss_runs(plan, state), "verify", unit="cases",
                        bar=True, enabled=progress)
         compiling = start_warm_up() if todo else None
-    with timer("losses"):
-        if "losses" not in state:
-            state["losses"] = run_losses(plan.loss_ids, quick, seed, bar)
-            save_state(plan, state)
-    with timer("cases"):
-        rows, fixed_points = run_families(plan, state, todo, bar, compiling)
-        rows += loss_rows(state["losses"]["runs"])
-        bar.close()
+        losses = start_losses(plan, state)  # trains in a child process while the claims are checked here
+        tick = (lambda: losses.poll(bar)) if isinstance(losses, LossWorker) else None
+        rows, fixed_points = run_families(plan, state, todo, bar, compiling, tick)
     with timer("counterexamples"):
         save_counterexamples(rows, plan, shrink_examples)
     with timer("findings"):
         witnesses = check_findings(plan)
+    with timer("waiting for the losses"):
+        if losses is not None:
+            state["losses"] = losses.wait(bar) if isinstance(losses, LossWorker) else losses
+            save_state(plan, state)
+    rows += loss_rows(state["losses"]["runs"])
+    bar.close()
     with timer("figures"):
         figure_paths = make_figures(figures, plan, fixed_points, state["losses"]["runs"])
-    phases = {k: timer.seconds.get(k, 0.0) for k in ("cases", "losses", "counterexamples", "findings", "figures")}
+    phases = {k: timer.seconds.get(k, 0.0) for k in ("cases", "counterexamples", "findings", "figures")}
+    phases["losses (alongside the cases)"] = float(state["losses"].get("seconds", 0.0))
+    phases["waiting for the losses"] = timer.seconds.get("waiting for the losses", 0.0)
     return write_report(plan, rows, state["losses"], figure_paths, phases, time.perf_counter() - t0, witnesses)
 
 

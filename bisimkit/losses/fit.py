@@ -58,6 +58,17 @@ class TabularFit:
     exact: np.ndarray | None = None
     """The exact fixed point the error is measured against, when given or asked for."""
     seconds: float = 0.0
+    history: list[np.ndarray] = field(default_factory=list, repr=False)
+    """The estimate at each of ``steps`` (only with ``record=True``), for :meth:`measure`."""
+
+    def measure(self, exact: np.ndarray) -> "TabularFit":
+        """Set :attr:`exact` and the :attr:`error` curve from the recorded :attr:`history`
+        (for a fit run with ``record=True`` before the exact fixed point was at hand)."""
+        if len(self.history) != len(self.steps):
+            raise InputError("no recorded history: fit with record=True", param="record")
+        self.exact = np.asarray(exact, dtype=np.float64)
+        self.error = [float(np.max(np.abs(h - self.exact))) for h in self.history]
+        return self
 
     @property
     def max_error(self) -> float | None:
@@ -103,7 +114,8 @@ class _Objective:
 
 
 def fit_tabular(mdp: FiniteMDP, loss: str, schedule: FitSchedule | None = None, *,
-                embedding: np.ndarray | None = None, exact: np.ndarray | bool = False) -> TabularFit:
+                embedding: np.ndarray | None = None, exact: np.ndarray | bool = False,
+                record: bool = False) -> TabularFit:
     r"""Learn the fixed point of ``loss`` on ``mdp`` as a free table, with the validated schedule.
 
     The states enter the loss as one-hot vectors (or the rows of ``embedding``) through
@@ -128,6 +140,9 @@ def fit_tabular(mdp: FiniteMDP, loss: str, schedule: FitSchedule | None = None, 
     embedding : optional (n x D) state vectors instead of one-hot ones.
     exact : ``True`` to solve the exact fixed point (``bisimkit.solve``, certified to 1e-10)
         and record the max error as training goes; or that fixed point as an (n x n) array.
+    record : keep the estimate at every logged step (:attr:`TabularFit.history`), so the
+        error curve can be measured afterwards with :meth:`TabularFit.measure` (the verify
+        job trains first and solves the exact fixed points once the compiled solvers are ready).
 
     Returns
     -------
@@ -150,13 +165,13 @@ def fit_tabular(mdp: FiniteMDP, loss: str, schedule: FitSchedule | None = None, 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _fit(mdp, loss, schedule, embedding, target)
+        return _fit(mdp, loss, schedule, embedding, target, record)
     finally:
         torch.set_num_threads(threads)
 
 
 def _fit(mdp: FiniteMDP, loss: str, schedule: FitSchedule, embedding: np.ndarray | None,
-         exact: np.ndarray | None) -> TabularFit:
+         exact: np.ndarray | None, record: bool = False) -> TabularFit:
     start = time.perf_counter()
     s = replace(schedule, target_every=schedule.target_period(loss))
     model = FiniteModel(mdp, embedding)
@@ -174,6 +189,7 @@ def _fit(mdp: FiniteMDP, loss: str, schedule: FitSchedule, embedding: np.ndarray
         return [] if exact is None else [float(np.max(np.abs(average - exact)))]
 
     steps, values, errors = [0], [math.nan], error()
+    history = [average.copy()] if record else []
     for k in range(1, s.steps + 1):
         if k > s.decay_start:
             opt.param_groups[0]["lr"] = base_lr * (s.decay_start / k) ** s.decay_power
@@ -194,10 +210,12 @@ def _fit(mdp: FiniteMDP, loss: str, schedule: FitSchedule, embedding: np.ndarray
             steps.append(k)
             values.append(float(value.detach()))
             errors += error()
+            if record:
+                history.append(average.copy())
     ground = FIXED_POINTS[loss][1]
     return TabularFit(distances=average, loss=loss, metric=FIXED_POINTS[loss][0], ground=ground, schedule=s,
                       steps=steps, loss_values=values, error=errors, exact=exact,
-                      seconds=time.perf_counter() - start)
+                      seconds=time.perf_counter() - start, history=history)
 
 
 class HeadFit(TypedDict):

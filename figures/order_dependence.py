@@ -41,11 +41,13 @@ def plot_order_dependence(path, data: dict[str, np.ndarray]):
         for k, (key, label, color) in enumerate(series):
             _strip(ax, families, data[key], data["family"], -0.18 + 0.36 * k, color, label, rng)
         ax.axhline(0, color="k", lw=0.6)
+        top = max(float(np.max(data[key], initial=0.0)) for key, _, _ in series)
+        ax.set_ylim(-0.05 * max(top, 1e-3), 1.35 * max(top, 1e-3))  # headroom: the legend covers no point
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.set_xticks(range(len(families)))
         ax.set_xticklabels(families, rotation=25, ha="right", fontsize=8)
-        ax.legend(fontsize=8, loc="best", framealpha=0.9)
+        ax.legend(fontsize=8, loc="upper left", framealpha=0.9)
     above = int(np.sum(data["index"] > 1e-8))
     still = int(np.sum(data["contiguous"] > 1e-8))
     fig.suptitle(f"{len(data['index'])} cases: d_eps-bar > 0 on E_eps in {above} with index order, "

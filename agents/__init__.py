@@ -28,4 +28,15 @@ Quick use::
     env = make_env("walker-walk", background=True, camera=True, split="train", seed=0)
     obs = env.reset()                      # uint8 (9, 84, 84): 3 stacked RGB frames
     obs, reward, done, info = env.step(env.action_spec.minimum)
+
+The same environments speak the Gymnasium API through ``agents.gym_env``
+(``gymnasium.make("bisimkit/DCS-walker-walk-v0", background=True, camera=True, split="train")``);
+importing ``agents`` registers those ids when gymnasium is already imported.
 """
+
+import sys as _sys
+
+if "gymnasium" in _sys.modules:  # importing gymnasium here would cost 0.5 s and change os.environ
+    from .gym_env import register_envs as _register_envs
+
+    _register_envs()

@@ -43,7 +43,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def load_mdp_or_example(spec: str) -> FiniteMDP:
-    """Load an MDP file, or build the bundled example of that name."""
+    """Load an MDP file, build the bundled example of that name, or import a tabular Gymnasium
+    environment named ``gym:ID[?key=value&...]`` (:mod:`bisimkit.gym`; the ``gym`` extra)."""
+    if spec.startswith("gym:") and not Path(spec).exists():
+        from .gym import load_gym_spec
+
+        return load_gym_spec(spec)
     if not Path(spec).exists() and spec in EXAMPLES:
         return example(spec)
     if not Path(spec).exists():
@@ -178,8 +183,8 @@ def cmd_solve_gaussian(args) -> int:
     model = load_gaussian(args.mdp)
     for option in ("order", "action_order"):
         if getattr(args, option) != "index":
-            raise InputError(f"--{option.replace('_', '-')}: applies to finite MDPs only (the Gaussian entangled "
-                             f"coupling shares one noise vector; it has no state order)")
+            raise InputError(f"--{option.replace('_', '-')}: applies to finite MDPs only (Gaussian MDPs have "
+                             f"diagonal noise, so their shared-noise coupling is the same in every coordinate order)")
     if args.pairs is None:
         raise InputError("--pairs: required for Gaussian MDPs (a .json list of [z, z'] pairs or a .npy array (P, 2, n))")
     if args.method == "vi":
@@ -303,7 +308,8 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
 
     p = sub.add_parser("solve", help="fixed point of a bisimulation operator")
     p.add_argument("mdp", metavar="MDP",
-                   help="MDP file (.json/.npz), bundled example name, or a linear-Gaussian JSON file")
+                   help="MDP file (.json/.npz), bundled example name, gym:ID (a tabular Gymnasium env), "
+                        "or a linear-Gaussian JSON file")
     p.add_argument("--metric", required=True, metavar="NAME",
                    help=f"one of: {', '.join(METRIC_NAMES)} (Gaussian MDPs: pi, psm, eps, eps-bar)")
     p.add_argument("--ground", default=None, metavar="G",
@@ -334,7 +340,7 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("relation", help="largest bisimulation relation by partition refinement")
-    p.add_argument("mdp", metavar="MDP")
+    p.add_argument("mdp", metavar="MDP", help="MDP file (.json/.npz), bundled example name, or gym:ID")
     p.add_argument("--kind", required=True, choices=RELATION_KINDS)
     p.add_argument("--ground", default=None, metavar="G", help="for --kind eps: reward, policy or a file")
     p.add_argument("--atol", type=_positive_float, default=1e-9, help="equality tolerance for reals")

@@ -1,10 +1,12 @@
 """Optional extras: which ``pip install`` brings back a missing module, said in one sentence.
 
 The core needs numpy, scipy, POT, numba and matplotlib. The rest is optional:
-``torch`` for :mod:`bisimkit.losses` (extra ``torch``), and the simulator stack
-for the agents (extra ``agents``: dm_control, MuJoCo, distracting-control,
-OpenCV, torch). An entry point that meets a missing optional module reports it
-with :func:`missing_extra` (one line, exit status 2) instead of a traceback.
+``torch`` for :mod:`bisimkit.losses` (extra ``torch``); ``gymnasium`` for
+:func:`bisimkit.from_gymnasium` and ``gym:ID`` arguments (extra ``gym``); the simulator
+stack for the agents (extra ``agents``: dm_control, MuJoCo, distracting-control, OpenCV,
+torch); ``wandb`` for ``python -m agents.train --wandb`` (extra ``wandb``). An entry point
+that meets a missing optional module reports it with :func:`missing_extra` (one line, exit
+status 2) instead of a traceback.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import sys
 
 #: Top-level module -> the extra of pyproject.toml that installs it.
 EXTRAS = {"torch": "torch", "dm_control": "agents", "mujoco": "agents", "distracting_control": "agents",
-          "cv2": "agents", "stormpy": "test"}
+          "cv2": "agents", "stormpy": "test", "gymnasium": "gym",
+          "wandb": "wandb"}
 
 
 def missing_extra(exc: ModuleNotFoundError) -> str | None:

@@ -5,9 +5,11 @@ Layers, each importing only those below it (``tests/test_layers.py`` checks this
     bisimkit (core, losses)  <-  validation  <-  figures  <-  bisimkit_cli (command lines)
 
 * :mod:`bisimkit_cli.main`: the ``bisimkit`` command (``[project.scripts]`` and
-  ``python -m bisimkit``): the core commands of :mod:`bisimkit.cli` plus ``verify``;
+  ``python -m bisimkit``): the core commands of :mod:`bisimkit.cli` plus ``verify`` and ``compare``;
 * :mod:`bisimkit_cli.verify`: the ``verify`` subcommand, which runs
-  :func:`validation.verify.verify` with the figure writer of :mod:`figures.verify_figures`.
+  :func:`validation.verify.verify` with the figure writer of :mod:`figures.verify_figures`;
+* :mod:`bisimkit_cli.compare`: the ``compare`` subcommand, :func:`bisimkit.compare`'s numbers
+  drawn by :mod:`figures.compare`.
 
 The agents (``python -m agents.train`` ...) have their own entry points in ``agents``.
 """

@@ -1,4 +1,4 @@
-"""The ``bisimkit`` program: the core commands of :mod:`bisimkit.cli` plus ``verify``."""
+"""The ``bisimkit`` program: the core commands of :mod:`bisimkit.cli` plus ``verify`` and ``compare``."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import sys
 
 from bisimkit import cli
 
+from .compare import add_compare_command
 from .verify import add_verify_command
 
 #: The subcommands this program adds to the core ones.
-COMMANDS = (add_verify_command,)
+COMMANDS = (add_verify_command, add_compare_command)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,12 @@ def add_verify_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--claims", default=None,
                    help=f"comma-separated claim ids, {claims[0]}-{claims[-1]} (e.g. C1,C4), or "
                         f"{losses[0]}-{losses[-1]} (the learned losses)")
+    p.add_argument("--mdp", nargs="+", default=None, metavar="FILE",
+                   help="check the claims on these MDPs instead of the generated families (family 'user'): "
+                        "MDP files (.json/.npz; a saved counterexample's FILE.ground.npy is used with it), "
+                        "bundled example names or gym:ID; every claim that applies runs, no loss checks")
+    p.add_argument("--ground", default=None, metavar="G",
+                   help="with --mdp: the eps family's ground, reward (default), policy or a file")
     p.add_argument("--resume", action="store_true", help="reuse the families a previous run finished")
     p.add_argument("--shrink-examples", type=int, default=None,
                    help="hypothesis examples per counterexample search (0: no shrinking)")
@@ -34,16 +40,43 @@ def add_verify_command(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_verify)
 
 
+def load_user_cases(specs: list[str], ground: str | None) -> list:
+    """The ``--mdp`` arguments as (source, case) pairs, each loaded and validated before anything is
+    written (bad input: one line, exit 2, no output folder). A file ``X.json`` with an ``X.ground.npy``
+    beside it (a counterexample of a family with a matrix ground) is checked under that ground
+    unless ``--ground`` is given."""
+    from pathlib import Path
+
+    from bisimkit.cli import load_mdp_or_example
+    from bisimkit.errors import InputError
+    from validation.verify import user_case
+
+    cases = []
+    for spec in specs:
+        try:
+            mdp = load_mdp_or_example(spec)
+        except InputError as exc:  # name the file whose field is at fault
+            raise InputError(str(exc) if str(exc).startswith(spec) else f"{spec}: {exc}") from None
+        beside = Path(spec).with_suffix(".ground.npy")
+        use = ground if ground is not None else (str(beside) if Path(spec).is_file() and beside.is_file() else None)
+        cases.append(user_case(spec, mdp, use))
+    return cases
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     """Run the job, print the table and verdicts; the exit status is the report's."""
+    from bisimkit.errors import InputError
     from validation.verify import console_summary, verify
 
+    if args.ground is not None and not args.mdp:
+        raise InputError("applies with --mdp only (the generated families bring their own grounds)", param="ground")
+    mdps = load_user_cases(args.mdp, args.ground) if args.mdp else None
     writer = None
     if not args.no_figures:
         from figures.verify_figures import draw_verify_figures as writer
     claims = None if not args.claims else [c.strip() for c in args.claims.split(",") if c.strip()]
     report = verify(out=args.out, cases=args.cases, seed=args.seed, claims=claims, quick=args.quick,
                     resume=args.resume, shrink_examples=args.shrink_examples, figures=writer,
-                    progress=not args.quiet)
+                    progress=not args.quiet, mdps=mdps)
     print(console_summary(report, args.out))
     return int(report["exit_status"])

@@ -3,7 +3,8 @@
 Layer: the drawing functions take arrays (the numbers come from
 :mod:`validation.figure_data`); only the ``main`` functions, which are command-line
 entry points, import :mod:`validation` (inside the function). ``verify_figures``
-draws the figures of a ``bisimkit verify`` run.
+draws the figures of a ``bisimkit verify`` run; ``compare`` draws a
+:class:`bisimkit.Comparison` (``bisimkit compare``: heatmaps, scatter matrix, difference map).
 
 * ``python -m figures.heatmaps``: every metric over the mirrored-rooms grid;
 * ``python -m figures.scatter``: d_eps-bar against d_eps, d_eps against d_pi;

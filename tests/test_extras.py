@@ -39,6 +39,8 @@ def run_hidden(module: str, hidden: str, *args: str, cwd: Path = ROOT) -> subpro
     ("agents.train", "dm_control,distracting_control", ["--task", "reacher-easy", "--env-steps", "4000",
                                                          "--seed-steps", "10"], "agents"),
     ("agents.train", "torch", ["--task", "reacher-easy", "--env-steps", "4000", "--seed-steps", "10"], "torch"),
+    ("agents.train", "wandb", ["--task", "reacher-easy", "--env-steps", "4000", "--seed-steps", "10",
+                               "--wandb", "my-project"], "wandb"),
     ("agents.evaluate", "torch", ["RUN"], "torch"),
     ("figures.nearest_neighbours", "torch", ["RUN"], "torch"),
     ("benchmarks.learning_check", "torch", ["--out", "RUN"], "torch"),
@@ -67,4 +69,6 @@ def test_messages_name_the_module_and_the_extra():
     assert missing_extra(ModuleNotFoundError("x", name="dm_control.suite")) == (
         "dm_control is not installed; it comes with the 'agents' extra: pip install -e '.[agents]'")
     assert missing_extra(ModuleNotFoundError("x", name="numpy")) is None  # a core dependency: not an extra
-    assert set(EXTRAS.values()) <= {"torch", "agents", "test"}
+    assert missing_extra(ModuleNotFoundError("x", name="gymnasium")) == (
+        "gymnasium is not installed; it comes with the 'gym' extra: pip install -e '.[gym]'")
+    assert set(EXTRAS.values()) <= {"torch", "agents", "test", "gym", "wandb"}

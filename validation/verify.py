@@ -23,6 +23,10 @@ readings are explained in ``docs/claims.md``.
    this module never imports ``figures``);
 8. :func:`write_report`: ``report.json`` and ``report.md``.
 
+With ``mdps`` (``bisimkit verify --mdp FILE ...``) the user's MDPs replace the generated
+families: one family, ``user``, with the claims that apply to any MDP (:func:`user_claims`),
+no loss checks and no figures.
+
 Exit status (like strict expected failures in pytest): 0 when every verdict matches what
 :mod:`validation.findings` records (every row holds except the established findings, and
 each finding still reproduces on its witness MDP), 1 on any surprise (a new failure, or a
@@ -56,7 +60,7 @@ from bisimkit.mdp import mdp_from_dict
 from bisimkit.progress import Progress
 
 from . import learning
-from .claims import CLAIMS, Claim, FixedPoints, claim_ids, find_claim
+from .claims import CLAIMS, Claim, FixedPoints, Outcome, c5_hypotheses, check_c5, claim_ids, find_claim
 from .families import FAMILIES, GENERAL_FAMILIES, Case, example_cases
 from .figure_data import VerifyFigureData, verify_figure_data
 from .findings import FINDINGS_BY_LABEL, WitnessResult, check_witnesses
@@ -79,6 +83,39 @@ TORCH_MISSING = ("skipped: torch is not installed (the learned-loss checks need 
 
 #: Draws the verify figures into a folder and returns the written paths.
 FigureWriter = Callable[[Path, VerifyFigureData], list[Path]]
+
+#: The family of the MDPs a user gives (``bisimkit verify --mdp FILE ...``).
+USER_FAMILY = "user"
+#: Claims checked on user MDPs besides those of the bundled examples (any MDP with a policy).
+USER_EXTRA_CLAIMS = ("C7", "C8")
+
+
+def _check_c5_where_hypotheses_hold(fp: FixedPoints) -> Outcome | None:
+    """C5 asserted, on a user MDP where the tightness hypotheses hold (None: does not apply)."""
+    return check_c5(fp) if c5_hypotheses(fp)[0] else None
+
+
+def _check_c5_gap_where_hypotheses_fail(fp: FixedPoints) -> Outcome | None:
+    """The C5 gap, measured on a user MDP where the tightness hypotheses fail (None: they hold)."""
+    return None if c5_hypotheses(fp)[0] else check_c5(fp)
+
+
+def user_claims(claims: list[Claim]) -> list[Claim]:
+    """The finite-MDP claims among ``claims`` that apply to any MDP with a policy, as claims of
+    :data:`USER_FAMILY`: those run on the bundled examples, C7 and C8, and C5 (asserted on an MDP
+    where its hypotheses hold, its gap measured where they fail; a case is counted under one row)."""
+    from dataclasses import replace
+
+    out = []
+    for c in claims:
+        if c not in CLAIMS:
+            continue  # continuous-space and loss rows check their own models
+        if c.id == "C5":
+            check = _check_c5_gap_where_hypotheses_fail if c.expect == "gap" else _check_c5_where_hypotheses_hold
+            out.append(replace(c, check=check, families=(USER_FAMILY,)))
+        elif "examples" in c.families or c.id in USER_EXTRA_CLAIMS:
+            out.append(replace(c, families=(USER_FAMILY,)))
+    return out
 
 
 # --------------------------------------------------------------------- rows
@@ -187,11 +224,17 @@ class Plan:
     claims: list[Claim]
     loss_ids: list[str]
     families: list[str]
+    user_cases: list[tuple[str, Case]] = field(default_factory=list)  # (source, case) of --mdp
 
     @property
     def config(self) -> dict:
-        return {"cases": self.cases, "seed": self.seed, "claims": sorted({c.label for c in self.claims}),
-                "families": self.families, "losses": self.loss_ids, "quick": self.quick}
+        config = {"cases": self.cases, "seed": self.seed, "claims": sorted({c.label for c in self.claims}),
+                  "families": self.families, "losses": self.loss_ids, "quick": self.quick}
+        if self.user_cases:
+            config["mdps"] = [source for source, _ in self.user_cases]
+            digest = hashlib.sha256(json.dumps([_case_dict(case) for _, case in self.user_cases]).encode())
+            config["mdps_sha256"] = digest.hexdigest()[:16]
+        return config
 
     @property
     def key(self) -> str:
@@ -217,8 +260,33 @@ def _select_losses(claims: list[str] | None) -> list[str]:
     return [i for i in learning.loss_ids() if claims is None or i in claims]
 
 
-def plan_run(out: str | Path, cases: int | None, seed: int, claims: list[str] | None, quick: bool) -> Plan:
-    """Check the settings and choose the claims, loss checks and families to run."""
+def user_case(source: str, mdp, ground=None) -> tuple[str, Case]:
+    """A user MDP (``source``: its file or id, named in reports) as a case of :data:`USER_FAMILY`;
+    ``ground`` (eps family): ``reward`` (default), ``policy``, a file or a matrix."""
+    from bisimkit.ground import resolve_ground
+
+    if isinstance(mdp, Case):
+        return source, mdp
+    if mdp.policy is None:
+        raise InputError(f"{source}: has no policy, and every claim needs one (add a 'policy' table to the "
+                         f"file; a gym: id gets the uniform policy)", param="mdp")
+    return source, Case(mdp, resolve_ground(mdp, ground))
+
+
+def plan_run(out: str | Path, cases: int | None, seed: int, claims: list[str] | None, quick: bool,
+             mdps: list[tuple[str, Case]] | None = None) -> Plan:
+    """Check the settings and choose the claims, loss checks and families to run (with ``mdps``,
+    the user's (source, case) pairs: only the claims that apply to them, as family ``user``)."""
+    if mdps:
+        if cases is not None:
+            raise InputError("applies to the generated families only (with --mdp the cases are the MDPs given)",
+                             param="cases")
+        losses = [c for c in claims or [] if c in learning.loss_ids()]
+        if losses:
+            raise InputError(f"{losses[0]}: the loss checks train on their own MDPs, not on the ones given "
+                             f"(choose from {', '.join(claim_ids())})", param="claims")
+        chosen = user_claims(_select(claims))
+        return Plan(Path(out), len(mdps), seed, quick, chosen, [], [USER_FAMILY], list(mdps))
     cases = cases if cases is not None else (QUICK_CASES if quick else DEFAULT_CASES)
     if cases < 1:
         raise InputError(f"must be at least 1, got {cases}", param="cases")
@@ -340,7 +408,9 @@ def loss_rows(runs: list[dict]) -> list[Row]:
 
 
 # ---------------------------------------------------------- 5. families
-def _family_cases(name: str, cases: int, seed: int, quick: bool = False) -> list:
+def _family_cases(name: str, cases: int, seed: int, quick: bool = False, plan: Plan | None = None) -> list:
+    if name == USER_FAMILY:
+        return [case for _, case in plan.user_cases]
     if name == "examples":
         return example_cases()
     if name in GAUSSIAN_FAMILIES:
@@ -351,17 +421,25 @@ def _family_cases(name: str, cases: int, seed: int, quick: bool = False) -> list
 
 
 def run_family(name: str, cases: list, claims: list[Claim], bar: Progress | None = None,
-               keep: list | None = None, tick: Callable[[], None] | None = None) -> list[Row]:
+               keep: list | None = None, tick: Callable[[], None] | None = None,
+               sources: dict[int, str] | None = None) -> list[Row]:
     """Run every applicable claim on every case of one family (finite :class:`Case` objects
     go through a :class:`FixedPoints` cache; continuous cases are checked directly);
-    ``tick()`` is called after each case (it forwards the loss worker's progress)."""
+    ``tick()`` is called after each case (it forwards the loss worker's progress);
+    ``sources``: case index -> the file or id it came from (user MDPs), put before the details.
+    Rows with no case (a claim that applied to none of the family's cases) are left out."""
     rows = [Row(c, name) for c in claims if name in c.families]
-    for case in cases:
+    sources = sources or {}
+    for k, case in enumerate(cases):
         finite = isinstance(case, Case)
         fp = FixedPoints(case) if finite else case
         for row in rows:
             t = time.perf_counter()
             outcome = row.claim.check(fp)
+            if outcome is None:  # the claim does not apply to this case (user MDPs: C5's two rows)
+                continue
+            if k in sources:  # say which of the user's MDPs the detail is about
+                outcome = Outcome(outcome.held, outcome.margin, f"{sources[k]}: {outcome.detail}")
             row.record(outcome.held, outcome.margin, outcome.detail, time.perf_counter() - t)
             if not outcome.held and finite:
                 size = case.mdp.n_states * case.mdp.n_actions
@@ -374,7 +452,7 @@ def run_family(name: str, cases: list, claims: list[Claim], bar: Progress | None
             bar.advance(1, {"": name})
         if tick:
             tick()
-    return rows
+    return [r for r in rows if r.cases or name != USER_FAMILY]
 
 
 def run_families(plan: Plan, state: dict, todo: dict[str, list], bar: Progress | None,
@@ -391,7 +469,8 @@ def run_families(plan: Plan, state: dict, todo: dict[str, list], bar: Progress |
         if compiling is not None and fam not in GAUSSIAN_FAMILIES:
             compiling.wait()
             compiling = None
-        by_family[fam] = run_family(fam, todo[fam], plan.claims, bar, keep, tick)
+        sources = {k: source for k, (source, _) in enumerate(plan.user_cases)} if fam == USER_FAMILY else None
+        by_family[fam] = run_family(fam, todo[fam], plan.claims, bar, keep, tick, sources)
         state["families"][fam] = [r.to_state() for r in by_family[fam]]
         save_state(plan, state)
     if compiling is not None:
@@ -534,18 +613,28 @@ class PhaseTimer:
 
 def verify(out: str | Path = "verify-out", cases: int | None = None, seed: int = 0, claims: list[str] | None = None,
            quick: bool = False, resume: bool = False, shrink_examples: int | None = None,
-           figures: FigureWriter | None = None, progress: bool = True) -> dict:
+           figures: FigureWriter | None = None, progress: bool = True, mdps: list | None = None) -> dict:
     """Run the verification job; returns the report (also written to ``out``).
 
     ``figures``: a :data:`FigureWriter` that draws the figures (e.g.
     ``figures.verify_figures.draw_verify_figures``); None or False: no figures.
+    ``mdps``: check the user's MDPs instead of the generated families (family ``user``): a list of
+    FiniteMDPs, :class:`Case` objects or (source, MDP or Case) pairs (:func:`user_case`); every
+    claim that applies to them runs, the loss checks and figures do not (they are about the
+    generated families), and the exit status has the same meaning (docs/cli.md).
     """
     t0 = time.perf_counter()
     timer = PhaseTimer()
+    if mdps:
+        pairs = [item if isinstance(item, tuple) else (getattr(item, "label", f"mdp {k}"), item)
+                 for k, item in enumerate(mdps)]
+        mdps = [user_case(source, mdp) for source, mdp in pairs]
+        figures = None
     with timer("cases"):
-        plan = plan_run(out, cases, seed, claims, quick)
+        plan = plan_run(out, cases, seed, claims, quick, mdps)
         state = load_state(plan, resume)
-        todo = {f: _family_cases(f, plan.cases, seed, quick) for f in plan.families if f not in state["families"]}
+        todo = {f: _family_cases(f, plan.cases, seed, quick, plan) for f in plan.families
+                if f not in state["families"]}
         bar = Progress(sum(map(len, todo.values())) + pending_loss_runs(plan, state), "verify", unit="cases",
                        bar=True, enabled=progress)
         compiling = start_warm_up() if todo else None
@@ -698,8 +787,11 @@ def finding_markdown(findings: list[dict]) -> list[str]:
 def markdown(report: dict) -> str:
     """The human-readable report."""
     cfg = report["config"]
+    scope = (f"The MDPs given ({', '.join(cfg['mdps'])}) as family `{USER_FAMILY}`: every claim that applies "
+             f"to them; no loss checks or figures (they are about the generated families)"
+             if cfg.get("mdps") else f"{cfg['cases']} cases per family, seed {cfg['seed']}")
     lines = ["# bisimkit verify report", "",
-             f"{cfg['cases']} cases per family, seed {cfg['seed']}, {report['seconds']:.1f} s "
+             f"{scope}, {report['seconds']:.1f} s "
              f"({', '.join(f'{k} {v:.1f} s' for k, v in report['phase_seconds'].items())}). "
              f"Exit status {report['exit_status']}"
              + (f": {len(report['surprises'])} verdict(s) differ from what is recorded (surprises, below)."

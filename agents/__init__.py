@@ -4,7 +4,9 @@ The environment layer lives here: ``agents.videos`` (background videos: a real
 DAVIS-2017 folder or bundled procedural ones), ``agents.compat`` (runtime shims
 for distracting-control on MuJoCo 3 and numpy 2), ``agents.background`` (the
 fast dynamic background), ``agents.render`` (cheap headless rendering) and
-``agents.dcs`` (``make_env`` for the paper's six tasks).
+``agents.dcs`` (``make_env`` for the paper's six tasks). ``agents.carla_env`` is DBC's
+CARLA highway task (``--task carla-highway``) on a CARLA server; it imports ``carla`` only
+when an environment is made.
 
 The networks of the paper's appendix C: ``agents.encoder`` (conv trunk shared by
 actor and critics, frame-wise or stacked, and projection heads), ``agents.policy`` (squashed Gaussian

@@ -90,7 +90,7 @@ class Agent(nn.Module):
         self.device = torch.device(device)
         self.fast = self.device.type == "cuda" if config.fast is None else bool(config.fast)
         frames, hidden = obs_shape[0] // 3, config.hidden
-        self.encoder = PixelEncoder(frames=frames, image_size=obs_shape[-1], stacked=config.stacked_frames,
+        self.encoder = PixelEncoder(frames=frames, image_size=tuple(obs_shape[-2:]), stacked=config.stacked_frames,
                                     squash=config.latent_squash)
         latent = self.latent_dim = self.encoder.latent_dim
         self.actor_head = LatentHead(self.encoder.trunk.out_features, frames, config.stacked_frames,
@@ -199,7 +199,7 @@ class Agent(nn.Module):
 
     def _views(self, obs: torch.Tensor, count: int) -> list[torch.Tensor]:
         """``count`` DrQ random shifts of ``obs`` (the unshifted batch for methods without augmentation)."""
-        if not self.method.augment:
+        if not self.config.augmented:
             return [obs]
         return [random_shift(obs, self.config.pad) for _ in range(count)]
 

@@ -27,6 +27,10 @@ drq+pse    yes           ``psm_loss``: independent sampling, policy ground (PSM-
 eps-pi     yes           ``entangled_loss`` with ``policy_ground`` (paper's eps-pi)
 =========  ============  =================================================================
 
+On ``carla-highway`` (DBC's CARLA task, :mod:`agents.carla_env`) the augmentation is off
+unless ``augment`` asks for it, as in the paper's CARLA runs: there ``drq+dbc`` is DBC and
+``drq+pse`` is PSE.
+
 The bisimulation methods train the latent transition, reward and inverse
 dynamics models the loss needs (paper Alg. 2: ``J_SAC + J_P + J_R + J_ID +
 beta J_bisim``).
@@ -75,7 +79,30 @@ SQUASHES = ("tanh", "none")
 #: value; DBC's code uses bisim_coef = 0.5 (deep_bisim4control agent/bisim_agent.py, __init__ default).
 DEFAULT_BETA = 0.5
 #: Fields a resumed run may change (everything else must match the checkpointed run).
-RESUMABLE_CHANGES = frozenset({"env_steps", "eval_every", "checkpoint_every", "device"})
+RESUMABLE_CHANGES = frozenset({"env_steps", "eval_every", "checkpoint_every", "device", "carla_host", "carla_port",
+                               "carla_timeout"})
+#: Tasks run on a CARLA server (agents.carla_env), with their action repeat (DBC's CARLA runs: 4);
+#: every other task is a DCS task (agents.dcs.TASKS).
+CARLA_TASKS: dict[str, int] = {"carla-highway": 4}
+CARLA_REWARDS = ("code", "paper")
+#: The smallest frame side of carla-highway (DCS frames only need to survive the conv trunk).
+CARLA_MIN_IMAGE = 16
+
+
+def task_names() -> tuple[str, ...]:
+    """Every task a run may name: the DCS tasks (agents.dcs.TASKS), then the CARLA ones."""
+    from .dcs import TASKS
+
+    return (*TASKS, *CARLA_TASKS)
+
+
+def task_action_repeat(task: str) -> int:
+    """The paper's action repeat of ``task``."""
+    if task in CARLA_TASKS:
+        return CARLA_TASKS[task]
+    from .dcs import TASKS
+
+    return TASKS[task].action_repeat
 
 
 def check_device(device: str) -> str:
@@ -91,11 +118,12 @@ class TrainConfig:
 
     # ------------------------------------------------------------------ run
     task: str = "cartpole-swingup"
-    """DCS task: one of the paper's six, or the easier cartpole-balance / walker-stand."""
+    """DCS task: one of the paper's six, or the easier cartpole-balance / walker-stand; or carla-highway (DBC's
+    CARLA highway, on a CARLA server: see the carla_* fields and docs/agents.md, CARLA highway driving)."""
     method: str = "eps-r"
     """sac, drq, drq+dbc, eps-r, drq+pse or eps-pi (see agents.config.METHODS)."""
     preset: str = "paper"
-    """Where the defaults come from: paper, drq, dbc or smoke (explicit flags override; see docs/agents.md).
+    """Where the defaults come from: paper, drq, dbc, smoke or carla (explicit flags override; see docs/agents.md).
     smoke: the smallest run that collects, updates, evaluates and checkpoints on a CPU: about 1 min on 2
     cores for cartpole-swingup, about 2 min for walker-walk and finger-spin (action repeat 2: 4x the updates)."""
     seed: int = 0
@@ -119,6 +147,23 @@ class TrainConfig:
     """Side of the background texture (distracting-control uses 800)."""
     fast_render: bool = True
     """No shadows or multisampling, coarser meshes (about 5x cheaper on a CPU; see agents.render)."""
+    # ---------------------------------------------------- carla-highway only
+    carla_host: str | None = None
+    """carla-highway: CARLA server host (else $BISIMKIT_CARLA_HOST, else localhost)."""
+    carla_port: int = 2000
+    """carla-highway: CARLA server port."""
+    carla_timeout: float = 10.0
+    """carla-highway: seconds to wait for the server before giving up with one line (loading the town may take
+    up to 120 s)."""
+    carla_town: str = "Town04"
+    """carla-highway: the town (its highway road 45 must exist: Town04 or Town04_Opt)."""
+    carla_cameras: int = 5
+    """carla-highway: roof cameras stitched left to right, 1, 3 or 5 (60 degrees each)."""
+    carla_vehicles: int = 20
+    """carla-highway: other vehicles on autopilot."""
+    carla_reward: str = "code"
+    """carla-highway: 'code', the reward DBC's code computed (v_s dt/(1 + lane distance) - colliding - 0.1 brake -
+    0.1 |steer|), or 'paper', the one its paper writes (v_s dt - 1e-4 impulse - |steer|)."""
     # --------------------------------------------------------- architecture
     capacity: str = "high"
     """MLP width: high (1024 hidden units) or low (200)."""
@@ -165,6 +210,9 @@ class TrainConfig:
     """Adam beta1 of the temperature (DBC 0.5; DrQ's default 0.9)."""
     init_temperature: float = 0.1
     """Initial entropy temperature."""
+    augment: bool | None = None
+    """DrQ random shifts (default: the method's, see METHODS; off on carla-highway, whose methods the paper runs
+    without DrQ: drq+dbc is then DBC, drq+pse PSE)."""
     pad: int = 4
     """DrQ shift: up to this many pixels, edges replicated."""
     aug_k: int = 2
@@ -209,16 +257,26 @@ class TrainConfig:
         return self.spec.world_model if self.aux is None else bool(self.aux)
 
     @property
+    def carla(self) -> bool:
+        """Whether the task runs on a CARLA server (:data:`CARLA_TASKS`)."""
+        return self.task in CARLA_TASKS
+
+    @property
+    def augmented(self) -> bool:
+        """Whether updates use DrQ shifts: ``augment``, else the method's (off on carla-highway)."""
+        if self.augment is not None:
+            return bool(self.augment)
+        return self.spec.augment and not self.carla
+
+    @property
     def views(self) -> tuple[int, int]:
         """(K, M): augmented views of next and current observations (1, 1 without augmentation)."""
-        return (self.aug_k, self.aug_m) if self.spec.augment else (1, 1)
+        return (self.aug_k, self.aug_m) if self.augmented else (1, 1)
 
     @property
     def action_repeat(self) -> int:
         """The paper's action repeat for the task."""
-        from .dcs import TASKS
-
-        return TASKS[self.task].action_repeat
+        return task_action_repeat(self.task)
 
     def to_dict(self) -> dict:
         """A JSON-ready copy."""
@@ -238,15 +296,15 @@ class TrainConfig:
         """A validated copy with the per-method defaults (``None`` fields) filled in."""
         cfg = self.validated()
         bisim = cfg.spec.bisim is not None
+        if cfg.carla:  # DCS's distractions do not apply; no DrQ unless asked for
+            cfg = replace(cfg, background=False, camera=False, augment=cfg.augmented)
         return replace(cfg, beta=(DEFAULT_BETA if bisim else 0.0) if cfg.beta is None else cfg.beta,
                        latent_squash=cfg.latent_squash or ("none" if cfg.spec.head == "latent-l1" else "tanh"),
                        aux=cfg.world_model)
 
     def validated(self) -> "TrainConfig":
         """Check every field; raises :class:`InputError` naming the first bad one."""
-        from .dcs import TASKS
-
-        _one_of("task", self.task, TASKS)
+        _one_of("task", self.task, task_names())
         _one_of("method", self.method, METHODS)
         _one_of("preset", self.preset, PRESETS)
         _one_of("capacity", self.capacity, CAPACITIES)
@@ -260,6 +318,7 @@ class TrainConfig:
             check_count(name, getattr(self, name), low=0)
         if self.episode_steps is not None:
             check_count("episode_steps", self.episode_steps)
+        self._validate_carla()
         _in_range("discount", self.discount, 0.0, 1.0, closed_low=True, closed_high=False)
         _in_range("alpha_beta1", self.alpha_beta1, 0.0, 1.0, closed_low=True, closed_high=False)
         for name in ("tau", "encoder_tau"):
@@ -279,20 +338,38 @@ class TrainConfig:
                      "eval_train_videos"):
             if not isinstance(getattr(self, name), bool):
                 raise InputError(f"{name}: {getattr(self, name)!r} is not true or false")
-        for name in ("aux", "fast"):
+        for name in ("aux", "fast", "augment"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
                 raise InputError(f"{name}: {getattr(self, name)!r} is not true, false or unset")
         if self.davis is not None and not isinstance(self.davis, str):
             raise InputError(f"davis: {self.davis!r} is not a folder path")
-        agent_steps = math.ceil(self.env_steps / TASKS[self.task].action_repeat)
+        agent_steps = math.ceil(self.env_steps / self.action_repeat)
         if self.seed_steps >= agent_steps:
             raise InputError(f"seed_steps: {self.seed_steps} agent steps of random actions cover the whole run "
                              f"({self.env_steps} environment steps = {agent_steps} agent steps at action repeat "
-                             f"{TASKS[self.task].action_repeat}): no update would happen")
+                             f"{self.action_repeat}): no update would happen")
         if self.batch_size > self.buffer_size:
             raise InputError(f"batch_size: {self.batch_size} exceeds buffer_size {self.buffer_size}")
         check_device(self.device)
         return self
+
+    def _validate_carla(self) -> None:
+        """The carla_* fields (checked for every task, so a config never holds a bad one)."""
+        from .carla_env import CAMERA_COUNTS, TOWNS
+
+        _one_of("carla_town", self.carla_town, TOWNS)
+        if self.carla_cameras not in CAMERA_COUNTS or isinstance(self.carla_cameras, bool):
+            raise InputError(f"carla_cameras: {self.carla_cameras!r} is not one of 1, 3, 5")
+        check_count("carla_vehicles", self.carla_vehicles, low=0)
+        check_count("carla_port", self.carla_port)
+        if self.carla_port > 65535:
+            raise InputError(f"carla_port: {self.carla_port} is not a port (1 to 65535)")
+        _positive("carla_timeout", self.carla_timeout)
+        _one_of("carla_reward", self.carla_reward, CARLA_REWARDS)
+        if self.carla_host is not None and (not isinstance(self.carla_host, str) or not self.carla_host):
+            raise InputError(f"carla_host: {self.carla_host!r} is not a host name")
+        if self.carla:
+            check_count("image_size", self.image_size, low=CARLA_MIN_IMAGE)
 
 
 def _is_number(value) -> bool:
@@ -334,6 +411,7 @@ APPENDIX_C = "paper, appendix C"
 DBC_CODE = "DBC code (run_local.sh, agent/bisim_agent.py)"
 DBC_TRANSITION = "DBC code (transition_model.py)"
 DRQ_CODE = "DrQ code (drq.py, config.yaml)"
+DBC_CARLA = "DBC code (CARLA_0.9.8 carla_env.py)"
 OURS = "ours"
 #: The smoke preset: 5 episodes of 400 environment steps (a whole number of agent steps at action
 #: repeat 2, 4 and 8, so the run ends at an episode end) at 32x32 pixels, batches of 16 on the low
@@ -367,6 +445,10 @@ PRESETS: dict[str, Preset] = {
             "episode_steps": "dm_control (1000)", "texture_size": OURS + " (speed)", "fast_render": OURS + " (speed)",
             "aux": "paper, Alg. 2 (J_P, J_R, J_ID)", "bisim_samples": "paper, Alg. 1 (one draw)",
             "eval_every": OURS, "checkpoint_every": OURS, "fast": OURS + " (speed; tests/test_agent_update.py)",
+            "carla_host": OURS, "carla_port": "CARLA's default (2000)", "carla_timeout": OURS,
+            "carla_town": DBC_CARLA + " (Town04)", "carla_cameras": DBC_CARLA + " (5 cameras, 84x420)",
+            "carla_vehicles": DBC_CARLA + " (20)", "carla_reward": DBC_CARLA + " (the code's reward; the paper's is a "
+            "flag)", "augment": "the method's (METHODS); off on carla-highway: paper, CARLA experiment (no DrQ)",
         }),
     "drq": Preset(
         about="DrQ's published agent (Kostrikov et al. 2020) on plain DMC, to validate the pipeline",
@@ -405,6 +487,14 @@ PRESETS: dict[str, Preset] = {
         sources={name: SMOKE for name in ("env_steps", "episode_steps", "image_size", "capacity", "buffer_size",
                                           "batch_size", "seed_steps", "eval_every", "eval_episodes",
                                           "checkpoint_every")}),
+    "carla": Preset(
+        about="the paper's CARLA experiment (DBC's highway, needs a CARLA server): carla-highway, 500k environment "
+              "steps, no DrQ, no DCS distractions",
+        values=dict(task="carla-highway", env_steps=500_000, background=False, camera=False, eval_train_videos=False,
+                    augment=False),
+        sources={"env_steps": "paper, CARLA experiment (500k)", "background": "not a DCS task",
+                 "camera": "not a DCS task", "eval_train_videos": "not a DCS task (no videos)",
+                 "augment": "paper, CARLA experiment (the five methods without DrQ)"}),
 }
 
 
@@ -424,7 +514,7 @@ def presets_markdown() -> str:
     rows = ["| field | " + " | ".join(names) + " | source (paper preset; others where they differ) |",
             "|---|" + "---|" * len(names) + "---|"]
     for name in FIELDS:
-        if name in ("task", "seed", "device", "davis", "preset"):
+        if name in ("task", "seed", "device", "davis", "preset", "carla_host"):
             continue
         values = [PRESETS[p].values.get(name, getattr(base, name)) for p in names]
         notes = [PRESETS["paper"].sources.get(name, "")]

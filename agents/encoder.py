@@ -1,7 +1,9 @@
 """The observation encoder h(o) = head(trunk(o)): a conv trunk and a projection head.
 
 * :class:`ConvTrunk`: 4 conv layers (3x3 kernels, 32 channels, stride 2 on the
-  first and 1 after, ReLU), flattened. Frame-wise (the paper, appendix C) it
+  first and 1 after, ReLU), flattened. Frames may be square (``image_size=84``) or
+  not (``image_size=(84, 420)``, CARLA's five stitched cameras): the flat size is
+  computed from both sides. Frame-wise (the paper, appendix C) it
   runs on every frame of the stack separately (camera motion breaks the pixel
   correspondence between frames); ``stacked=True`` is the DrQ / SAC-AE / DBC
   trunk, which sees the stack as one 3F-channel image (its first layer sees
@@ -39,21 +41,33 @@ def conv_output_side(image_size: int, layers: int = 4) -> int:
     return side - 2 * (layers - 1)
 
 
-class ConvTrunk(nn.Module):
-    """uint8 or float pixels (B, 3F, H, W) -> flat conv features, (B * F, n) frame-wise or (B, n) stacked."""
+def frame_shape(image_size: int | tuple[int, int]) -> tuple[int, int]:
+    """(height, width) of ``image_size``: a side (square frames) or a (height, width) pair."""
+    if isinstance(image_size, (tuple, list)):
+        height, width = (int(v) for v in image_size)
+        return height, width
+    return int(image_size), int(image_size)
 
-    def __init__(self, frames: int = 3, image_size: int = 84, channels: int = 32, layers: int = 4,
-                 stacked: bool = False):
+
+class ConvTrunk(nn.Module):
+    """uint8 or float pixels (B, 3F, H, W) -> flat conv features, (B * F, n) frame-wise or (B, n) stacked.
+
+    ``image_size``: the side of square frames, or their (height, width)."""
+
+    def __init__(self, frames: int = 3, image_size: int | tuple[int, int] = 84, channels: int = 32,
+                 layers: int = 4, stacked: bool = False):
         super().__init__()
-        if conv_output_side(image_size, layers) < 1:
+        height, width = frame_shape(image_size)
+        if min(conv_output_side(height, layers), conv_output_side(width, layers)) < 1:
             raise ValueError(f"image_size: {image_size} is too small for {layers} conv layers")
         self.frames, self.image_size, self.stacked = frames, image_size, bool(stacked)
+        self.height, self.width = height, width
         inputs = 3 * frames if stacked else 3
         convs: list[nn.Module] = [nn.Conv2d(inputs, channels, 3, stride=2), nn.ReLU()]
         for _ in range(layers - 1):
             convs += [nn.Conv2d(channels, channels, 3, stride=1), nn.ReLU()]
         self.convs = nn.Sequential(*convs)
-        self.out_features = channels * conv_output_side(image_size, layers) ** 2
+        self.out_features = channels * conv_output_side(height, layers) * conv_output_side(width, layers)
         self.channels_last = False
         self.autocast: torch.dtype | None = None
         self.apply(orthogonal_init)
@@ -72,11 +86,11 @@ class ConvTrunk(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Flat features of every frame (frame-wise) or of the whole stack (stacked)."""
-        expected = (3 * self.frames, self.image_size, self.image_size)
+        expected = (3 * self.frames, self.height, self.width)
         if obs.ndim != 4 or tuple(obs.shape[1:]) != expected:
             raise ValueError(f"obs: expected shape (B, {', '.join(map(str, expected))}), got {tuple(obs.shape)}")
         if not self.stacked:  # a view for contiguous input: the frames become the batch
-            obs = obs.reshape(obs.shape[0] * self.frames, 3, self.image_size, self.image_size)
+            obs = obs.reshape(obs.shape[0] * self.frames, 3, self.height, self.width)
         if self.channels_last:  # reorder while the pixels are still bytes
             obs = obs.contiguous(memory_format=torch.channels_last)
         # scale straight into the compute dtype: no float32 copy of the batch on the fast path
@@ -119,7 +133,7 @@ class LatentHead(nn.Module):
 class PixelEncoder(nn.Module):
     """A :class:`ConvTrunk` and a :class:`LatentHead`: pixels (B, 3F, H, W) -> z (B, latent_dim)."""
 
-    def __init__(self, frames: int = 3, image_size: int = 84, channels: int = 32, layers: int = 4,
+    def __init__(self, frames: int = 3, image_size: int | tuple[int, int] = 84, channels: int = 32, layers: int = 4,
                  features: int = FEATURES, stacked: bool = False, squash: str = "tanh"):
         super().__init__()
         self.frames, self.image_size, self.features, self.stacked = frames, image_size, features, bool(stacked)

@@ -18,6 +18,7 @@ A run folder holds::
     checkpoint.pt    the latest checkpoint (agents.checkpoint; written to a temporary file, then renamed)
     buffer/          replay chunks, append-only (see agents.replay)
     tb/              TensorBoard scalars, when tensorboard is installed
+    wandb/           with --wandb PROJECT: the same scalars in a Weights & Biases run (wandb_run_id: its id)
 
 Reproducibility: training episode k is seeded with (seed, k), evaluation
 episode j with (seed, eval, j), the replay sampler and the random seed actions
@@ -124,6 +125,57 @@ class TensorBoard:
             self.writer.close()
 
 
+class WandB:
+    """The same scalars as :class:`TensorBoard` in a Weights & Biases run of ``project`` (``--wandb``);
+    nothing (and no ``import wandb``) without a project. wandb's own settings apply:
+    ``WANDB_MODE=offline`` writes the run under ``OUT/wandb`` for a later ``wandb sync``. A resumed
+    run continues the same W&B run (its id is kept in ``OUT/wandb_run_id``)."""
+
+    ID_FILE = "wandb_run_id"
+
+    def __init__(self, project: str | None, folder: Path, config: dict, name: str):
+        self.run = None
+        if not project:
+            return
+        import secrets
+
+        import wandb
+
+        id_path = folder / self.ID_FILE
+        run_id = id_path.read_text().strip() if id_path.exists() else secrets.token_hex(4)
+        self.run = wandb.init(project=project, dir=str(folder), config=config, name=name, id=run_id,
+                              resume="allow")
+        atomic_write_text(id_path, run_id)
+        self.run.define_metric("env_step")
+        self.run.define_metric("*", step_metric="env_step")
+
+    def add(self, prefix: str, row: dict, step: int) -> None:
+        if self.run is not None:
+            data = {f"{prefix}/{key}": value for key, value in row.items()
+                    if isinstance(value, (int, float)) and key != "env_step"}
+            self.run.log({**data, "env_step": step})
+
+    def close(self) -> None:
+        if self.run is not None:
+            self.run.finish()
+            self.run = None
+
+
+class Scalars:
+    """Each row to every scalar log (TensorBoard, W&B)."""
+
+    def __init__(self, *logs):
+        self.logs = logs
+
+    def add(self, prefix: str, row: dict, step: int) -> None:
+        for log in self.logs:
+            log.add(prefix, row, step)
+
+    def close(self) -> None:
+        for log in self.logs:
+            log.close()
+
+
 # ------------------------------------------------------------ random state
 def _rng_state() -> dict:
     import torch
@@ -159,11 +211,16 @@ class Trainer:
     """One training run (see the module doc): ``Trainer(cfg, out).run()``."""
 
     def __init__(self, cfg: TrainConfig | None, out: str | os.PathLike, resume: bool = False,
-                 progress: bool = True, tensorboard: bool = True, explicit: dict | None = None):
+                 progress: bool = True, tensorboard: bool = True, explicit: dict | None = None,
+                 wandb: str | None = None):
         """Set up: check the folder, read the checkpoint of a resumed run, build environments,
         agent, replay and logs, and restore the checkpointed state (or clear a stale attempt).
-        ``cfg`` may be None when resuming from a checkpoint (its configuration is used)."""
+        ``cfg`` may be None when resuming from a checkpoint (its configuration is used);
+        ``wandb``: a W&B project to log the scalars to as well (:class:`WandB`)."""
         import torch
+
+        if wandb:
+            import wandb as _  # noqa: F401  (missing: fail before anything is built or written)
 
         from .agent import Agent, fast_cuda_math, pick_device
         from .replay import ReplayBuffer
@@ -189,7 +246,10 @@ class Trainer:
             fast_cuda_math()
 
         self.env = make_run_env(cfg, "train")
-        self.eval_envs = {"eval": make_run_env(cfg, "eval")}
+        # an environment with shared_eval (carla-highway: one server, one world) is evaluated on itself,
+        # at training episode ends only (see run)
+        self.shared_eval = bool(getattr(self.env, "shared_eval", False))
+        self.eval_envs = {"eval": self.env if self.shared_eval else make_run_env(cfg, "eval")}
         if cfg.background and cfg.eval_train_videos:
             self.eval_envs["train"] = make_run_env(cfg, "train")
         self.out.mkdir(parents=True, exist_ok=True)  # only once the simulator is there
@@ -213,7 +273,8 @@ class Trainer:
             "agent_steps": self.total_steps})
         self.label = f"[{cfg.method} {cfg.task} seed {cfg.seed}]"
         self.show_progress = progress
-        self.board = TensorBoard(self.out / "tb", tensorboard)
+        self.board = Scalars(TensorBoard(self.out / "tb", tensorboard),
+                             WandB(wandb, self.out, cfg.to_dict(), self.label))
         self.bar = Progress(self.total_steps * self.repeat, self.label, unit="env steps", enabled=progress,
                             initial=self.env_step, rate_label="steps/s")
         self.start = time.monotonic()
@@ -343,13 +404,13 @@ class Trainer:
                   f"backgrounds: {self.env.background_source}; evaluation: "
                   f"{self.eval_envs['eval'].background_source}", file=sys.stderr)
         try:
-            self.reset_episode()
             if c.t == 0 and c.last_eval_step < 0:
                 self.evaluate()  # the untrained policy: the curve's starting point
+            self.reset_episode()  # after it: a shared evaluation environment resets the episode
             while c.t < self.total_steps:
                 done = self.collect()
                 self.learn()
-                if self.evaluation_due():
+                if self.evaluation_due() and (done or not self.shared_eval):
                     self.evaluate()
                 if done:
                     self.end_episode()
@@ -367,7 +428,7 @@ class Trainer:
         """Close the progress line, TensorBoard and every environment."""
         self.bar.close()
         self.board.close()
-        for env in [self.env, *self.eval_envs.values()]:
+        for env in {id(env): env for env in [self.env, *self.eval_envs.values()]}.values():
             env.close()
 
 
@@ -377,12 +438,13 @@ def save_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
 
 
 def train(cfg: TrainConfig | None, out: str | os.PathLike, resume: bool = False, progress: bool = True,
-          tensorboard: bool = True, explicit: dict | None = None) -> dict:
+          tensorboard: bool = True, explicit: dict | None = None, wandb: str | None = None) -> dict:
     """Run (or resume) training into folder ``out``; returns a summary (final eval, seconds, paths).
 
     ``explicit``: with ``resume``, the fields the user gave (by default every field of ``cfg``
-    must match the checkpointed run, except those that may change)."""
-    return Trainer(cfg, out, resume=resume, progress=progress, tensorboard=tensorboard, explicit=explicit).run()
+    must match the checkpointed run, except those that may change); ``wandb``: a W&B project."""
+    return Trainer(cfg, out, resume=resume, progress=progress, tensorboard=tensorboard, explicit=explicit,
+                   wandb=wandb).run()
 
 
 # --------------------------------------------------------------------- CLI
@@ -396,6 +458,9 @@ def build_parser() -> ConfigParser:
                      help="continue the run in --out from its checkpoint, with its own configuration "
                           "(only --env-steps, --eval-every, --checkpoint-every and --device may change)")
     run.add_argument("--no-tensorboard", dest="tensorboard", action="store_false", help="no tb/ scalars")
+    run.add_argument("--wandb", default=None, metavar="PROJECT",
+                     help="also log the scalars to this Weights & Biases project (needs wandb; WANDB_MODE=offline "
+                          "is honoured)")
     run.add_argument("--quiet", action="store_true", help="no progress line")
     add_config_arguments(p.add_argument_group("configuration (every TrainConfig field)"))
     return p
@@ -426,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             cfg, explicit = config_from_args(args)
         summary = train(cfg, out, resume=args.resume, progress=not args.quiet, tensorboard=args.tensorboard,
-                        explicit=explicit if args.resume else None)
+                        explicit=explicit if args.resume else None, wandb=args.wandb)
     except (InputError, ValueError) as exc:
         print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
         return 2

@@ -17,6 +17,10 @@ counts once (the run evaluated furthest). The run folders behind every cell are
 listed on stderr and, with ``--out table.md``, in ``table.runs.txt``.
 
     python -m figures.results_table runs/ [--step 500000] [--out table.md]
+
+``--carla`` gives the paper's CARLA table instead (:func:`carla_table`): the carla-highway
+runs only, rows SAC, DBC, ε-R, PSE, ε-π (``drq+dbc`` and ``drq+pse`` run without DrQ there,
+see ``agents.config``), one column of ours and one of the paper's values.
 """
 
 from __future__ import annotations
@@ -159,6 +163,44 @@ def table_and_listing(runs_root: PathLike | Iterable[PathLike], step: int | None
     return table, describe_groups(groups)
 
 
+#: The paper's CARLA table: (method, row label, paper's mean, paper's std), in its order.
+CARLA_TASK = "carla-highway"
+CARLA_ROWS = (("sac", "SAC", 168, 9), ("drq+dbc", "DBC", 160, 7), ("eps-r", "ε-R", 157, 11),
+              ("drq+pse", "PSE", 158, 11), ("eps-pi", "ε-π", 148, 23))
+
+
+def carla_table(runs_root: PathLike | Iterable[PathLike], step: int | None = None,
+                decimals: int = 1) -> tuple[str, str]:
+    """The paper's CARLA table of the carla-highway runs under ``runs_root`` (ours next to the paper's
+    values; a method under several configurations gets a row per configuration) and the listing of the
+    run folders behind its cells."""
+    if step is not None:
+        check_count("step", step, low=0)
+    runs = [run for run in find_runs(runs_root) if run.task == CARLA_TASK]
+    if not runs:
+        raise InputError(f"runs: no {CARLA_TASK} run under {runs_root}")
+    groups = group_runs(runs)
+    cells = collect_cells(groups, step)
+    lines = ["| Method | CARLA highway (ours) | paper |", "|:--|--:|--:|"]
+    ours = {label: cell for (label, _), cell in cells.items()}
+    best = max((c.mean for c in ours.values()), default=None)
+    known = {m for m, *_ in CARLA_ROWS}
+    rows = [(m, name, f"{mean} ± {std}") for m, name, mean, std in CARLA_ROWS]
+    rows += [(m, METHOD_LABEL.get(m, m), "n/a") for m in ordered({g.method for g in groups} - known, ())]
+    for method, name, paper in rows:
+        labels = [g.label for g in groups if g.method == method] or [None]
+        for label in labels:
+            cell = ours.get(label)
+            text = "n/a" if cell is None else f"{cell.mean:.{decimals}f} ± {cell.std:.{decimals}f}"
+            if cell is not None and cell.mean >= best:
+                text = f"**{text}**"
+            shown = name if label is None else name + label[len(METHOD_LABEL.get(method, method)):]
+            lines.append(f"| {shown} | {text} | {paper} |")
+    table = "\n".join(lines) + "\n\n" + footnote(
+        {(label, CARLA_TASK): cell for label, cell in ours.items()}, step, duplicate_note(groups)) + "\n"
+    return table, describe_groups(groups)
+
+
 def results_table(runs_root: PathLike | Iterable[PathLike], step: int | None = None) -> str:
     """The markdown results table of every run under ``runs_root`` (see the module doc)."""
     return table_and_listing(runs_root, step)[0]
@@ -175,9 +217,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("roots", nargs="+", metavar="RUNS_ROOT", help="folder(s) to search for runs, or run folders")
     parser.add_argument("--step", type=int, default=None, help="use the evaluation at this env step (default: final)")
     parser.add_argument("--out", default=None, help="also write the table to this markdown file")
+    parser.add_argument("--carla", action="store_true",
+                        help="the paper's CARLA table: carla-highway runs only, next to the paper's values")
     args = parser.parse_args(argv)
     try:
-        table, listing = table_and_listing(args.roots, args.step)
+        table, listing = (carla_table if args.carla else table_and_listing)(args.roots, args.step)
         if args.out:
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)
             Path(args.out).write_text(table)

@@ -14,9 +14,11 @@ except :data:`NOT_LEARNING` (the seed, which a group aggregates over, and the
 fields that say where a run ran or how often it was measured and saved, not
 what it learned), plus the kind of backgrounds it used (DAVIS, procedural,
 none; read from ``config.json``'s ``backgrounds`` line, as ``$BISIMKIT_DAVIS``
-can supply DAVIS without the ``davis`` field). A field missing from an older
+can supply DAVIS without the ``davis`` field). Fields that only apply to another
+task (``carla_*`` on a DCS run) are left out. A field missing from an older
 ``config.json`` counts as its own value (``unset``), so such runs are never
-merged with runs that state it. Two runs of one group with the same seed are
+merged with runs that state it, except the fields of :data:`ADDED_LATER`, which
+take the value that reproduces how runs behaved before the field existed. Two runs of one group with the same seed are
 duplicates: the one evaluated furthest is used, the others are reported and
 left out (:attr:`Group.duplicates`). Groups of one method that differ in other
 fields are told apart by a label naming the fields that differ
@@ -54,9 +56,16 @@ EVAL_FILE, CONFIG_FILE, TRAIN_FILE = "eval.csv", "config.json", "train.csv"
 #: the preset (its values are all in the other fields); ``davis``, a machine's folder (the kind of
 #: backgrounds is keyed instead, as BACKGROUNDS_KEY); and how often a run is evaluated and saved, which
 #: changes the measurement, not the learning (``eval_every``, ``eval_episodes``, ``eval_train_videos``,
-#: ``checkpoint_every``).
+#: ``checkpoint_every``); and which CARLA server a carla-highway run talked to (``carla_host``,
+#: ``carla_port``, ``carla_timeout``).
 NOT_LEARNING = frozenset({"seed", "device", "fast", "preset", "davis", "eval_every", "eval_episodes",
-                          "eval_train_videos", "checkpoint_every"})
+                          "eval_train_videos", "checkpoint_every", "carla_host", "carla_port", "carla_timeout"})
+#: Fields added to the configuration after runs existed, with the value that reproduces how those
+#: older runs behaved (``augment``: None, each method's own choice, as before the field existed). A
+#: missing field not listed here counts as ``unset``.
+ADDED_LATER: dict[str, object] = {"augment": None}
+#: Fields that only apply to one task (left out of the key of every other task's runs).
+TASK_ONLY_PREFIXES = {"carla_": "carla-highway"}
 #: The pseudo-field of the group key holding the kind of backgrounds a run used.
 BACKGROUNDS_KEY = "backgrounds"
 #: How a field missing from a config.json is shown (and keyed).
@@ -168,8 +177,11 @@ def read_run(folder: Path) -> Run:
 def run_settings(config: dict, backgrounds: object = None) -> dict[str, str]:
     """The group-key fields of a ``config.json`` other than task and method, each value as JSON text,
     with the kind of backgrounds (from the ``backgrounds`` line) under :data:`BACKGROUNDS_KEY`."""
+    task = config.get("task")
+    config = {**ADDED_LATER, **config}
     settings = {name: json.dumps(value, sort_keys=True) for name, value in config.items()
-                if name not in NOT_LEARNING and name not in ("task", "method")}
+                if name not in NOT_LEARNING and name not in ("task", "method")
+                and all(task == only or not name.startswith(prefix) for prefix, only in TASK_ONLY_PREFIXES.items())}
     if isinstance(backgrounds, str):
         kind = "DAVIS" if backgrounds.startswith("DAVIS") else \
             "procedural" if backgrounds.startswith("procedural") else "none" if backgrounds.startswith("no ") \

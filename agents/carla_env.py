@@ -230,7 +230,7 @@ def _import_carla():
     try:
         import carla  # noqa: PLC0415  (lazy: agents imports without the CARLA client)
     except ImportError:
-        raise CarlaError("the CARLA client is not installed: pip install carla==0.9.16 (and run a CARLA "
+        raise CarlaError("the CARLA client is not installed: pip install -e '.[carla]' (carla==0.9.16; and run a CARLA "
                          "0.9.16 server; see docs/agents.md, CARLA highway driving)", param="carla") from None
     return carla
 

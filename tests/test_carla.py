@@ -307,7 +307,7 @@ def test_import_agents_without_carla():
                 "from agents.carla_env import make_carla_env\n"
                 "try:\n    make_carla_env()\nexcept Exception as e:\n    print(type(e).__name__, e)")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("CarlaError carla: the CARLA client is not installed: pip install carla==0.9.16")
+    assert proc.stdout.startswith("CarlaError carla: the CARLA client is not installed: pip install -e '.[carla]'")
 
 
 def test_real_client_against_a_closed_port_fails_fast():

@@ -7,7 +7,8 @@ A sweep root (``python -m agents.sweep launch``) holds ``sweep.json`` (its grid 
 condition, ``DIR`` gets:
 
 * ``table-COND.md``: the paper's table layout (:mod:`figures.results_table`: mean ± std over seeds of the final
-  evaluation, best mean per column in bold, seeds per cell in the footnote), then what is missing;
+  evaluation, best mean per column in bold, seeds per cell in the footnote; a condition of carla-highway runs
+  only gets the paper's CARLA table, ours beside the paper's values), then what is missing;
 * ``curves-COND.png``: learning curves (:mod:`figures.learning_curves`: mean ± std band per method, a panel per
   task), with ``curves-COND.runs.txt``;
 
@@ -88,7 +89,7 @@ def gather(root: str | Path, out: str | Path, step: int | None = None) -> dict:
     """Write the tables, curves, tidy CSV and missing list of sweep ``root`` into ``out`` (see the module doc);
     returns ``{"conditions": {label: files}, "missing": [...], "runs": n, "with_evaluations": n}``."""
     from .learning_curves import plot_learning_curves
-    from .results_table import table_and_listing
+    from .results_table import CARLA_TASK, carla_table, table_and_listing
 
     root, out = Path(root), Path(out)
     sweep = read_sweep(root)
@@ -124,7 +125,8 @@ def gather(root: str | Path, out: str | Path, step: int | None = None) -> dict:
         slug = _slug(label)
         files = {}
         if folders:
-            table, listing = table_and_listing(folders, step)
+            carla = {run["values"].get("task", run.get("config", {}).get("task")) for run in runs} == {CARLA_TASK}
+            table, listing = (carla_table if carla else table_and_listing)(folders, step)
             body = f"## {label}\n\n{table}\n{note}"
             atomic_write_text(out / f"table-{slug}.md", body)
             atomic_write_text(out / f"table-{slug}.runs.txt", listing)

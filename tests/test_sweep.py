@@ -393,3 +393,28 @@ def test_killed_run_resumes_when_the_sweep_is_launched_again(local_sweep, tmp_pa
     assert state["status"] == "done" and state["failures"] == 1 and state["attempts"] == 2
     assert "ended without a record" in state["last_error"]
     assert read_rows(folder / "eval.csv") == read_rows(local_sweep / "runs" / PREEMPTED / "eval.csv")
+
+
+def test_carla_sweep_file_validates_and_gathers_into_the_carla_table(tmp_path):
+    """The CARLA sweep file (no server needed to build and validate it) and gather's CARLA table:
+    a condition of carla-highway runs only gets the paper's layout, ours beside the paper's values."""
+    from agents.sweep.runner import RUNS_DIR, SWEEP_FILE
+    from bisimkit.files import atomic_write_json
+    from figures.sweep_report import gather
+
+    spec = load_spec(Path(__file__).resolve().parents[1] / "agents" / "sweep" / "paper" / "carla.toml")
+    runs = spec.runs()
+    assert len(runs) == 25 and {r.config["task"] for r in runs} == {"carla-highway"}
+    root = tmp_path / "carla"
+    atomic_write_json(root / SWEEP_FILE, {"grid": spec.grid_record(), "runs": [
+        {"name": r.name, "values": r.values, "config": r.config} for r in runs]})
+    for k, run in enumerate(r for r in runs if r.values["seed"] in (0, 1)):
+        folder = root / RUNS_DIR / run.name
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text(json.dumps({"config": run.config, "device": "cpu"}))
+        (folder / "eval.csv").write_text("env_step,mean_return,std_return,episodes,split,elapsed_s\n"
+                                         f"500000,{100 + k},0,10,eval,1.0\n")
+    result = gather(root, tmp_path / "out")
+    table = (tmp_path / "out" / "tables.md").read_text()
+    assert "| Method | CARLA highway (ours) | paper |" in table and "168 ± 9" in table
+    assert result["with_evaluations"] == 10 and "25 of 25 runs of this condition are not done" in table

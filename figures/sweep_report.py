@@ -17,8 +17,9 @@ row of every run's ``eval.csv`` and ``eval_train.csv`` with the run's name, stat
 and ``missing.txt``. A partial sweep gathers what has evaluations and names the runs that have none yet or are
 not done. ``COND`` is ``all`` for a grid of tasks, methods and seeds only.
 
-Reads JSON and CSV files only; ``figures.results_table`` and ``figures.learning_curves`` are imported when
-drawing (they take the paper's order from ``agents``).
+Reads JSON and CSV files only (the sweep's own files through :mod:`agents.sweep.runner`, which owns their
+format); ``figures.results_table`` and ``figures.learning_curves`` are imported when drawing (they take the
+paper's order from ``agents``).
 """
 
 from __future__ import annotations
@@ -31,32 +32,21 @@ import re
 import sys
 from pathlib import Path
 
+from agents.sweep.runner import RUNS_DIR, read_state, read_sweep  # the sweep's files, as launch writes them
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_text
 
-SWEEP_FILE, RUNS_DIR, STATE_DIR = "sweep.json", "runs", "state"
 EVAL_FILES = {"eval.csv": "held-out", "eval_train.csv": "training"}
 BASE_AXES = ("task", "method", "seed")
 TIDY_FIELDS = ["env_step", "mean_return", "std_return", "episodes", "split", "elapsed_s"]
 
 
-def read_sweep(root: Path) -> dict:
-    path = root / SWEEP_FILE
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"root: {root} is not a sweep root (no {SWEEP_FILE})") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"root: {path} is not a sweep file ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
-        raise InputError(f"root: {path} is not a sweep file (no runs)")
-    return data
-
-
 def run_status(root: Path, name: str) -> str:
+    """A run's status from its state file (:func:`agents.sweep.runner.read_state`); ``pending`` when
+    the file is missing or unreadable (gather reports what exists)."""
     try:
-        return str(json.loads((root / STATE_DIR / f"{name}.json").read_text()).get("status", "pending"))
-    except (OSError, ValueError):
+        return str(read_state(root, name).get("status", "pending"))
+    except InputError:
         return "pending"
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 import pytest  # noqa: E402
+from conftest import procedural_environment  # noqa: E402
 
-from agents import videos as V  # noqa: E402
 from agents.sweep import cli  # noqa: E402
 from agents.sweep.launch import pid_alive, plan, status_lines  # noqa: E402
 from agents.sweep.runner import MAX_FAILURES, SweepJob, read_state, read_sweep, run_one, write_state  # noqa: E402
@@ -45,23 +45,10 @@ TIMING = "elapsed_s"
 
 @pytest.fixture(scope="module", autouse=True)
 def environment(tmp_path_factory):
-    """Procedural videos (generated into a temporary cache unless the cache in use holds them), no DAVIS, one
-    torch thread in every job (jobs inherit this environment: submitit's local executor and sbatch export it)."""
-    keys = (V.CACHE_ENV, V.DAVIS_ENV, "OMP_NUM_THREADS", "MUJOCO_GL")
-    saved = {k: os.environ.get(k) for k in keys}
-    default = V.cache_dir() / f"procedural-v{V.PROCEDURAL_VERSION}-seed0" / V.MANIFEST
-    if not default.is_file():
-        os.environ[V.CACHE_ENV] = str(tmp_path_factory.mktemp("cache"))
-    os.environ.pop(V.DAVIS_ENV, None)
-    os.environ["OMP_NUM_THREADS"] = "1"
-    os.environ["MUJOCO_GL"] = "egl"
-    V.ensure_procedural()
-    yield
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    """Procedural videos, no DAVIS, one torch thread in every job (jobs inherit this environment:
+    submitit's local executor and sbatch export it; conftest's :func:`procedural_environment`)."""
+    with procedural_environment(tmp_path_factory, OMP_NUM_THREADS="1", MUJOCO_GL="egl"):
+        yield
 
 
 def run_cli(args: list[str], capsys) -> tuple[int, str, str]:

@@ -20,6 +20,7 @@ from pathlib import Path
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 import pytest  # noqa: E402
+from conftest import procedural_environment  # noqa: E402
 import torch  # noqa: E402
 
 from agents import train as train_module  # noqa: E402
@@ -40,25 +41,10 @@ TIMING = {"train.csv": {"steps_per_s", "elapsed_s"}, "eval.csv": {"elapsed_s"}}
 
 @pytest.fixture(scope="module", autouse=True)
 def environment(tmp_path_factory):
-    """Procedural videos, no DAVIS, one torch thread here and in subprocesses. The video cache in
-    use ($BISIMKIT_CACHE or ~/.cache/bisimkit) is read when it already holds the procedural videos;
-    they are generated into a temporary cache otherwise (about 5 s), never into the home folder."""
-    saved = {k: os.environ.get(k) for k in (V.CACHE_ENV, V.DAVIS_ENV, "OMP_NUM_THREADS")}
-    threads = torch.get_num_threads()
-    default = V.cache_dir() / f"procedural-v{V.PROCEDURAL_VERSION}-seed0" / V.MANIFEST
-    if not default.is_file():
-        os.environ[V.CACHE_ENV] = str(tmp_path_factory.mktemp("cache"))
-    os.environ.pop(V.DAVIS_ENV, None)
-    os.environ["OMP_NUM_THREADS"] = "1"
-    torch.set_num_threads(1)
-    V.ensure_procedural()
-    yield
-    torch.set_num_threads(threads)
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    """Procedural videos, no DAVIS, one torch thread here and in subprocesses (conftest's
+    :func:`procedural_environment`)."""
+    with procedural_environment(tmp_path_factory, OMP_NUM_THREADS="1"):
+        yield
 
 
 def read_csv(path: Path) -> list[dict]:

@@ -9,14 +9,13 @@ from pathlib import Path
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 import pytest  # noqa: E402
+from conftest import procedural_environment  # noqa: E402
 
 pytest.importorskip("torch", reason="the 'torch' extra is not installed")
 pytest.importorskip("dm_control", reason="the 'agents' extra is not installed")
 
-import torch  # noqa: E402
 
 from agents import train as train_module  # noqa: E402
-from agents import videos as V  # noqa: E402
 from agents.config import TrainConfig  # noqa: E402
 
 
@@ -50,20 +49,9 @@ def fake_wandb(monkeypatch):
 
 @pytest.fixture(scope="module", autouse=True)
 def environment(tmp_path_factory):
-    saved = {k: os.environ.get(k) for k in (V.CACHE_ENV, V.DAVIS_ENV)}
-    threads = torch.get_num_threads()
-    if not (V.cache_dir() / f"procedural-v{V.PROCEDURAL_VERSION}-seed0" / V.MANIFEST).is_file():
-        os.environ[V.CACHE_ENV] = str(tmp_path_factory.mktemp("cache"))
-    os.environ.pop(V.DAVIS_ENV, None)
-    torch.set_num_threads(1)
-    V.ensure_procedural()
-    yield
-    torch.set_num_threads(threads)
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    """Procedural videos, no DAVIS, one torch thread (conftest's :func:`procedural_environment`)."""
+    with procedural_environment(tmp_path_factory):
+        yield
 
 
 def tiny(**changes) -> TrainConfig:

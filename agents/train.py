@@ -279,7 +279,6 @@ class Trainer:
                             initial=self.env_step, rate_label="steps/s")
         self.start = time.monotonic()
         self.speed_mark = (self.start, self.counters.t)
-        self.speed: float | None = None  # environment steps/s, smoothed over training episodes
         self.last_eval: float | None = None
         self.stats: dict = {}
         self.obs = None
@@ -360,7 +359,6 @@ class Trainer:
         """Log the episode; checkpoint when due (evaluating first at the end of the run); reset."""
         c, now = self.counters, time.monotonic()
         speed = (c.t - self.speed_mark[1]) * self.repeat / max(now - self.speed_mark[0], 1e-9)
-        self.speed = speed if self.speed is None else 0.7 * self.speed + 0.3 * speed
         c.recent = (c.recent + [self.episode_return])[-5:]
         row = {"episode": c.episode, "env_step": self.env_step, "episode_return": self.episode_return,
                "episode_steps": self.episode_steps * self.repeat, "steps_per_s": speed, "elapsed_s": self.elapsed()}

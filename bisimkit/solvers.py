@@ -78,6 +78,7 @@ class Solution:
     ground: str | None = None
     converged: bool = True
     history: list[float] = field(default_factory=list)
+    history_seconds: list[float] = field(default_factory=list)  # elapsed seconds at each history entry
     diagonal_residual: float = 0.0  # max_s |F(d)(s, s)| for the pseudometric operators (0 in theory)
     order: str = "index"  # the state (grid: coordinate) order the entangled coupling followed
     action_order: str = "index"  # the action order of the entangled policy coupling
@@ -200,7 +201,7 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
     return Solution(metric=metric, distances=D, iterations=its, certified_error=float(err),
                     seconds=time.perf_counter() - start, method=name, tolerance=tol,
                     ground=None if g is None else ground_label(g), converged=bool(ok),
-                    history=report.history, diagonal_residual=diag_res)
+                    history=report.history, history_seconds=report.seconds, diagonal_residual=diag_res)
 
 
 class _Reporter:
@@ -210,11 +211,14 @@ class _Reporter:
         self.progress = progress
         self.start = start
         self.history: list[float] = []
+        self.seconds: list[float] = []
 
     def __call__(self, iteration: int, err: float) -> None:
+        elapsed = time.perf_counter() - self.start
         self.history.append(float(err))
+        self.seconds.append(elapsed)
         if self.progress is not None:
-            self.progress(iteration, float(err), time.perf_counter() - self.start)
+            self.progress(iteration, float(err), elapsed)
 
 
 def _certificate(c: float, step: float) -> float:

@@ -1,6 +1,7 @@
-"""Workload: bisim, n = 500, m = 4, at most 8 successors: under 60 s.
+"""Workload: bisim, n = 125, 250, 500, m = 4, at most 8 successors: at n = 500 under 60 s.
 
-    python -m benchmarks.bench_bisim --n N [--budget SECONDS]
+    python -m benchmarks.bench_bisim --n N [--budget SECONDS] [--metrics M,...]
+        [--contraction R --contraction-from "n=..."] [--finish]
 """
 
 from benchmarks.common import main, published_mdp, sparse_mdp  # noqa: F401

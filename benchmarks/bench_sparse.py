@@ -1,6 +1,8 @@
-"""Workload: pi and eps (reward ground), n = 1000, m = 4, at most 8 successors: under 60 s.
+"""Workload: pi and eps (reward ground), n = 300, 1000, 3000, m = 4, at most 8 successors: at n = 3000
+under 600 s and 16 GiB peak memory.
 
-    python -m benchmarks.bench_sparse --n N [--budget SECONDS]
+    python -m benchmarks.bench_sparse --n N [--budget SECONDS] [--metrics M,...]
+        [--contraction R --contraction-from "n=..."] [--finish]
 """
 
 from benchmarks.common import main, published_mdp, sparse_mdp  # noqa: F401

@@ -29,7 +29,7 @@ from .mdp import FiniteMDP
 from .pairs import PairSpace
 from .pseudometric import triangle_holds
 from .compiled import eps_bar_matrix, pair_system_from_slots
-from .transport import WarmStarts, optimal_transport
+from .transport import WarmStarts, optimal_transport, seed_line_starts
 
 
 #: From these sizes on, eps-bar and the coupling systems are assembled by compiled code (which
@@ -128,6 +128,12 @@ class TransportTerms:
         ``(p - q)+`` is moved onto ``(q - p)+`` (Kantorovich-Rubinstein); the plans
         then leave out those zero-cost diagonal cells.
         """
+        X, src, Y, dst, zero, warm = self._problems(D)
+        return optimal_transport(X, src, Y, dst, D, p=self.p, plans=plans, zero_diagonal=zero, warm=warm)
+
+    def _problems(self, D: np.ndarray):
+        """``(X, src, Y, dst, zero_diagonal, warm)`` of the transport problems under ``D``:
+        the reduced ones (shared mass removed) when they apply, else the full histograms."""
         if self._shared_mass_pays() and triangle_holds(D, 1e-12 * (1.0 + float(D.max(initial=0.0)))):
             if self._reduced is None:
                 diff = self.dists[self.row_src] - self.dists[self.row_dst]
@@ -135,10 +141,22 @@ class TransportTerms:
                 self._reduced[0].eliminate_zeros()
                 self._reduced[1].eliminate_zeros()
             rows = np.arange(len(self.row_src))
-            return optimal_transport(self._reduced[0], rows, self._reduced[1], rows, D, p=1, plans=plans,
-                                     zero_diagonal=False, warm=self._reduced_warm)
-        return optimal_transport(self.dists, self.row_src, self.dists, self.row_dst, D,
-                                 p=self.p, plans=plans, zero_diagonal=self.zero_diagonal, warm=self.warm)
+            return self._reduced[0], rows, self._reduced[1], rows, False, self._reduced_warm
+        return self.dists, self.row_src, self.dists, self.row_dst, self.zero_diagonal, self.warm
+
+    def seed_line(self, D: np.ndarray) -> None:
+        """Warm-start the problems under ``D`` from monotone couplings along one coordinate of ``D``:
+        the distance to a farthest state (an end point when ``D`` is a line metric such as the
+        one-step reward distance, whose optimal plans these then are)."""
+        if self.p != 1 or D.shape[0] == 0:
+            return
+        anchor = int(np.argmax(D[int(np.argmax(D[0]))]))  # two sweeps of "farthest from"
+        h = D[:, anchor]
+        line = np.allclose(D, np.abs(h[:, None] - h[None, :]), rtol=0.0, atol=1e-12 * (1.0 + float(h.max())))
+        if not (line or self._shared_mass_pays()):
+            return  # small supports: the greedy start is as good and costs nothing to set up
+        X, src, Y, dst, _, warm = self._problems(D)
+        seed_line_starts(X, src, Y, dst, h, warm)
 
     def _shared_mass_pays(self) -> bool:
         """The reduction applies (W1, zero diagonal) and supports are large enough to gain."""

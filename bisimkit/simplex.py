@@ -32,6 +32,8 @@ FLOW_EPS = 1e-14
 #: Batches of at least this many problems are solved on all cores; smaller ones run on one thread
 #: (waking the thread pool costs milliseconds on a busy machine, more than a small batch takes).
 PARALLEL_MIN_PROBLEMS = 50_000
+#: ... or batches whose problems have at least this many cells in all (large supports: few problems, much work).
+PARALLEL_MIN_CELLS = 2_000_000
 #: Bases are stored as (row, column) pairs of this type (supports stay below 32768 atoms).
 BASIS_DTYPE = np.int16
 
@@ -218,28 +220,28 @@ def _solve_one(a, b, C, k, l, flow, br, bc, warm):
     pj_ = 0
     ok = False
     pivots = 0
+    # Potentials u (rows) and v (columns) with u_0 = 0: C[i, j] = u_i + v_j on tree cells,
+    # by a DFS from row 0; after each pivot only the subtree that moved is updated.
+    for v in range(n):
+        depth[v] = -1
+    pot[0] = 0.0
+    depth[0] = 0
+    parent_edge[0] = -1
+    stack[0] = 0
+    top = 1
+    while top > 0:
+        top -= 1
+        v = stack[top]
+        for x in range(deg[v]):
+            e = adj[v, x]
+            w = k + ec[e] if v < k else er[e]
+            if depth[w] < 0:
+                depth[w] = depth[v] + 1
+                parent_edge[w] = e
+                pot[w] = C[er[e], ec[e]] - pot[v]
+                stack[top] = w
+                top += 1
     for pivot in range(5000 * n):
-        # Potentials u (rows) and v (columns, stored negated-free) with u_0 = 0:
-        # C[i, j] = u_i + v_j on tree cells; DFS from row 0.
-        for v in range(n):
-            depth[v] = -1
-        pot[0] = 0.0
-        depth[0] = 0
-        parent_edge[0] = -1
-        stack[0] = 0
-        top = 1
-        while top > 0:
-            top -= 1
-            v = stack[top]
-            for x in range(deg[v]):
-                e = adj[v, x]
-                w = k + ec[e] if v < k else er[e]
-                if depth[w] < 0:
-                    depth[w] = depth[v] + 1
-                    parent_edge[w] = e
-                    pot[w] = C[er[e], ec[e]] - pot[v]
-                    stack[top] = w
-                    top += 1
         # Block search pricing: scan blocks of cells round-robin from where the
         # last scan stopped; enter the most negative cell of the first block
         # that has one. A full pass without one proves optimality.
@@ -288,7 +290,11 @@ def _solve_one(a, b, C, k, l, flow, br, bc, warm):
                 w = k + ec[e] if w < k else er[e]
         # Signs: the t-th edge from either end is - for even t, + for odd t.
         theta, leave = _smallest_even_flow(stack, nw, flow, er, ec, np.inf, -1)
+        w_side = leave
         theta, leave = _smallest_even_flow(cycle, nu, flow, er, ec, theta, leave)
+        # The leaving edge cuts off a subtree containing the entering cell's row (u side) or column.
+        inner = k + ej if leave == w_side else ei
+        outer = ei if leave == w_side else k + ej
         if theta < 0.0:
             theta = 0.0
         for t in range(nw):
@@ -304,6 +310,25 @@ def _solve_one(a, b, C, k, l, flow, br, bc, warm):
         _remove_from(li, leave, adj, deg)
         _remove_from(k + lj, leave, adj, deg)
         _add_edge(leave, ei, ej, k, er, ec, adj, deg)
+        # Re-hang the cut-off subtree from the entering edge: parents, depths, potentials.
+        parent_edge[inner] = leave
+        depth[inner] = depth[outer] + 1
+        pot[inner] = C[ei, ej] - pot[outer]
+        stack[0] = inner
+        top = 1
+        while top > 0:
+            top -= 1
+            v = stack[top]
+            for x in range(deg[v]):
+                e = adj[v, x]
+                if e == parent_edge[v]:
+                    continue
+                w = k + ec[e] if v < k else er[e]
+                parent_edge[w] = e
+                depth[w] = depth[v] + 1
+                pot[w] = C[er[e], ec[e]] - pot[v]
+                stack[top] = w
+                top += 1
     cost = 0.0
     for i in range(k):
         for j in range(l):
@@ -425,6 +450,16 @@ def _solve_supports_serial(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs,
         _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass, x)
 
 
+def _threaded(k: np.ndarray, l: np.ndarray, rows: np.ndarray | None = None) -> bool:
+    """Whether a batch is worth the thread pool: many problems, or much work in few."""
+    n = len(k) if rows is None else len(rows)
+    if n >= PARALLEL_MIN_PROBLEMS:
+        return True
+    kk = np.asarray(k if rows is None else np.asarray(k)[rows], dtype=np.float64)
+    ll = np.asarray(l if rows is None else np.asarray(l)[rows], dtype=np.float64)
+    return float(np.dot(kk, ll)) >= PARALLEL_MIN_CELLS
+
+
 def basis_offsets(k: np.ndarray, l: np.ndarray) -> np.ndarray:
     """Offsets of each problem's ``k + l - 1`` basis cells in a ragged basis array
     (an empty histogram gets no cells)."""
@@ -446,7 +481,7 @@ def solve_supports(D: np.ndarray, xs: np.ndarray, ys: np.ndarray, a: np.ndarray,
     ok = np.zeros(len(k), dtype=np.bool_)
     if len(rows):
         # Threads pay off on large batches; small ones (and their one-time compilation) stay serial.
-        kernel = _solve_supports if len(rows) >= PARALLEL_MIN_PROBLEMS else _solve_supports_serial
+        kernel = _solve_supports if _threaded(k, l, rows) else _solve_supports_serial
         kernel(D, xs, ys, a, b, np.asarray(k, dtype=np.int64), np.asarray(l, dtype=np.int64), rows,
                basis_offsets(k, l), basis, warm, costs, ok, out[0], out[1], out[2])
     return rows[~ok[rows]]
@@ -461,7 +496,7 @@ def bases_from_flows(flows: np.ndarray, C: np.ndarray, k: np.ndarray, l: np.ndar
     basis = np.zeros((int(off[-1]), 2), dtype=BASIS_DTYPE)
     ok = np.zeros(len(k), dtype=np.bool_)
     if len(k):
-        kernel = _bases_from_flows if len(k) >= PARALLEL_MIN_PROBLEMS else _bases_from_flows_serial
+        kernel = _bases_from_flows if _threaded(k, l) else _bases_from_flows_serial
         kernel(np.ascontiguousarray(flows), np.ascontiguousarray(C), k, l, basis, off, ok)
     return basis, ok
 
@@ -489,7 +524,59 @@ def solve_padded(a: np.ndarray, b: np.ndarray, C: np.ndarray, k: np.ndarray, l: 
     ok = np.zeros(P, dtype=np.bool_)
     pivots = np.zeros(P, dtype=np.int64)
     if P:
-        kernel = _solve_batch if P >= PARALLEL_MIN_PROBLEMS else _solve_batch_serial
+        kernel = _solve_batch if _threaded(k, l) else _solve_batch_serial
         kernel(np.ascontiguousarray(a), np.ascontiguousarray(b), np.ascontiguousarray(C), k, l,
                      flows, costs, ok, pivots, basis, off, np.asarray(warm, dtype=np.bool_))
     return costs, flows, ok, pivots, basis
+
+
+# ------------------------------------------------------------ line-metric starts
+@njit(cache=True, nogil=True)
+def _line_basis(xs, a, k, ys, b, l, h, br, bc):
+    """The north-west-corner staircase of the two histograms with atoms sorted by ``h``:
+    the monotone coupling, optimal for the cost |h_i - h_j|, as a spanning tree of
+    ``k + l - 1`` cells (positions in the supports)."""
+    oi = np.argsort(h[xs[:k]])
+    oj = np.argsort(h[ys[:l]])
+    i = 0
+    j = 0
+    rs = a[oi[0]]
+    rd = b[oj[0]]
+    for e in range(k + l - 1):
+        br[e] = oi[i]
+        bc[e] = oj[j]
+        f = rs if rs < rd else rd
+        rs -= f
+        rd -= f
+        if j == l - 1 or (i < k - 1 and rs <= rd):
+            i += 1
+            if i < k:
+                rs = a[oi[i]]
+        else:
+            j += 1
+            if j < l:
+                rd = b[oj[j]]
+
+
+@njit(cache=True)
+def _line_bases(xs, a, k, ys, b, l, h, basis, off, valid):
+    for p in range(len(k)):
+        if valid[p] or k[p] == 0 or l[p] == 0:
+            continue
+        lo = off[p]
+        hi = lo + k[p] + l[p] - 1
+        _line_basis(xs[p], a[p], k[p], ys[p], b[p], l[p], h, basis[lo:hi, 0], basis[lo:hi, 1])
+        valid[p] = True
+
+
+def line_bases(xs: np.ndarray, a: np.ndarray, k: np.ndarray, ys: np.ndarray, b: np.ndarray, l: np.ndarray,
+               h: np.ndarray, basis: np.ndarray, valid: np.ndarray) -> None:
+    """Seed the problems of a padded batch that have no basis yet (``valid`` False) with the
+    monotone coupling along the states' scalar key ``h`` (in place).
+
+    Where the cost is ``|h_i - h_j|`` (a line metric, e.g. the one-step reward distance) that
+    basis is optimal and the simplex only proves it (one pricing pass); otherwise it is a
+    start as good as the key is a summary of the cost.
+    """
+    _line_bases(xs, a, np.asarray(k, dtype=np.int64), ys, b, np.asarray(l, dtype=np.int64),
+                np.asarray(h, dtype=np.float64), basis, basis_offsets(k, l), valid)

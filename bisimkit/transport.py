@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .couplings import Cells, load_pot, padded_rows
-from .simplex import BASIS_DTYPE, FLOW_EPS, bases_from_flows, basis_offsets, solve_supports
+from .simplex import BASIS_DTYPE, FLOW_EPS, bases_from_flows, basis_offsets, line_bases, solve_supports
 
 #: Problems per batch; bounds the memory of the padded support arrays.
 CHUNK = 200_000
@@ -46,7 +46,8 @@ class WarmStarts:
         st = self._chunks.get(start)
         if st is None or not (np.array_equal(st[0], lp) and np.array_equal(st[1], lq)):
             total = int(np.sum(np.maximum(lp + lq - 1, 0)))
-            st = (lp.copy(), lq.copy(), np.zeros((total, 2), dtype=BASIS_DTYPE), np.zeros(len(lp), dtype=bool))
+            st = (lp.astype(BASIS_DTYPE), lq.astype(BASIS_DTYPE), np.zeros((total, 2), dtype=BASIS_DTYPE),
+                  np.zeros(len(lp), dtype=bool))
             self._chunks[start] = st
         return st[2], st[3]
 
@@ -75,7 +76,7 @@ def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: 
     values = np.zeros(N)
     slots = np.maximum(np.diff(X.indptr)[src] + np.diff(Y.indptr)[dst] - 1, 0)
     off = np.concatenate([[0], np.cumsum(slots)]).astype(np.int64)
-    out = (np.zeros(int(off[-1]), dtype=np.int64), np.zeros(int(off[-1]), dtype=np.int64),
+    out = (np.zeros(int(off[-1]), dtype=np.int32), np.zeros(int(off[-1]), dtype=np.int32),
            np.zeros(int(off[-1]))) if plans else None
     for start in range(0, N, CHUNK):
         stop = min(start + CHUNK, N)
@@ -91,6 +92,20 @@ def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: 
     if not plans:
         return values, None
     return values, Cells.from_slots(off, *out)
+
+
+def seed_line_starts(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: np.ndarray, h: np.ndarray,
+                     warm: WarmStarts) -> None:
+    """Give every problem of ``warm`` without a basis the monotone coupling along the key ``h``
+    (:func:`bisimkit.simplex.line_bases`): optimal when the ground cost is ``|h_i - h_j|``."""
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    for start in range(0, len(src), CHUNK):
+        s, t = src[start:start + CHUNK], dst[start:start + CHUNK]
+        ip, mp, lp = padded_rows(X, s)
+        iq, mq, lq = padded_rows(Y, t)
+        basis, valid = warm.chunk(start, lp, lq)
+        line_bases(ip, mp, lp, iq, mq, lq, h, basis, valid)
 
 
 def _lengths(X, Y, src, dst):
@@ -142,7 +157,7 @@ def _compiled(ch: _Chunk, todo: np.ndarray, bases) -> np.ndarray:
     out = ch.out
     if out is None:
         total = int(ch.off[-1])
-        out = (np.zeros(total, dtype=np.int64), np.zeros(total, dtype=np.int64), np.zeros(total))
+        out = (np.zeros(total, dtype=np.int32), np.zeros(total, dtype=np.int32), np.zeros(total))
     failed = solve_supports(ch.C, ch.ip, ch.iq, ch.mp, ch.mq, ch.lp, ch.lq, rows, bases[0], bases[1], ch.cost, out)
     todo = todo.copy()
     todo[rows] = False

@@ -160,7 +160,7 @@ def cmd_solve(args) -> int:
             warnings.simplefilter("always", ZeroGroundWarning)
             sol = solve(mdp, args.metric, ground=args.ground, tol=args.tol, method=args.method,
                         progress=None if args.quiet else report, max_iterations=args.max_iterations,
-                        order=args.order, action_order=args.action_order)
+                        order=args.order, action_order=args.action_order, quotient=not args.no_quotient)
     finally:
         line.close()
     for w in caught:
@@ -185,6 +185,8 @@ def cmd_solve_gaussian(args) -> int:
         if getattr(args, option) != "index":
             raise InputError(f"--{option.replace('_', '-')}: applies to finite MDPs only (Gaussian MDPs have "
                              f"diagonal noise, so their shared-noise coupling is the same in every coordinate order)")
+    if args.no_quotient:
+        raise InputError("--no-quotient: applies to finite MDPs only (Gaussian MDPs are solved pair by pair)")
     if args.pairs is None:
         raise InputError("--pairs: required for Gaussian MDPs (a .json list of [z, z'] pairs or a .npy array (P, 2, n))")
     if args.method == "vi":
@@ -328,6 +330,9 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     p.add_argument("--action-order", default="index", metavar="ORDER",
                    help="action order of the entangled policy coupling (eps, eps-avg, eps-bar): index (default), "
                         "a list such as 1,0,2 or a permutation file")
+    p.add_argument("--no-quotient", action="store_true",
+                   help="pi, psm, bisim, eps: solve the MDP itself, not first its quotient by the largest relation "
+                        "of the metric's kind (docs/operators.md)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     g = p.add_argument_group("Gaussian MDPs (a JSON file with \"kind\": \"linear-gaussian\")")
     g.add_argument("--pairs", default=None, metavar="FILE",

@@ -11,7 +11,9 @@ Summary columns, per metric: ``max`` and ``mean`` of d(s, t) over the ordered pa
 with ``zero_tol`` twice the certified error (at least 1e-12 of the largest distance);
 ``diagonal_max`` = max_s |d(s, s)| (nonzero for the sampled operators); ``certified_error``,
 ``iterations``, ``seconds`` and ``method`` of the solve; and ``spearman_<m>``, the Spearman
-rank correlation over the pairs s < t with metric ``m`` (empty when either is constant).
+rank correlation over the pairs s < t with metric ``m`` (empty when either is constant), where
+values of one metric within its ``zero_tol`` of each other count as ties (single linkage): their
+order is below the certified precision, so round-off does not rank them.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from .errors import InputError
 from .ground import Ground, ground_label, resolve_ground
 from .mdp import FiniteMDP
 from .operators import operator_info
-from .relations import zero_set_labels
+from .relations import cluster_values, zero_set_labels
 from .solvers import DEFAULT_TOL, Solution, solve
 
 SUMMARY_FIELDS = ("metric", "ground", "max", "mean", "zero_set_blocks", "zero_tol", "diagonal_max",
@@ -81,10 +83,19 @@ class Comparison:
         n = self.mdp.n_states
         return self.solutions[metric].distances[np.triu_indices(n, 1)]
 
+    def zero_tol(self, metric: str) -> float:
+        """Twice the certified error of ``metric`` (at least 1e-12 of its largest distance):
+        distances closer than this cannot be told apart."""
+        sol = self.solutions[metric]
+        D = sol.distances
+        scale = float(np.max(np.abs(D))) if D.size else 0.0
+        return max(2 * sol.certified_error, 1e-12 * scale)
+
     def rank_correlation(self) -> np.ndarray:
-        """k x k Spearman rank correlations between the metrics over the pairs s < t."""
+        """k x k Spearman rank correlations between the metrics over the pairs s < t
+        (values within a metric's :meth:`zero_tol` of each other tie)."""
         k = len(self.metrics)
-        values = [self.pair_values(m) for m in self.metrics]
+        values = [cluster_values(self.pair_values(m), self.zero_tol(m)) for m in self.metrics]
         out = np.eye(k)
         for i in range(k):
             for j in range(i + 1, k):
@@ -101,8 +112,7 @@ class Comparison:
             for i, m in enumerate(self.metrics):
                 sol = self.solutions[m]
                 D = sol.distances
-                scale = float(np.max(np.abs(D))) if D.size else 0.0
-                zero_tol = max(2 * sol.certified_error, 1e-12 * scale)
+                zero_tol = self.zero_tol(m)
                 row = {"metric": m, "ground": sol.ground or "",
                        "max": float(D[off].max()) if n > 1 else float("nan"),
                        "mean": float(D[off].mean()) if n > 1 else float("nan"),

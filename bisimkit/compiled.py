@@ -43,8 +43,11 @@ def _fill_slots(off, ci, cj, mass, row_pair, row_weight, index, indptr, indices,
 
 
 @njit(cache=True, parallel=True)
-def _eps_bar_pass(S, T, index, m, a_ptr, a_idx, a_bp, x_ptr, x_idx, x_bp, fill, counts, indptr, indices, data):
-    """One pass over the pairs: counts (fill=False) or entries (fill=True)."""
+def _eps_bar_pass(S, T, index, m, a_ptr, a_idx, a_bp, x_ptr, x_idx, x_bp, mode, counts, indptr, indices, data,
+                  vec, out):
+    """One pass over the pairs: counts (mode 0), entries (mode 1) or the product
+    ``out = T @ vec`` in float64 without storing T (mode 2)."""
+    fill = mode == 1
     for p in prange(len(S)):
         s = S[p]
         t = T[p]
@@ -62,6 +65,7 @@ def _eps_bar_pass(S, T, index, m, a_ptr, a_idx, a_bp, x_ptr, x_idx, x_bp, fill, 
         sj = np.empty(width, dtype=np.int64)
         sm = np.empty(width)
         count = 0
+        acc = 0.0
         pos = indptr[p] if fill else 0
         for x in range(na):
             ra = s * m + ai[x]
@@ -72,14 +76,18 @@ def _eps_bar_pass(S, T, index, m, a_ptr, a_idx, a_bp, x_ptr, x_idx, x_bp, fill, 
             for y in range(ns):
                 col = index[si[y], sj[y]]
                 if col >= 0:
-                    if fill:
+                    if mode == 2:
+                        acc += w * sm[y] * vec[col]
+                    elif fill:
                         indices[pos] = col
                         data[pos] = w * sm[y]
                         pos += 1
                     else:
                         count += 1
-        if not fill:
+        if mode == 0:
             counts[p] = count
+        elif mode == 2:
+            out[p] = acc
 
 
 @njit(cache=True, parallel=True)
@@ -120,8 +128,21 @@ def pair_system_from_slots(offsets, ci, cj, mass, row_pair, row_weight, index, n
     return sp.csr_matrix((data, indices, indptr), shape=(n, n))
 
 
+def eps_bar_counts(S: np.ndarray, T: np.ndarray, index: np.ndarray, policy, transitions,
+                   n_actions: int) -> np.ndarray:
+    """Entries per row of the eps-bar matrix of :func:`eps_bar_matrix` (its first pass)."""
+    acts, nxt = CSRLaws(policy), CSRLaws(transitions)
+    args = (np.ascontiguousarray(S, dtype=np.int64), np.ascontiguousarray(T, dtype=np.int64),
+            np.ascontiguousarray(index), n_actions, acts.indptr, acts.indices, acts.breakpoints,
+            nxt.indptr, nxt.indices, nxt.breakpoints)
+    counts = np.zeros(len(S), dtype=np.int64)
+    none = np.zeros(1)
+    _eps_bar_pass(*args, 0, counts, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int32), none, none, none)
+    return counts
+
+
 def eps_bar_matrix(S: np.ndarray, T: np.ndarray, index: np.ndarray, policy, transitions, n_actions: int,
-                   n_pairs: int) -> sp.csr_matrix:
+                   n_pairs: int, dtype=np.float64, counts: np.ndarray | None = None) -> sp.csr_matrix:
     """The matrix of eps-bar over the pairs ``(S[p], T[p])`` (1-D entangled couplings):
     row p holds ``ge(a, a') * ge_P(s', t')`` at column ``index[s', t']`` for the entangled
     couplings ge of ``policy[S[p]], policy[T[p]]`` and ge_P of the transition rows
@@ -131,14 +152,32 @@ def eps_bar_matrix(S: np.ndarray, T: np.ndarray, index: np.ndarray, policy, tran
     args = (np.ascontiguousarray(S, dtype=np.int64), np.ascontiguousarray(T, dtype=np.int64),
             np.ascontiguousarray(index), n_actions, acts.indptr, acts.indices, acts.breakpoints,
             nxt.indptr, nxt.indices, nxt.breakpoints)
-    counts = np.zeros(len(S), dtype=np.int64)
-    _eps_bar_pass(*args, False, counts, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int32), np.zeros(1))
+    if counts is None:
+        counts = eps_bar_counts(S, T, index, policy, transitions, n_actions)
+    none = np.zeros(1)
     indptr = np.zeros(len(S) + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     indices = np.empty(int(indptr[-1]), dtype=np.int32)
-    data = np.empty(int(indptr[-1]))
-    _eps_bar_pass(*args, True, counts, indptr, indices, data)
+    data = np.empty(int(indptr[-1]), dtype=dtype)
+    _eps_bar_pass(*args, 1, counts, indptr, indices, data, none, none)
     return sp.csr_matrix((data, indices, indptr), shape=(len(S), n_pairs))
+
+
+def eps_bar_product(S: np.ndarray, T: np.ndarray, index: np.ndarray, policy, transitions, n_actions: int):
+    """``x -> T @ x`` for the eps-bar matrix of :func:`eps_bar_matrix`, in float64, recomputing the
+    couplings on the fly instead of storing T (used for exact residuals when T is kept in float32)."""
+    acts, nxt = CSRLaws(policy), CSRLaws(transitions)
+    args = (np.ascontiguousarray(S, dtype=np.int64), np.ascontiguousarray(T, dtype=np.int64),
+            np.ascontiguousarray(index), n_actions, acts.indptr, acts.indices, acts.breakpoints,
+            nxt.indptr, nxt.indices, nxt.breakpoints)
+    dummy = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int32), np.zeros(1))
+
+    def product(x):
+        out = np.empty(len(S))
+        _eps_bar_pass(*args, 2, *dummy, np.ascontiguousarray(x, dtype=np.float64), out)
+        return out
+
+    return product
 
 
 def matvec(T: sp.csr_matrix, dtype=np.float64):

@@ -253,17 +253,24 @@ def padded_rows(X: sp.csr_matrix, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
     ``index[k, :length[k]]`` are the support of row ``rows[k]`` in increasing
     order and ``mass`` its masses; padding has index 0 and mass 0.
     """
-    sub = X[rows]
-    sub.sort_indices()
-    lengths = np.diff(sub.indptr)
+    if not X.has_sorted_indices:
+        X = X.sorted_indices()
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    lengths = (X.indptr[rows + 1] - X.indptr[rows]).astype(np.int64)
     width = max(int(lengths.max(initial=0)), 1)
-    k = np.repeat(np.arange(len(rows)), lengths)
-    pos = np.arange(sub.indptr[-1]) - np.repeat(sub.indptr[:-1], lengths)
     index = np.zeros((len(rows), width), dtype=np.int64)
     mass = np.zeros((len(rows), width))
-    index[k, pos] = sub.indices
-    mass[k, pos] = sub.data
+    _gather_rows(X.indptr.astype(np.int64, copy=False), X.indices, X.data, rows, index, mass)
     return index, mass, lengths
+
+
+@njit(cache=True)
+def _gather_rows(indptr, indices, data, rows, index, mass):
+    for k in range(len(rows)):
+        lo = indptr[rows[k]]
+        for x in range(indptr[rows[k] + 1] - lo):
+            index[k, x] = indices[lo + x]
+            mass[k, x] = data[lo + x]
 
 
 def merge_rows(xptr: np.ndarray, xidx: np.ndarray, bx: np.ndarray, src: np.ndarray,

@@ -17,7 +17,9 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,13 +30,26 @@ from .ground import Ground, ground_values
 from .mdp import FiniteMDP
 from .pairs import PairSpace
 from .pseudometric import triangle_holds
-from .compiled import eps_bar_matrix, pair_system_from_slots
+from .compiled import eps_bar_counts, eps_bar_matrix, eps_bar_product, pair_system_from_slots
 from .transport import WarmStarts, optimal_transport, seed_line_starts
 
 
 #: From these sizes on, eps-bar and the coupling systems are assembled by compiled code (which
 #: pays for its one-time compilation); below them numpy does it.
 COMPILED_EPS_BAR_PAIRS = 20_000
+#: From this many pairs eps-bar may store its matrix in float32 only and compute exact products on
+#: the fly: it does when the float64 matrix with its float32 copy would take more than
+#: EPS_BAR_MEMORY_SHARE of the machine's memory.
+EPS_BAR_SINGLE_PAIRS = 1_000_000
+EPS_BAR_MEMORY_SHARE = 0.5
+
+
+def physical_memory() -> float:
+    """Bytes of physical memory of this machine."""
+    try:
+        return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 16e9
 COMPILED_PAIR_SYSTEM_CELLS = 500_000
 #: Mean support size above which W1 problems drop the shared mass (when d is a metric).
 SHARED_MASS_MIN_SUPPORT = 24
@@ -115,12 +130,13 @@ class TransportTerms:
     _reduced: tuple | None = field(default=None, repr=False)  # (p - q)+ and (q - p)+ per row
     _reduced_warm: WarmStarts = field(default_factory=WarmStarts, repr=False)
     _dense: bool | None = field(default=None, repr=False)
+    _plan_buffers: dict = field(default_factory=dict, repr=False)  # reused plan arrays (coupling iteration)
 
     def row_starts(self) -> np.ndarray:
         """Index of the first row of each pair."""
         return np.searchsorted(self.row_pair, np.arange(len(self.pairs)))
 
-    def costs(self, D: np.ndarray, plans: bool = False):
+    def costs(self, D: np.ndarray, plans: bool = False, reuse: bool = False):
         """Transport values per row under the dense distance ``D`` (and plans).
 
         For W1 with large supports, when ``D`` is a pseudometric (checked exactly),
@@ -129,7 +145,11 @@ class TransportTerms:
         then leave out those zero-cost diagonal cells.
         """
         X, src, Y, dst, zero, warm = self._problems(D)
-        return optimal_transport(X, src, Y, dst, D, p=self.p, plans=plans, zero_diagonal=zero, warm=warm)
+        buffers = None
+        if reuse:
+            buffers = self._plan_buffers.setdefault(id(warm), [])
+        return optimal_transport(X, src, Y, dst, D, p=self.p, plans=plans, zero_diagonal=zero, warm=warm,
+                                 buffers=buffers)
 
     def _problems(self, D: np.ndarray):
         """``(X, src, Y, dst, zero_diagonal, warm)`` of the transport problems under ``D``:
@@ -290,11 +310,14 @@ class PairLinearForm:
 
     pairs: PairSpace
     b: np.ndarray
-    T: sp.csr_matrix
+    T: sp.csr_matrix  # float64, or float32 when ``product`` gives the exact float64 product
     discount: float
+    product: Callable[[np.ndarray], np.ndarray] | None = None
 
     def apply(self, x: np.ndarray) -> np.ndarray:
-        """One application of the operator to the pair vector ``x``."""
+        """One application of the operator to the pair vector ``x`` (always in float64)."""
+        if self.product is not None:
+            return self.b + self.discount * self.product(x)
         return self.b + self.discount * (self.T @ x)
 
 
@@ -388,9 +411,18 @@ def eps_bar_form(mdp: FiniteMDP, ground: Ground = "reward", pairs: PairSpace | N
     one_dimensional = mdp.state_shape is None or len(mdp.state_shape) == 1
     if one_dimensional and len(pairs) >= COMPILED_EPS_BAR_PAIRS:
         b = entangled_ground_mean(mdp, ground, pairs.s, pairs.t)
-        T = eps_bar_matrix(pairs.s, pairs.t, pairs.index, mdp.require_policy("eps-bar"), mdp.transition_rows,
-                           mdp.n_actions, len(pairs))
-        return PairLinearForm(pairs, b, T, mdp.discount)
+        policy = mdp.require_policy("eps-bar")
+        args = (pairs.s, pairs.t, pairs.index, policy, mdp.transition_rows, mdp.n_actions)
+        counts = eps_bar_counts(*args)
+        # float64 T and its float32 copy for the Krylov solves take 16 bytes an entry
+        if len(pairs) < EPS_BAR_SINGLE_PAIRS or 16 * float(counts.sum()) <= EPS_BAR_MEMORY_SHARE * physical_memory():
+            return PairLinearForm(pairs, b, eps_bar_matrix(*args, len(pairs), counts=counts), mdp.discount)
+        # Too large: keep T in float32 only (4 bytes an entry, plus its int32 column) for the inner
+        # Krylov solves; the float64 residuals that drive the solution and its certificate recompute
+        # the couplings on the fly (slower per product, half the memory).
+        T32 = eps_bar_matrix(*args, len(pairs), dtype=np.float32, counts=counts)
+        product = eps_bar_product(*args)
+        return PairLinearForm(pairs, b, T32, mdp.discount, product=product)
     parts = entangled_parts(mdp, ground, pairs)
     T = pair_system(pairs, parts.actions.problem, parts.actions.mass, parts.next_states, len(parts.actions))
     return PairLinearForm(pairs, parts.constant, T, mdp.discount)

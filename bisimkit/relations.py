@@ -51,7 +51,27 @@ def cluster_rows(X: np.ndarray, atol: float) -> np.ndarray:
     if X.shape[1] == 0:
         return np.zeros(X.shape[0], dtype=np.int64)
     cols = np.column_stack([cluster_values(X[:, k], atol) for k in range(X.shape[1])])
-    return np.unique(cols, axis=0, return_inverse=True)[1].ravel()
+    return row_ids(cols)
+
+
+def row_ids(X: np.ndarray) -> np.ndarray:
+    """Integer ids 0, 1, ... of the rows of the integer matrix ``X``, equal exactly when the rows are equal.
+
+    Rows are grouped by a fixed random linear hash (wrapping uint64 arithmetic) and every
+    row is then compared with its group's first row; only if a hash collision joined
+    different rows does it fall back to ``np.unique(X, axis=0)`` (the same partition,
+    but a lexicographic sort of whole rows: seconds on the n*m x k matrices of n = 1000).
+    """
+    X = np.ascontiguousarray(X, dtype=np.int64)
+    if X.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    weights = np.random.default_rng(20240518).integers(1, 2**63, size=X.shape[1], dtype=np.int64)
+    h = X.view(np.uint64) @ weights.view(np.uint64)
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    if np.array_equal(X, X[first[inverse]]):
+        return inverse
+    return np.unique(X, axis=0, return_inverse=True)[1].ravel()
 
 
 def canonical(labels: np.ndarray) -> np.ndarray:
@@ -81,15 +101,17 @@ def _refine(n: int, signature) -> np.ndarray:
     labels = np.zeros(n, dtype=np.int64)
     while True:
         sig = signature(labels)
-        new = np.unique(np.column_stack([labels, sig]), axis=0, return_inverse=True)[1].ravel()
+        new = row_ids(np.column_stack([labels, sig]))
         if new.max() == labels.max():
             return canonical(labels)
+        if new.max() + 1 == n:  # all singletons: nothing left to split
+            return canonical(new)
         labels = new
 
 
 def _policy_averaged_labels(mdp: FiniteMDP, initial: np.ndarray, atol: float) -> np.ndarray:
     """Refine ``initial`` until equal class masses of Ppi hold inside blocks."""
-    Ppi = mdp.transition_pi
+    Ppi = mdp.transition_pi_rows
 
     def signature(labels):
         return np.column_stack([initial, cluster_rows(_class_masses(Ppi, labels), atol)])
@@ -111,7 +133,7 @@ def bisim_relation_labels(mdp: FiniteMDP, atol: float = 1e-9) -> np.ndarray:
     """Block labels of the largest (Ferns) bisimulation relation E_bisim."""
     n, m = mdp.n_states, mdp.n_actions
     reward = cluster_rows(mdp.rewards, atol)
-    P = mdp.transitions.reshape(n * m, n)
+    P = mdp.transition_rows
 
     def signature(labels):
         masses = _class_masses(P, labels).reshape(n, -1)
@@ -145,7 +167,7 @@ def eps_relation_labels(mdp: FiniteMDP, ground: Ground = "reward", atol: float =
     n, m = mdp.n_states, mdp.n_actions
     pi = mdp.require_policy("the eps relation")
     gclass = ground_classes(mdp, ground, atol)
-    P = mdp.transitions.reshape(n * m, n)
+    P = mdp.transition_rows
     cums = np.cumsum(pi, axis=1)
     cums[:, -1] = 1.0
     live = pi > atol * 1e-3

@@ -110,9 +110,10 @@ def _greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg):
 
 
 @njit(cache=True, nogil=True)
-def _warm_basis(a, b, k, l, flow, er, ec, adj, deg, br, bc):
+def _warm_basis(a, b, k, l, flow, er, ec, adj, deg, br, bc, rs, rd, left, done, stack):
     """Flows of a given spanning tree by peeling leaves. Returns False if the
-    cells are not a spanning tree or give negative flows."""
+    cells are not a spanning tree or give negative flows. ``rs, rd, left, done,
+    stack`` are scratch arrays of at least k + l entries."""
     n = k + l
     for e in range(n - 1):
         i = br[e]
@@ -120,11 +121,10 @@ def _warm_basis(a, b, k, l, flow, er, ec, adj, deg, br, bc):
         if i < 0 or i >= k or j < 0 or j >= l:
             return False
         _add_edge(e, i, j, k, er, ec, adj, deg)
-    rs = a[:k].copy()
-    rd = b[:l].copy()
-    left = deg.copy()
-    done = np.zeros(n - 1, dtype=np.bool_)
-    stack = np.empty(n, dtype=np.int64)
+    rs[:k] = a[:k]
+    rd[:l] = b[:l]
+    left[:n] = deg[:n]
+    done[:n] = False
     top = 0
     for v in range(n):
         if left[v] == 1:
@@ -178,26 +178,39 @@ def _smallest_even_flow(path, length, flow, er, ec, theta, leave):
 
 
 @njit(cache=True, nogil=True)
-def _solve_one(a, b, C, k, l, flow, br, bc, warm):
+def _workspace(nmax, dmax):
+    """Scratch arrays of :func:`_solve_one` for problems up to ``nmax = k + l`` nodes and
+    ``dmax = max(k, l)`` (allocated once per thread, not once per problem)."""
+    return (np.empty((nmax, dmax), dtype=np.int64), np.empty((9, nmax), dtype=np.int64),
+            np.empty((3, nmax)), np.empty(nmax, dtype=np.bool_))
+
+
+@njit(cache=True, nogil=True)
+def _solve_one(a, b, C, k, l, flow, br, bc, warm, adj, iw, fw, done):
     """Optimal flow into ``flow[:k, :l]``; the final basis into ``br, bc``.
-    Returns (cost, ok, pivots)."""
+    ``adj, iw, fw, done`` come from :func:`_workspace`. Returns (cost, ok, pivots)."""
     n = k + l
     for i in range(k):
         for j in range(l):
             flow[i, j] = 0.0
-    maxdeg = k if k > l else l
-    adj = np.empty((n, maxdeg), dtype=np.int64)
-    deg = np.zeros(n, dtype=np.int64)
-    er = np.empty(n - 1, dtype=np.int64)
-    ec = np.empty(n - 1, dtype=np.int64)
+    deg = iw[0]
+    er = iw[1]
+    ec = iw[2]
+    parent_edge = iw[3]
+    depth = iw[4]
+    stack = iw[5]
+    side = iw[6]
+    cycle = iw[7]
+    pot = fw[0]
+    deg[:n] = 0
     started = False
     if warm:
-        started = _warm_basis(a, b, k, l, flow, er, ec, adj, deg, br, bc)
+        started = _warm_basis(a, b, k, l, flow, er, ec, adj, deg, br, bc, fw[1], fw[2], iw[8], done, stack)
     if not started:
         for i in range(k):
             for j in range(l):
                 flow[i, j] = 0.0
-        deg[:] = 0
+        deg[:n] = 0
         started = _greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg)
     if not started:
         return 0.0, False, 0
@@ -207,12 +220,6 @@ def _solve_one(a, b, C, k, l, flow, br, bc, warm):
             if abs(C[i, j]) > scale:
                 scale = abs(C[i, j])
     eps = 1e-12 * (1.0 + scale)
-    pot = np.empty(n)
-    parent_edge = np.empty(n, dtype=np.int64)
-    depth = np.empty(n, dtype=np.int64)
-    stack = np.empty(n, dtype=np.int64)
-    side = np.empty(n, dtype=np.int64)
-    cycle = np.empty(n, dtype=np.int64)
     bland_after = 50 * n
     total = k * l
     block = max(int(np.sqrt(total)), 8)
@@ -389,41 +396,50 @@ def _bases_from_flows_serial(flows, C, k, l, basis, off, ok):
         _basis_from_flow_at(flows, C, k, l, basis, off, ok, p)
 
 
+#: Problems per block of a batch; each block allocates its scratch arrays once.
+BLOCK = 256
+
+
 @njit(cache=True, nogil=True)
-def _solve_at(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm, p):
-    lo = off[p]
-    hi = off[p] + k[p] + l[p] - 1
-    cost, good, piv = _solve_one(a[p], b[p], C[p], k[p], l[p], flows[p], basis[lo:hi, 0], basis[lo:hi, 1], warm[p])
-    costs[p] = cost
-    ok[p] = good
-    pivots[p] = piv
+def _solve_block(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm, blk, nmax, dmax):
+    adj, iw, fw, done = _workspace(nmax, dmax)
+    for p in range(blk * BLOCK, min((blk + 1) * BLOCK, a.shape[0])):
+        lo = off[p]
+        hi = off[p] + k[p] + l[p] - 1
+        cost, good, piv = _solve_one(a[p], b[p], C[p], k[p], l[p], flows[p], basis[lo:hi, 0], basis[lo:hi, 1],
+                                     warm[p], adj, iw, fw, done)
+        costs[p] = cost
+        ok[p] = good
+        pivots[p] = piv
 
 
 @njit(cache=True, parallel=True)
-def _solve_batch(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm):
-    for p in prange(a.shape[0]):
-        _solve_at(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm, p)
+def _solve_batch(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm, nmax, dmax):
+    for blk in prange((a.shape[0] + BLOCK - 1) // BLOCK):
+        _solve_block(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm, blk, nmax, dmax)
 
 
 @njit(cache=True)
-def _solve_batch_serial(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm):
-    for p in range(a.shape[0]):
-        _solve_at(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm, p)
+def _solve_batch_serial(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm, nmax, dmax):
+    for blk in range((a.shape[0] + BLOCK - 1) // BLOCK):
+        _solve_block(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm, blk, nmax, dmax)
 
 
 def _solve_supports_body(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass,
-                         x):
+                         x, cbuf, fbuf, adj, iw, fw, done):
     p = rows[x]
     kk = k[p]
     ll = l[p]
-    C = np.empty((kk, ll))
+    C = cbuf[:kk * ll].reshape((kk, ll))
     for i in range(kk):
+        row = xs[p, i]
         for j in range(ll):
-            C[i, j] = D[xs[p, i], ys[p, j]]
-    flow = np.empty((kk, ll))
+            C[i, j] = D[row, ys[p, j]]
+    flow = fbuf[:kk * ll].reshape((kk, ll))
     lo = off[p]
     hi = lo + kk + ll - 1
-    cost, good, _ = _solve_one(a[p], b[p], C, kk, ll, flow, basis[lo:hi, 0], basis[lo:hi, 1], warm[p])
+    cost, good, _ = _solve_one(a[p], b[p], C, kk, ll, flow, basis[lo:hi, 0], basis[lo:hi, 1], warm[p],
+                               adj, iw, fw, done)
     for e in range(lo, hi):
         r = basis[e, 0]
         c = basis[e, 1]
@@ -438,16 +454,38 @@ def _solve_supports_body(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, o
 _solve_supports_one = njit(cache=True, nogil=True)(_solve_supports_body)
 
 
+@njit(cache=True, nogil=True)
+def _solve_supports_block(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass,
+                          blk, nmax, dmax, cmax):
+    cbuf = np.empty(cmax)
+    fbuf = np.empty(cmax)
+    adj, iw, fw, done = _workspace(nmax, dmax)
+    for x in range(blk * BLOCK, min((blk + 1) * BLOCK, len(rows))):
+        _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass, x,
+                            cbuf, fbuf, adj, iw, fw, done)
+
+
 @njit(cache=True, parallel=True)
-def _solve_supports(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass):
-    for x in prange(len(rows)):
-        _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass, x)
+def _solve_supports(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass,
+                    nmax, dmax, cmax):
+    for blk in prange((len(rows) + BLOCK - 1) // BLOCK):
+        _solve_supports_block(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass,
+                              blk, nmax, dmax, cmax)
 
 
 @njit(cache=True)
-def _solve_supports_serial(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass):
-    for x in range(len(rows)):
-        _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass, x)
+def _solve_supports_serial(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass,
+                           nmax, dmax, cmax):
+    for blk in range((len(rows) + BLOCK - 1) // BLOCK):
+        _solve_supports_block(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass,
+                              blk, nmax, dmax, cmax)
+
+
+def _sizes(k: np.ndarray, l: np.ndarray) -> tuple[int, int, int]:
+    """``(nmax, dmax, cmax)``: the scratch sizes of a batch (nodes, largest side, cells)."""
+    km = int(np.max(k, initial=1))
+    lm = int(np.max(l, initial=1))
+    return km + lm, max(km, lm), km * lm
 
 
 def _threaded(k: np.ndarray, l: np.ndarray, rows: np.ndarray | None = None) -> bool:
@@ -482,8 +520,9 @@ def solve_supports(D: np.ndarray, xs: np.ndarray, ys: np.ndarray, a: np.ndarray,
     if len(rows):
         # Threads pay off on large batches; small ones (and their one-time compilation) stay serial.
         kernel = _solve_supports if _threaded(k, l, rows) else _solve_supports_serial
-        kernel(D, xs, ys, a, b, np.asarray(k, dtype=np.int64), np.asarray(l, dtype=np.int64), rows,
-               basis_offsets(k, l), basis, warm, costs, ok, out[0], out[1], out[2])
+        kk, ll = np.asarray(k, dtype=np.int64), np.asarray(l, dtype=np.int64)
+        kernel(D, xs, ys, a, b, kk, ll, rows, basis_offsets(k, l), basis, warm, costs, ok, out[0], out[1], out[2],
+               *_sizes(kk[rows], ll[rows]))
     return rows[~ok[rows]]
 
 
@@ -526,7 +565,7 @@ def solve_padded(a: np.ndarray, b: np.ndarray, C: np.ndarray, k: np.ndarray, l: 
     if P:
         kernel = _solve_batch if _threaded(k, l) else _solve_batch_serial
         kernel(np.ascontiguousarray(a), np.ascontiguousarray(b), np.ascontiguousarray(C), k, l,
-                     flows, costs, ok, pivots, basis, off, np.asarray(warm, dtype=np.bool_))
+               flows, costs, ok, pivots, basis, off, np.asarray(warm, dtype=np.bool_), *_sizes(k, l)[:2])
     return costs, flows, ok, pivots, basis
 
 

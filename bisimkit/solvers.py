@@ -49,6 +49,7 @@ from .order import ACTION_ORDER_METRICS, OrderSpec, resolve_order
 from .operators import (PairLinearForm, SteinForm, TransportTerms, diagonal_values, operator_form,
                         operator_info, pair_system)
 from .pairs import PairSpace
+from .quotient import QUOTIENT_METRICS, solve_on_quotient
 from .transport import plan_costs
 
 #: Default certified tolerance ("exact" in this project).
@@ -109,7 +110,7 @@ class Solution:
 def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float = DEFAULT_TOL,
           method: str = "auto", progress: Progress | None = None,
           max_iterations: int | None = None, full_diagonal: bool = False, order: OrderSpec = "index",
-          action_order: OrderSpec = "index") -> Solution:
+          action_order: OrderSpec = "index", quotient: bool = True) -> Solution:
     """The fixed point of operator ``metric`` on ``mdp`` to certified error ``tol``.
 
     Parameters
@@ -128,6 +129,12 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
         ``"class-contiguous"`` (states only) or a permutation / permutation file
         (:mod:`bisimkit.order`). Only eps-bar depends on the state order, and only the
         eps family on the action order; the solution records both.
+    quotient : for pi, psm, bisim and eps (not with ``full_diagonal``), first find the
+        largest relation of the metric's kind by partition refinement and, when it merges
+        states, solve on its blocks and lift the result (:mod:`bisimkit.quotient`); the
+        certificate covers the tolerance the blocks were found with, and the MDP itself is
+        solved when nothing merges or the lift cannot be certified within ``tol``.
+        ``False`` always solves the MDP itself.
     """
     info = operator_info(metric)
     if method not in METHODS:
@@ -146,7 +153,7 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
             sol = solve(relabel.relabel(mdp), metric,
                         relabel.relabel_ground(g, mdp.n_actions) if g is not None else None,
                         tol=tol, method=method, progress=progress, max_iterations=max_iterations,
-                        full_diagonal=full_diagonal)
+                        full_diagonal=full_diagonal, quotient=quotient)
         sol.distances = relabel.restore(sol.distances)
         sol.order, sol.action_order = relabel.label, relabel.action_label
         sol.ground = None if g is None else ground_label(g)
@@ -164,6 +171,14 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
         sol.metric, sol.certified_error, sol.tolerance = metric, 2 * sol.certified_error, tol
         sol.seconds = time.perf_counter() - start
         return sol
+    if quotient and metric in QUOTIENT_METRICS and not full_diagonal:
+        # Quotient first: solve on the blocks of the zero-set relation and lift (None: nothing merges,
+        # or the tolerance-found blocks cannot be certified within tol).
+        sol = solve_on_quotient(mdp, metric, g, tol, method=method, progress=progress,
+                                max_iterations=max_iterations)
+        if sol is not None:
+            sol.seconds = time.perf_counter() - start
+            return sol
     pairs = PairSpace(mdp.n_states, diagonal=True) if full_diagonal else None
     form = operator_form(mdp, metric, g if g is not None else "reward", pairs,
                          zero_diagonal=False if full_diagonal else None)
@@ -263,10 +278,18 @@ def stein_doubling(form: SteinForm, tol: float, report=None) -> tuple[np.ndarray
     ``||D_k - D*|| <= c^(2^k) ||A||_max / (1 - c)``.
     """
     A, P, c = form.A, form.P, form.discount
-    scale = float(np.max(np.abs(A), initial=0.0)) / (1.0 - c)
+    a_max = float(np.max(np.abs(A), initial=0.0))
+    scale = a_max / (1.0 - c)
     D, M, coef, k = A.copy(), P.copy(), c, 0
     err = coef * scale
     while err > tol:
+        closed = _rank_one_tail(A, M, coef, c, a_max, tol)
+        if closed is not None:
+            D, err = D + closed[0], closed[1]
+            k += 1
+            if report:
+                report(k, err)
+            break
         D = D + coef * ((M @ D) @ M.T)
         k += 1
         coef = coef * coef
@@ -280,13 +303,33 @@ def stein_doubling(form: SteinForm, tol: float, report=None) -> tuple[np.ndarray
     return (D + D.T) / 2, k, err
 
 
+def _rank_one_tail(A: np.ndarray, M: np.ndarray, coef: float, c: float, a_max: float,
+                   tol: float) -> tuple[float, float] | None:
+    """Close the Neumann tail ``sum_{j >= N} c^j P^j A P^jT`` when ``M = P^N`` has (nearly) equal rows.
+
+    With ``M = 1 mu^T + E`` (``mu`` the mean row, ``eps`` the largest L1 norm of a row of E),
+    every later power is ``P^j = 1 mu^T + E_j`` with ``||E_j||_inf <= eps``, so each tail term is
+    ``mu^T A mu`` up to ``(2 eps + eps^2) max|A|`` and the tail is the constant
+    ``mu^T A mu c^N / (1 - c)`` up to ``c^N / (1 - c) (2 eps + eps^2) max|A|``. Fast-mixing chains
+    (dense random MDPs) reach this after a few squarings instead of the ~8 the series needs.
+    Returns ``(tail constant, error bound)`` when the bound is within ``tol``, else None.
+    """
+    mu = M.mean(axis=0)
+    eps = float(np.max(np.abs(M - mu).sum(axis=1)))
+    bound = coef / (1.0 - c) * (2.0 * eps + eps * eps) * a_max
+    if bound > tol:
+        return None
+    return float(mu @ A @ mu) * coef / (1.0 - c), bound
+
+
 # ------------------------------------------------------ linear pair systems
 #: Pair systems up to this many unknowns are factorised directly.
 DIRECT_LIMIT = 800
 
 
 def solve_fixed_point(T: sp.csr_matrix, b: np.ndarray, c: float, x0: np.ndarray | None = None,
-                      tol: float = 1e-12) -> tuple[np.ndarray, float]:
+                      tol: float = 1e-12, product: Callable[[np.ndarray], np.ndarray] | None = None
+                      ) -> tuple[np.ndarray, float]:
     """Solve ``x = b + c T x`` (T substochastic) and bound the error.
 
     Iterative refinement: the residual ``r = b + cTx - x`` is always computed in
@@ -294,12 +337,13 @@ def solve_fixed_point(T: sp.csr_matrix, b: np.ndarray, c: float, x0: np.ndarray 
     ``(I - cT) dx = r``: a sparse LU factorisation for small systems, GMRES on a
     float32 copy of T for large ones (half the memory traffic; the float64
     residuals still drive the error to ``tol``). Returns ``(x, bound)`` with
-    ``||x - x*|| <= ||b + cTx - x|| / (1 - c) = bound``.
+    ``||x - x*|| <= ||b + cTx - x|| / (1 - c) = bound``. ``product``, when given, is the
+    exact float64 ``x -> T x`` and T itself may be a float32 copy (used for the inner solves only).
     """
     N = len(b)
     if N == 0:
         return np.zeros(0), 0.0
-    if N <= DIRECT_LIMIT:
+    if N <= DIRECT_LIMIT and product is None:
         step = spla.splu((sp.identity(N, format="csr") - c * T).tocsc()).solve
     else:
         T32 = matvec(T, np.float32)
@@ -310,7 +354,7 @@ def solve_fixed_point(T: sp.csr_matrix, b: np.ndarray, c: float, x0: np.ndarray 
             dx, _ = spla.gmres(A, (r / scale).astype(np.float32), rtol=1e-5, atol=0.0, restart=20, maxiter=10)
             return dx.astype(np.float64) * scale
 
-    Tx = matvec(T)
+    Tx = matvec(T) if product is None else product
     x = np.zeros(N) if x0 is None else np.asarray(x0, dtype=np.float64).copy()
     bound = np.inf
     for _ in range(60):
@@ -325,7 +369,7 @@ def solve_fixed_point(T: sp.csr_matrix, b: np.ndarray, c: float, x0: np.ndarray 
 def pair_linear_solve(form: PairLinearForm, tol: float, report=None) -> tuple[np.ndarray, int, float]:
     """Exact solve of a linear pair operator, returning F(x) with its certificate."""
     c = form.discount
-    x, _ = solve_fixed_point(form.T, form.b, c, tol=tol * 0.1)
+    x, _ = solve_fixed_point(form.T, form.b, c, tol=tol * 0.1, product=form.product)
     fx = form.apply(x)
     err = _certificate(c, float(np.max(np.abs(fx - x), initial=0.0)))
     if report:
@@ -350,7 +394,9 @@ def coupling_iteration(terms: TransportTerms, tol: float, report=None,
     b = np.bincount(terms.row_pair, weights=terms.row_weight * terms.row_const, minlength=len(pairs))
     # Round 0: couplings optimal for the one-step distances F(0).
     x = terms.combine(terms.row_const)
-    _, plans = terms.costs(pairs.to_matrix(x), plans=True)
+    D0 = pairs.to_matrix(x)
+    terms.seed_line(D0)  # optimal bases when F(0) is a line metric (pi: |Rpi(s) - Rpi(t)|)
+    _, plans = terms.costs(D0, plans=True, reuse=True)  # one set of plan arrays for every round
     choice = None
     rounds = max_rounds if max_rounds is not None else 100
     err, lin_tol, fx = math.inf, 1e-3, x
@@ -358,10 +404,13 @@ def coupling_iteration(terms: TransportTerms, tol: float, report=None,
         lin_tol = max(tol * 1e-3, min(lin_tol, 1e-3 * err))
         if terms.reduce == "sum":
             T = pair_system(pairs, terms.row_pair, terms.row_weight, plans, n_rows)
+            plans = None  # the system holds what is needed; free the cells before the next plans
             x, _ = solve_fixed_point(T, b, c, x0=fx, tol=lin_tol)
+            T = None
         else:
             x, choice = _solve_max_player(terms, plans, fx, choice, lin_tol)
-        new_costs, plans = terms.costs(pairs.to_matrix(x), plans=True)
+            plans = None
+        new_costs, plans = terms.costs(pairs.to_matrix(x), plans=True, reuse=True)
         fx = terms.combine(terms.row_const + c * new_costs)
         previous, err = err, _certificate(c, float(np.max(np.abs(fx - x), initial=0.0)))
         if report:

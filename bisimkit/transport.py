@@ -54,7 +54,8 @@ class WarmStarts:
 
 def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: np.ndarray,
                       d: np.ndarray, p: int = 1, plans: bool = False,
-                      zero_diagonal: bool = True, warm: WarmStarts | None = None) -> tuple[np.ndarray, Cells | None]:
+                      zero_diagonal: bool = True, warm: WarmStarts | None = None,
+                      buffers: list | None = None) -> tuple[np.ndarray, Cells | None]:
     """Optimal ``W_p`` values (and plans) for the pairs ``(X[src[k]], Y[dst[k]])``.
 
     Parameters
@@ -68,6 +69,8 @@ def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: 
     zero_diagonal : ``d`` has a zero diagonal, so identical histograms cost 0.
     warm : bases kept from the previous call on the *same* problems (same
         histograms, other costs), to warm-start the simplex; updated in place.
+    buffers : a list that keeps the plan arrays between calls on the same problems
+        (reused instead of allocated; the previous call's plans are overwritten).
     """
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
@@ -76,8 +79,16 @@ def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: 
     values = np.zeros(N)
     slots = np.maximum(np.diff(X.indptr)[src] + np.diff(Y.indptr)[dst] - 1, 0)
     off = np.concatenate([[0], np.cumsum(slots)]).astype(np.int64)
-    out = (np.zeros(int(off[-1]), dtype=np.int32), np.zeros(int(off[-1]), dtype=np.int32),
-           np.zeros(int(off[-1]))) if plans else None
+    out = None
+    if plans:
+        total = int(off[-1])
+        if buffers and len(buffers[0][2]) == total:
+            out = buffers[0]
+            out[2].fill(0.0)  # slots a method leaves unwritten carry no mass
+        else:
+            out = (np.zeros(total, dtype=np.int32), np.zeros(total, dtype=np.int32), np.zeros(total))
+            if buffers is not None:
+                buffers[:] = [out]
     for start in range(0, N, CHUNK):
         stop = min(start + CHUNK, N)
         view = None

@@ -85,3 +85,42 @@ def test_bad_warm_basis_falls_back_to_a_cold_start():
     junk = np.zeros((8, 2), dtype=np.int16)  # all cells (0, 0): not a spanning tree
     costs, _, ok, _, _ = solve_padded(a, b, C, np.array([5]), np.array([4]), basis=junk)
     assert ok[0] and costs[0] == pytest.approx(ot.emd2(a[0], b[0], C[0]), abs=1e-12)
+
+
+def test_line_bases_are_optimal_for_a_line_metric():
+    """The monotone staircase along h is a spanning tree and optimal for |h_i - h_j|: no pivot needed."""
+    from bisimkit.simplex import basis_offsets, line_bases
+
+    rng = np.random.default_rng(3)
+    n = 60
+    h = rng.random(n)
+    P, K, L = 40, [], []
+    xs = np.zeros((P, 30), dtype=np.int64)
+    ys = np.zeros((P, 30), dtype=np.int64)
+    a = np.zeros((P, 30))
+    b = np.zeros((P, 30))
+    for p in range(P):
+        k, l = rng.integers(1, 31, size=2)
+        xs[p, :k] = np.sort(rng.choice(n, k, replace=False))
+        ys[p, :l] = np.sort(rng.choice(n, l, replace=False))
+        a[p, :k], b[p, :l] = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(l))
+        K.append(k)
+        L.append(l)
+    K, L = np.array(K), np.array(L)
+    basis = np.zeros((int(basis_offsets(K, L)[-1]), 2), dtype=np.int16)
+    valid = np.zeros(P, dtype=bool)
+    line_bases(xs, a, K, ys, b, L, h, basis, valid)
+    assert valid.all()
+    C = np.abs(h[xs][:, :, None] - h[ys][:, None, :])
+    costs, flows, ok, pivots, _ = solve_padded(a, b, C, K, L, basis=basis.copy(), warm=valid.copy())
+    assert ok.all() and (pivots == 0).all()
+    for p in range(P):
+        k, l = K[p], L[p]
+        assert costs[p] == pytest.approx(ot.emd2(a[p, :k], b[p, :l], C[p, :k, :l]), abs=1e-12)
+    # Under another cost the same start is only a start: still optimal in the end.
+    C2 = rng.random(C.shape)
+    costs2, _, ok2, _, _ = solve_padded(a, b, C2, K, L, basis=basis.copy(), warm=valid.copy())
+    assert ok2.all()
+    for p in range(P):
+        k, l = K[p], L[p]
+        assert costs2[p] == pytest.approx(ot.emd2(a[p, :k], b[p, :l], C2[p, :k, :l]), abs=1e-12)

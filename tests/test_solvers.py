@@ -115,3 +115,41 @@ def test_threaded_and_single_thread_kernels_agree(monkeypatch):
     monkeypatch.setattr(compiled, "MATVEC_PARALLEL_MIN_NNZ", 1)
     for metric, d in single.items():
         assert np.max(np.abs(solve(mdp, metric).distances - d)) < 1e-12, metric
+
+
+def test_stein_rank_one_tail_closure_agrees_with_the_full_series(monkeypatch):
+    """Dense random chains mix fast: the tail of the Neumann series is closed as a constant once
+    P^(2^k) has (nearly) equal rows; the result and its certificate match the plain doubling."""
+    from bisimkit import solvers
+
+    dense = random_mdp(120, 3, seed=2)  # fast mixing: closes early
+    slow = random_mdp(40, 2, seed=1, max_support=2)  # slow mixing: never closes
+    for mdp in (dense, slow):
+        for metric in ("mico", "psm-sampled"):
+            fast = solve(mdp, metric, tol=1e-10)
+            with monkeypatch.context() as m:
+                m.setattr(solvers, "_rank_one_tail", lambda *args: None)
+                plain = solve(mdp, metric, tol=1e-10)
+            assert fast.certified_error <= 1e-10
+            assert np.max(np.abs(fast.distances - plain.distances)) <= fast.certified_error + plain.certified_error
+    assert solve(dense, "mico").iterations < solve(slow, "mico").iterations
+
+
+def test_eps_bar_single_precision_matrix_with_exact_products(monkeypatch):
+    """Large eps-bar systems keep T in float32 and compute float64 products on the fly: same fixed point."""
+    from bisimkit import operators
+
+    mdp = random_mdp(220, 3, seed=5, max_support=6)  # 24090 pairs: the compiled assembly
+    exact = solve(mdp, "eps-bar")
+    monkeypatch.setattr(operators, "EPS_BAR_SINGLE_PAIRS", 1)
+    assert operators.operator_form(mdp, "eps-bar", "reward").product is None  # fits in memory: float64
+    monkeypatch.setattr(operators, "EPS_BAR_MEMORY_SHARE", 0.0)
+    form = operators.operator_form(mdp, "eps-bar", "reward")
+    assert form.product is not None and form.T.dtype == np.float32
+    x = np.random.default_rng(0).random(len(form.pairs))
+    reference = operators.eps_bar_matrix(form.pairs.s, form.pairs.t, form.pairs.index, mdp.policy,
+                                         mdp.transition_rows, mdp.n_actions, len(form.pairs)) @ x
+    np.testing.assert_allclose(form.product(x), reference, rtol=1e-13, atol=1e-13)
+    single = solve(mdp, "eps-bar")
+    assert single.certified_error <= 1e-9
+    assert np.max(np.abs(single.distances - exact.distances)) <= single.certified_error + exact.certified_error

@@ -1,0 +1,310 @@
+"""Quotient-first solving: solve on the blocks of the zero-set relation, lift, certify.
+
+For the pseudometrics ``pi``, ``psm``, ``bisim`` and ``eps`` the zero set of the
+fixed point is the largest relation of the same kind (``docs/relations.md``,
+claim C2): related states are at distance 0 and, by the triangle inequality, at
+the same distance from every other state. The n x n fixed point is therefore a
+k x k matrix on the blocks, and partition refinement finds the blocks in
+near-linear time. This module solves that k-state problem and lifts it.
+
+Construction
+------------
+Let ``B(s)`` be the block of state s (``relations.relation_labels`` with the
+metric's kind and ground) and ``r_b`` the smallest state of block b. The
+quotient MDP has one state per block and the rows of the representatives, with
+the transition mass gathered onto blocks::
+
+    R~(b, a) = R(r_b, a),   pi~(b) = pi(r_b),   P~(b, a, b') = sum_{s' in b'} P(r_b, a, s'),
+
+the same discount and action values, and for a ground matrix the restriction
+``G~((b, a), (b', a')) = G((r_b, a), (r_b', a'))`` (the built-in grounds
+``reward`` and ``policy`` restrict by themselves). Its solution d~ is lifted as
+``D(s, t) = d~(B(s), B(t))``.
+
+Why the lift is certified although blocks are found with a tolerance
+------------------------------------------------------------------------
+Blocks are found by clustering real numbers with ``atol`` (1e-9), so the rows
+of s and of ``r_B(s)`` agree only approximately. The certificate is therefore not
+assumed but derived from two lemmas and a per-state deviation, all O(nnz).
+Write ``B#mu`` for the block aggregate of a law mu on states, ``(B#mu)(b) = mu(b)``.
+
+(L1) Aggregation. If the cost is constant on blocks, ``D(x, y) = d(B(x), B(y))``,
+then ``W1(mu, nu; D) = W1(B#mu, B#nu; d)``. Proof: pushing a coupling of (mu, nu)
+forward by ``B x B`` gives a coupling of the aggregates with the same cost (>=);
+conversely a coupling g of the aggregates lifts to
+``g(B(x), B(y)) mu(x)/mu(B(x)) nu(y)/nu(B(y))``, a coupling of (mu, nu) with the
+same cost (<=). Nothing is assumed of d on the diagonal.
+
+(L2) Stability. For any cost C with oscillation ``osc C = max C - min C <= M`` and
+``TV(mu, mu') = 1/2 ||mu - mu'||_1``::
+
+    |OT_C(mu, nu) - OT_C(mu', nu)| <= M TV(mu, mu').
+
+Proof: subtracting the constant ``min C`` shifts both values equally, so take
+``0 <= C <= M``. Let g' be optimal for (mu', nu) and k a coupling of (mu, mu')
+that keeps ``min(mu, mu')`` in place, so it moves mass ``TV(mu, mu')``. The glued
+plan ``g(x, y) = sum_x' k(x, x') g'(x', y) / mu'(x')`` couples (mu, nu); its cells
+with x = x' cost at most the cost of g' (as ``k(x, x) <= mu'(x)`` and C >= 0), the
+others at most ``M TV``. Swap the roles for the other inequality.
+
+Per-state deviation. For a bound M on the oscillation of the quotient's fixed
+point d~*, and r = r_B(s) (the quotient's quantities are taken from the quotient MDP
+as built, after its own validation renormalised the rows, so nothing is assumed about
+how exactly its rows match the representatives'):
+
+* ``pi``:  ``delta(s) = |Rpi(s) - R~pi(B(s))| + c M TV(B#Ppi(s), P~pi(B(s)))``;
+* ``psm``: the same with ``||abar(s) - abar~(B(s))||_1`` for the reward term;
+* ``bisim``: ``delta(s) = max_a |R(s, a) - R~(B(s), a)| + c M TV(B#P(s, a), P~(B(s), a))``;
+* ``eps``: with one shared uniform U choosing the actions ``a_s(U)`` of s and
+  ``a~(U)`` of B(s) by their quantile functions (the entangled coupling gamma_s of
+  pi(s) and pi~(B(s)), whose cells are the merged breakpoint segments),
+  ``delta(s) = sum gamma_s(a, a') [g(s, a; r, a') + c M TV(B#P(s, a), P~(B(s), a'))]``
+  with ``g(x; x')`` bounding how much G can change when its argument x is replaced by
+  x': ``|R(x) - R(x')|`` for the reward ground, ``||abar(s) - abar(r)||_1`` for the
+  policy ground, ``max(||G[x, .] - G[x', .]||_inf, ||G[., x] - G[., x']||_inf)`` for
+  a matrix (rows and columns, so symmetry is not assumed).
+
+Theorem. Let d~* be the fixed point of the quotient operator F~ and ``D*`` its lift.
+Then ``|F(D*)(s, t) - D*(s, t)| <= delta(s) + delta(t)`` for every pair, diagonal and
+pairs inside a block included. Proof: ``D*(s, t) = d~*(B(s), B(t)) = F~(d~*)(B(s), B(t))``.
+By (L1) every W1 term of ``F(D*)(s, t)`` is a W1 under d~* between aggregated
+laws of s and t; the same term of F~ uses the laws of the blocks. Replacing the
+laws of s by those of B(s) costs ``c M TV`` per term by (L2), and likewise for t;
+replacing the reward / mean-action / ground terms costs the first parts of
+``delta(s)`` and ``delta(t)`` (triangle inequality; for bisim
+``|max_a f_a - max_a h_a| <= max_a |f_a - h_a|``; for eps the two sides are
+expectations over the same U, and the U-integral of the per-U bound is
+``delta(s) + delta(t)``).
+
+Certificate. The quotient solver returns d~ with ``||d~ - d~*||_inf <= err_q`` (over
+all k x k entries: the solvers charge any diagonal residual to the certificate).
+Lifting preserves the sup norm, and the original operator F is a c-contraction
+with fixed point d*, so::
+
+    ||D - d*|| <= ||D - D*|| + ||D* - d*|| <= err_q + ||F(D*) - D*|| / (1 - c)
+               <= err_q + 2 max_s delta(s) / (1 - c),
+
+with ``M = max d~ + 2 err_q`` (d~ is clipped at 0 and 0 on its diagonal, so d~* lies
+in ``[-err_q, max d~ + err_q]``). Before solving, the same bound with the a-priori
+``M = C / (1 - c) + 3 tol`` (C the largest one-step term of the quotient, which
+bounds its fixed point by ``C / (1 - c)``) decides whether the quotient can meet
+``tol`` at all: if the deviation term alone would use more than half of ``tol``,
+the original MDP is solved instead; otherwise the quotient is solved to
+``tol`` minus that term, so the lifted certificate is at most ``tol``. For copies
+of states (``generators.planted_bisimulation``, ``lift``) the deviations are
+floating-point round-off, of order 1e-16. (As everywhere in the solvers, the
+round-off of evaluating the formulas themselves is not charged.)
+
+Scope: ``pi``, ``psm``, ``bisim``, ``eps``. Not eps-bar (its fixed point depends on
+the state order and need not vanish on E_eps), nor the sampled / independent
+operators (mico, psm-sampled, dbc-sampled: ``d(s, s) > 0``), nor dbc (W2) or eps-avg
+(no relation of their own is computed), nor ``full_diagonal`` solves.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from .couplings import entangled_cells
+from .ground import Ground
+from .mdp import FiniteMDP
+from .relations import relation_labels
+
+#: The metrics whose zero set is the largest relation of the same name.
+QUOTIENT_METRICS = ("pi", "psm", "bisim", "eps")
+#: Tolerance of the partition refinement that finds the blocks.
+RELATION_ATOL = 1e-9
+#: The deviation term may use at most this fraction of the requested tolerance.
+DEVIATION_SHARE = 0.5
+_POLICY_METRICS = ("pi", "psm", "eps")
+
+
+@dataclass
+class Quotient:
+    """The quotient of ``source`` by a relation, with what it takes to certify a lift.
+
+    ``labels[s]`` is the block of state s (blocks numbered by their smallest state),
+    ``representatives[b]`` the smallest state of block b, ``mdp`` the quotient MDP and
+    ``ground`` its ground (a name, the restricted matrix, or None for metrics without
+    one). ``ground_deviation`` and ``transport_deviation`` hold the two parts of the
+    per-state deviation (module docstring): ``delta(s) = max_j (ground_deviation[s, j]
+    + c M transport_deviation[s, j])`` (one column except for bisim, one per action).
+    """
+
+    metric: str
+    source: FiniteMDP
+    mdp: FiniteMDP
+    ground: Ground | None
+    labels: np.ndarray
+    representatives: np.ndarray
+    ground_deviation: np.ndarray
+    transport_deviation: np.ndarray
+
+    @property
+    def n_blocks(self) -> int:
+        """Number of blocks k (states of the quotient)."""
+        return int(len(self.representatives))
+
+    def lift(self, d: np.ndarray) -> np.ndarray:
+        """``D(s, t) = d(B(s), B(t))``: a block distance matrix on the original states."""
+        return np.asarray(d)[np.ix_(self.labels, self.labels)]
+
+    def deviation(self, M: float) -> np.ndarray:
+        """``delta(s)`` for every original state, for a bound M on the oscillation of d~*."""
+        c = self.mdp.discount
+        return np.max(self.ground_deviation + c * M * self.transport_deviation, axis=1)
+
+    def lift_error(self, M: float) -> float:
+        """``2 max_s delta(s) / (1 - c)``: what lifting adds to the quotient's certificate."""
+        delta = self.deviation(M)
+        return 2.0 * float(np.max(delta, initial=0.0)) / (1.0 - self.mdp.discount)
+
+    def certificate(self, d: np.ndarray, certified_error: float) -> float:
+        """Certified sup-norm error of ``lift(d)`` on the original MDP, given the quotient's."""
+        M = float(np.max(d, initial=0.0)) - min(float(np.min(d, initial=0.0)), 0.0) + 2.0 * certified_error
+        return float(certified_error) + self.lift_error(M)
+
+    def one_step_bound(self) -> float:
+        """The largest one-step term C of the quotient operator (its fixed point is <= C / (1 - c))."""
+        q = self.mdp
+        if self.metric == "pi":
+            return float(np.ptp(q.reward_pi))
+        if self.metric == "psm" or (self.metric == "eps" and isinstance(self.ground, str) and self.ground == "policy"):
+            return float(np.ptp(q.mean_action, axis=0).sum())
+        if self.metric == "eps" and not isinstance(self.ground, str):
+            return max(float(np.max(self.ground)), 0.0)
+        return float(np.ptp(q.rewards))  # bisim, eps with the reward ground
+
+    def solve(self, tol: float, method: str = "auto", progress: Callable | None = None,
+              max_iterations: int | None = None, started: float | None = None):
+        """Solve the quotient and lift it, or None when the lift cannot be certified within ``tol``.
+
+        Returns a :class:`bisimkit.solvers.Solution` on the original states whose
+        ``certified_error`` is the lifted certificate (module docstring). ``started``
+        (a ``time.perf_counter()`` value) is where ``history_seconds`` counts from
+        (default: the quotient's own solve).
+        """
+        from .solvers import ZeroGroundWarning, solve
+
+        offset = 0.0 if started is None else time.perf_counter() - started
+        c = self.mdp.discount
+        a_priori = self.lift_error(self.one_step_bound() / (1.0 - c) + 3.0 * tol)
+        if not a_priori <= DEVIATION_SHARE * tol:
+            return None
+        with warnings.catch_warnings():  # the caller warned about the original MDP already
+            warnings.simplefilter("ignore", ZeroGroundWarning)
+            sol = solve(self.mdp, self.metric, self.ground, tol=tol - a_priori, method=method, progress=progress,
+                        max_iterations=max_iterations, quotient=False)
+        err = self.certificate(sol.distances, sol.certified_error)
+        if not (sol.converged and err <= tol):
+            return None
+        shift = err - sol.certified_error
+        sol.distances = self.lift(sol.distances)
+        sol.certified_error = err
+        sol.tolerance = tol
+        sol.history = [h + shift for h in sol.history]
+        sol.history_seconds = [t + offset for t in sol.history_seconds]
+        sol.method = f"{sol.method} on the quotient ({self.n_blocks} of {self.source.n_states} states)"
+        return sol
+
+
+def quotient(mdp: FiniteMDP, metric: str, ground: Ground = "reward", atol: float = RELATION_ATOL) -> Quotient | None:
+    """The quotient of ``mdp`` by the largest relation of ``metric``'s kind, or None when nothing merges.
+
+    ``ground`` is a resolved ground (``"reward"``, ``"policy"`` or a validated matrix) and
+    matters for eps only. Also None when the metric needs a policy and the MDP has none
+    (the solver then reports that). Raises ValueError for metrics outside
+    :data:`QUOTIENT_METRICS`.
+    """
+    if metric not in QUOTIENT_METRICS:
+        raise ValueError(f"no quotient path for '{metric}' (only {', '.join(QUOTIENT_METRICS)})")
+    if metric in _POLICY_METRICS and mdp.policy is None:
+        return None
+    if ground is None:
+        ground = "reward"
+    labels = relation_labels(mdp, metric, ground, atol)
+    n, m = mdp.n_states, mdp.n_actions
+    k = int(labels.max()) + 1
+    if k == n:
+        return None
+    _, reps = np.unique(labels, return_index=True)  # canonical labels: block b's first state is its smallest
+    onehot = sp.csr_matrix((np.ones(n), (np.arange(n), labels)), shape=(n, k))
+    rep_rows = (reps[:, None] * m + np.arange(m)).ravel()
+    P = (mdp.transition_rows[rep_rows] @ onehot).toarray().reshape(k, m, k)
+    policy = None if mdp.policy is None else mdp.policy[reps]
+    q_mdp = FiniteMDP(P, mdp.rewards[reps], mdp.discount, policy, mdp.action_values,
+                      name=f"quotient[{mdp.label}, {k} of {n} states]")
+    q_ground = None
+    if metric == "eps":
+        q_ground = ground if isinstance(ground, str) else np.asarray(ground)[np.ix_(rep_rows, rep_rows)]
+    g_dev, t_dev = _deviation_parts(mdp, q_mdp, metric, ground, labels, reps, onehot)
+    return Quotient(metric, mdp, q_mdp, q_ground, labels, reps, g_dev, t_dev)
+
+
+def _row_tv(X: sp.csr_matrix, rows_x: np.ndarray, Y: sp.csr_matrix, rows_y: np.ndarray) -> np.ndarray:
+    """``TV(X[rows_x[i]], Y[rows_y[i]])`` for every i (sparse, O(nnz))."""
+    diff = X[rows_x] - Y[rows_y]
+    return 0.5 * np.asarray(abs(diff).sum(axis=1)).ravel()
+
+
+def _deviation_parts(mdp: FiniteMDP, q: FiniteMDP, metric: str, ground: Ground, labels: np.ndarray,
+                     reps: np.ndarray, onehot: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+    """(ground part, transport part) of delta(s), compared with the quotient's own arrays."""
+    n, m = mdp.n_states, mdp.n_actions
+    if metric in ("pi", "psm"):
+        agg = sp.csr_matrix(mdp.transition_pi_rows @ onehot)
+        tv = _row_tv(agg, np.arange(n), q.transition_pi_rows, labels)
+        if metric == "pi":
+            g = np.abs(mdp.reward_pi - q.reward_pi[labels])
+        else:
+            g = np.abs(mdp.mean_action - q.mean_action[labels]).sum(axis=1)
+        return g[:, None], tv[:, None]
+    agg = sp.csr_matrix(mdp.transition_rows @ onehot)
+    if metric == "bisim":
+        q_rows = (labels[:, None] * m + np.arange(m)).ravel()
+        tv = _row_tv(agg, np.arange(n * m), q.transition_rows, q_rows).reshape(n, m)
+        return np.abs(mdp.rewards - q.rewards[labels]), tv
+    # eps: the entangled coupling of pi(s) and pi~(B(s)), cell by cell (the merged breakpoint segments).
+    cells = entangled_cells(sp.csr_matrix(mdp.policy), np.arange(n), sp.csr_matrix(q.policy), labels)
+    s, a, b = cells.problem, cells.i, cells.j
+    block = labels[s]
+    tv = _row_tv(agg, s * m + a, q.transition_rows, block * m + b)
+    if isinstance(ground, str) and ground == "reward":
+        g = np.abs(mdp.rewards[s, a] - q.rewards[block, b])
+    elif isinstance(ground, str):  # policy
+        g = np.abs(mdp.mean_action[s] - q.mean_action[block]).sum(axis=1)
+    else:
+        g = _ground_matrix_deviation(np.asarray(ground), s * m + a, reps[block] * m + b)
+    g_dev = np.bincount(s, weights=cells.mass * g, minlength=n)
+    t_dev = np.bincount(s, weights=cells.mass * tv, minlength=n)
+    return g_dev[:, None], t_dev[:, None]
+
+
+def _ground_matrix_deviation(G: np.ndarray, x: np.ndarray, y: np.ndarray, chunk: int = 512) -> np.ndarray:
+    """``max(||G[x] - G[y]||_inf, ||G[:, x] - G[:, y]||_inf)`` per index pair (0 where x == y)."""
+    out = np.zeros(len(x))
+    todo = np.nonzero(x != y)[0]
+    for start in range(0, len(todo), chunk):
+        idx = todo[start:start + chunk]
+        rows = np.max(np.abs(G[x[idx]] - G[y[idx]]), axis=1)
+        cols = np.max(np.abs(G[:, x[idx]] - G[:, y[idx]]), axis=0)
+        out[idx] = np.maximum(rows, cols)
+    return out
+
+
+def solve_on_quotient(mdp: FiniteMDP, metric: str, ground: Ground | None, tol: float, method: str = "auto",
+                      progress: Callable | None = None, max_iterations: int | None = None,
+                      atol: float = RELATION_ATOL):
+    """Quotient-first solve: the lifted, certified solution, or None (nothing merges, or the
+    blocks deviate too much to certify within ``tol``); the caller then solves ``mdp`` itself."""
+    started = time.perf_counter()
+    q = quotient(mdp, metric, ground if ground is not None else "reward", atol)
+    if q is None:
+        return None
+    return q.solve(tol, method=method, progress=progress, max_iterations=max_iterations, started=started)

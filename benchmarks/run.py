@@ -53,13 +53,13 @@ END = "<!-- benchmarks:end -->"
 WORKLOADS = [
     ("pi-dense", "benchmarks.bench_pi_dense", ["pi"], [50, 100, 200], [50],
      "ratio >= 50 and first_round_seconds <= baseline_seconds_per_sweep", "dense (published recipe)"),
-    ("pi-eps-sparse", "benchmarks.bench_sparse", ["pi", "eps"], [300, 1000, 3000], [100],
+    ("pi-eps-sparse", "benchmarks.bench_sparse", ["pi", "eps"], [60, 300, 1000, 3000], [100],
      "seconds < 600 and peak_mib < 16384", "m = 4, ≤ 8 successors"),
-    ("bisim-sparse", "benchmarks.bench_bisim", ["bisim"], [125, 250, 500], [60],
+    ("bisim-sparse", "benchmarks.bench_bisim", ["bisim"], [60, 125, 250, 500], [60],
      "seconds < 60", "m = 4, ≤ 8 successors"),
-    ("eps-bar-sparse", "benchmarks.bench_eps_bar", ["eps-bar"], [1000, 2500, 5000], [200],
+    ("eps-bar-sparse", "benchmarks.bench_eps_bar", ["eps-bar"], [60, 1000, 2500, 5000], [200],
      "seconds < 300", "m = 4, ≤ 8 successors"),
-    ("mico-dense", "benchmarks.bench_linear", ["mico", "psm-sampled"], [1000, 2500, 5000], [200],
+    ("mico-dense", "benchmarks.bench_linear", ["mico", "psm-sampled"], [100, 1000, 2500, 5000], [200],
      "seconds < 60", "dense (published recipe)"),
 ]
 METRIC_NAMES = {"pi": "π", "eps": "ε (reward)", "eps-bar": "ε̄", "bisim": "bisim", "mico": "MICo",
@@ -117,6 +117,60 @@ def exponents(records: list[dict]) -> list[dict]:
                     "baseline_measured_sizes": [r["n"] for r in rs
                                                 if "baseline" in r and basis(r["baseline"]) == "measured"]})
     return out
+
+
+#: How each workload builds its MDP from (n, seed) (as its bench script does).
+DENSE_WORKLOADS = ("pi-dense", "mico-dense")
+
+
+def build_mdp(workload: str, n: int, seed: int = 0):
+    """The MDP of a workload's record (to recompute a baseline's first step)."""
+    from benchmarks.common import published_mdp, sparse_mdp
+
+    return published_mdp(n, seed=seed) if workload in DENSE_WORKLOADS else sparse_mdp(n, seed=seed)
+
+
+def refamily(records: list[dict], tol: float = 1e-9) -> None:
+    """Extrapolate every unfinished baseline with the contraction of the largest *completed* baseline
+    of the same workload and metric at a smaller n (in place).
+
+    The sweeps are counted from sweep 1 with that contraction (how
+    :func:`validation.reference.observed_contraction` is defined, so it reproduces the completed
+    run's own count); sweep 1's step is the record's own, or, for a run stopped inside its first
+    sweep, ``max F(0)`` computed from the MDP (:func:`validation.reference.first_step`). A record
+    whose runner passed that contraction already is left as it is; with no completed smaller run
+    the record keeps its own basis.
+    """
+    from validation.reference import first_step, sweeps_needed
+
+    for rs in series(records).values():
+        for r in rs:
+            base = r.get("baseline")
+            if base is None or base.get("finished"):
+                continue
+            done = [x for x in rs if x["n"] < r["n"] and x.get("baseline", {}).get("finished")
+                    and x["baseline"].get("observed_contraction") is not None]
+            if not done:
+                continue
+            ref = max(done, key=lambda x: x["n"])
+            rate = ref["baseline"]["observed_contraction"]
+            source = f"n={ref['n']}"
+            if base.get("contraction_supplied") == rate and base.get("contraction_source") == source:
+                continue
+            steps = base.get("steps") or []
+            first = steps[0] if steps else first_step(build_mdp(r["workload"], r["n"], r.get("seed", 0)), r["metric"])
+            c = 0.9 if "discount" not in r else r["discount"]
+            needed = sweeps_needed(first, 1, rate, tol, c)
+            if steps:
+                needed = max(needed, len(steps))
+            base.setdefault("own_extrapolation", {"basis": base.get("basis"), "sweeps_needed": base.get("sweeps_needed"),
+                                                  "seconds_total": base.get("seconds_total")})
+            base.update(basis=f"extrapolated from n={ref['n']} (r = {rate:.3f})", contraction=rate,
+                        contraction_supplied=rate, contraction_source=source, sweeps_needed=needed,
+                        first_step=first, seconds_total=base["seconds_per_sweep"] * needed,
+                        seconds_extrapolated=base["seconds_per_sweep"] * needed)
+            r["ratio"] = base["seconds_total"] / r["seconds"]
+            r["baseline_family"] = [{"n": x["n"], "contraction": x["baseline"]["observed_contraction"]} for x in done]
 
 
 def check_env(r: dict) -> dict:
@@ -377,6 +431,9 @@ def main() -> None:
                         help="keep the records of the workloads not run from the existing results.json")
     parser.add_argument("--out", default=None, help=f"output folder (default {RESULTS})")
     parser.add_argument("--no-sinkhorn", action="store_true")
+    parser.add_argument("--smallest", action="store_true",
+                        help="run only each workload's smallest size and merge its records into results.json "
+                             "(by workload, metric and n); then re-extrapolate the larger sizes from it")
     parser.add_argument("--readme", action="store_true",
                         help=f"regenerate the generated block of {DOCS.relative_to(DOCS.parent.parent)} "
                              "from results.json (runs nothing)")
@@ -396,6 +453,8 @@ def main() -> None:
         if only and name not in only:
             continue
         ns = sorted(quick_sizes if args.quick else sizes)
+        if args.smallest:
+            ns = ns[:1]
         for metric in metrics:
             completed: list[tuple[int, float]] = []  # (n, observed contraction) of finished baselines
             for n in ns:
@@ -423,14 +482,23 @@ def main() -> None:
                               capture_output=True, text=True, check=True)
         sinkhorn = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     previous = out / "results.json"
-    if args.merge and previous.exists():
+    if args.smallest and previous.exists():
+        old = json.loads(previous.read_text())
+        ran = {(r["workload"], r["metric"], r["n"]) for r in records}
+        records = [r for r in old["records"] if (r["workload"], r["metric"], r["n"]) not in ran] + records
+        sinkhorn = sinkhorn or old.get("sinkhorn", [])
+    elif args.merge and previous.exists():
         old = json.loads(previous.read_text())
         ran = {r["workload"] for r in records}
         records = [r for r in old["records"] if r["workload"] not in ran] + records
         sinkhorn = sinkhorn or old.get("sinkhorn", [])
     order = {w[0]: i for i, w in enumerate(WORKLOADS)}
     records.sort(key=lambda r: (order.get(r["workload"], 99), r["metric"], r["n"]))
+    command = " ".join(["python -m benchmarks.run", *sys.argv[1:]])
+    if args.smallest and previous.exists():
+        command = f"{old.get('command', '?')} && {command}"
     out.mkdir(parents=True, exist_ok=True)
+    refamily(records)
     checks = targets(records)
     ex = exponents(records)
     longs = long_checks(records)
@@ -439,7 +507,7 @@ def main() -> None:
                "date": datetime.date.today().isoformat(),
                "machine": {"cpus": os.cpu_count(), "platform": platform.platform(terse=True),
                            "processor": platform.processor() or platform.machine(), "python": platform.python_version()},
-               "command": " ".join(["python -m benchmarks.run", *sys.argv[1:]]),
+               "command": command,
                "seconds": time.perf_counter() - start}
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
     if records:

@@ -178,6 +178,27 @@ def _smallest_even_flow(path, length, flow, er, ec, theta, leave):
 
 
 @njit(cache=True, nogil=True)
+def _hang(root, C, k, er, ec, adj, deg, parent_edge, depth, pot, stack):
+    """Set parents, depths and potentials (``C[i, j] = u_i + v_j`` on tree cells) of the subtree
+    below ``root``, whose own three values are set, by a DFS that never goes back up a parent edge."""
+    stack[0] = root
+    top = 1
+    while top > 0:
+        top -= 1
+        v = stack[top]
+        for x in range(deg[v]):
+            e = adj[v, x]
+            if e == parent_edge[v]:
+                continue
+            w = k + ec[e] if v < k else er[e]
+            parent_edge[w] = e
+            depth[w] = depth[v] + 1
+            pot[w] = C[er[e], ec[e]] - pot[v]
+            stack[top] = w
+            top += 1
+
+
+@njit(cache=True, nogil=True)
 def _workspace(nmax, dmax):
     """Scratch arrays of :func:`_solve_one` for problems up to ``nmax = k + l`` nodes and
     ``dmax = max(k, l)`` (allocated once per thread, not once per problem)."""
@@ -229,25 +250,10 @@ def _solve_one(a, b, C, k, l, flow, br, bc, warm, adj, iw, fw, done):
     pivots = 0
     # Potentials u (rows) and v (columns) with u_0 = 0: C[i, j] = u_i + v_j on tree cells,
     # by a DFS from row 0; after each pivot only the subtree that moved is updated.
-    for v in range(n):
-        depth[v] = -1
     pot[0] = 0.0
     depth[0] = 0
     parent_edge[0] = -1
-    stack[0] = 0
-    top = 1
-    while top > 0:
-        top -= 1
-        v = stack[top]
-        for x in range(deg[v]):
-            e = adj[v, x]
-            w = k + ec[e] if v < k else er[e]
-            if depth[w] < 0:
-                depth[w] = depth[v] + 1
-                parent_edge[w] = e
-                pot[w] = C[er[e], ec[e]] - pot[v]
-                stack[top] = w
-                top += 1
+    _hang(0, C, k, er, ec, adj, deg, parent_edge, depth, pot, stack)
     for pivot in range(5000 * n):
         # Block search pricing: scan blocks of cells round-robin from where the
         # last scan stopped; enter the most negative cell of the first block
@@ -321,21 +327,7 @@ def _solve_one(a, b, C, k, l, flow, br, bc, warm, adj, iw, fw, done):
         parent_edge[inner] = leave
         depth[inner] = depth[outer] + 1
         pot[inner] = C[ei, ej] - pot[outer]
-        stack[0] = inner
-        top = 1
-        while top > 0:
-            top -= 1
-            v = stack[top]
-            for x in range(deg[v]):
-                e = adj[v, x]
-                if e == parent_edge[v]:
-                    continue
-                w = k + ec[e] if v < k else er[e]
-                parent_edge[w] = e
-                depth[w] = depth[v] + 1
-                pot[w] = C[er[e], ec[e]] - pot[v]
-                stack[top] = w
-                top += 1
+        _hang(inner, C, k, er, ec, adj, deg, parent_edge, depth, pot, stack)
     cost = 0.0
     for i in range(k):
         for j in range(l):

@@ -49,3 +49,45 @@ def test_legacy_records_get_a_basis():
     assert run.basis({"finished": True}) == "measured"
     assert run.basis({"finished": False, "sweeps": 1}) == run.APRIORI
     assert run.basis({"finished": False, "sweeps": 7}) == "extrapolated from this run"
+
+
+def test_refamily_extrapolates_unfinished_baselines_from_the_completed_smaller_run():
+    """A baseline stopped early is re-extrapolated with the contraction of the largest completed smaller
+    run of its family, counting from its own first step (or max F(0) of its MDP when it had none)."""
+    from validation.reference import first_step, sweeps_needed
+
+    small = record(12, 0.01, 5.0, "measured")
+    small["baseline"].update(observed_contraction=0.5, steps=[1.0, 0.5, 0.25])
+    own = record(40, 1.0, 9e6, run.APRIORI)
+    own["baseline"].update(steps=[2.0, 1.2, 0.8], seconds_per_sweep=10.0)
+    none = record(30, 0.5, 8e6, run.APRIORI)
+    none["baseline"].update(steps=[], seconds_per_sweep=4.0)
+    records = [own, small, none]
+    run.refamily(records)
+    assert small["baseline"]["basis"] == "measured"
+    expected = sweeps_needed(2.0, 1, 0.5, 1e-9, 0.9)
+    assert own["baseline"]["sweeps_needed"] == expected and own["baseline"]["seconds_total"] == 10.0 * expected
+    assert own["baseline"]["basis"] == "extrapolated from n=12 (r = 0.500)"
+    assert own["baseline"]["own_extrapolation"]["basis"] == run.APRIORI
+    assert math.isclose(own["ratio"], 10.0 * expected / 1.0)
+    first = first_step(run.build_mdp("pi-dense", 30), "pi")
+    assert none["baseline"]["first_step"] == first
+    assert none["baseline"]["sweeps_needed"] == sweeps_needed(first, 1, 0.5, 1e-9, 0.9)
+    before = dict(own["baseline"])
+    run.refamily(records)  # idempotent
+    assert own["baseline"] == before
+
+
+def test_first_step_is_the_largest_one_step_difference():
+    import numpy as np
+
+    from bisimkit.generators import random_mdp
+    from validation.reference import first_step, reference_operator
+
+    for seed in range(2):
+        mdp = random_mdp(8, 3, seed=seed, max_support=4)
+        for metric in ("pi", "eps", "eps-bar", "bisim", "mico", "psm-sampled", "psm", "dbc-sampled"):
+            F0 = reference_operator(mdp, metric, np.zeros((8, 8)))
+            if metric in ("pi", "eps", "eps-bar", "bisim", "psm"):
+                F0 = F0 - np.diag(np.diag(F0))
+            assert abs(F0.max() - first_step(mdp, metric)) < 1e-12, metric

@@ -290,7 +290,10 @@ def timed_baseline(mdp, metric: str, tol: float = 1e-9, budget: float = 60.0, gr
         """Seconds still needed by the best estimate (a lower bound of one sweep without a contraction)."""
         if k == 0:
             per_sweep = (now - first_start) / max(first_pairs, 1) * n_pairs
-            more = 1 if contraction is None else sweeps_needed(first_max, 1, contraction, tol, c)
+            # Without a contraction: sweep 1 cannot certify when its step already exceeds the target,
+            # so at least two sweeps are needed (a lower bound: the loop is never stopped unfairly).
+            more = (2 if c / (1 - c) * first_max > tol else 1) if contraction is None else \
+                sweeps_needed(first_max, 1, contraction, tol, c)
             return per_sweep * more - (now - first_start)
         per_sweep = float(np.median(sweep_seconds))
         rate, basis = rate_and_basis(k)

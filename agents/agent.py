@@ -8,8 +8,9 @@ any preset. An update (:meth:`Agent.update`) on a replay batch does, in order:
 2. critic latents of the M views, with gradient (and of the first next view
    when the world model needs its gradient);
 3. the TD target under stop-gradient, averaged over the K next views: the next
-   action from the actor on the online encoder, its value from the target
-   critics on the *target encoder* (``target_encoder``; else the online one);
+   action from the actor on the online encoder (the first next view's trunk
+   features reused from step 2 when it computed them), its value from the
+   target critics on the *target encoder* (``target_encoder``; else the online one);
 4. the critic loss, summed over the M views against that one target
    (DrQ's ``update_critic``, denisyarats/drq drq.py);
 5. world-model losses when the method has them, on the first view: transition
@@ -34,11 +35,27 @@ squashing of the noise).
 projection in bfloat16 autocast, fused Adam; everything after the encoder's
 LayerNorm stays float32. ``tests/test_agent_update.py`` checks that 50 updates
 both ways agree, and that the plain update equals a transcription of DrQ's.
+
+``compile``: the conv trunks run through ``torch.compile`` (bias add, ReLU and
+input scaling fused; :mod:`agents.encoder`), on any device.
+
+``graphs`` (CUDA only): the update is captured in CUDA graphs and replayed
+(:class:`UpdateGraphs`), one graph per pattern of due steps (actor and
+temperature step or not, target update or not). A GPU update launches about a
+thousand small kernels; replaying a graph launches them in one call, so the
+update costs its device time instead of the host's launch time. The update
+has no host synchronisation to allow this (finiteness checks are deferred,
+``tests/test_agent_update.py`` audits the dispatched operations), and replays
+draw the same random numbers eager execution would from the same generator
+state (``python -m benchmarks.bench_updates --check-graphs`` compares 50
+updates both ways on a GPU).
 """
 
 from __future__ import annotations
 
 import math
+import sys
+from collections import Counter
 from contextlib import nullcontext
 
 import numpy as np
@@ -89,6 +106,9 @@ class Agent(nn.Module):
         self.method = config.spec
         self.device = torch.device(device)
         self.fast = self.device.type == "cuda" if config.fast is None else bool(config.fast)
+        self.graphs = bool(config.graphs)
+        if self.graphs and self.device.type != "cuda":
+            raise ValueError(f"graphs: CUDA graphs need a CUDA device, got {self.device}")
         frames, hidden = obs_shape[0] // 3, config.hidden
         self.encoder = PixelEncoder(frames=frames, image_size=tuple(obs_shape[-2:]), stacked=config.stacked_frames,
                                     squash=config.latent_squash)
@@ -113,28 +133,30 @@ class Agent(nn.Module):
                 SeparableDistance(latent, init=scale)
         self.log_alpha = nn.Parameter(torch.tensor(math.log(config.init_temperature)))
         self.target_entropy = -float(action_dim)
-        if self.fast:
-            autocast = torch.bfloat16
+        if self.fast or config.compile:
+            autocast = torch.bfloat16 if self.fast else None
             for encoder in (self.encoder, self.encoder_target):
                 if encoder is not None:
-                    encoder.speed(channels_last=True, autocast=autocast)
-            if self.actor_head is not None:
-                self.actor_head.autocast = autocast
+                    encoder.speed(channels_last=self.fast, autocast=autocast, compile=config.compile)
+            if self.actor_head is not None:  # it reads the channels-last trunk's (H, W, C)-ordered features
+                self.actor_head.speed(autocast, self.encoder.trunk.feature_shape if self.fast else None)
         self.to(self.device)
         actor_side = ("actor.", "actor_head.")
         critic_side = [p for name, p in self.named_parameters()
                        if not name.startswith(actor_side + ("critic_target.", "encoder_target.")) and
                        name != "log_alpha"]
         actor_params = [p for name, p in self.named_parameters() if name.startswith(actor_side)]
-        fused = True if self.fast else None  # None: torch's default (foreach)
-        self.model_opt = torch.optim.Adam(critic_side, lr=config.lr, fused=fused)
-        self.actor_opt = torch.optim.Adam(actor_params, lr=config.lr, fused=fused)
+        # fused: None is torch's default (foreach); capturable: the step counts live on the device
+        adam = {"fused": True if self.fast else None, "capturable": self.graphs}
+        self.model_opt = torch.optim.Adam(critic_side, lr=config.lr, **adam)
+        self.actor_opt = torch.optim.Adam(actor_params, lr=config.lr, **adam)
         self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=config.alpha_lr, betas=(config.alpha_beta1, 0.999),
-                                          fused=fused)
+                                          **adam)
         self.updates = 0
         # On a GPU the losses' finiteness checks are collected and read when the trainer logs
         # (flush_checks), not once per loss call: each read would stall the GPU queue.
         self.checks = DeferredChecks() if self.device.type == "cuda" else None
+        self.captured = UpdateGraphs(self) if self.graphs else None
 
     def flush_checks(self) -> None:
         """Raise the deferred ``ValueError`` of any non-finite loss tensor since the last flush."""
@@ -206,19 +228,32 @@ class Agent(nn.Module):
     def critic_losses(self, batch: dict) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
         """Steps 1-6 of the module doc: (total loss, its terms as detached 0-d tensors, the first view's
         observations for the actor step)."""
+        return self._critic_losses(self._batch(batch))
+
+    def _critic_losses(self, tensors: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, dict[str, torch.Tensor],
+                                                                          torch.Tensor]:
+        """:meth:`critic_losses` of a batch already on the device (:meth:`_batch`)."""
         cfg = self.config
-        obs, next_obs, action, reward, discount = self._batch(batch)
+        obs, next_obs, action, reward, discount = tensors
         rows = obs.shape[0]
         k, m = cfg.views
         obs_views, next_views = self._views(obs, m), self._views(next_obs, k)
         grad_inputs = obs_views + ([next_views[0]] if self.world_model else [])
-        latents = self.encoder(torch.cat(grad_inputs))
+        grad_features = self.encoder.trunk(torch.cat(grad_inputs))
+        latents = self.encoder.head(grad_features)
         z_views = latents[:m * rows]
         z = z_views[:rows]
 
         with torch.no_grad():  # the TD target, averaged over the K next views
             next_all = torch.cat(next_views)
-            features = self.encoder.trunk(next_all)
+            if self.world_model:  # the first next view went through the trunk with the gradient pass: reuse it
+                per_view = grad_features.shape[0] // len(grad_inputs)  # rows (frames, frame-wise) of one view
+                parts = [grad_features[m * per_view:].detach()]
+                if k > 1:
+                    parts.append(self.encoder.trunk(torch.cat(next_views[1:])))
+                features = torch.cat(parts) if len(parts) > 1 else parts[0]
+            else:
+                features = self.encoder.trunk(next_all)
             online = self.encoder.head(features)
             next_action, next_logp, _ = self.actor.sample(self.actor_latent(features, online))
             target_latent = online if self.encoder_target is None else self.encoder_target(next_all)
@@ -261,14 +296,27 @@ class Agent(nn.Module):
 
     def update(self, batch: dict[str, np.ndarray | torch.Tensor]) -> dict[str, torch.Tensor]:
         """One gradient update on a replay batch (see the module doc); returns the losses as
-        detached 0-d tensors (read them with ``float`` only when logging: on a GPU each read syncs)."""
+        detached 0-d tensors (read them with ``float`` only when logging: on a GPU each read syncs;
+        with ``graphs`` they are the graph's outputs, overwritten by its next replay)."""
         cfg = self.config
-        loss, stats, obs = self.critic_losses(batch)
+        due = (self.updates % cfg.actor_update_every == 0, self.updates % cfg.target_update_every == 0)
+        if self.captured is not None:
+            stats = self.captured.update(batch, due)
+        else:
+            stats = self.step(self._batch(batch), *due)
+        self.updates += 1
+        return stats
+
+    def step(self, tensors: tuple[torch.Tensor, ...], actor_due: bool, target_due: bool) -> dict[str, torch.Tensor]:
+        """Steps 1-9 of the module doc on a batch already on the device; the work :meth:`update` does
+        (or captures in a CUDA graph)."""
+        cfg = self.config
+        loss, stats, obs = self._critic_losses(tensors)
         self.model_opt.zero_grad(set_to_none=True)
         loss.backward()
         self.model_opt.step()
 
-        if self.updates % cfg.actor_update_every == 0:
+        if actor_due:
             actor_loss, alpha_loss, actor_stats = self.actor_losses(obs)
             self.actor_opt.zero_grad(set_to_none=True)
             actor_loss.backward()
@@ -277,11 +325,10 @@ class Agent(nn.Module):
             alpha_loss.backward()
             self.alpha_opt.step()
             stats.update(actor_stats)
-        if self.updates % cfg.target_update_every == 0:
+        if target_due:
             soft_update(self.critic_target, self.critic, cfg.tau)
             if self.encoder_target is not None:
                 soft_update(self.encoder_target, self.encoder, cfg.encoder_tau)
-        self.updates += 1
         return stats
 
     # -------------------------------------------------------- state I/O
@@ -298,3 +345,72 @@ class Agent(nn.Module):
         self.actor_opt.load_state_dict(state["actor_opt"])
         self.alpha_opt.load_state_dict(state["alpha_opt"])
         self.updates = int(state["updates"])
+        if self.captured is not None:  # the graphs hold the replaced optimiser states' addresses
+            self.captured = UpdateGraphs(self)
+
+
+class UpdateGraphs:
+    """An agent's update replayed from CUDA graphs (PyTorch's whole-network capture recipe).
+
+    The batch is copied into fixed input tensors; each pattern of due steps
+    ``(actor_due, target_due)`` runs ``warmup`` times eagerly on a side stream
+    (allocator, cuDNN autotuning, the optimisers' lazily built states), is then
+    captured once in its own graph and memory pool, and replayed from then on.
+    The capture itself runs nothing, so the capturing update is a replay too.
+    If a capture fails, a one-line warning says why and the agent goes on with
+    eager updates.
+    """
+
+    def __init__(self, agent: Agent, warmup: int = 3):
+        self.agent, self.warmup = agent, int(warmup)
+        self.inputs: tuple[torch.Tensor, ...] | None = None
+        self.graphs: dict[tuple[bool, bool], torch.cuda.CUDAGraph] = {}
+        self.outputs: dict[tuple[bool, bool], dict[str, torch.Tensor]] = {}
+        self.eager_runs: Counter = Counter()
+        self.failed: str | None = None
+
+    def stage(self, batch: dict) -> tuple[torch.Tensor, ...]:
+        """Copy ``batch`` into the graphs' input tensors (allocated from the first batch)."""
+        tensors = self.agent._batch(batch)  # pylint: disable=protected-access
+        if self.inputs is None:
+            self.inputs = tuple(t.clone() for t in tensors)
+            return self.inputs
+        for name, fixed, t in zip(("obs", "next_obs", "action", "reward", "discount"), self.inputs, tensors):
+            if fixed.shape != t.shape or fixed.dtype != t.dtype:
+                raise ValueError(f"{name}: CUDA graphs need a fixed batch, got shape {tuple(t.shape)} "
+                                 f"{t.dtype} after {tuple(fixed.shape)} {fixed.dtype}")
+            fixed.copy_(t, non_blocking=True)
+        return self.inputs
+
+    def update(self, batch: dict, due: tuple[bool, bool]) -> dict[str, torch.Tensor]:
+        """One update: a replay when ``due``'s graph exists, else a warm-up run or the capture."""
+        inputs = self.stage(batch)
+        graph = self.graphs.get(due)
+        if graph is not None:
+            graph.replay()
+            return self.outputs[due]
+        if self.failed is not None or self.eager_runs[due] < self.warmup:
+            return self._eager(inputs, due)
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph):
+                outputs = self.agent.step(inputs, *due)
+        except RuntimeError as exc:  # an operation that cannot be captured: go on eagerly
+            self.failed = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            print(f"graphs: capturing the update failed ({self.failed}); eager updates from now on",
+                  file=sys.stderr)
+            return self._eager(inputs, due)
+        self.graphs[due], self.outputs[due] = graph, outputs
+        graph.replay()
+        return outputs
+
+    def _eager(self, inputs: tuple[torch.Tensor, ...], due: tuple[bool, bool]) -> dict[str, torch.Tensor]:
+        """An eager update on a side stream (PyTorch's warm-up recipe before a capture)."""
+        self.eager_runs[due] += 1
+        device = inputs[0].device
+        side = torch.cuda.Stream(device)
+        side.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(side):
+            stats = self.agent.step(inputs, *due)
+        torch.cuda.current_stream(device).wait_stream(side)
+        return stats

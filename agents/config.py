@@ -79,8 +79,8 @@ SQUASHES = ("tanh", "none")
 #: value; DBC's code uses bisim_coef = 0.5 (deep_bisim4control agent/bisim_agent.py, __init__ default).
 DEFAULT_BETA = 0.5
 #: Fields a resumed run may change (everything else must match the checkpointed run).
-RESUMABLE_CHANGES = frozenset({"env_steps", "eval_every", "checkpoint_every", "device", "carla_host", "carla_port",
-                               "carla_timeout"})
+RESUMABLE_CHANGES = frozenset({"env_steps", "eval_every", "checkpoint_every", "device", "compile", "graphs",
+                               "carla_host", "carla_port", "carla_timeout"})
 #: Tasks run on a CARLA server (agents.carla_env), with their action repeat (DBC's CARLA runs: 4);
 #: every other task is a DCS task (agents.dcs.TASKS).
 CARLA_TASKS: dict[str, int] = {"carla-highway": 4}
@@ -237,6 +237,11 @@ class TrainConfig:
     # ---------------------------------------------------------------- speed
     fast: bool | None = None
     """Channels-last bf16 conv trunk and fused Adam (default: on with CUDA, off on a CPU)."""
+    compile: bool = False
+    """Run the conv trunks through torch.compile: bias add, ReLU and input scaling fused (the first updates
+    compile for a few seconds to a minute)."""
+    graphs: bool = False
+    """Capture the update in CUDA graphs and replay it (CUDA only; see agents.agent.UpdateGraphs)."""
     device: str = "auto"
     """auto (CUDA when present), cpu, cuda or cuda:N."""
 
@@ -335,7 +340,7 @@ class TrainConfig:
         if self.beta is not None and not (_is_number(self.beta) and 0 <= self.beta < math.inf):
             raise InputError(f"beta: {self.beta!r} is not a non-negative finite number")
         for name in ("background", "camera", "stacked_frames", "actor_head", "target_encoder", "fast_render",
-                     "eval_train_videos"):
+                     "eval_train_videos", "compile", "graphs"):
             if not isinstance(getattr(self, name), bool):
                 raise InputError(f"{name}: {getattr(self, name)!r} is not true or false")
         for name in ("aux", "fast", "augment"):
@@ -351,6 +356,8 @@ class TrainConfig:
         if self.batch_size > self.buffer_size:
             raise InputError(f"batch_size: {self.batch_size} exceeds buffer_size {self.buffer_size}")
         check_device(self.device)
+        if self.graphs and self.device == "cpu":
+            raise InputError("graphs: CUDA graphs need a CUDA device, and device is cpu")
         return self
 
     def _validate_carla(self) -> None:
@@ -445,6 +452,8 @@ PRESETS: dict[str, Preset] = {
             "episode_steps": "dm_control (1000)", "texture_size": OURS + " (speed)", "fast_render": OURS + " (speed)",
             "aux": "paper, Alg. 2 (J_P, J_R, J_ID)", "bisim_samples": "paper, Alg. 1 (one draw)",
             "eval_every": OURS, "checkpoint_every": OURS, "fast": OURS + " (speed; tests/test_agent_update.py)",
+            "graphs": OURS + " (speed; benchmarks/bench_updates.py --check-graphs)",
+            "compile": OURS + " (speed; tests/test_agent_update.py)",
             "carla_host": OURS, "carla_port": "CARLA's default (2000)", "carla_timeout": OURS,
             "carla_town": DBC_CARLA + " (Town04)", "carla_cameras": DBC_CARLA + " (5 cameras, 84x420)",
             "carla_vehicles": DBC_CARLA + " (20)", "carla_reward": DBC_CARLA + " (the code's reward; the paper's is a "

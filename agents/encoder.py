@@ -20,6 +20,12 @@ detached trunk features (DrQ's and DBC's actors do; the paper shares all).
 Speed: ``channels_last=True`` stores the convolutions and their inputs in
 NHWC, and ``autocast`` (a torch dtype, e.g. bfloat16) runs the trunk and the
 projection in that precision; LayerNorm and everything after run in float32.
+``compile=True`` runs the trunk through ``torch.compile`` (one graph for every
+batch size), which fuses each convolution's bias add and ReLU, and the input's
+scaling, into single kernels, forward and backward.
+On the channels-last path the trunk's features come out flattened in (H, W, C)
+order (a free view of NHWC memory, no copy) and the head permutes its projection
+weight to match at use time, so the parameters and checkpoints are the same either way.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .mlp import orthogonal_init
@@ -52,7 +59,8 @@ def frame_shape(image_size: int | tuple[int, int]) -> tuple[int, int]:
 class ConvTrunk(nn.Module):
     """uint8 or float pixels (B, 3F, H, W) -> flat conv features, (B * F, n) frame-wise or (B, n) stacked.
 
-    ``image_size``: the side of square frames, or their (height, width)."""
+    ``image_size``: the side of square frames, or their (height, width). The features are flattened in
+    (C, H, W) order, or in (H, W, C) order when ``channels_last`` (see the module doc)."""
 
     def __init__(self, frames: int = 3, image_size: int | tuple[int, int] = 84, channels: int = 32,
                  layers: int = 4, stacked: bool = False):
@@ -67,10 +75,17 @@ class ConvTrunk(nn.Module):
         for _ in range(layers - 1):
             convs += [nn.Conv2d(channels, channels, 3, stride=1), nn.ReLU()]
         self.convs = nn.Sequential(*convs)
-        self.out_features = channels * conv_output_side(height, layers) * conv_output_side(width, layers)
+        self._feature_shape = (channels, conv_output_side(height, layers), conv_output_side(width, layers))
+        self.out_features = channels * self._feature_shape[1] * self._feature_shape[2]
         self.channels_last = False
         self.autocast: torch.dtype | None = None
+        self.compiled = None  # torch.compile of _features (speed(compile=True))
         self.apply(orthogonal_init)
+
+    @property
+    def feature_shape(self) -> tuple[int, int, int]:
+        """(channels, height, width) of the last conv layer's output map, per frame (per stack when stacked)."""
+        return self._feature_shape
 
     def __getitem__(self, index: int) -> nn.Module:
         return self.convs[index]
@@ -78,17 +93,29 @@ class ConvTrunk(nn.Module):
     def __iter__(self):
         return iter(self.convs)
 
-    def speed(self, channels_last: bool, autocast: torch.dtype | None) -> "ConvTrunk":
-        """Switch the NHWC layout and the reduced-precision autocast on or off (see the module doc)."""
+    def speed(self, channels_last: bool, autocast: torch.dtype | None, compile: bool = False) -> "ConvTrunk":
+        """Switch the NHWC layout, the reduced-precision autocast and ``torch.compile`` on or off (see the
+        module doc)."""
         self.channels_last, self.autocast = bool(channels_last), autocast
         self.convs.to(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+        # dynamic: one compiled graph for every batch size (the update's views, the actor step, acting)
+        self.compiled = torch.compile(self._features, dynamic=True) if compile else None
         return self
 
+    def __getstate__(self) -> dict:
+        """Copies and pickles leave the compiled function out (it is bound to this trunk)."""
+        return {**self.__dict__, "compiled": None}
+
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """Flat features of every frame (frame-wise) or of the whole stack (stacked)."""
+        """Flat features of every frame (frame-wise) or of the whole stack (stacked); (H, W, C)-ordered
+        when ``channels_last``, else (C, H, W)-ordered."""
         expected = (3 * self.frames, self.height, self.width)
         if obs.ndim != 4 or tuple(obs.shape[1:]) != expected:
             raise ValueError(f"obs: expected shape (B, {', '.join(map(str, expected))}), got {tuple(obs.shape)}")
+        return (self.compiled or self._features)(obs)
+
+    def _features(self, obs: torch.Tensor) -> torch.Tensor:
+        """:meth:`forward` on checked input."""
         if not self.stacked:  # a view for contiguous input: the frames become the batch
             obs = obs.reshape(obs.shape[0] * self.frames, 3, self.height, self.width)
         if self.channels_last:  # reorder while the pixels are still bytes
@@ -98,11 +125,18 @@ class ConvTrunk(nn.Module):
         if obs.dtype == torch.uint8:
             x = x / 255.0
         with _autocast(x, self.autocast):
-            return self.convs(x).flatten(1)
+            y = self.convs(x)
+        if self.channels_last:  # NHWC memory read in (H, W, C) order: a view, where .flatten(1) would copy
+            return y.permute(0, 2, 3, 1).flatten(1)
+        return y.flatten(1)
 
 
 class LatentHead(nn.Module):
-    """Flat trunk features -> z: Linear to ``features``, LayerNorm, optional tanh, frames concatenated."""
+    """Flat trunk features -> z: Linear to ``features``, LayerNorm, optional tanh, frames concatenated.
+
+    ``nhwc`` (set by :meth:`speed`): None for (C, H, W)-ordered features, or the trunk's (C, H, W) feature
+    shape when the features come (H, W, C)-ordered from a channels-last trunk; the projection weight, stored
+    in (C, H, W) order either way, is then permuted to match at use time."""
 
     def __init__(self, in_features: int, frames: int = 3, stacked: bool = False, features: int = FEATURES,
                  squash: str = "tanh"):
@@ -113,6 +147,7 @@ class LatentHead(nn.Module):
         self.project = nn.Linear(in_features, features)
         self.norm = nn.LayerNorm(features)
         self.autocast: torch.dtype | None = None
+        self.nhwc: tuple[int, int, int] | None = None
         self.apply(orthogonal_init)
 
     @property
@@ -120,10 +155,25 @@ class LatentHead(nn.Module):
         """Size of z: frames * features (features when stacked)."""
         return self.features if self.stacked else self.frames * self.features
 
+    def speed(self, autocast: torch.dtype | None, nhwc: tuple[int, int, int] | None = None) -> "LatentHead":
+        """Run the projection under ``autocast`` (None: float32) and read (H, W, C)-ordered features of the
+        (C, H, W) map ``nhwc`` (None: (C, H, W)-ordered), e.g. ``nhwc=trunk.feature_shape`` for a
+        channels-last :class:`ConvTrunk`."""
+        if nhwc is not None:
+            nhwc = tuple(int(v) for v in nhwc)
+            if len(nhwc) != 3 or nhwc[0] * nhwc[1] * nhwc[2] != self.project.in_features:
+                raise ValueError(f"nhwc: expected a (C, H, W) shape of {self.project.in_features} features, "
+                                 f"got {nhwc}")
+        self.autocast, self.nhwc = autocast, nhwc
+        return self
+
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         """z of the flat features ``h`` of :class:`ConvTrunk`."""
+        weight = self.project.weight
+        if self.nhwc is not None:  # the (C, H, W)-ordered weight read in (H, W, C) order; gradients flow back
+            weight = weight.view(weight.shape[0], *self.nhwc).permute(0, 2, 3, 1).reshape(weight.shape[0], -1)
         with _autocast(h, self.autocast):
-            y = self.project(h)
+            y = F.linear(h, weight, self.project.bias)
         y = self.norm(y.float())
         if self.squash == "tanh":
             y = torch.tanh(y)
@@ -145,10 +195,10 @@ class PixelEncoder(nn.Module):
         """Size of z: frames * features (features when stacked)."""
         return self.head.latent_dim
 
-    def speed(self, channels_last: bool, autocast: torch.dtype | None) -> "PixelEncoder":
-        """See :meth:`ConvTrunk.speed`; the projection shares the autocast."""
-        self.trunk.speed(channels_last, autocast)
-        self.head.autocast = autocast
+    def speed(self, channels_last: bool, autocast: torch.dtype | None, compile: bool = False) -> "PixelEncoder":
+        """See :meth:`ConvTrunk.speed`; the projection shares the autocast and reads the trunk's layout."""
+        self.trunk.speed(channels_last, autocast, compile)
+        self.head.speed(autocast, self.trunk.feature_shape if channels_last else None)
         return self
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
@@ -160,4 +210,6 @@ class PixelEncoder(nn.Module):
 def _autocast(x: torch.Tensor, dtype: torch.dtype | None):
     if dtype is None:
         return nullcontext()
-    return torch.autocast(device_type=x.device.type, dtype=dtype)
+    # no weight-cast cache: each weight is cast once per context anyway, and a cache outliving a
+    # CUDA-graph capture would hold stale casts (PyTorch's CUDA-graph notes)
+    return torch.autocast(device_type=x.device.type, dtype=dtype, cache_enabled=False)

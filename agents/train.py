@@ -242,6 +242,8 @@ class Trainer:
                                  f"or choose another folder")
         self.cfg = cfg
         self.device = pick_device(cfg.device)
+        if cfg.graphs and self.device.type != "cuda":
+            raise InputError(f"graphs: CUDA graphs need a CUDA device; this run's device is {self.device}")
         if self.device.type == "cuda":
             fast_cuda_math()
 

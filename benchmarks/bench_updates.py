@@ -2,13 +2,17 @@
 
 Times :meth:`agents.agent.Agent.update` at the paper's batch size (512) on
 random pixel batches (3 stacked 84x84 frames; no environment needed). Every
-method of the ``paper`` preset runs twice: ``plain`` (float32 NCHW convolutions,
-foreach Adam; TF32 matrix units on CUDA) and ``fast`` (channels-last bf16 conv
-trunk, fused Adam). Two reference rows come with them:
+method of the ``paper`` preset runs as ``plain`` (float32 NCHW convolutions,
+foreach Adam; TF32 matrix units on CUDA), ``fast`` (channels-last bf16 conv
+trunk, fused Adam) and, on CUDA, ``graphs`` (the fast update captured in CUDA
+graphs and replayed, :class:`agents.agent.UpdateGraphs`); ``--paths`` may add
+``compiled`` (the graphs path with the conv trunks through ``torch.compile``;
+on a CPU, the fast path compiled). Two reference rows come with them:
 
 * ``eps-r@legacy``: the update as it was before the presets (one augmentation,
-  K = M = 1, no target encoder, no actor head), plain: the "28.6 ms on an H200"
-  row of the earlier README, measured again on the same card;
+  K = M = 1, no target encoder, no actor head): its plain path is the "28.6 ms
+  on an H200" row of the earlier README, measured again on the same card, and
+  its fast and graphs paths say how much faster the same work has become;
 * ``drq@drq``: the ``drq`` preset (DrQ's agent, stacked encoder) that the GPU
   fidelity check trains.
 
@@ -16,8 +20,15 @@ The variants are interleaved in rounds so machine load hits all alike; the
 medians are reported, with ``fast / plain`` per method.
 
     python -m benchmarks.bench_updates [--device auto] [--batch 512] [--rounds 5] [--methods drq,eps-r]
+    python -m benchmarks.bench_updates --check-graphs [--methods eps-r,drq]   # CUDA: graphs learn what eager does
 
 Writes ``benchmarks/results/updates-<device>.json`` (or ``--out``).
+
+``--check-graphs`` runs 50 fast updates of each method eagerly and from
+graphs, from one initialisation, on the same batches and the same generator
+state before each update, and prints the critic losses' largest relative
+difference (a replay draws the random numbers eager execution draws, so the
+two agree to rounding); it fails (exit 1) above 1%.
 """
 
 from __future__ import annotations
@@ -33,23 +44,33 @@ import numpy as np
 
 RESULTS = Path(__file__).parent / "results"
 METHODS = ["sac", "drq", "drq+dbc", "eps-r", "drq+pse", "eps-pi"]
-PATHS = ("plain", "fast")
+PATHS = ("plain", "fast", "graphs", "compiled")
+DEFAULT_PATHS = ("plain", "fast", "graphs")
+CHECK_UPDATES, CHECK_TOLERANCE = 50, 0.01
 LEGACY = dict(aug_k=1, aug_m=1, target_encoder=False, actor_head=False)
 TARGET_MS = 14.0  # issue 12: eps-r at batch 512 on an H200, from 28.6 ms
 
 
-def variants(methods: list[str], paths: tuple[str, ...]) -> dict[str, tuple[str, dict]]:
+def variants(methods: list[str], paths: tuple[str, ...], cuda: bool = True) -> dict[str, tuple[str, dict]]:
     """label -> (preset, config fields) of every timed variant."""
     out: dict[str, tuple[str, dict]] = {}
     for method in methods:
         for path in paths:
-            out[f"{method}/{path}"] = ("paper", dict(method=method, fast=path == "fast"))
+            out[f"{method}/{path}"] = ("paper", dict(method=method, **path_fields(path, cuda)))
     if "eps-r" in methods:
-        out["eps-r@legacy/plain"] = ("paper", dict(method="eps-r", fast=False, **LEGACY))
+        for path in paths:
+            out[f"eps-r@legacy/{path}"] = ("paper", dict(method="eps-r", **path_fields(path, cuda), **LEGACY))
     if "drq" in methods:
         for path in paths:
-            out[f"drq@drq/{path}"] = ("drq", dict(fast=path == "fast"))
+            out[f"drq@drq/{path}"] = ("drq", path_fields(path, cuda))
     return out
+
+
+def path_fields(path: str, cuda: bool = True) -> dict:
+    """The config fields of a path: plain, fast, graphs (fast and captured) or compiled (fast, the trunks
+    through torch.compile, and captured on CUDA)."""
+    return {"fast": path != "plain", "graphs": cuda and path in ("graphs", "compiled"),
+            "compile": path == "compiled"}
 
 
 def make_agent(preset: str, fields: dict, batch: int, device, seed: int = 0):
@@ -90,6 +111,27 @@ def time_updates(agent, batch: dict, updates: int, device) -> float:
     return (time.perf_counter() - start) / updates
 
 
+def check_graphs(preset: str, fields: dict, batch: int, device, updates: int = CHECK_UPDATES) -> dict:
+    """Critic losses of ``updates`` fast updates, eager and from CUDA graphs, from one initialisation, on the
+    same batches with the generator reseeded before each update; their largest relative difference."""
+    import torch
+
+    losses = {}
+    for graphs in (False, True):
+        agent = make_agent(preset, {**fields, "fast": True, "graphs": graphs}, batch, device)
+        out = []
+        for i in range(updates):
+            data = random_batch(batch, device, seed=i)
+            torch.manual_seed(1000 + i)
+            out.append(float(agent.update(data)["critic_loss"]))
+        agent.flush_checks()
+        losses["graphs" if graphs else "eager"] = out
+    eager, graphed = np.array(losses["eager"]), np.array(losses["graphs"])
+    rel = np.abs(graphed - eager) / np.maximum(np.abs(eager), 1e-12)
+    return {"eager": eager.tolist(), "graphs": graphed.tolist(), "max_rel": float(rel.max()),
+            "median_rel": float(np.median(rel)), "passed": bool(rel.max() <= CHECK_TOLERANCE)}
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
 
@@ -101,10 +143,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--updates", type=int, default=None, help="updates per timed block (even; 2 on CPU, 20 on CUDA)")
     p.add_argument("--methods", default=",".join(METHODS))
-    p.add_argument("--paths", default=",".join(PATHS))
+    p.add_argument("--paths", default=",".join(DEFAULT_PATHS),
+                   help=f"of {', '.join(PATHS)} (compiled: torch.compile's first updates take a minute)")
     p.add_argument("--out", default=None)
+    p.add_argument("--check-graphs", action="store_true", help="compare 50 eager and graph updates (CUDA)")
     args = p.parse_args(argv)
-    device = pick_device(args.device)
+    try:
+        device = pick_device(args.device)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if device.type == "cuda":
         fast_cuda_math()
     updates = args.updates or (20 if device.type == "cuda" else 2)
@@ -114,11 +162,33 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: methods/paths: unknown {', '.join(unknown)} (methods: {', '.join(METHODS)}; paths: "
               f"{', '.join(PATHS)})", file=sys.stderr)
         return 2
+    if device.type != "cuda":
+        if args.check_graphs:
+            print("error: check-graphs: CUDA graphs need a CUDA device", file=sys.stderr)
+            return 2
+        if "graphs" in paths:
+            print("graphs path skipped: CUDA graphs need a CUDA device", file=sys.stderr)
+            paths = tuple(x for x in paths if x != "graphs")
+    if args.check_graphs:
+        checks = {}
+        for method in methods:
+            preset, fields = ("drq", {}) if method == "drq" else ("paper", {"method": method})
+            checks[method] = check_graphs(preset, fields, args.batch, device)
+            c = checks[method]
+            print(f"{method} ({preset} preset): {CHECK_UPDATES} updates, critic loss eager vs graphs: largest "
+                  f"relative difference {c['max_rel']:.2e}, median {c['median_rel']:.2e}: "
+                  f"{'pass' if c['passed'] else 'FAIL'} (tolerance {CHECK_TOLERANCE:g})")
+        out = Path(args.out) if args.out else RESULTS / "graphs-check.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"device_name": torch.cuda.get_device_name(device), "torch": torch.__version__,
+                                   "batch": args.batch, "checks": checks}, indent=2))
+        print(f"wrote {out}")
+        return 0 if all(c["passed"] for c in checks.values()) else 1
     batch = random_batch(args.batch, device)
-    table = variants(methods, paths)
+    table = variants(methods, paths, cuda=device.type == "cuda")
     agents = {label: make_agent(preset, fields, args.batch, device) for label, (preset, fields) in table.items()}
-    for agent in agents.values():  # warm-up: allocator, cuDNN autotuning
-        time_updates(agent, batch, 4, device)
+    for agent in agents.values():  # warm-up: allocator, cuDNN autotuning, compiling; graphs: 3 eager updates
+        time_updates(agent, batch, 10 if device.type == "cuda" else 4, device)  # per pattern, then the captures
     times: dict[str, list[float]] = {label: [] for label in agents}
     for r in range(args.rounds):
         for label, agent in agents.items():
@@ -126,8 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"round {r + 1}/{args.rounds}: " + ", ".join(f"{k} {1e3 * v[-1]:.1f}" for k, v in times.items()),
               file=sys.stderr, flush=True)
     median = {label: statistics.median(t) for label, t in times.items()}
-    ratios = {f"{m} fast / plain": median[f"{m}/fast"] / median[f"{m}/plain"]
-              for m in methods if f"{m}/fast" in median and f"{m}/plain" in median}
+    ratios = {f"{m} {path} / plain": median[f"{m}/{path}"] / median[f"{m}/plain"]
+              for m in methods + ["drq@drq", "eps-r@legacy"] for path in ("fast", "graphs", "compiled")
+              if f"{m}/{path}" in median and f"{m}/plain" in median}
     if "eps-r/fast" in median and "eps-r@legacy/plain" in median:
         ratios["eps-r fast / legacy plain"] = median["eps-r/fast"] / median["eps-r@legacy/plain"]
     record = {"device": str(device), "device_name": torch.cuda.get_device_name(device) if device.type == "cuda"
@@ -140,9 +211,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label:22s} {1e3 * median[label]:10.2f} {1 / median[label]:10.1f}")
     for name, value in ratios.items():
         print(f"{name}: {value:.3f}")
-    if "eps-r/fast" in median:
-        ms = 1e3 * median["eps-r/fast"]
-        print(f"eps-r fast: {ms:.1f} ms per update (target <= {TARGET_MS:.0f} ms on an H200: "
+    best = min((label for label in ("eps-r/compiled", "eps-r/graphs", "eps-r/fast") if label in median),
+               key=median.get,
+               default=None)
+    if best is not None:
+        ms = 1e3 * median[best]
+        print(f"eps-r, fastest path ({best}): {ms:.1f} ms per update (target <= {TARGET_MS:.0f} ms on an H200: "
               f"{'met' if ms <= TARGET_MS else 'not met'} on this {record['device_name']})")
     out = Path(args.out) if args.out else RESULTS / f"updates-{device.type}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

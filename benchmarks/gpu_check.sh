@@ -2,18 +2,29 @@
 # GPU checks for a lent CUDA machine that has torch but none of our other dependencies and no
 # network. Run from the repository root:
 #
-#   bash benchmarks/gpu_check.sh fidelity  # issue 12: --preset drq on cartpole-swingup, 100k env steps,
-#                                          # two seeds side by side (verdict: each final eval >= 667),
-#                                          # then the update benchmark, plain and fast paths (~8 min)
-#   bash benchmarks/gpu_check.sh bench     # the update benchmark alone + a short training smoke run
+#   bash benchmarks/gpu_check.sh session   # one call for a 15-minute GPU session (issue 12), under
+#                                          # SESSION_LIMIT seconds (570) in all: 50 drq-preset updates eager
+#                                          # vs from CUDA graphs (~30 s); the fidelity run (--preset drq,
+#                                          # cartpole-swingup, 100k env steps, two seeds side by side,
+#                                          # each final eval >= 667), with --graphs if that check passed;
+#                                          # then the update benchmark (eps-r and drq, plain / fast / graphs)
+#                                          # in the time left
+#   bash benchmarks/gpu_check.sh fidelity  # the fidelity run alone (TRAIN_LIMIT), then the benchmark
+#   bash benchmarks/gpu_check.sh graphs    # CUDA graphs: 50 updates eager vs replayed (eps-r, drq preset;
+#                                          # exit 1 above 1%), then the benchmark of eps-r and drq with plain,
+#                                          # fast, graphs and compiled paths side by side, then a 2k-step
+#                                          # training smoke run with --graphs (~5 min)
+#   bash benchmarks/gpu_check.sh bench     # the update benchmark alone (all methods) + a training smoke run
 #
 # Knobs (for a dry run on a CPU): DEVICE (cuda), STEPS (100000), SEEDS ("0 1"), TRAIN_LIMIT (seconds,
-# 400), TRAIN_ARGS (extra agents.train flags), BENCH_ARGS (extra bench_updates arguments), BENCH_LIMIT (150).
-# It expects (build them with benchmarks/make_devbundle.sh) .devbundle/site312.zip (mujoco 3.17.0, dm_control 1.0.50 without its locomotion
-# assets, distracting-control, dm-env, dm-tree, glfw, PyOpenGL, POT 0.9.7 without ot.bsp, all
-# for CPython 3.12, unzipped wheels) and .gl/*.deb (libglvnd EGL/GL loaders), and writes
-# its results under $OUT (default ./gpu-out).
+# 400), TRAIN_ARGS (extra agents.train flags), BENCH_ARGS (extra bench_updates arguments), BENCH_LIMIT (150),
+# SESSION_LIMIT (570).
+# It expects (build them with benchmarks/make_devbundle.sh) .devbundle/site312.zip (mujoco 3.17.0,
+# dm_control 1.0.50 without its locomotion assets, distracting-control, dm-env, dm-tree, glfw, PyOpenGL,
+# POT 0.9.7 without ot.bsp, all for CPython 3.12, unzipped wheels) and .gl/*.deb (libglvnd EGL/GL
+# loaders), and writes its results under $OUT (default ./gpu-out).
 set -uo pipefail
+start=$(date +%s)
 stage=${1:-bench}
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -37,13 +48,7 @@ fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 DEVICE=${DEVICE:-cuda}
 
-if [ "$stage" = bench ]; then
-  python3 -m benchmarks.bench_updates --device "$DEVICE" --rounds 5 --out "$OUT/updates-cuda.json" ${BENCH_ARGS:-} 2>&1 \
-      | tee "$OUT/bench.log"
-  python3 -m agents.train --task cartpole-swingup --method eps-r --env-steps 2000 --seed-steps 100 \
-      --eval-every 1000 --eval-episodes 2 --device "$DEVICE" --out /tmp/smoke --no-tensorboard 2>&1 | tail -3 \
-      | tee -a "$OUT/bench.log"
-elif [ "$stage" = fidelity ]; then
+fidelity() {  # $1: seconds of training allowed; both seeds side by side, then the verdict
   runs=/tmp/fidelity
   rm -rf "$runs"
   mkdir -p "$runs"
@@ -53,21 +58,72 @@ elif [ "$stage" = fidelity ]; then
   }
   ( while sleep 20; do pack; done ) &
   packer=$!
-  start=$(date +%s)
-  pids=""
+  local t0 pids=""
+  t0=$(date +%s)
+  echo "fidelity: training for at most $1 s, extra flags: ${TRAIN_ARGS:-none}"
   for seed in ${SEEDS:-0 1}; do
-    timeout "${TRAIN_LIMIT:-400}" python3 -m agents.train --preset drq --task cartpole-swingup \
+    timeout "$1" python3 -m agents.train --preset drq --task cartpole-swingup \
         --env-steps "${STEPS:-100000}" --seed "$seed" --eval-every 10000 --eval-episodes 10 \
         --checkpoint-every 1000000 --device "$DEVICE" --out "$runs/drq-seed$seed" --no-tensorboard \
-        > "$runs/train-seed$seed.log" 2>&1 &
+        ${TRAIN_ARGS:-} > "$runs/train-seed$seed.log" 2>&1 &
     pids="$pids $!"
   done
   for pid in $pids; do wait "$pid"; echo "training process $pid exited with $?"; done
-  echo "training: $(( $(date +%s) - start )) s for both seeds side by side"
+  echo "training: $(( $(date +%s) - t0 )) s for both seeds side by side"
   kill $packer 2>/dev/null
   for log in "$runs"/train-seed*.log; do echo "== $log"; tail -4 "$log"; done
   pack
   python3 -m benchmarks.drq_fidelity "$runs"/drq-seed* --out "$OUT/fidelity.png" --json "$OUT/fidelity.json"
-  timeout "${BENCH_LIMIT:-150}" python3 -m benchmarks.bench_updates --device "$DEVICE" --rounds 5 \
-      --out "$OUT/updates-cuda.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"
-fi
+}
+
+bench() {  # $1: time limit (s); the rest: bench_updates arguments
+  local limit=$1
+  shift
+  timeout "$limit" python3 -m benchmarks.bench_updates --device "$DEVICE" --rounds 5 --out "$OUT/updates-cuda.json" \
+      "$@" ${BENCH_ARGS:-} 2>&1
+}
+
+check_graphs() {  # $1: methods; exit status 0 when eager and replayed updates agree
+  python3 -m benchmarks.bench_updates --device "$DEVICE" --check-graphs --methods "$1" \
+      --out "$OUT/graphs-check.json" 2>&1
+}
+
+smoke() {  # a 2k-step eps-r training run; $@: extra flags
+  python3 -m agents.train --task cartpole-swingup --method eps-r --env-steps 2000 --seed-steps 100 \
+      --eval-every 1000 --eval-episodes 2 --device "$DEVICE" --out "/tmp/smoke-$RANDOM" --no-tensorboard "$@" \
+      2>&1 | tail -3
+}
+
+case "$stage" in
+  session)
+    limit=${SESSION_LIMIT:-570}
+    check_graphs drq | tee "$OUT/session.log"
+    if [ "${PIPESTATUS[0]}" = 0 ]; then TRAIN_ARGS="--graphs ${TRAIN_ARGS:-}"; fi
+    left=$(( limit - ($(date +%s) - start) ))
+    fidelity "$(( ${TRAIN_LIMIT:-540} < left - 40 ? ${TRAIN_LIMIT:-540} : left - 40 ))" 2>&1 | tee -a "$OUT/session.log"
+    left=$(( limit - ($(date +%s) - start) ))
+    if [ "$left" -gt 30 ]; then
+      bench "$left" --methods eps-r,drq --paths plain,fast,graphs | tee "$OUT/bench.log"
+    else
+      echo "no time left for the update benchmark" | tee "$OUT/bench.log"
+    fi
+    ;;
+  fidelity)
+    fidelity "${TRAIN_LIMIT:-400}" 2>&1 | tee "$OUT/fidelity.log"
+    bench "${BENCH_LIMIT:-150}" | tee "$OUT/bench.log"
+    ;;
+  graphs)
+    check_graphs eps-r,drq | tee "$OUT/graphs.log"
+    echo "check-graphs exit ${PIPESTATUS[0]}" | tee -a "$OUT/graphs.log"
+    bench "${BENCH_LIMIT:-300}" --methods eps-r,drq --paths plain,fast,graphs,compiled | tee -a "$OUT/graphs.log"
+    smoke --graphs | tee -a "$OUT/graphs.log"
+    ;;
+  bench)
+    bench "${BENCH_LIMIT:-300}" | tee "$OUT/bench.log"
+    smoke | tee -a "$OUT/bench.log"
+    ;;
+  *)
+    echo "unknown stage $stage (session, fidelity, graphs or bench)"
+    exit 2
+    ;;
+esac

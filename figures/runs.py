@@ -51,19 +51,20 @@ TASK_ABBREV: dict[str, str] = {"ball_in_cup-catch": "BiC", "cartpole-swingup": "
 METHOD_LABEL: dict[str, str] = {"sac": "SAC", "drq": "DrQ", "drq+dbc": "DrQ+DBC", "eps-r": "ε-R",
                                 "drq+pse": "DrQ+PSE", "eps-pi": "ε-π"}
 EVAL_FILE, CONFIG_FILE, TRAIN_FILE = "eval.csv", "config.json", "train.csv"
-#: ``config.json`` fields left out of a group's key: ``seed`` (a group aggregates over it); where a run
-#: ran (``device``; ``fast``, bf16 convolutions on CUDA, chosen by the device when unset); the name of
-#: the preset (its values are all in the other fields); ``davis``, a machine's folder (the kind of
-#: backgrounds is keyed instead, as BACKGROUNDS_KEY); and how often a run is evaluated and saved, which
-#: changes the measurement, not the learning (``eval_every``, ``eval_episodes``, ``eval_train_videos``,
-#: ``checkpoint_every``); and which CARLA server a carla-highway run talked to (``carla_host``,
-#: ``carla_port``, ``carla_timeout``).
-NOT_LEARNING = frozenset({"seed", "device", "fast", "preset", "davis", "eval_every", "eval_episodes",
-                          "eval_train_videos", "checkpoint_every", "carla_host", "carla_port", "carla_timeout"})
+#: ``config.json`` fields left out of a group's key: ``seed`` (a group aggregates over it); where and how
+#: fast a run ran (``device``; ``fast``, bf16 convolutions on CUDA, chosen by the device when unset;
+#: ``compile``; ``graphs``); the name of the preset (its values are all in the other fields); ``davis``, a
+#: machine's folder (the kind of backgrounds is keyed instead, as BACKGROUNDS_KEY); and how often a run is
+#: evaluated and saved, which changes the measurement, not the learning (``eval_every``, ``eval_episodes``,
+#: ``eval_train_videos``, ``checkpoint_every``); and which CARLA server a carla-highway run talked to
+#: (``carla_host``, ``carla_port``, ``carla_timeout``).
+NOT_LEARNING = frozenset({"seed", "device", "fast", "compile", "graphs", "preset", "davis", "eval_every",
+                          "eval_episodes", "eval_train_videos", "checkpoint_every", "carla_host", "carla_port",
+                          "carla_timeout"})
 #: Fields added to the configuration after runs existed, with the value that reproduces how those
 #: older runs behaved (``augment``: None, each method's own choice, as before the field existed). A
 #: missing field not listed here counts as ``unset``.
-ADDED_LATER: dict[str, object] = {"augment": None}
+ADDED_LATER: dict[str, object] = {"augment": None, "compile": False, "graphs": False}
 #: Fields that only apply to one task (left out of the key of every other task's runs).
 TASK_ONLY_PREFIXES = {"carla_": "carla-highway"}
 #: The pseudo-field of the group key holding the kind of backgrounds a run used.

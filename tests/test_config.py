@@ -150,6 +150,7 @@ def test_the_smoke_command_trains_for_real(tmp_path):
     (["--batch-size", "many"], "batch_size: 'many' is not an integer"),
     (["--lr", "fast"], "lr: 'fast' is not a number"),
     (["--target-encoder", "yes"], "unrecognized arguments: yes"),
+    (["--graphs", "--device", "cpu"], "graphs: CUDA graphs need a CUDA device, and device is cpu"),
 ])
 def test_bad_flags_exit_2_with_one_line_and_write_nothing(tmp_path, args, message):
     out = tmp_path / "run"

@@ -353,8 +353,47 @@ def test_deferred_checks_name_the_tensor_at_flush_not_before():
     with checks.collecting():
         check_finite({"z": good})
         check_finite({"z": bad, "target": good})  # recorded, not raised
-    with pytest.raises(ValueError, match=r"^z: not finite .*3 checks"):
+    with pytest.raises(ValueError, match=r"^z: not finite \(found by a deferred check since the last flush\)"):
         checks.flush()
     checks.flush()  # reset after a flush: nothing pending
     with pytest.raises(ValueError, match=r"^z: not finite at index \(0, 1\)"):
         check_finite({"z": bad})  # outside the block: immediate, as before
+
+
+def test_deferred_checks_accumulate_every_record_since_the_last_flush():
+    from bisimkit.losses import DeferredChecks
+
+    checks = DeferredChecks()
+    checks.record("z", torch.tensor(False))
+    for _ in range(3):  # later clean records do not clear an earlier failure
+        checks.record("z", torch.tensor(True))
+        checks.record("target", torch.tensor(True))
+    with pytest.raises(ValueError, match=r"^z: not finite"):
+        checks.flush()
+
+
+def test_deferred_checks_reset_in_place_at_flush():
+    """The flag tensors persist across flushes (a captured CUDA graph writes them on every replay): a flush
+    that raised resets them to true in place, and the collector's own copy is not the recorded tensor."""
+    from bisimkit.losses import DeferredChecks, check_finite
+
+    checks = DeferredChecks()
+    ok = torch.tensor(True)
+    checks.record("target", ok)
+    checks.record("z", torch.tensor(False))
+    checks.record("target", torch.tensor(False))
+    assert checks.flags["target"] is not ok and ok.item() is True  # the caller's tensor is never written
+    checks.record("target", torch.tensor(True))
+    flags = dict(checks.flags)
+    with pytest.raises(ValueError, match=r"^target: not finite"):  # the first failing name
+        checks.flush()
+    assert checks.flags.keys() == flags.keys() and all(checks.flags[n] is t for n, t in flags.items())
+    assert all(bool(t) for t in checks.flags.values())
+    with checks.collecting():  # a clean batch of the same names flushes without error
+        check_finite({"z": torch.zeros(3), "target": torch.ones(2)})
+    checks.flush()
+    assert all(checks.flags[n] is t for n, t in flags.items())
+    checks.record("target", torch.tensor(False))  # and the reset flags still accumulate
+    checks.record("target", torch.tensor(True))
+    with pytest.raises(ValueError, match=r"^target: not finite"):
+        checks.flush()

@@ -108,11 +108,20 @@ class DeferredChecks:
     and raises the same ``ValueError`` naming the first tensor that was ever
     non-finite since the last flush. A training loop on a GPU collects during
     its updates and flushes when it logs; on a CPU immediate checks cost nothing.
+
+    The flags are persistent tensors owned by the collector, ANDed in place and
+    reset in place (``fill_``), never replaced: an update captured in a CUDA graph
+    runs its Python (and so :meth:`record`) once, at capture, and each replay
+    re-runs the recorded kernels, which write the same flag tensors at the same
+    addresses. In-place updates make every replay since the last flush count; a
+    new tensor per record, or a new dict per flush, would leave the graph writing
+    tensors the collector no longer reads. Every name must be recorded once before
+    capture (the warm-up run that CUDA graph capture needs anyway does it): a flag
+    first made inside the graph would be overwritten, not ANDed, on each replay.
     """
 
     def __init__(self) -> None:
         self.flags: dict[str, Tensor] = {}
-        self.calls = 0
 
     @contextmanager
     def collecting(self):
@@ -124,20 +133,29 @@ class DeferredChecks:
             _DEFERRED.reset(token)
 
     def record(self, name: str, ok: Tensor) -> None:
-        """AND ``ok`` into the running flag of ``name`` (on the device, no synchronisation)."""
-        self.flags[name] = ok if name not in self.flags else self.flags[name] & ok
-        self.calls += 1
+        """AND ``ok`` into the running flag of ``name`` in place (on the device, no synchronisation); the
+        first record of a name stores a copy the collector owns."""
+        flag = self.flags.get(name)
+        if flag is None:
+            if ok.is_cuda and torch.cuda.is_current_stream_capturing():  # the clone would rerun on each replay
+                raise RuntimeError(f"{name}: first deferred check during CUDA graph capture; record every name "
+                                   "once before capturing (the usual warm-up run does)")
+            self.flags[name] = ok.clone()
+        else:
+            flag.logical_and_(ok)
 
     def flush(self) -> None:
-        """Read every flag; raise ``ValueError`` naming the first non-finite tensor, then reset."""
+        """Read every flag (one synchronisation), reset them all to true in place, then raise ``ValueError``
+        naming the first tensor that was non-finite since the last flush."""
         if not self.flags:
             return
         names = list(self.flags)
         values = torch.stack([self.flags[n] for n in names]).tolist()
-        calls, self.flags, self.calls = self.calls, {}, 0
+        for flag in self.flags.values():
+            flag.fill_(True)
         for name, ok in zip(names, values):
             if not ok:
-                raise ValueError(f"{name}: not finite (found by a deferred check over the last {calls} checks)")
+                raise ValueError(f"{name}: not finite (found by a deferred check since the last flush)")
 
 
 _DEFERRED: ContextVar["DeferredChecks | None"] = ContextVar("bisimkit_deferred_checks", default=None)

@@ -1,0 +1,149 @@
+"""The channels-last encoder path computes what the plain path computes: the trunk hands its NHWC features
+to the head as a free (H, W, C)-ordered view, and the head permutes its (C, H, W)-ordered weight to match,
+so outputs, gradients, parameters and checkpoints are the same either way."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from agents.encoder import ConvTrunk, LatentHead, PixelEncoder, conv_output_side
+
+FRAMES, ROWS = 3, 4
+LAYOUTS = [(stacked, size) for stacked in (False, True) for size in (84, (36, 52))]
+
+
+def encoders(stacked: bool, image_size) -> tuple[PixelEncoder, PixelEncoder]:
+    """A plain encoder and a channels-last copy of it (float32: no autocast)."""
+    torch.manual_seed(0)
+    plain = PixelEncoder(frames=FRAMES, image_size=image_size, stacked=stacked)
+    fast = copy.deepcopy(plain).speed(channels_last=True, autocast=None)
+    return plain, fast
+
+
+def pixels(image_size, seed: int = 0) -> torch.Tensor:
+    height, width = (image_size, image_size) if isinstance(image_size, int) else image_size
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 256, (ROWS, 3 * FRAMES, height, width), generator=g, dtype=torch.uint8)
+
+
+def float64_latents(encoder: PixelEncoder, obs: torch.Tensor) -> torch.Tensor:
+    """The plain encoder's z, computed in float64 on a float64 ``encoder`` (the trunk itself casts to float32)."""
+    x = obs.double() / 255.0
+    if not encoder.stacked:
+        x = x.reshape(-1, 3, *x.shape[-2:])
+    y = encoder.head.norm(encoder.head.project(encoder.trunk.convs(x).flatten(1)))
+    return torch.tanh(y).reshape(obs.shape[0], encoder.latent_dim)
+
+
+@pytest.mark.parametrize("stacked,image_size", LAYOUTS)
+def test_channels_last_encoder_matches_the_plain_one(stacked, image_size):
+    """Latents to 1e-5; gradients of every parameter (the head's weight through the permute) of a random
+    linear functional of z within 1e-4 relative of float64's, and within 1e-3 of the plain float32 path's:
+    on a CPU the plain (NCHW) float32 conv backward itself is ~3e-4 away from float64 on the frame-wise
+    84-pixel trunk's first layers, while a layout bug shows as O(1)."""
+    plain, fast = encoders(stacked, image_size)
+    exact = copy.deepcopy(plain).double()
+    obs = pixels(image_size)
+    z_plain, z_fast, z_exact = plain(obs), fast(obs), float64_latents(exact, obs)
+    assert z_plain.shape == z_fast.shape == (ROWS, plain.latent_dim)
+    assert torch.allclose(z_fast, z_plain, rtol=0, atol=1e-5), (z_fast - z_plain).abs().max()
+
+    w = torch.randn(z_plain.shape, generator=torch.Generator().manual_seed(1))
+    (z_plain * w).sum().backward()
+    (z_fast * w).sum().backward()
+    (z_exact * w.double()).sum().backward()
+    fast_params, exact_params = dict(fast.named_parameters()), dict(exact.named_parameters())
+    for name, p in plain.named_parameters():
+        g_plain, g_fast, g_exact = p.grad.double(), fast_params[name].grad.double(), exact_params[name].grad
+        assert float((g_fast - g_exact).norm() / g_exact.norm()) < 1e-4, name
+        assert float((g_fast - g_plain).norm() / g_plain.norm()) < 1e-3, name
+
+
+@pytest.mark.parametrize("stacked,image_size", LAYOUTS)
+def test_channels_last_encoder_has_the_plain_checkpoint(stacked, image_size):
+    plain, fast = encoders(stacked, image_size)
+    a, b = plain.state_dict(), fast.state_dict()
+    assert list(a) == list(b)
+    assert all(a[k].shape == b[k].shape for k in a)
+    # a checkpoint of a differently initialised plain encoder loads into the fast one and means the same
+    torch.manual_seed(7)
+    other = PixelEncoder(frames=FRAMES, image_size=image_size, stacked=stacked)
+    fast.load_state_dict(other.state_dict())
+    obs = pixels(image_size, seed=3)
+    with torch.no_grad():
+        assert torch.allclose(fast(obs), other(obs), rtol=0, atol=1e-5)
+    # and the fast encoder's own checkpoint loads into a plain one
+    plain.load_state_dict(fast.state_dict())
+    with torch.no_grad():
+        assert torch.allclose(plain(obs), fast(obs), rtol=0, atol=1e-5)
+
+
+class _Ops(TorchDispatchMode):
+    """Records the aten ops run under it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("stacked", [False, True])
+def test_channels_last_trunk_features_are_a_view_of_the_last_relu(stacked):
+    trunk = ConvTrunk(FRAMES, (36, 52), stacked=stacked).speed(channels_last=True, autocast=None)
+    outputs: list[torch.Tensor] = []
+    trunk.convs[-1].register_forward_hook(lambda module, inputs, output: outputs.append(output))
+    with _Ops() as mode:
+        features = trunk(pixels((36, 52)))
+    last_relu = max(i for i, op in enumerate(mode.ops) if op == "relu")
+    after = mode.ops[last_relu + 1:]
+    copies = {"clone", "_to_copy", "contiguous", "copy_", "_unsafe_view"}
+    assert not copies & set(after), after
+    (relu,) = outputs
+    assert relu.is_contiguous(memory_format=torch.channels_last)
+    assert features.is_contiguous() and features.data_ptr() == relu.data_ptr()
+    assert features.shape == (ROWS * (1 if stacked else FRAMES), trunk.out_features)
+
+
+def test_feature_shape_and_nhwc_validation():
+    trunk = ConvTrunk(FRAMES, (36, 52))
+    assert trunk.feature_shape == (32, conv_output_side(36), conv_output_side(52))
+    assert trunk.out_features == 32 * conv_output_side(36) * conv_output_side(52)
+    head = LatentHead(trunk.out_features, FRAMES)
+    assert head.speed(torch.bfloat16, trunk.feature_shape) is head
+    assert head.autocast == torch.bfloat16 and head.nhwc == trunk.feature_shape
+    head.speed(None)
+    assert head.autocast is None and head.nhwc is None
+    with pytest.raises(ValueError, match="nhwc"):
+        head.speed(None, (32, conv_output_side(52), conv_output_side(52)))
+    enc = PixelEncoder(FRAMES, (36, 52)).speed(channels_last=True, autocast=None)
+    assert enc.head.nhwc == enc.trunk.feature_shape
+    enc.speed(channels_last=False, autocast=None)
+    assert enc.head.nhwc is None
+
+
+def test_fast_agents_actor_head_reads_the_channels_last_features():
+    """An actor head of its own (drq preset) on the fast (channels-last, bf16) path reads the trunk's (H, W, C)
+    features as the plain agent's reads its (C, H, W) ones: latents within bf16 rounding (a head that missed
+    the layout is off by O(1))."""
+    from agents.agent import Agent
+    from agents.config import make_config
+
+    def agent(fast: bool) -> Agent:
+        torch.manual_seed(0)
+        cfg = make_config("drq", capacity="low", image_size=36, batch_size=8, device="cpu", fast=fast)
+        return Agent((3 * FRAMES, 36, 36), 2, cfg, "cpu")
+
+    plain, fast = agent(False), agent(True)
+    assert fast.actor_head is not None and fast.fast
+    obs = pixels(36)
+    with torch.no_grad():
+        z_plain = plain.actor_latent(plain.encoder.trunk(obs))
+        z_fast = fast.actor_latent(fast.encoder.trunk(obs))
+    assert (z_fast - z_plain).abs().max() < 0.05

@@ -67,7 +67,7 @@ def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
     """``target <- tau * source + (1 - tau) * target``, parameter by parameter (buffers copied)."""
     if not 0.0 <= tau <= 1.0:
         raise ValueError(f"tau: {tau} is not in [0, 1]")
-    for t, s in zip(target.parameters(), source.parameters()):
-        t.lerp_(s, tau)
+    # one multi-tensor kernel per device and dtype, not one launch per parameter
+    torch._foreach_lerp_(list(target.parameters()), list(source.parameters()), tau)  # pylint: disable=protected-access
     for t, s in zip(target.buffers(), source.buffers()):
         t.copy_(s)

@@ -3,7 +3,7 @@
 Times :meth:`agents.agent.Agent.update` at the paper's batch size (512) on
 random pixel batches (3 stacked 84x84 frames; no environment needed). Every
 method of the ``paper`` preset runs as ``plain`` (float32 NCHW convolutions,
-foreach Adam; TF32 matrix units on CUDA), ``fast`` (channels-last bf16 conv
+foreach Adam; TF32 convolutions on CUDA), ``fast`` (channels-last bf16 conv
 trunk, fused Adam) and, on CUDA, ``graphs`` (the fast update captured in CUDA
 graphs and replayed, :class:`agents.agent.UpdateGraphs`); ``--paths`` may add
 ``compiled`` (the graphs path with the conv trunks through ``torch.compile``;

@@ -1,6 +1,6 @@
 """Where an agent update spends its time on a GPU: a torch.profiler table per variant.
 
-    python -m benchmarks.profile_update [--variants drq@drq/fast,eps-r/fast] [--batch 512] [--top 20]
+    python -m benchmarks.profile_update [--variants drq@drq/fast,eps-r/graphs] [--batch 512] [--top 20]
 
 For each variant (labels of :mod:`benchmarks.bench_updates`): warm up, time 20 updates with the
 device synchronised (wall ms per update) and the host time to enqueue them (launch-bound when
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     device = pick_device(args.device)
     if device.type == "cuda":
         fast_cuda_math()
-    table = variants(METHODS, PATHS)
+    table = variants(METHODS, PATHS, cuda=device.type == "cuda")
     batch = random_batch(args.batch, device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     for label in args.variants.split(","):
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         preset, fields = table[label]
         agent = make_agent(preset, fields, args.batch, device)
-        for _ in range(6):
+        for _ in range(10):  # graphs: 3 eager updates per pattern of due steps, then the captures
             agent.update(batch)
         sync()
         start = time.perf_counter()

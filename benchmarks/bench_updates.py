@@ -25,10 +25,13 @@ medians are reported, with ``fast / plain`` per method.
 Writes ``benchmarks/results/updates-<device>.json`` (or ``--out``).
 
 ``--check-graphs`` runs 50 fast updates of each method eagerly and from
-graphs, from one initialisation, on the same batches and the same generator
-state before each update, and prints the critic losses' largest relative
-difference (a replay draws the random numbers eager execution draws, so the
-two agree to rounding); it fails (exit 1) above 1%.
+graphs, from one initialisation, on the same batches (their rewards scaled by
+1-4 in turn, so a replay reading a stale batch shows) and the same generator
+state before each update. It passes with the tolerances of the CPU test of the
+fast path (each of the first 10 critic losses within 3%, the median within 5%,
+the means of the last 25 within 10%; exit 1 otherwise) and says whether the
+replays drew the very random numbers of the eager updates (all 50 losses
+within 0.1%), as PyTorch's graph-safe generator should make them.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ RESULTS = Path(__file__).parent / "results"
 METHODS = ["sac", "drq", "drq+dbc", "eps-r", "drq+pse", "eps-pi"]
 PATHS = ("plain", "fast", "graphs", "compiled")
 DEFAULT_PATHS = ("plain", "fast", "graphs")
-CHECK_UPDATES, CHECK_TOLERANCE = 50, 0.01
+CHECK_UPDATES = 50
 LEGACY = dict(aug_k=1, aug_m=1, target_encoder=False, actor_head=False)
 TARGET_MS = 14.0  # issue 12: eps-r at batch 512 on an H200, from 28.6 ms
 
@@ -122,14 +125,24 @@ def check_graphs(preset: str, fields: dict, batch: int, device, updates: int = C
         out = []
         for i in range(updates):
             data = random_batch(batch, device, seed=i)
+            data["reward"] = data["reward"] * (1 + i % 4)  # batches that differ visibly in their losses
             torch.manual_seed(1000 + i)
             out.append(float(agent.update(data)["critic_loss"]))
         agent.flush_checks()
         losses["graphs" if graphs else "eager"] = out
-    eager, graphed = np.array(losses["eager"]), np.array(losses["graphs"])
-    rel = np.abs(graphed - eager) / np.maximum(np.abs(eager), 1e-12)
-    return {"eager": eager.tolist(), "graphs": graphed.tolist(), "max_rel": float(rel.max()),
-            "median_rel": float(np.median(rel)), "passed": bool(rel.max() <= CHECK_TOLERANCE)}
+    return compare_losses(losses["eager"], losses["graphs"])
+
+
+def compare_losses(eager: list[float], graphed: list[float]) -> dict:
+    """The verdict of ``--check-graphs`` on two runs' critic losses (see the module doc)."""
+    eager_a, graphed_a = np.asarray(eager, dtype=float), np.asarray(graphed, dtype=float)
+    rel = np.abs(graphed_a - eager_a) / np.maximum(np.abs(eager_a), 1e-12)
+    half = len(rel) // 2
+    tail = abs(graphed_a[half:].mean() - eager_a[half:].mean()) / abs(eager_a[half:].mean())
+    passed = rel[:10].max() < 0.03 and np.median(rel) < 0.05 and tail < 0.10
+    return {"eager": eager_a.tolist(), "graphs": graphed_a.tolist(), "max_rel": float(rel.max()),
+            "first10_max_rel": float(rel[:10].max()), "median_rel": float(np.median(rel)),
+            "last25_mean_rel": float(tail), "same_draws": bool(rel.max() < 1e-3), "passed": bool(passed)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -176,8 +189,10 @@ def main(argv: list[str] | None = None) -> int:
             checks[method] = check_graphs(preset, fields, args.batch, device)
             c = checks[method]
             print(f"{method} ({preset} preset): {CHECK_UPDATES} updates, critic loss eager vs graphs: largest "
-                  f"relative difference {c['max_rel']:.2e}, median {c['median_rel']:.2e}: "
-                  f"{'pass' if c['passed'] else 'FAIL'} (tolerance {CHECK_TOLERANCE:g})")
+                  f"relative difference {c['max_rel']:.2e} (first 10: {c['first10_max_rel']:.2e}), median "
+                  f"{c['median_rel']:.2e}, last-25 means {c['last25_mean_rel']:.2e}; "
+                  f"{'the same random draws' if c['same_draws'] else 'different random draws'}: "
+                  f"{'pass' if c['passed'] else 'FAIL'} (3% / 5% / 10%)")
         out = Path(args.out) if args.out else RESULTS / "graphs-check.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps({"device_name": torch.cuda.get_device_name(device), "torch": torch.__version__,

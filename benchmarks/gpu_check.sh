@@ -11,7 +11,7 @@
 #                                          # in the time left
 #   bash benchmarks/gpu_check.sh fidelity  # the fidelity run alone (TRAIN_LIMIT), then the benchmark
 #   bash benchmarks/gpu_check.sh graphs    # CUDA graphs: 50 updates eager vs replayed (eps-r, drq preset;
-#                                          # exit 1 above 1%), then the benchmark of eps-r and drq with plain,
+#                                          # exit 1 outside 3%/5%/10%), then the benchmark of eps-r and drq with plain,
 #                                          # fast, graphs and compiled paths side by side, then a 2k-step
 #                                          # training smoke run with --graphs (~5 min)
 #   bash benchmarks/gpu_check.sh bench     # the update benchmark alone (all methods) + a training smoke run

@@ -12,8 +12,9 @@
 #   bash benchmarks/gpu_check.sh fidelity  # the fidelity run alone (TRAIN_LIMIT), then the benchmark
 #   bash benchmarks/gpu_check.sh graphs    # CUDA graphs: 50 updates eager vs replayed (eps-r, drq preset;
 #                                          # exit 1 outside 3%/5%/10%), then the benchmark of eps-r and drq with plain,
-#                                          # fast, graphs and compiled paths side by side, then a 2k-step
-#                                          # training smoke run with --graphs (~5 min)
+#                                          # fast, graphs and compiled paths side by side, a 2k-step
+#                                          # training smoke run with --graphs, and the drq preset's updates
+#                                          # against DrQ's own, plain and fast (drq_compare) (~6 min)
 #   bash benchmarks/gpu_check.sh bench     # the update benchmark alone (all methods) + a training smoke run
 #
 # Knobs (for a dry run on a CPU): DEVICE (cuda), STEPS (100000), SEEDS ("0 1"), TRAIN_LIMIT (seconds,
@@ -117,6 +118,8 @@ case "$stage" in
     echo "check-graphs exit ${PIPESTATUS[0]}" | tee -a "$OUT/graphs.log"
     bench "${BENCH_LIMIT:-300}" --methods eps-r,drq --paths plain,fast,graphs,compiled | tee -a "$OUT/graphs.log"
     smoke --graphs | tee -a "$OUT/graphs.log"
+    timeout 120 python3 -m benchmarks.drq_compare --device "$DEVICE" --out "$OUT/drq-compare.json" 2>&1 \
+        | tee -a "$OUT/graphs.log"
     ;;
   bench)
     bench "${BENCH_LIMIT:-300}" | tee "$OUT/bench.log"

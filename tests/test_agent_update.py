@@ -15,7 +15,7 @@ from agents.agent import Agent  # noqa: E402
 from agents.config import METHODS, make_config  # noqa: E402
 from agents.encoder import conv_output_side  # noqa: E402
 
-from drq_reference import DrQ, load_from_agent  # noqa: E402
+from benchmarks.drq_reference import DrQ, load_from_agent  # noqa: E402
 
 SIDE, ACTIONS, ROWS = 32, 2, 8
 

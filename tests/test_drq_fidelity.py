@@ -34,3 +34,19 @@ def test_a_folder_without_evaluations_is_one_error(tmp_path, capsys):
     assert main([str(tmp_path / "empty")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: runs: ") and "no evaluation rows" in err[0]
+
+
+def test_drq_compare_matches_drqs_update_on_the_plain_path_and_measures_the_fast_one():
+    """benchmarks.drq_compare (the issue-12 diagnosis, here on random pixels, batch 8, 10 updates): the
+    float32 path gives DrQ's losses and Q values with the same weights, and the bf16 path differs
+    measurably, by little."""
+    import torch
+
+    from benchmarks.drq_compare import batches, compare
+
+    data = batches("random", 10, 8)
+    plain, fast = compare("plain", data, torch.device("cpu")), compare("fast", data, torch.device("cpu"))
+    for key in ("critic", "q", "actor"):
+        assert plain["same_weights"][key]["max_rel"] < 1e-5, (key, plain["same_weights"])
+    assert 0 < fast["same_weights"]["critic"]["max_rel"] < 1e-2, fast["same_weights"]
+    assert len(plain["free_run"]["ours"]) == 10 and plain["free_run"]["last10_median_rel"] < 1e-3

@@ -1,5 +1,6 @@
 """A transcription of DrQ's update (denisyarats/drq, drq.py: Encoder, Actor, Critic, DRQAgent.update_critic,
-update_actor_and_alpha, update) in plain torch, to check agents.agent against it (tests/test_agent_update.py).
+update_actor_and_alpha, update) in plain torch, to check agents.agent against it (tests/test_agent_update.py
+on a CPU, ``python -m benchmarks.drq_compare`` on any device).
 
 Written from the reference file, not from agents/: its own modules (an encoder per actor and critic
 with tied convs, a separate target critic with its own encoder), the target and the critic loss
@@ -76,13 +77,15 @@ class Critic(nn.Module):
 class DrQ:
     """DRQAgent with the hyper-parameters of drq's config.yaml (lr and temperature lr 1e-3, tau 0.01)."""
 
-    def __init__(self, channels, side, actions, hidden, lr=1e-3, tau=0.01, init_temperature=0.1, discount=0.99):
-        self.critic = Critic(Encoder(channels, side), actions, hidden)
+    def __init__(self, channels, side, actions, hidden, lr=1e-3, tau=0.01, init_temperature=0.1, discount=0.99,
+                 device="cpu"):
+        self.device = torch.device(device)
+        self.critic = Critic(Encoder(channels, side), actions, hidden).to(self.device)
         actor_encoder = Encoder(channels, side)
         actor_encoder.convs = self.critic.encoder.convs  # tie conv layers between actor and critic
-        self.actor = Actor(actor_encoder, actions, hidden)
+        self.actor = Actor(actor_encoder, actions, hidden).to(self.device)
         self.critic_target = copy.deepcopy(self.critic)
-        self.log_alpha = torch.tensor(math.log(init_temperature), requires_grad=True)
+        self.log_alpha = torch.tensor(math.log(init_temperature), device=self.device, requires_grad=True)
         self.target_entropy, self.tau, self.discount, self.actions = -actions, tau, discount, actions
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=lr)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=lr)
@@ -90,15 +93,16 @@ class DrQ:
 
     def update(self, batch, step, pad=4):
         """One update (drq.py DRQAgent.update with K = M = 2); returns (critic loss, actor loss or None)."""
-        obs, next_obs = batch["obs"], batch["next_obs"]
-        action = torch.as_tensor(batch["action"])
-        reward = torch.as_tensor(batch["reward"])[:, None]
-        not_done = torch.as_tensor(batch["discount"])[:, None]
+        dev = self.device
+        obs, next_obs = torch.as_tensor(batch["obs"], device=dev), torch.as_tensor(batch["next_obs"], device=dev)
+        action = torch.as_tensor(batch["action"], device=dev)
+        reward = torch.as_tensor(batch["reward"], device=dev)[:, None]
+        not_done = torch.as_tensor(batch["discount"], device=dev)[:, None]
         obs_1, obs_2 = random_shift(obs, pad), random_shift(obs, pad)
         next_1, next_2 = random_shift(next_obs, pad), random_shift(next_obs, pad)
         obs_1, obs_2, next_1, next_2 = (x.float() for x in (obs_1, obs_2, next_1, next_2))
         rows = obs.shape[0]
-        noise = torch.randn(2 * rows, self.actions)
+        noise = torch.randn(2 * rows, self.actions, device=dev)
         with torch.no_grad():
             targets = []
             for view, xi in ((next_1, noise[:rows]), (next_2, noise[rows:])):
@@ -116,7 +120,7 @@ class DrQ:
         self.critic_optimizer.step()
         actor_loss = None
         if step % 2 == 0:
-            action_pi, log_prob = self.actor(obs_1, torch.randn(rows, self.actions), detach_encoder=True)
+            action_pi, log_prob = self.actor(obs_1, torch.randn(rows, self.actions, device=dev), detach_encoder=True)
             actor_q1, actor_q2 = self.critic(obs_1, action_pi, detach_encoder=True)
             actor_loss = (self.log_alpha.exp().detach() * log_prob - torch.min(actor_q1, actor_q2)).mean()
             self.actor_optimizer.zero_grad()
@@ -130,6 +134,7 @@ class DrQ:
             with torch.no_grad():
                 for param, target in zip(self.critic.parameters(), self.critic_target.parameters()):
                     target.data.copy_(self.tau * param.data + (1 - self.tau) * target.data)
+        self.last_q = q1.detach().mean()
         return critic_loss.detach(), actor_loss
 
 

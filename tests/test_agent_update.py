@@ -325,10 +325,14 @@ def test_reused_next_view_features_give_the_full_recomputations_loss(method, sta
 @pytest.mark.parametrize("fast", [False, True])
 def test_compiled_trunk_learns_what_the_eager_one_learns(fast):
     """``compile``: torch.compile'd conv trunks (bias, ReLU and scaling fused), on the plain and on the fast
-    path: 6 updates of eps-r from one seed, the same batches and draws. The first update's critic loss is the
-    eager one's to 1e-5 (float32; 1e-3 in bf16, where fusion moves the roundings); after that the runs drift
-    apart by rounding, which Adam's normalised steps amplify in the tiny gradients (measured: up to 0.16%
-    by the sixth update in float32), and stay within 1%."""
+    path: 50 updates of eps-r from one seed, the same batches and draws, against the eager trunks. The first
+    update's critic loss agrees to 1e-5 (float32; 1e-3 in bf16, where fusion may move the roundings); after
+    that the runs drift apart by rounding, which Adam's normalised steps amplify in tiny gradients, and
+    the fast path test's tolerances hold: each of the first 10 within 3%, the median within 5%, the means
+    of the last 25 within 10% (measured in float32: 0.16%, 0.21%, 0.02%; on this CPU bf16 gave the same
+    losses exactly: oneDNN fuses bias and ReLU in the eager convolution too)."""
+    from torch._dynamo.utils import counters  # pylint: disable=import-outside-toplevel
+
     def losses(compile_trunk: bool) -> np.ndarray:
         torch.manual_seed(0)
         cfg = make_config("paper", method="eps-r", capacity="low", image_size=SIDE, batch_size=ROWS, device="cpu",
@@ -336,15 +340,15 @@ def test_compiled_trunk_learns_what_the_eager_one_learns(fast):
         agent = Agent((9, SIDE, SIDE), ACTIONS, cfg, "cpu")
         assert (agent.encoder.trunk.compiled is not None) == compile_trunk
         out = []
-        for i in range(6):
+        for i in range(50):
             torch.manual_seed(1000 + i)
             out.append(float(agent.update(random_batch(ROWS, seed=i))["critic_loss"]))
         return np.array(out)
-
-    from torch._dynamo.utils import counters  # pylint: disable=import-outside-toplevel
 
     eager, graphs_before = losses(False), counters["stats"]["unique_graphs"]
     compiled = losses(True)
     assert counters["stats"]["unique_graphs"] > graphs_before  # the compiled trunks really ran
     rel = np.abs(compiled - eager) / np.abs(eager)
-    assert rel[0] < (1e-3 if fast else 1e-5) and rel.max() < 1e-2, rel
+    assert rel[0] < (1e-3 if fast else 1e-5), rel[:3]
+    assert rel[:10].max() < 0.03 and np.median(rel) < 0.05, rel
+    assert abs(compiled[25:].mean() - eager[25:].mean()) < 0.10 * eager[25:].mean()

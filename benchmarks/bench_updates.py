@@ -45,6 +45,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bisimkit.files import atomic_write_json
+
 RESULTS = Path(__file__).parent / "results"
 METHODS = ["sac", "drq", "drq+dbc", "eps-r", "drq+pse", "eps-pi"]
 PATHS = ("plain", "fast", "graphs", "compiled")
@@ -145,6 +147,25 @@ def compare_losses(eager: list[float], graphed: list[float]) -> dict:
             "last25_mean_rel": float(tail), "same_draws": bool(rel.max() < 1e-3), "passed": bool(passed)}
 
 
+def summarise(times: dict[str, list[float]], methods: list[str], table: dict, device, args, updates: int,
+              rounds_done: int) -> dict:
+    """The record of the rounds timed so far: medians, updates/s and ratios (``fast / plain`` per
+    method, ``eps-r fast / legacy plain``)."""
+    import torch
+
+    median = {label: statistics.median(t) for label, t in times.items()}
+    ratios = {f"{m} {path} / plain": median[f"{m}/{path}"] / median[f"{m}/plain"]
+              for m in methods + ["drq@drq", "eps-r@legacy"] for path in ("fast", "graphs", "compiled")
+              if f"{m}/{path}" in median and f"{m}/plain" in median}
+    if "eps-r/fast" in median and "eps-r@legacy/plain" in median:
+        ratios["eps-r fast / legacy plain"] = median["eps-r/fast"] / median["eps-r@legacy/plain"]
+    return {"device": str(device), "device_name": torch.cuda.get_device_name(device) if device.type == "cuda"
+            else "cpu", "torch": torch.__version__, "threads": torch.get_num_threads(), "batch": args.batch,
+            "rounds": args.rounds, "rounds_done": rounds_done, "updates_per_block": updates,
+            "seconds_per_update": median, "updates_per_s": {k: 1.0 / v for k, v in median.items()},
+            "ratios": ratios, "variants": {label: {"preset": preset, **fields} for label, (preset, fields) in table.items()}}
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
 
@@ -171,6 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     updates = args.updates or (20 if device.type == "cuda" else 2)
     methods, paths = args.methods.split(","), tuple(args.paths.split(","))
     unknown = [m for m in methods if m not in METHODS] + [x for x in paths if x not in PATHS]
+    for name in ("batch", "rounds", "updates"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            print(f"error: {name}: {value} is not a positive count", file=sys.stderr)
+            return 2
     if unknown:
         print(f"error: methods/paths: unknown {', '.join(unknown)} (methods: {', '.join(METHODS)}; paths: "
               f"{', '.join(PATHS)})", file=sys.stderr)
@@ -205,22 +231,17 @@ def main(argv: list[str] | None = None) -> int:
     for agent in agents.values():  # warm-up: allocator, cuDNN autotuning, compiling; graphs: 3 eager updates
         time_updates(agent, batch, 10 if device.type == "cuda" else 4, device)  # per pattern, then the captures
     times: dict[str, list[float]] = {label: [] for label in agents}
+    out = Path(args.out) if args.out else RESULTS / f"updates-{device.type}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     for r in range(args.rounds):
         for label, agent in agents.items():
             times[label].append(time_updates(agent, batch, updates, device))
         print(f"round {r + 1}/{args.rounds}: " + ", ".join(f"{k} {1e3 * v[-1]:.1f}" for k, v in times.items()),
               file=sys.stderr, flush=True)
-    median = {label: statistics.median(t) for label, t in times.items()}
-    ratios = {f"{m} {path} / plain": median[f"{m}/{path}"] / median[f"{m}/plain"]
-              for m in methods + ["drq@drq", "eps-r@legacy"] for path in ("fast", "graphs", "compiled")
-              if f"{m}/{path}" in median and f"{m}/plain" in median}
-    if "eps-r/fast" in median and "eps-r@legacy/plain" in median:
-        ratios["eps-r fast / legacy plain"] = median["eps-r/fast"] / median["eps-r@legacy/plain"]
-    record = {"device": str(device), "device_name": torch.cuda.get_device_name(device) if device.type == "cuda"
-              else "cpu", "torch": torch.__version__, "threads": torch.get_num_threads(), "batch": args.batch,
-              "rounds": args.rounds, "updates_per_block": updates, "seconds_per_update": median,
-              "updates_per_s": {k: 1.0 / v for k, v in median.items()}, "ratios": ratios,
-              "variants": {label: {"preset": preset, **fields} for label, (preset, fields) in table.items()}}
+        # after every round, so a run stopped at a time limit leaves the medians of the rounds it finished
+        record = summarise(times, methods, table, device, args, updates, rounds_done=r + 1)
+        atomic_write_json(out, record)
+    median, ratios = record["seconds_per_update"], record["ratios"]
     print(f"{'variant':22s} {'ms/update':>10s} {'updates/s':>10s}   ({record['device_name']}, batch {args.batch})")
     for label in agents:
         print(f"{label:22s} {1e3 * median[label]:10.2f} {1 / median[label]:10.1f}")
@@ -233,9 +254,6 @@ def main(argv: list[str] | None = None) -> int:
         ms = 1e3 * median[best]
         print(f"eps-r, fastest path ({best}): {ms:.1f} ms per update (target <= {TARGET_MS:.0f} ms on an H200: "
               f"{'met' if ms <= TARGET_MS else 'not met'} on this {record['device_name']})")
-    out = Path(args.out) if args.out else RESULTS / f"updates-{device.type}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=2))
     print(f"wrote {out}")
     return 0
 

@@ -77,7 +77,7 @@ def describe(c: dict) -> str:
     """One clause for :func:`context`'s dict."""
     if not c["drq_runs"]:
         return f"no run of DrQ's reaches {c['step']} steps"
-    return (f"DrQ's {c['drq_runs']} runs at {c['step'] // 1000}k: {c['drq_mean']:.0f} ± {c['drq_std']:.0f} "
+    return (f"DrQ's {c['drq_runs']} runs at {c['step'] / 1000:g}k: {c['drq_mean']:.0f} ± {c['drq_std']:.0f} "
             f"({c['drq_min']:.0f}-{c['drq_max']:.0f}); above {c['above']} of them")
 
 

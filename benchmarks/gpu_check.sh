@@ -8,8 +8,8 @@
 #                                          # cartpole-swingup, 100k env steps, two seeds side by side,
 #                                          # each final eval >= 667), with --graphs if that check passed;
 #                                          # then, in the time left, drq_compare (our drq-preset updates
-#                                          # against DrQ's) and the update benchmark (eps-r and drq, plain /
-#                                          # fast / graphs)
+#                                          # against DrQ's), the update benchmark (eps-r and drq, plain /
+#                                          # fast / graphs) and eps-r with torch.compile on top of graphs
 #   bash benchmarks/gpu_check.sh fidelity  # the fidelity run alone (TRAIN_LIMIT), then the benchmark
 #   bash benchmarks/gpu_check.sh graphs    # CUDA graphs: 50 updates eager vs replayed (eps-r, drq preset;
 #                                          # exit 1 outside 3%/5%/10%), then the benchmark of eps-r and drq with plain,
@@ -24,12 +24,22 @@
 # It expects (build them with benchmarks/make_devbundle.sh) .devbundle/site312.zip (mujoco 3.17.0,
 # dm_control 1.0.50 without its locomotion assets, distracting-control, dm-env, dm-tree, glfw, PyOpenGL,
 # POT 0.9.7 without ot.bsp, all for CPython 3.12, unzipped wheels) and .gl/*.deb (libglvnd EGL/GL
-# loaders), and writes its results under $OUT (default ./gpu-out).
+# loaders). What comes back (the device tool returns at most 8 files from $OUT, default ./gpu-out): the
+# stage's log, $OUT/<stage>.log, written as it goes, and $OUT/results.tgz, every result file (JSON,
+# figures, run folders without replay buffers or checkpoints), repacked every 20 s during training, after
+# each step and on exit, so a call killed at its limit still returns what it had.
 set -uo pipefail
 start=$(date +%s)
 stage=${1:-bench}
 OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
+RES=${RES:-/tmp/gpu-results}   # the result files, packed into $OUT/results.tgz
+rm -rf "$RES"
+mkdir -p "$OUT" "$RES"
+pack() {
+  tar czf "$OUT/results.tgz.part" -C "$RES" --exclude='*/buffer' --exclude='*/checkpoint.pt' . 2>/dev/null \
+    && mv "$OUT/results.tgz.part" "$OUT/results.tgz"
+}
+trap pack EXIT
 repo=$PWD
 if ls .gl/*.deb >/dev/null 2>&1; then
   for f in .gl/*.deb; do dpkg -x "$f" /; done
@@ -43,21 +53,17 @@ else
 fi
 export MUJOCO_GL=egl PYTHONUNBUFFERED=1
 probe='from agents.dcs import make_env; e = make_env("cartpole-swingup", background=False, camera=False, fast_render=False); e.reset(); e.close(); print("render ok")'
-if ! python3 -c "$probe" 2>"$OUT/probe.err"; then
+if ! python3 -c "$probe" 2>"$RES/probe.err"; then
   export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-  python3 -c "$probe" 2>>"$OUT/probe.err" || { echo "rendering failed"; tail -20 "$OUT/probe.err"; exit 1; }
+  python3 -c "$probe" 2>>"$RES/probe.err" || { echo "rendering failed"; tail -20 "$RES/probe.err"; exit 1; }
 fi
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$RES/gpu.txt"
 DEVICE=${DEVICE:-cuda}
 
 fidelity() {  # $1: seconds of training allowed; both seeds side by side, then the verdict
-  runs=/tmp/fidelity
+  runs=$RES/fidelity
   rm -rf "$runs"
   mkdir -p "$runs"
-  pack() {  # the runs' logs and CSVs as one file (the device tool brings back at most 8 files)
-    tar czf "$OUT/runs.tgz.part" -C "$runs" --exclude='*/buffer' --exclude='*/checkpoint.pt' . 2>/dev/null \
-      && mv "$OUT/runs.tgz.part" "$OUT/runs.tgz"
-  }
   ( while sleep 20; do pack; done ) &
   packer=$!
   local t0 pids=""
@@ -75,19 +81,20 @@ fidelity() {  # $1: seconds of training allowed; both seeds side by side, then t
   kill $packer 2>/dev/null
   for log in "$runs"/train-seed*.log; do echo "== $log"; tail -4 "$log"; done
   pack
-  python3 -m benchmarks.drq_fidelity "$runs"/drq-seed* --out "$OUT/fidelity.png" --json "$OUT/fidelity.json"
+  python3 -m benchmarks.drq_fidelity "$runs"/drq-seed* --out "$RES/fidelity.png" --json "$RES/fidelity.json"
+  pack
 }
 
 bench() {  # $1: time limit (s); the rest: bench_updates arguments
   local limit=$1
   shift
-  timeout "$limit" python3 -m benchmarks.bench_updates --device "$DEVICE" --rounds 5 --out "$OUT/updates-cuda.json" \
+  timeout "$limit" python3 -m benchmarks.bench_updates --device "$DEVICE" --rounds 5 --out "$RES/updates-cuda.json" \
       "$@" ${BENCH_ARGS:-} 2>&1
 }
 
 check_graphs() {  # $1: methods; exit status 0 when eager and replayed updates agree
   python3 -m benchmarks.bench_updates --device "$DEVICE" --check-graphs --methods "$1" \
-      --out "$OUT/graphs-check.json" 2>&1
+      --out "$RES/graphs-check.json" 2>&1
 }
 
 smoke() {  # a 2k-step eps-r training run; $@: extra flags
@@ -99,20 +106,29 @@ smoke() {  # a 2k-step eps-r training run; $@: extra flags
 case "$stage" in
   session)
     limit=${SESSION_LIMIT:-570}
-    check_graphs drq | tee "$OUT/session.log"
+    log=$OUT/session.log
+    check_graphs drq | tee "$log"
     if [ "${PIPESTATUS[0]}" = 0 ]; then TRAIN_ARGS="--graphs ${TRAIN_ARGS:-}"; fi
+    pack
     left=$(( limit - ($(date +%s) - start) ))
-    fidelity "$(( ${TRAIN_LIMIT:-540} < left - 40 ? ${TRAIN_LIMIT:-540} : left - 40 ))" 2>&1 | tee -a "$OUT/session.log"
+    fidelity "$(( ${TRAIN_LIMIT:-540} < left - 40 ? ${TRAIN_LIMIT:-540} : left - 40 ))" 2>&1 | tee -a "$log"
     left=$(( limit - ($(date +%s) - start) ))
     if [ "$left" -gt 150 ]; then  # the diagnosis the issue asks for, should a seed miss the mark
       timeout 90 python3 -m benchmarks.drq_compare --device "$DEVICE" --updates 50 \
-          --out "$OUT/drq-compare.json" 2>&1 | tee -a "$OUT/session.log"
+          --out "$RES/drq-compare.json" 2>&1 | tee -a "$log"
+      pack
     fi
     left=$(( limit - ($(date +%s) - start) ))
     if [ "$left" -gt 30 ]; then
-      bench "$left" --methods eps-r,drq --paths plain,fast,graphs | tee "$OUT/bench.log"
+      bench "$left" --methods eps-r,drq --paths plain,fast,graphs | tee -a "$log"
+      pack
     else
-      echo "no time left for the update benchmark" | tee "$OUT/bench.log"
+      echo "no time left for the update benchmark" | tee -a "$log"
+    fi
+    left=$(( limit - ($(date +%s) - start) ))
+    if [ "$left" -gt 150 ]; then  # torch.compile on top of graphs, eps-r only (the speed target's method)
+      bench "$left" --methods eps-r --paths graphs,compiled --rounds 3 --out "$RES/updates-compiled.json" \
+          | tee -a "$log"
     fi
     ;;
   fidelity)
@@ -124,7 +140,7 @@ case "$stage" in
     echo "check-graphs exit ${PIPESTATUS[0]}" | tee -a "$OUT/graphs.log"
     bench "${BENCH_LIMIT:-300}" --methods eps-r,drq --paths plain,fast,graphs,compiled | tee -a "$OUT/graphs.log"
     smoke --graphs | tee -a "$OUT/graphs.log"
-    timeout 120 python3 -m benchmarks.drq_compare --device "$DEVICE" --out "$OUT/drq-compare.json" 2>&1 \
+    timeout 120 python3 -m benchmarks.drq_compare --device "$DEVICE" --out "$RES/drq-compare.json" 2>&1 \
         | tee -a "$OUT/graphs.log"
     ;;
   bench)

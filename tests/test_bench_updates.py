@@ -24,3 +24,23 @@ def test_paths_and_variants():
     assert cpu["eps-r/compiled"][1] == {"method": "eps-r", "fast": True, "graphs": False, "compile": True}
     assert cuda["eps-r/graphs"][1] == {"method": "eps-r", "fast": True, "graphs": True, "compile": False}
     assert cuda["eps-r@legacy/graphs"][1]["aug_k"] == 1 and "drq@drq/graphs" not in cuda
+
+
+def test_the_record_is_written_after_every_round_and_bad_counts_are_one_error(tmp_path, capsys):
+    """A benchmark stopped at a time limit (the GPU session's) keeps the rounds it finished."""
+    import json
+
+    from benchmarks.bench_updates import main
+
+    out = tmp_path / "u.json"
+    assert main(["--device", "cpu", "--batch", "2", "--rounds", "2", "--methods", "sac", "--paths", "plain",
+                 "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert record["rounds_done"] == 2 and list(record["seconds_per_update"]) == ["sac/plain"]
+    assert record["seconds_per_update"]["sac/plain"] > 0
+    capsys.readouterr()
+    for flag in ("--rounds", "--batch", "--updates"):
+        assert main(["--device", "cpu", flag, "0", "--out", str(tmp_path / "x.json")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"error: {flag[2:]}: 0 ")
+    assert not (tmp_path / "x.json").exists()

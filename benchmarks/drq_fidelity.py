@@ -7,7 +7,7 @@ evaluation (10 episodes) reaches 667, DrQ's mean minus one standard deviation.
 DrQ's own learning curves behind that table (denisyarats/drq,
 ``data/dmc_planet_bench.csv``: 10 seeds, an evaluation every 16k steps on
 cartpole-swingup; the rows up to 500k steps, all six tasks, are kept unchanged in
-``benchmarks/reference/drq_planet_bench.csv``) put each run in context: at
+``figures/data/drq_planet_bench.csv``, :mod:`figures.reference_runs`) put each run in context: at
 every evaluation step, where the run stands among DrQ's ten runs interpolated
 to that step. That matters twice. A run stopped early (the GPU time ran out)
 can still be read: on track or behind. And the pass mark is strict: at 96k two
@@ -26,7 +26,6 @@ published 759 ± 92 at 100k and the pass mark.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from pathlib import Path
@@ -35,34 +34,14 @@ import numpy as np
 
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json
+from figures.reference_runs import DRQ_SOURCE, Runs, drq_at, drq_runs
 from figures.runs import read_csv_columns
 
 DRQ_MEAN, DRQ_STD, AT_STEPS = 759.0, 92.0, 100_000
 PASS_MARK = DRQ_MEAN - DRQ_STD
-REFERENCE = Path(__file__).resolve().parent / "reference" / "drq_planet_bench.csv"
-REFERENCE_SOURCE = "denisyarats/drq data/dmc_planet_bench.csv"
 
 
-def drq_runs(env: str = "cartpole_swingup", path: Path = REFERENCE) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """DrQ's own evaluation curves of ``env`` (a dm_control name as DrQ writes it): seed -> (env steps,
-    returns), steps ascending."""
-    runs: dict[int, list[tuple[int, float]]] = {}
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            if row["env"] == env and row["agent"] == "DrQ":
-                runs.setdefault(int(row["seed"]), []).append((int(row["step"]), float(row["episode_reward"])))
-    if not runs:
-        raise InputError(f"env: {env!r} has no DrQ rows in {path}")
-    return {seed: (np.array([s for s, _ in sorted(rows)]), np.array([r for _, r in sorted(rows)]))
-            for seed, rows in sorted(runs.items())}
-
-
-def drq_at(runs: dict[int, tuple[np.ndarray, np.ndarray]], step: float) -> np.ndarray:
-    """Each of DrQ's runs linearly interpolated at ``step`` (runs that do not reach it left out)."""
-    return np.array([np.interp(step, steps, returns) for steps, returns in runs.values() if steps[-1] >= step])
-
-
-def context(value: float, step: int, runs: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict:
+def context(value: float, step: int, runs: Runs) -> dict:
     """Where ``value`` at ``step`` stands among DrQ's runs at that step: their mean, std (n - 1),
     range, and how many of them it is above."""
     ref = drq_at(runs, step)
@@ -95,7 +74,7 @@ def read(run: Path) -> dict:
             "std": table["std_return"].tolist(), "episodes": int(table["episodes"][-1])}
 
 
-def plot(results: list[dict], runs: dict[int, tuple[np.ndarray, np.ndarray]], out: Path) -> Path:
+def plot(results: list[dict], runs: Runs, out: Path) -> Path:
     """Each run's curve over the range and median of DrQ's runs, DrQ's 759 ± 92 at 100k and the pass mark."""
     from figures.style import plt, return_curve_axes, save
 
@@ -127,9 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    runs = drq_runs()
+    runs = drq_runs("cartpole-swingup")
     at_mark = drq_at(runs, AT_STEPS)
-    print(f"DrQ's own runs ({REFERENCE_SOURCE}): {(at_mark >= PASS_MARK).sum()} of {at_mark.size} reach "
+    print(f"DrQ's own runs ({DRQ_SOURCE}): {(at_mark >= PASS_MARK).sum()} of {at_mark.size} reach "
           f"{PASS_MARK:.0f} at {AT_STEPS // 1000}k (interpolated)")
     passed = True
     for r in results:
@@ -146,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         plot(results, runs, Path(args.out))
     if args.json:
         atomic_write_json(Path(args.json), {"drq_paper": [DRQ_MEAN, DRQ_STD], "pass_mark": PASS_MARK,
-                                            "drq_runs_source": REFERENCE_SOURCE,
+                                            "drq_runs_source": DRQ_SOURCE,
                                             "drq_runs_reaching_mark_at_100k": int((at_mark >= PASS_MARK).sum()),
                                             "drq_runs": int(at_mark.size), "runs": results, "passed": passed})
     return 0 if passed else 1

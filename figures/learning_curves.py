@@ -15,7 +15,7 @@ that reach it, and where that count changes the line is marked ``n=K``. A seed
 met twice in one configuration counts once (the run evaluated furthest; the
 other is reported).
 
-    python -m figures.learning_curves runs/ --out curves.png [--metric mean_return]
+    python -m figures.learning_curves runs/ --out curves.png [--metric mean_return] [--reference drq]
 
 Next to the PNG, ``curves.runs.txt`` (the PNG's name with ``.runs.txt``) lists
 the run folders behind every line, per task with the fields that differ between
@@ -25,6 +25,12 @@ Runs are found by :func:`figures.runs.find_runs` (any folder under the root
 holding ``eval.csv`` and ``config.json``); several roots or run folders may be
 given. ``--metric`` is an ``eval.csv`` column (default ``mean_return``) or a
 ``train.csv`` one (e.g. ``episode_return``, ``bisim_loss``).
+
+``--reference drq`` draws DrQ's own runs under ours on every panel of the six
+PlaNet-benchmark tasks (:mod:`figures.reference_runs`: DrQ's published curves,
+10 seeds, no distractions; mean ± std over its seeds, grey, dashed), up to the
+panel's last step: a DrQ baseline trained here without distractions should
+fall inside that band. Evaluation returns only.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from bisimkit.extras import report_missing
 
 from bisimkit.files import atomic_write_text
 
+from .reference_runs import DRQ_SOURCE, drq_band, drq_runs, has_drq_runs
 from .runs import (METHOD_ORDER, TASK_ORDER, Group, PathLike, Run, describe_groups, duplicate_note, find_runs,
                    group_runs, ordered)
 from .style import plt, save
@@ -140,11 +147,20 @@ def _mark_counts(ax, curve: Curve, color: str) -> None:
                         xytext=(3, 4), fontsize=8, color=color)
 
 
+REFERENCES = ("drq",)
+REFERENCE_LABEL = "DrQ's own runs (10 seeds, no distractions)"
+
+
 def plot_learning_curves(runs_root: PathLike | Iterable[PathLike], out_png: PathLike,
-                         metric: str = "mean_return") -> Path:
+                         metric: str = "mean_return", reference: str | None = None) -> Path:
     """Plot the learning curves of every run under ``runs_root`` (a folder or a list of run folders /
     roots) to ``out_png`` and list their runs in :func:`runs_listing_path`; returns the PNG's path (see
-    the module doc)."""
+    the module doc). ``reference='drq'``: DrQ's published runs under ours where a task has them."""
+    if reference is not None and reference not in REFERENCES:
+        raise InputError(f"reference: {reference!r} is not one of {', '.join(REFERENCES)}")
+    if reference is not None and metric != "mean_return":
+        raise InputError(f"reference: DrQ's curves are evaluation returns; it goes with --metric mean_return, "
+                         f"not {metric!r}")
     all_curves = curves(find_runs(runs_root), metric)
     tasks = ordered((c.task for c in all_curves), TASK_ORDER)
     colors = method_colors(c.method for c in all_curves)
@@ -158,7 +174,14 @@ def plot_learning_curves(runs_root: PathLike | Iterable[PathLike], out_png: Path
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows), squeeze=False)
     for ax in axes.flat[len(tasks):]:
         ax.set_visible(False)
+    referenced = []
     for ax, task in zip(axes.flat, tasks):
+        if reference == "drq" and has_drq_runs(task):
+            last = max(float(c.steps[-1]) for c in all_curves if c.task == task)
+            grid, mean, std = drq_band(drq_runs(task), max(last, 1.0))
+            ax.plot(grid, mean, color="0.35", lw=1.4, ls=(0, (4, 2)), zorder=1)
+            ax.fill_between(grid, mean - std, mean + std, color="0.6", alpha=0.18, lw=0, zorder=0)
+            referenced.append(task)
         seeds = set()
         for curve in (c for c in all_curves if c.task == task):
             color, style = colors[curve.method], styles[curve.label]
@@ -176,6 +199,9 @@ def plot_learning_curves(runs_root: PathLike | Iterable[PathLike], out_png: Path
         ax.xaxis.set_major_formatter(FuncFormatter(_steps_formatter))
         ax.grid(True, alpha=0.3)
     handles = [plt.Line2D([], [], color=colors[method_of[label]], lw=2.5, ls=styles[label]) for label in legend]
+    if referenced:
+        handles.append(plt.Line2D([], [], color="0.35", lw=1.4, ls=(0, (4, 2))))
+        legend = [*legend, REFERENCE_LABEL]
     ncol = min(len(handles), 6)
     fig.legend(handles, legend, loc="lower center", ncol=ncol, frameon=False, fontsize=10,
                bbox_to_anchor=(0.5, -0.02 - 0.02 / rows - 0.05 * (-(-len(handles) // ncol) - 1) / rows))
@@ -183,6 +209,9 @@ def plot_learning_curves(runs_root: PathLike | Iterable[PathLike], out_png: Path
     fig.tight_layout(rect=(0, 0.05 / rows, 1, 1))
     groups = [c.group for c in all_curves if c.group is not None]
     listing, note = describe_groups(groups), duplicate_note(groups)
+    if reference is not None:
+        listing += (f"reference: {REFERENCE_LABEL}, {DRQ_SOURCE}, drawn on "
+                    f"{', '.join(referenced) if referenced else 'none of these tasks (it has the six PlaNet ones)'}\n")
     png = save(fig, out_png)
     atomic_write_text(runs_listing_path(png), listing + (f"note: {note}\n" if note else ""))
     return png
@@ -194,9 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("roots", nargs="+", metavar="RUNS_ROOT", help="folder(s) to search for runs, or run folders")
     parser.add_argument("--out", default="curves.png", help="PNG to write")
     parser.add_argument("--metric", default="mean_return", help="eval.csv or train.csv column to plot")
+    parser.add_argument("--reference", default=None, metavar="drq",
+                        help="draw a reference agent's published runs under ours: drq (DrQ's curves, 10 seeds, "
+                             "no distractions, on the six PlaNet-benchmark tasks)")
     args = parser.parse_args(argv)
     try:
-        png = plot_learning_curves(args.roots, args.out, args.metric)
+        png = plot_learning_curves(args.roots, args.out, args.metric, args.reference)
         print(png)
         print(f"runs per line (also in {runs_listing_path(png)}):\n{runs_listing_path(png).read_text()}", end="",
               file=sys.stderr)

@@ -335,6 +335,35 @@ def test_learning_curves_png(synthetic, tiny_run, tmp_path):
     assert png_size(png2)[0] >= 400 and png2.stat().st_size > 10_000
 
 
+def test_learning_curves_draw_drqs_own_runs_where_a_task_has_them(synthetic, tmp_path, capsys):
+    """--reference drq: DrQ's published runs (figures/data) under ours on cartpole-swingup, walker-walk and
+    ball_in_cup-catch, cut at each panel's last step; listed; refused with a training metric."""
+    import numpy as np
+
+    from figures.learning_curves import main, runs_listing_path
+    from figures.reference_runs import drq_band, drq_runs
+
+    out = tmp_path / "ref.png"
+    assert main([str(synthetic), "--out", str(out), "--reference", "drq"]) == 0
+    listing = runs_listing_path(out).read_text()
+    assert "reference: DrQ's own runs (10 seeds, no distractions)" in listing
+    assert "drawn on ball_in_cup-catch, cartpole-swingup, walker-walk" in listing
+    # the band: DrQ's cartpole runs at 16k are 97-248 with mean 182, and the grid stops where asked
+    grid, mean, std = drq_band(drq_runs("cartpole-swingup"), 16_000, points=2)
+    at16 = np.array([returns[1] for steps, returns in drq_runs("cartpole_swingup").values()])
+    assert grid.tolist() == [0.0, 16_000.0]
+    assert mean[1] == pytest.approx(at16.mean(), rel=1e-12) and std[1] == pytest.approx(at16.std(), rel=1e-12)
+    assert round(at16.min()) == 97 and round(at16.max()) == 248
+    assert drq_band(drq_runs("cartpole-swingup"), 10**7)[0][-1] == 496_000  # the shortest run's end
+    capsys.readouterr()
+    assert main([str(synthetic), "--out", str(tmp_path / "x.png"), "--reference", "drq",
+                 "--metric", "episode_return"]) == 2
+    assert capsys.readouterr().err.startswith("error: reference: DrQ's curves are evaluation returns")
+    assert main([str(synthetic), "--out", str(tmp_path / "x.png"), "--reference", "curl"]) == 2
+    assert capsys.readouterr().err.strip() == "error: reference: 'curl' is not one of drq"
+    assert not (tmp_path / "x.png").exists()
+
+
 def test_learning_curves_cli_errors(tmp_path, capsys):
     from figures.learning_curves import main
 

@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from benchmarks.drq_fidelity import PASS_MARK, context, drq_at, drq_runs, main
+from benchmarks.drq_fidelity import PASS_MARK, context, main
+from figures.reference_runs import drq_at, drq_runs
 
 
 def run_folder(path, seed: int, finals: list[tuple[int, float]]):
@@ -36,7 +37,7 @@ def test_every_seed_must_reach_the_mark_at_100k(tmp_path, capsys):
 
 
 def test_drqs_own_runs_are_the_ones_behind_its_published_number():
-    """The kept curves (benchmarks/reference/drq_planet_bench.csv) give DrQ's Table 1 entry for
+    """The kept curves (figures/data/drq_planet_bench.csv) give DrQ's Table 1 entry for
     cartpole-swingup, 759 ± 92 over 10 seeds, at their evaluation nearest 100k (96k)."""
     runs = drq_runs("cartpole_swingup")
     assert sorted(runs) == list(range(1, 11))

@@ -17,7 +17,8 @@ time in five; the context line tells a miss of that kind from a real gap.
 
     python -m benchmarks.drq_fidelity RUN [RUN ...] [--out fidelity.png] [--json fidelity.json]
 
-Prints one line per run and PASS when every run passes (exit 0; 1 otherwise,
+Prints one line per run, a Markdown table of every evaluation beside DrQ's
+runs (median, range) and PASS when every run passes (exit 0; 1 otherwise,
 2 on bad input). The figure shows each run's evaluation curve (mean ± std over
 its episodes) over the range of DrQ's ten runs and their median, DrQ's
 published 759 ± 92 at 100k and the pass mark.
@@ -48,6 +49,7 @@ def context(value: float, step: int, runs: Runs) -> dict:
     if ref.size == 0:
         return {"step": step, "drq_runs": 0}
     return {"step": step, "drq_runs": int(ref.size), "drq_mean": float(ref.mean()),
+            "drq_median": float(np.median(ref)),
             "drq_std": float(ref.std(ddof=1)) if ref.size > 1 else 0.0, "drq_min": float(ref.min()),
             "drq_max": float(ref.max()), "above": int((value > ref).sum())}
 
@@ -58,6 +60,25 @@ def describe(c: dict) -> str:
         return f"no run of DrQ's reaches {c['step']} steps"
     return (f"DrQ's {c['drq_runs']} runs at {c['step'] / 1000:g}k: {c['drq_mean']:.0f} ± {c['drq_std']:.0f} "
             f"({c['drq_min']:.0f}-{c['drq_max']:.0f}); above {c['above']} of them")
+
+
+def markdown_table(results: list[dict]) -> str:
+    """The runs' evaluations step by step beside DrQ's runs there (median, range): a Markdown table for
+    the README and docs (steps of the first run; each run's context from :func:`context`)."""
+    steps = results[0]["steps"]
+    head = "| env steps | " + " | ".join(f"{s / 1000:g}k" if s else "0" for s in steps) + " |"
+    rows = [head, "|---" * (len(steps) + 1) + "|"]
+    for r in results:
+        by_step = dict(zip(r["steps"], r["mean"]))
+        rows.append(f"| seed {r['seed']} | " + " | ".join(f"{by_step[s]:.0f}" if s in by_step else "" for s in steps)
+                    + " |")
+    ctx = {c["step"]: c for r in results for c in r["drq_context"]}
+    cells = [ctx.get(s, {"drq_runs": 0}) for s in steps]
+    rows.append("| DrQ's runs, median | " + " | ".join(f"{c['drq_median']:.0f}" if c["drq_runs"] else "" for c in cells)
+                + " |")
+    rows.append("| DrQ's runs, range | " + " | ".join(f"{c['drq_min']:.0f}-{c['drq_max']:.0f}" if c["drq_runs"]
+                                                      else "" for c in cells) + " |")
+    return "\n".join(rows)
 
 
 def read(run: Path) -> dict:
@@ -120,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seed {r['seed']}: {final:.1f} ± {r['std'][-1]:.1f} at {reached} env steps "
               f"({r['episodes']} episodes): {'pass' if ok else 'FAIL'} (mark {PASS_MARK:.0f}); "
               f"{describe(r['drq_context'][-1])}")
+    print(markdown_table(results))
     print("PASS" if passed else "FAIL")
     if args.out:
         plot(results, runs, Path(args.out))

@@ -34,6 +34,9 @@ def test_every_seed_must_reach_the_mark_at_100k(tmp_path, capsys):
     assert "at 70000 env steps" in out
     # the stopped run is set against DrQ's ten runs at 70k (387-639): 800 is above all of them
     assert "DrQ's 10 runs at 70k" in out and "above 10 of them" in out
+    # the table for the README: our evaluations beside DrQ's runs (at 70k: median 533, range 387-639)
+    assert "| env steps | 0 | 70k |" in out and "| seed 3 | 12 | 800 |" in out
+    assert "| DrQ's runs, range | 7-37 | 387-639 |" in out and "| DrQ's runs, median | 17 | 533 |" in out
 
 
 def test_drqs_own_runs_are_the_ones_behind_its_published_number():

@@ -1,0 +1,127 @@
+"""File what a GPU session brought back: ``results.tgz`` of ``benchmarks/gpu_check.sh`` into the repository.
+
+    python -m benchmarks.gpu_results RESULTS_TGZ --name h200-session [--figure docs/gpu_drq_fidelity.png]
+
+Unpacks the archive into ``benchmarks/results/gpu/NAME/`` (refused if that folder
+exists; members that are not plain files or folders, or whose paths leave the
+folder, are refused before anything is written), then prints what goes into the
+README and ``docs/agents.md``:
+
+* the fidelity verdict (``benchmarks.drq_fidelity`` on ``fidelity/drq-seed*``:
+  each seed against the 667 mark and among DrQ's own runs, the Markdown table),
+  rewriting ``fidelity.json`` there and drawing the figure (``--figure``, default
+  ``NAME/fidelity.png``);
+* each update benchmark (``updates-cuda.json``, ``updates-compiled.json``) as a
+  Markdown table of ms per update, with its ratios and the eps-r target (<= 14 ms
+  on an H200) read off the fastest eps-r path;
+* the graphs check (``graphs-check.json``) and ``drq-compare.json``, when present, a line
+  per method or path.
+
+Exit 0 when filed (whatever the verdicts say), 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tarfile
+from pathlib import Path
+
+from bisimkit.errors import InputError
+
+GPU_RESULTS = Path(__file__).resolve().parent / "results" / "gpu"
+TARGET_MS = 14.0
+
+
+def unpack(archive: Path, dest: Path) -> list[str]:
+    """Extract ``archive`` into the new folder ``dest``; returns the member names. Checks every member
+    first: plain files and folders only, paths inside ``dest``."""
+    if dest.exists():
+        raise InputError(f"name: {dest} already exists; choose another name")
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            members = tar.getmembers()
+            for m in members:
+                parts = Path(m.name).parts
+                if not (m.isfile() or m.isdir()) or Path(m.name).is_absolute() or ".." in parts:
+                    raise InputError(f"archive: member {m.name!r} is not a plain file or folder inside the archive")
+            dest.mkdir(parents=True)
+            try:
+                tar.extractall(dest, members=members, filter="data")
+            except BaseException:
+                shutil.rmtree(dest, ignore_errors=True)  # nothing half-written
+                raise
+    except (OSError, tarfile.TarError) as exc:
+        raise InputError(f"archive: cannot read {archive}: {exc}") from None
+    return [m.name for m in members]
+
+
+def bench_table(record: dict) -> str:
+    """A benchmark record (``bench_updates`` JSON) as Markdown: variants, ms per update, ratios, target."""
+    ms = {label: 1e3 * s for label, s in record["seconds_per_update"].items()}
+    lines = [f"{record.get('device_name', '?')}, batch {record.get('batch', '?')}, torch {record.get('torch', '?')}, "
+             f"{record.get('rounds_done', record.get('rounds', '?'))} rounds (medians)", "",
+             "| variant | ms per update | updates/s |", "|---|---|---|"]
+    lines += [f"| {label} | {value:.2f} | {1e3 / value:.1f} |" for label, value in ms.items()]
+    lines += [f"- {name}: {value:.3f}" for name, value in record.get("ratios", {}).items()]
+    eps = {label: value for label, value in ms.items() if label.startswith("eps-r/") and not label.endswith("/plain")}
+    if eps:
+        best = min(eps, key=eps.get)
+        lines.append(f"- eps-r, fastest path {best}: {eps[best]:.1f} ms (target <= {TARGET_MS:.0f} ms on an H200: "
+                     f"{'met' if eps[best] <= TARGET_MS else 'not met'} on this card)")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("archive", help="results.tgz from benchmarks/gpu_check.sh")
+    p.add_argument("--name", required=True, help="folder under benchmarks/results/gpu/ (e.g. h200-session)")
+    p.add_argument("--figure", default=None, help="fidelity figure (default: in the new folder)")
+    p.add_argument("--root", default=str(GPU_RESULTS), help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    dest = Path(args.root) / args.name
+    try:
+        if not args.name or Path(args.name).name != args.name or args.name in (".", ".."):
+            raise InputError(f"name: {args.name!r} is not a plain folder name")
+        names = unpack(Path(args.archive), dest)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"unpacked {len(names)} entries into {dest}")
+    seeds = sorted((dest / "fidelity").glob("drq-seed*"))
+    if seeds:
+        from benchmarks.drq_fidelity import main as fidelity
+
+        figure = args.figure or str(dest / "fidelity.png")
+        print("\n## Fidelity (benchmarks.drq_fidelity)\n")
+        fidelity([str(s) for s in seeds] + ["--out", figure, "--json", str(dest / "fidelity.json")])
+    else:
+        print("no fidelity runs in the archive")
+    for name in ("updates-cuda.json", "updates-compiled.json"):
+        path = dest / name
+        if path.is_file():
+            print(f"\n## {name}\n")
+            try:
+                print(bench_table(json.loads(path.read_text())))
+            except (ValueError, KeyError, TypeError, ZeroDivisionError) as exc:
+                print(f"{name}: not a bench_updates record ({exc})")
+    checks = dest / "graphs-check.json"
+    if checks.is_file():
+        for method, c in json.loads(checks.read_text()).get("checks", {}).items():
+            print(f"graphs check, {method}: {'pass' if c.get('passed') else 'FAIL'} (largest relative difference "
+                  f"{c.get('max_rel', float('nan')):.2e}; {'same' if c.get('same_draws') else 'different'} draws)")
+    compare = dest / "drq-compare.json"
+    if compare.is_file():
+        record = json.loads(compare.read_text())
+        for path, r in record.get("paths", {}).items():
+            same = r["same_weights"]
+            print(f"drq_compare, {path} vs DrQ (float32): critic loss {same['critic']['median_rel']:.1e} median / "
+                  f"{same['critic']['max_rel']:.1e} max per update; free run of {record.get('updates')} updates "
+                  f"{r['free_run']['last10_median_rel']:.1e} apart")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Filing a GPU session's results.tgz (benchmarks/gpu_results.py): unpacked safely, summarised for the docs."""
+
+import io
+import json
+import tarfile
+
+from benchmarks.gpu_results import bench_table, main
+
+RECORD = {"device_name": "NVIDIA H200", "batch": 512, "torch": "2.11", "rounds": 5, "rounds_done": 5,
+          "seconds_per_update": {"eps-r/plain": 0.040, "eps-r/fast": 0.020, "eps-r/graphs": 0.0125},
+          "ratios": {"eps-r fast / plain": 0.5}}
+
+
+def archive(path, files: dict[str, str], extra=None):
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        if extra is not None:
+            tar.addfile(extra)
+    return path
+
+
+def eval_run(seed: int, finals: list[tuple[int, float]]) -> dict[str, str]:
+    rows = "env_step,mean_return,std_return,episodes,split,elapsed_s\n" + "".join(
+        f"{step},{mean},10,10,train-settings,1.0\n" for step, mean in finals)
+    return {f"./fidelity/drq-seed{seed}/eval.csv": rows,
+            f"./fidelity/drq-seed{seed}/config.json": json.dumps({"config": {"seed": seed, "preset": "drq"}})}
+
+
+def test_a_session_is_filed_and_summarised(tmp_path, capsys):
+    files = {**eval_run(0, [(0, 10), (100_000, 700)]), **eval_run(1, [(0, 12), (100_000, 800)]),
+             "./updates-cuda.json": json.dumps(RECORD),
+             "./graphs-check.json": json.dumps({"checks": {"drq": {"passed": True, "max_rel": 1e-6,
+                                                                   "same_draws": True}}})}
+    tgz = archive(tmp_path / "results.tgz", files)
+    root = tmp_path / "gpu"
+    assert main([str(tgz), "--name", "h200-session", "--root", str(root)]) == 0
+    out = capsys.readouterr().out
+    dest = root / "h200-session"
+    assert (dest / "fidelity" / "drq-seed1" / "eval.csv").is_file() and (dest / "fidelity.png").stat().st_size > 0
+    assert json.loads((dest / "fidelity.json").read_text())["passed"] is True
+    assert "seed 0: 700.0" in out and "PASS" in out and "| env steps | 0 | 100k |" in out
+    assert "| eps-r/graphs | 12.50 | 80.0 |" in out
+    assert "eps-r, fastest path eps-r/graphs: 12.5 ms (target <= 14 ms on an H200: met" in out
+    assert "graphs check, drq: pass" in out
+    # a second filing under the same name is refused, nothing changed
+    assert main([str(tgz), "--name", "h200-session", "--root", str(root)]) == 2
+    assert capsys.readouterr().err.strip().startswith("error: name: ")
+
+
+def test_unsafe_or_unreadable_archives_write_nothing(tmp_path, capsys):
+    root = tmp_path / "gpu"
+    escape = archive(tmp_path / "escape.tgz", {"./ok.txt": "x", "../outside.txt": "y"})
+    link = tarfile.TarInfo("./link")
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    linked = archive(tmp_path / "link.tgz", {"./ok.txt": "x"}, extra=link)
+    (tmp_path / "bad.tgz").write_bytes(b"not a tarball")
+    for name, path in (("a", escape), ("b", linked), ("c", tmp_path / "bad.tgz")):
+        assert main([str(path), "--name", name, "--root", str(root)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: archive: ")
+        assert not (root / name).exists()
+    assert not (tmp_path / "outside.txt").exists()
+    assert main([str(escape), "--name", "../x", "--root", str(root)]) == 2
+    assert capsys.readouterr().err.startswith("error: name: ")
+
+
+def test_bench_table_says_when_the_target_is_missed():
+    slow = {**RECORD, "seconds_per_update": {"eps-r/plain": 0.04, "eps-r/fast": 0.02}}
+    text = bench_table(slow)
+    assert "| eps-r/fast | 20.00 | 50.0 |" in text and "not met" in text and "NVIDIA H200, batch 512" in text

@@ -35,9 +35,14 @@ OUT=${OUT:-$PWD/gpu-out}
 RES=${RES:-/tmp/gpu-results}   # the result files, packed into $OUT/results.tgz
 rm -rf "$RES"
 mkdir -p "$OUT" "$RES"
-pack() {
-  tar czf "$OUT/results.tgz.part" -C "$RES" --exclude='*/buffer' --exclude='*/checkpoint.pt' . 2>/dev/null \
-    && mv "$OUT/results.tgz.part" "$OUT/results.tgz"
+pack() {  # each writer its own temporary (the 20 s packer's tar may outlive the packer), then an atomic rename
+  local part
+  part=$(mktemp "$OUT/.results-XXXXXX") || return
+  if tar czf "$part" -C "$RES" --exclude='*/buffer' --exclude='*/checkpoint.pt' . 2>/dev/null; then
+    mv "$part" "$OUT/results.tgz"
+  else
+    rm -f "$part"
+  fi
 }
 trap pack EXIT
 repo=$PWD

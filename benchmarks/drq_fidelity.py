@@ -35,7 +35,7 @@ import numpy as np
 
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json
-from figures.reference_runs import DRQ_SOURCE, Runs, drq_at, drq_runs
+from figures.reference_runs import DRQ_SOURCE, Runs, drq_at, drq_grid, drq_runs
 from figures.runs import read_csv_columns
 
 DRQ_MEAN, DRQ_STD, AT_STEPS = 759.0, 92.0, 100_000
@@ -101,10 +101,9 @@ def plot(results: list[dict], runs: Runs, out: Path) -> Path:
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
     last = max(max(r["steps"]) for r in results)
-    grid = np.linspace(0, max(last, AT_STEPS), 101)
-    ref = np.stack([drq_at(runs, s) for s in grid])
-    ax.fill_between(grid, ref.min(axis=1), ref.max(axis=1), color="0.85", label=f"DrQ's {ref.shape[1]} runs: range")
-    ax.plot(grid, np.median(ref, axis=1), color="0.45", ls="--", lw=1.2, label="DrQ's runs: median")
+    grid, ref = drq_grid(runs, max(last, AT_STEPS))
+    ax.fill_between(grid, ref.min(axis=0), ref.max(axis=0), color="0.85", label=f"DrQ's {ref.shape[0]} runs: range")
+    ax.plot(grid, np.median(ref, axis=0), color="0.45", ls="--", lw=1.2, label="DrQ's runs: median")
     for r, colour in zip(results, ("tab:blue", "tab:orange", "tab:green", "tab:purple")):
         steps, mean, std = map(np.asarray, (r["steps"], r["mean"], r["std"]))
         ax.plot(steps, mean, marker="o", ms=3, color=colour, label=f"seed {r['seed']}: {mean[-1]:.0f} at {steps[-1] // 1000}k")

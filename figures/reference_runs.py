@@ -64,10 +64,16 @@ def drq_at(runs: Runs, step: float) -> np.ndarray:
     return np.array([np.interp(step, steps, returns) for steps, returns in runs.values() if steps[-1] >= step])
 
 
-def drq_band(runs: Runs, up_to: float, points: int = 101) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(steps, mean, std) of DrQ's runs on an even grid from 0 to ``up_to`` (cut where the shortest run
-    ends); std over the runs as our learning curves take it (population, ``ddof=0``)."""
+def drq_grid(runs: Runs, up_to: float, points: int = 101) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, values): an even grid from 0 to ``up_to`` (cut where the shortest run ends) and every run
+    interpolated on it, one row per run."""
     end = min(float(up_to), min(float(steps[-1]) for steps, _ in runs.values()))
     grid = np.linspace(0.0, end, points)
-    values = np.stack([np.interp(grid, steps, returns) for steps, returns in runs.values()])
+    return grid, np.stack([np.interp(grid, steps, returns) for steps, returns in runs.values()])
+
+
+def drq_band(runs: Runs, up_to: float, points: int = 101) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(steps, mean, std) of DrQ's runs on :func:`drq_grid`; std over the runs as our learning curves
+    take it (population, ``ddof=0``)."""
+    grid, values = drq_grid(runs, up_to, points)
     return grid, values.mean(axis=0), values.std(axis=0)

@@ -24,11 +24,13 @@ def test_every_seed_must_reach_the_mark_at_100k(tmp_path, capsys):
     also = run_folder(tmp_path / "b", 1, [(0, 12), (100_000, 667)])
     low = run_folder(tmp_path / "c", 2, [(0, 12), (100_000, 666.9)])
     short = run_folder(tmp_path / "d", 3, [(0, 12), (70_000, 800)])   # stopped early: not a pass
+    long = run_folder(tmp_path / "e", 4, [(0, 12), (100_000, 700), (600_000, 860)])  # past DrQ's last evaluation
     out = tmp_path / "fig.png"
     assert main([str(good), str(also), "--out", str(out), "--json", str(tmp_path / "v.json")]) == 0
     assert out.stat().st_size > 0 and json.loads((tmp_path / "v.json").read_text())["passed"] is True
     assert capsys.readouterr().out.strip().endswith("PASS")
     assert main([str(good), str(low)]) == 1
+    assert main([str(long), "--out", str(tmp_path / "long.png")]) == 0  # DrQ's band stops where its runs do
     assert main([str(short)]) == 1
     out = capsys.readouterr().out
     assert "at 70000 env steps" in out

@@ -6,7 +6,7 @@
 #                                          # SESSION_LIMIT seconds (570) in all: 50 drq-preset updates eager
 #                                          # vs from CUDA graphs (~30 s); the fidelity run (--preset drq,
 #                                          # cartpole-swingup, 100k env steps, two seeds side by side,
-#                                          # each final eval >= 667), with --graphs if that check passed;
+#                                          # each final eval >= 667), with --graphs if that check passed (a seed whose graphs run fails restarts without);
 #                                          # then, in the time left, drq_compare (our drq-preset updates
 #                                          # against DrQ's), the update benchmark (eps-r and drq, plain /
 #                                          # fast / graphs) and eps-r with torch.compile on top of graphs
@@ -16,6 +16,8 @@
 #                                          # fast, graphs and compiled paths side by side, a 2k-step
 #                                          # training smoke run with --graphs, and the drq preset's updates
 #                                          # against DrQ's own, plain and fast (drq_compare) (~6 min)
+#   bash benchmarks/gpu_check.sh timings   # the update benchmark of eps-r and drq (plain / fast / graphs)
+#                                          # under BENCH_LIMIT (150 s): a short call on a warm machine
 #   bash benchmarks/gpu_check.sh bench     # the update benchmark alone (all methods) + a training smoke run
 #
 # Knobs (for a dry run on a CPU): DEVICE (cuda), STEPS (100000), SEEDS ("0 1"), TRAIN_LIMIT (seconds,
@@ -71,17 +73,38 @@ fidelity() {  # $1: seconds of training allowed; both seeds side by side, then t
   mkdir -p "$runs"
   ( while sleep 20; do pack; done ) &
   packer=$!
-  local t0 pids=""
+  local t0 seed pid rc left
+  local -A running=() flags=()
   t0=$(date +%s)
   echo "fidelity: training for at most $1 s, extra flags: ${TRAIN_ARGS:-none}"
-  for seed in ${SEEDS:-0 1}; do
-    timeout "$1" python3 -m agents.train --preset drq --task cartpole-swingup \
-        --env-steps "${STEPS:-100000}" --seed "$seed" --eval-every 10000 --eval-episodes 10 \
-        --checkpoint-every 1000000 --device "$DEVICE" --out "$runs/drq-seed$seed" --no-tensorboard \
-        ${TRAIN_ARGS:-} > "$runs/train-seed$seed.log" 2>&1 &
-    pids="$pids $!"
+  launch() {  # $1: seed, $2: seconds, $3: extra flags
+    timeout "$2" python3 -m agents.train --preset drq --task cartpole-swingup \
+        --env-steps "${STEPS:-100000}" --seed "$1" --eval-every 10000 --eval-episodes 10 \
+        --checkpoint-every 1000000 --device "$DEVICE" --out "$runs/drq-seed$1" --no-tensorboard \
+        $3 > "$runs/train-seed$1.log" 2>&1 &
+    running[$1]=$!
+    flags[$1]=" $3 "
+  }
+  for seed in ${SEEDS:-0 1}; do launch "$seed" "$1" "${TRAIN_ARGS:-}"; done
+  # A seed whose --graphs run fails (not a timeout) starts again without graphs in the time left.
+  while [ "${#running[@]}" -gt 0 ]; do
+    sleep 2
+    for seed in "${!running[@]}"; do
+      pid=${running[$seed]}
+      kill -0 "$pid" 2>/dev/null && continue
+      wait "$pid"; rc=$?
+      unset "running[$seed]"
+      echo "training seed $seed (pid $pid) exited with $rc after $(( $(date +%s) - t0 )) s"
+      left=$(( $1 - ($(date +%s) - t0) ))
+      if [ "$rc" != 0 ] && [ "$rc" != 124 ] && [[ "${flags[$seed]}" == *" --graphs "* ]] && [ "$left" -gt 30 ]; then
+        echo "seed $seed: the --graphs run failed; again without graphs for $left s (log: train-seed$seed.graphs.log)"
+        tail -5 "$runs/train-seed$seed.log"
+        mv "$runs/train-seed$seed.log" "$runs/train-seed$seed.graphs.log"
+        rm -rf "$runs/drq-seed$seed"
+        launch "$seed" "$left" "${flags[$seed]// --graphs / }"
+      fi
+    done
   done
-  for pid in $pids; do wait "$pid"; echo "training process $pid exited with $?"; done
   echo "training: $(( $(date +%s) - t0 )) s for both seeds side by side"
   kill $packer 2>/dev/null
   for log in "$runs"/train-seed*.log; do echo "== $log"; tail -4 "$log"; done
@@ -148,12 +171,15 @@ case "$stage" in
     timeout 120 python3 -m benchmarks.drq_compare --device "$DEVICE" --out "$RES/drq-compare.json" 2>&1 \
         | tee -a "$OUT/graphs.log"
     ;;
+  timings)  # a short second call: the update benchmark of eps-r and drq, plain / fast / graphs
+    bench "${BENCH_LIMIT:-150}" --methods eps-r,drq --paths plain,fast,graphs | tee "$OUT/timings.log"
+    ;;
   bench)
     bench "${BENCH_LIMIT:-300}" | tee "$OUT/bench.log"
     smoke | tee -a "$OUT/bench.log"
     ;;
   *)
-    echo "unknown stage $stage (session, fidelity, graphs or bench)"
+    echo "unknown stage $stage (session, fidelity, graphs, timings or bench)"
     exit 2
     ;;
 esac

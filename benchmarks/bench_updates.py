@@ -54,6 +54,24 @@ DEFAULT_PATHS = ("plain", "fast", "graphs")
 CHECK_UPDATES = 50
 LEGACY = dict(aug_k=1, aug_m=1, target_encoder=False, actor_head=False)
 TARGET_MS = 14.0  # issue 12: eps-r at batch 512 on an H200, from 28.6 ms
+TARGET_ROWS = {  # what the target is read off: the fastest non-plain path of each
+    "eps-r@legacy": "the update the issue timed at 28.6 ms (K = M = 1, no target encoder, no actor head)",
+    "eps-r": "the paper preset's update (K = M = 2, target encoder, actor head: about 1.75x that work)",
+}
+
+
+def target_lines(seconds_per_update: dict[str, float]) -> list[str]:
+    """The eps-r speed target (<= TARGET_MS ms per update at batch 512 on an H200), read off the fastest
+    non-plain path of ``eps-r@legacy`` (the work the target was set on) and of ``eps-r`` (the paper preset)."""
+    lines = []
+    for row, about in TARGET_ROWS.items():
+        timed = {label: 1e3 * s for label, s in seconds_per_update.items()
+                 if label.startswith(row + "/") and not label.endswith("/plain")}
+        if timed:
+            best = min(timed, key=timed.get)
+            lines.append(f"{row}, {about}: fastest path {best}, {timed[best]:.1f} ms per update (target <= "
+                         f"{TARGET_MS:.0f} ms on an H200: {'met' if timed[best] <= TARGET_MS else 'not met'})")
+    return lines
 
 
 def variants(methods: list[str], paths: tuple[str, ...], cuda: bool = True) -> dict[str, tuple[str, dict]]:
@@ -247,13 +265,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label:22s} {1e3 * median[label]:10.2f} {1 / median[label]:10.1f}")
     for name, value in ratios.items():
         print(f"{name}: {value:.3f}")
-    best = min((label for label in ("eps-r/compiled", "eps-r/graphs", "eps-r/fast") if label in median),
-               key=median.get,
-               default=None)
-    if best is not None:
-        ms = 1e3 * median[best]
-        print(f"eps-r, fastest path ({best}): {ms:.1f} ms per update (target <= {TARGET_MS:.0f} ms on an H200: "
-              f"{'met' if ms <= TARGET_MS else 'not met'} on this {record['device_name']})")
+    for line in target_lines(median):
+        print(f"{line} on this {record['device_name']}")
     print(f"wrote {out}")
     return 0
 

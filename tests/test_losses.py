@@ -397,3 +397,25 @@ def test_deferred_checks_reset_in_place_at_flush():
     checks.record("target", torch.tensor(True))
     with pytest.raises(ValueError, match=r"^target: not finite"):
         checks.flush()
+
+
+def test_dbc_coordinate_loss_is_dbcs_per_coordinate_regression():
+    """Two rows swapped by the pairing, hand-computed: smooth-L1 is x^2 / 2 below 1 and |x| - 1/2 above;
+    the target of coordinate i is smoothL1(r - r') + c sqrt(dmu_i^2 + dsigma_i^2), the loss the mean of
+    the squared residuals over rows and coordinates, and the gradient reaches z on both sides of a pair."""
+    z = torch.tensor([[0.0, 2.0], [0.5, -1.0]], dtype=torch.float64, requires_grad=True)
+    reward = torch.tensor([1.0, 3.0], dtype=torch.float64)
+    mu = torch.tensor([[0.0, 0.0], [3.0, 0.0]], dtype=torch.float64)
+    sigma = torch.tensor([[1.0, 1.0], [1.0, 5.0]], dtype=torch.float64)
+    perm = torch.tensor([1, 0])
+    value = L.dbc_coordinate_loss(z, reward=reward, next_mean=mu, next_sigma=sigma, discount=0.5, perm=perm)
+    z_dist = [0.5 * 0.5 ** 2, 3.0 - 0.5]           # |dz| = 0.5 and 3 in the two coordinates, either row
+    target = [1.5 + 0.5 * 3.0, 1.5 + 0.5 * 4.0]    # smoothL1(2) = 1.5; sqrt(9 + 0) and sqrt(0 + 16)
+    expected = sum((d - t) ** 2 for d, t in zip(z_dist, target)) / 2  # both rows give the same residuals
+    assert float(value) == pytest.approx(expected, rel=1e-12)
+    value.backward()
+    assert torch.all(z.grad != 0)
+    with pytest.raises(ValueError, match="^next_sigma: expected shape"):
+        L.dbc_coordinate_loss(z, reward=reward, next_mean=mu, next_sigma=sigma[:, :1], discount=0.5)
+    with pytest.raises(ValueError, match="^reward: expected 2 rows"):
+        L.dbc_coordinate_loss(z, reward=reward[:1], next_mean=mu, next_sigma=sigma, discount=0.5)

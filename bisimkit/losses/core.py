@@ -503,3 +503,34 @@ def dbc_loss(z: Tensor, *, distance: Distance, policy: Sampler, reward: Callable
     target = dbc_targets(z, z2, policy=policy, reward=reward, next_w2=next_w2, discount=discount,
                          samples=samples, generator=generator, action_noise=action_noise)
     return regression_loss(_predict(distance, z, z2), target.mean(dim=0))
+
+
+def dbc_coordinate_loss(z: Tensor, *, reward: Tensor, next_mean: Tensor, next_sigma: Tensor, discount: float,
+                        perm: Tensor | None = None, generator: torch.Generator | None = None) -> Tensor:
+    """DBC's loss as its code computes it (facebookresearch/deep_bisim4control, agent/bisim_agent.py,
+    ``update_encoder``): coordinate by coordinate, with the batch's own rewards.
+
+    For the pair (z, z' = z[perm]) and each latent coordinate i, ``smoothL1(z_i, z'_i)`` is regressed on
+    ``smoothL1(r, r') + c sqrt((mu_i - mu'_i)^2 + (sigma_i - sigma'_i)^2)``, the coordinate's term of W2
+    between the predicted next-latent Gaussians N(mu, diag sigma^2) of z and z'; the loss is the mean over
+    rows and coordinates. ``reward`` (B,) holds the rewards observed with z; ``next_mean`` and
+    ``next_sigma`` (B, D) the transition's prediction for z and the batch action, taken as constants (DBC
+    computes them under ``no_grad``). The gradient flows into both z and z' (DBC does not detach
+    ``h[perm]``); the target carries none. :func:`dbc_loss` is the summed form DBC's paper writes.
+    """
+    check_batch("z", z)
+    rows = z.shape[0]
+    c = _check_discount(discount)
+    _check_generator(generator, z)
+    r = _scalar_rows("reward", reward, rows)
+    for name, x in (("next_mean", next_mean), ("next_sigma", next_sigma)):
+        check_batch(name, x, rows=rows)
+        if x.shape != z.shape:
+            raise ValueError(f"{name}: expected shape {tuple(z.shape)} (as z), got {tuple(x.shape)}")
+    check_finite({"z": z, "reward": r, "next_mean": next_mean, "next_sigma": next_sigma})
+    perm = _pairing(z, perm, generator)
+    smooth_l1 = torch.nn.functional.smooth_l1_loss
+    with torch.no_grad():
+        w2 = ((next_mean - next_mean[perm]).pow(2) + (next_sigma - next_sigma[perm]).pow(2)).sqrt()
+        target = smooth_l1(r, r[perm], reduction="none")[:, None] + c * w2
+    return (smooth_l1(z, z[perm], reduction="none") - target).pow(2).mean()

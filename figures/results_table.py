@@ -16,7 +16,12 @@ that differ (``ε-R (env_steps=4000)``); a seed met twice in one configuration
 counts once (the run evaluated furthest). The run folders behind every cell are
 listed on stderr and, with ``--out table.md``, in ``table.runs.txt``.
 
-    python -m figures.results_table runs/ [--step 500000] [--out table.md]
+    python -m figures.results_table runs/ [--step 500000] [--out table.md] [--aggregates]
+
+``--aggregates`` appends the aggregates of :mod:`figures.aggregate_table` (IQM, mean, median and
+optimality gap of the normalised scores with 95% stratified-bootstrap intervals, per method and per
+task, and the probability of improvement of every pair); a run set that misses a seed or a task is
+refused with one line naming it.
 
 ``--carla`` gives the paper's CARLA table instead (:func:`carla_table`): the carla-highway
 runs only, rows SAC, DBC, ε-R, PSE, ε-π (``drq+dbc`` and ``drq+pse`` run without DrQ there,
@@ -219,11 +224,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="also write the table to this markdown file")
     parser.add_argument("--carla", action="store_true",
                         help="the paper's CARLA table: carla-highway runs only, next to the paper's values")
+    parser.add_argument("--aggregates", action="store_true",
+                        help="append IQM, mean, median, optimality gap with 95%% CIs, probability of improvement "
+                             "(figures.aggregate_table); with --out, TABLE.aggregates.csv and TABLE.profiles.png too")
     args = parser.parse_args(argv)
     try:
         table, listing = (carla_table if args.carla else table_and_listing)(args.roots, args.step)
+        if args.aggregates:
+            from . import aggregate_table
+
+            agg = aggregate_table.aggregate_runs(args.roots, args.step)
+            table += "\n" + aggregate_table.markdown(agg)
         if args.out:
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            if args.aggregates:
+                aggregate_table.plot_profiles(agg, Path(args.out).with_suffix(".profiles.png"))
+                Path(args.out).with_suffix(".aggregates.csv").write_text(aggregate_table.csv_text(agg))
             Path(args.out).write_text(table)
             runs_listing_path(args.out).write_text(listing)
     except (InputError, OSError) as exc:

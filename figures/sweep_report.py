@@ -11,6 +11,11 @@ condition, ``DIR`` gets:
   only gets the paper's CARLA table, ours beside the paper's values), then what is missing;
 * ``curves-COND.png``: learning curves (:mod:`figures.learning_curves`: mean ± std band per method, a panel per
   task), with ``curves-COND.runs.txt``;
+* ``aggregates-COND.md``, ``aggregates-COND.csv`` and ``profiles-COND.png`` (:mod:`figures.aggregate_table`: IQM,
+  mean, median and optimality gap of the normalised scores with 95% stratified-bootstrap intervals, per method and
+  per task, the probability of improvement of every pair of methods, the performance profiles); the aggregate
+  section also follows the condition's table. A condition whose runs miss a seed or a task gets one line naming
+  what is missing instead (no aggregate over what happens to be there);
 
 and, for the whole sweep, ``tables.md`` (every condition's table under a heading), ``evaluations.csv`` (every
 row of every run's ``eval.csv`` and ``eval_train.csv`` with the run's name, status, condition and grid values)
@@ -35,6 +40,8 @@ from pathlib import Path
 from agents.sweep.runner import RUNS_DIR, read_state, read_sweep  # the sweep's files, as launch writes them
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_text
+
+from .aggregate import DEFAULT_REPS
 
 EVAL_FILES = {"eval.csv": "held-out", "eval_train.csv": "training"}
 BASE_AXES = ("task", "method", "seed")
@@ -75,9 +82,12 @@ def _rows(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def gather(root: str | Path, out: str | Path, step: int | None = None) -> dict:
-    """Write the tables, curves, tidy CSV and missing list of sweep ``root`` into ``out`` (see the module doc);
-    returns ``{"conditions": {label: files}, "missing": [...], "runs": n, "with_evaluations": n}``."""
+def gather(root: str | Path, out: str | Path, step: int | None = None, reps: int | None = None) -> dict:
+    """Write the tables, curves, aggregates, tidy CSV and missing list of sweep ``root`` into ``out`` (see the
+    module doc; ``reps``: bootstrap replications of the aggregates, default
+    :data:`figures.aggregate.DEFAULT_REPS`); returns ``{"conditions": {label: files}, "missing": [...], "runs": n,
+    "with_evaluations": n}``."""
+    from . import aggregate_table
     from .learning_curves import plot_learning_curves
     from .results_table import CARLA_TASK, carla_table, table_and_listing
 
@@ -118,10 +128,18 @@ def gather(root: str | Path, out: str | Path, step: int | None = None) -> dict:
             carla = {run["values"].get("task", run.get("config", {}).get("task")) for run in runs} == {CARLA_TASK}
             table, listing = (carla_table if carla else table_and_listing)(folders, step)
             body = f"## {label}\n\n{table}\n{note}"
-            atomic_write_text(out / f"table-{slug}.md", body)
             atomic_write_text(out / f"table-{slug}.runs.txt", listing)
             png = plot_learning_curves(folders, out / f"curves-{slug}.png")
             files = {"table": str(out / f"table-{slug}.md"), "curves": str(png)}
+            try:
+                agg = aggregate_table.aggregate_runs(folders, step, reps or DEFAULT_REPS)
+            except InputError as exc:
+                body += f"\n*Aggregates not computed: {str(exc).splitlines()[0]}.*\n"
+            else:
+                files.update({f"aggregates_{kind}": path
+                              for kind, path in aggregate_table.write(agg, out, suffix=f"-{slug}").items()})
+                body += "\n" + aggregate_table.markdown(agg)
+            atomic_write_text(out / f"table-{slug}.md", body)
         else:
             body = f"## {label}\n\nNo run of this condition has an evaluation yet.\n\n{note}"
         tables.append(body)
@@ -140,9 +158,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("root", help="sweep root")
     parser.add_argument("--out", required=True, help="folder for the tables, curves and evaluations.csv")
     parser.add_argument("--step", type=int, default=None, help="tables at this environment step (default: final)")
+    parser.add_argument("--reps", type=int, default=DEFAULT_REPS,
+                        help="bootstrap replications of the aggregates' intervals (default %(default)s)")
     args = parser.parse_args(argv)
     try:
-        result = gather(args.root, args.out, args.step)
+        result = gather(args.root, args.out, args.step, args.reps)
     except InputError as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
@@ -151,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return report_missing(exc)
     print(f"gathered {result['with_evaluations']} of {result['runs']} runs into {args.out}: "
-          f"{len(result['conditions'])} condition(s), tables.md, evaluations.csv")
+          f"{len(result['conditions'])} condition(s), tables.md (with aggregates), evaluations.csv")
     if result["missing"]:
         print(f"missing ({len(result['missing'])} runs not done; listed in {Path(args.out) / 'missing.txt'}):")
         for line in result["missing"][:20]:

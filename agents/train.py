@@ -17,7 +17,8 @@ A run folder holds::
     eval_train.csv   the same on the training videos (runs with backgrounds and eval_train_videos)
     checkpoint.pt    the latest checkpoint (agents.checkpoint; written to a temporary file, then renamed)
     buffer/          replay chunks, append-only (see agents.replay)
-    tb/              TensorBoard scalars, when tensorboard is installed
+    tb/              TensorBoard events (extra tensorboard): the rows' scalars, the learned-metric losses
+                     and observation frames (agents.logging_backends); the first line says whether it is on
     wandb/           with --wandb PROJECT: the same scalars in a Weights & Biases run (wandb_run_id: its id)
 
 Reproducibility: training episode k is seeded with (seed, k), evaluation
@@ -49,6 +50,7 @@ from bisimkit.files import atomic_write_json, atomic_write_text
 from bisimkit.progress import Progress
 
 from .checkpoint import CHECKPOINT, Checkpoint, Counters
+from .logging_backends import Scalars, TensorBoard, WandB, metric_row
 from .config import (PRESETS, RESUMABLE_CHANGES, ConfigParser, TrainConfig, add_config_arguments,
                      explicit_fields, make_config)
 from .rollout import episode_seed, evaluate_policy, make_run_env
@@ -100,80 +102,6 @@ def _fmt(value) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     return str(value)
-
-
-class TensorBoard:
-    """Scalars to ``tb/`` when the tensorboard package is installed; silently nothing otherwise."""
-
-    def __init__(self, folder: Path, enabled: bool):
-        self.writer = None
-        if enabled:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-                self.writer = SummaryWriter(str(folder))
-            except Exception:  # noqa: BLE001  (tensorboard missing or broken)
-                self.writer = None
-
-    def add(self, prefix: str, row: dict, step: int) -> None:
-        if self.writer is not None:
-            for key, value in row.items():
-                if isinstance(value, (int, float)) and key != "env_step":
-                    self.writer.add_scalar(f"{prefix}/{key}", value, step)
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-
-
-class WandB:
-    """The same scalars as :class:`TensorBoard` in a Weights & Biases run of ``project`` (``--wandb``);
-    nothing (and no ``import wandb``) without a project. wandb's own settings apply:
-    ``WANDB_MODE=offline`` writes the run under ``OUT/wandb`` for a later ``wandb sync``. A resumed
-    run continues the same W&B run (its id is kept in ``OUT/wandb_run_id``)."""
-
-    ID_FILE = "wandb_run_id"
-
-    def __init__(self, project: str | None, folder: Path, config: dict, name: str):
-        self.run = None
-        if not project:
-            return
-        import secrets
-
-        import wandb
-
-        id_path = folder / self.ID_FILE
-        run_id = id_path.read_text().strip() if id_path.exists() else secrets.token_hex(4)
-        self.run = wandb.init(project=project, dir=str(folder), config=config, name=name, id=run_id,
-                              resume="allow")
-        atomic_write_text(id_path, run_id)
-        self.run.define_metric("env_step")
-        self.run.define_metric("*", step_metric="env_step")
-
-    def add(self, prefix: str, row: dict, step: int) -> None:
-        if self.run is not None:
-            data = {f"{prefix}/{key}": value for key, value in row.items()
-                    if isinstance(value, (int, float)) and key != "env_step"}
-            self.run.log({**data, "env_step": step})
-
-    def close(self) -> None:
-        if self.run is not None:
-            self.run.finish()
-            self.run = None
-
-
-class Scalars:
-    """Each row to every scalar log (TensorBoard, W&B)."""
-
-    def __init__(self, *logs):
-        self.logs = logs
-
-    def add(self, prefix: str, row: dict, step: int) -> None:
-        for log in self.logs:
-            log.add(prefix, row, step)
-
-    def close(self) -> None:
-        for log in self.logs:
-            log.close()
 
 
 # ------------------------------------------------------------ random state
@@ -275,8 +203,9 @@ class Trainer:
             "agent_steps": self.total_steps})
         self.label = f"[{cfg.method} {cfg.task} seed {cfg.seed}]"
         self.show_progress = progress
-        self.board = Scalars(TensorBoard(self.out / "tb", tensorboard),
-                             WandB(wandb, self.out, cfg.to_dict(), self.label))
+        self.tensorboard = TensorBoard(self.out / "tb", tensorboard)
+        self.board = Scalars(self.tensorboard, WandB(wandb, self.out, cfg.to_dict(), self.label))
+        self.frames_at: int | None = None  # the evaluation step after which frames were last logged
         self.bar = Progress(self.total_steps * self.repeat, self.label, unit="env steps", enabled=progress,
                             initial=self.env_step, rate_label="steps/s")
         self.start = time.monotonic()
@@ -313,9 +242,13 @@ class Trainer:
         return self.counters.elapsed_before + time.monotonic() - self.start
 
     def reset_episode(self) -> None:
-        """Start training episode ``counters.episode``, seeded with (seed, episode)."""
+        """Start training episode ``counters.episode``, seeded with (seed, episode); its first observation
+        goes to TensorBoard as ``frames/train`` when it is the first since the last evaluation."""
         self.obs = self.env.reset(seed=episode_seed(self.cfg.seed, self.counters.episode))
         self.episode_return, self.episode_steps = 0.0, 0
+        if self.frames_at != self.counters.last_eval_step:
+            self.board.add_frames("frames/train", self.obs, self.env_step)
+            self.frames_at = self.counters.last_eval_step
 
     # ------------------------------------------------------- named steps
     def collect(self) -> bool:
@@ -368,6 +301,8 @@ class Trainer:
         row.update({k: float(v) for k, v in self.stats.items()})
         self.train_log.append(row)
         self.board.add("train", row, self.env_step)
+        if metric_row(row):
+            self.board.add("metric", metric_row(row), self.env_step)
         self.speed_mark = (now, c.t)
         c.episode += 1
         finished = c.t >= self.total_steps
@@ -402,7 +337,7 @@ class Trainer:
         if self.show_progress:
             print(f"{self.label} device {self.device} ({'fast' if self.agent.fast else 'plain'} updates); "
                   f"backgrounds: {self.env.background_source}; evaluation: "
-                  f"{self.eval_envs['eval'].background_source}", file=sys.stderr)
+                  f"{self.eval_envs['eval'].background_source}; {self.tensorboard.describe()}", file=sys.stderr)
         try:
             if c.t == 0 and c.last_eval_step < 0:
                 self.evaluate()  # the untrained policy: the curve's starting point
@@ -457,7 +392,8 @@ def build_parser() -> ConfigParser:
     run.add_argument("--resume", action="store_true",
                      help="continue the run in --out from its checkpoint, with its own configuration "
                           "(only --env-steps, --eval-every, --checkpoint-every and --device may change)")
-    run.add_argument("--no-tensorboard", dest="tensorboard", action="store_false", help="no tb/ scalars")
+    run.add_argument("--no-tensorboard", dest="tensorboard", action="store_false",
+                     help="no tb/ events (on when the tensorboard extra is installed)")
     run.add_argument("--wandb", default=None, metavar="PROJECT",
                      help="also log the scalars to this Weights & Biases project (needs wandb; WANDB_MODE=offline "
                           "is honoured)")

@@ -12,6 +12,9 @@ backgrounds come from is resolved once, in this order: an explicit ``davis``
 path (``--davis PATH``), the ``BISIMKIT_DAVIS`` environment variable, the
 procedural cache (``BISIMKIT_CACHE`` or ``~/.cache/bisimkit``). A run logs
 :meth:`VideoSource.describe` to say which one it used.
+
+``python -m agents.videos fetch --to DIR`` downloads DAVIS-2017 (checksum verified, resumable) and
+extracts the frames of these 32 videos into ``DIR/DAVIS`` (:mod:`agents.davis_download`).
 """
 
 from __future__ import annotations
@@ -245,3 +248,46 @@ def resolve_videos(davis: str | os.PathLike | None = None, seed: int = 0) -> Vid
     if os.environ.get(DAVIS_ENV):
         return VideoSource(davis_frames_root(os.environ[DAVIS_ENV], DAVIS_ENV), "davis", f"${DAVIS_ENV}")
     return VideoSource(ensure_procedural(seed=seed), "procedural", f"seed {seed}")
+
+
+# --------------------------------------------------------------------------- command line
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m agents.videos fetch --to DIR [--url URL --sha256 HEX] [--keep-archive]``; exit 0, or 2."""
+    import argparse
+    import sys
+
+    from .davis_download import DAVIS_SHA256, DAVIS_URL, fetch
+
+    parser = argparse.ArgumentParser(prog="python -m agents.videos",
+                                     description="Background videos for the distracting backgrounds.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    cmd = sub.add_parser("fetch", help="download DAVIS-2017 trainval 480p and extract the 32 videos a run uses",
+                         description="Download the DAVIS-2017 trainval 480p archive (resuming an interrupted "
+                                     "transfer), check its SHA-256, extract the frames of the 2 training and 30 "
+                                     "held-out videos into DIR/DAVIS and say how to train on them.")
+    cmd.add_argument("--to", required=True, metavar="DIR", help="folder to put DAVIS/ in")
+    cmd.add_argument("--url", default=DAVIS_URL, help="the archive's URL (a mirror; default: the official one)")
+    cmd.add_argument("--sha256", default=None, metavar="HEX",
+                     help=f"the archive's SHA-256 (default: the official archive's, {DAVIS_SHA256[:12]}...)")
+    cmd.add_argument("--keep-archive", action="store_true", help="keep the zip after extracting")
+    cmd.add_argument("--retries", type=int, default=5, help="resumes of a broken transfer per call (default 5)")
+    cmd.add_argument("--quiet", action="store_true", help="no progress line")
+    args = parser.parse_args(argv)
+    try:
+        if args.retries < 0:
+            raise InputError(f"{args.retries} is not a non-negative integer", param="retries")
+        fetch(args.to, url=args.url, sha256=args.sha256, keep_archive=args.keep_archive, retries=args.retries,
+              progress=not args.quiet)
+    except InputError as exc:
+        print(f"error: {exc.for_option({'--to', '--url', '--sha256', '--retries'})}".splitlines()[0],
+              file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: to: {exc}".splitlines()[0], file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -30,7 +30,7 @@ from .mdp import FiniteMDP, coordinate_independent, load_mdp
 from .operators import METRIC_NAMES, OPERATORS
 from .progress import Progress
 from .relations import RELATION_KINDS, relation_blocks
-from .solvers import DEFAULT_TOL, METHODS, Solution, ZeroGroundWarning, solve
+from .solvers import DEFAULT_TOL, METHODS, PrecisionWarning, Solution, ZeroGroundWarning, solve
 
 EXIT_INPUT = 2
 
@@ -158,13 +158,14 @@ def cmd_solve(args) -> int:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ZeroGroundWarning)
+            warnings.simplefilter("always", PrecisionWarning)
             sol = solve(mdp, args.metric, ground=args.ground, tol=args.tol, method=args.method,
                         progress=None if args.quiet else report, max_iterations=args.max_iterations,
                         order=args.order, action_order=args.action_order, quotient=not args.no_quotient)
     finally:
         line.close()
     for w in caught:
-        if issubclass(w.category, ZeroGroundWarning):
+        if issubclass(w.category, (ZeroGroundWarning, PrecisionWarning)):
             print(f"bisimkit: warning: {w.message}", file=sys.stderr)
     if args.out:
         _write_solution(sol, Path(args.out))

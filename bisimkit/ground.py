@@ -117,23 +117,49 @@ def ground_label(ground: Ground) -> str:
     return ground if isinstance(ground, str) else "user"
 
 
-def zero_ground_note(mdp: FiniteMDP, metric: str, ground: Ground | None) -> str | None:
-    """Why the distances of ``metric`` will all be 0 because its ground term vanishes
-    identically (None when it does not): a policy-based ground with every state's mean action
-    abar equal (e.g. a uniform policy with one-hot ``action_values``), or a reward-based one with
-    equal rewards everywhere."""
+#: A ground term whose spread over the states is at most this is reported as (nearly) vanishing.
+ZERO_SPREAD = 1e-12
+
+
+def zero_ground_note(mdp: FiniteMDP, metric: str, ground: Ground | None) -> tuple[float, str] | None:
+    """``(spread, note)`` when ``metric``'s ground term (nearly) vanishes for every pair, else None.
+
+    ``spread`` is the measured bound on the ground term over all pairs (the range of the rewards,
+    or the summed per-coordinate range of the mean actions abar for a policy-based ground); the
+    note says what it means. A spread of exactly 0 makes every distance exactly 0; a spread up to
+    :data:`ZERO_SPREAD` only makes the distances tiny, which the solver reports when they are
+    within the certificate of 0 (:func:`zero_ground_message`)."""
     policy_based = metric in ("psm", "psm-sampled") or (metric.startswith("eps") and isinstance(ground, str)
                                                        and ground == "policy")
     if policy_based and mdp.policy is not None:
         abar = mdp.mean_action
-        if np.ptp(abar, axis=0).max(initial=0.0) <= 1e-12:
-            return (f"the policy ground ||abar(s) - abar(t)||_1 is 0 for every pair: all states have the same mean "
-                    f"action abar = {np.round(abar[0], 6).tolist()} (a uniform policy over one-hot action_values "
-                    f"does this), so every {metric} distance is 0; give the actions values (action_values, "
-                    f"docs/cli.md) or use the reward ground")
+        spread = float(np.ptp(abar, axis=0).sum()) if len(abar) else 0.0
+        if spread <= ZERO_SPREAD:
+            size = "0" if spread == 0 else f"at most {spread:.3g}"
+            up_to = "" if spread == 0 else " up to that"
+            return spread, (f"the policy ground ||abar(s) - abar(t)||_1 is {size} for every pair: all states have "
+                            f"the same mean action abar = {np.round(abar[0], 6).tolist()}{up_to} (a uniform policy "
+                            f"over one-hot action_values does this)")
         return None
     reward_based = metric in ("bisim", "pi", "mico", "mico-reduced", "dbc", "dbc-sampled") or (
         metric.startswith("eps") and (ground is None or (isinstance(ground, str) and ground == "reward")))
-    if reward_based and np.ptp(mdp.rewards) <= 1e-12:
-        return f"every reward equals {mdp.rewards.flat[0]:.6g}, so every {metric} distance is 0"
+    if reward_based:
+        spread = float(np.ptp(mdp.rewards))
+        if spread <= ZERO_SPREAD:
+            if spread == 0:
+                return spread, f"every reward equals {mdp.rewards.flat[0]:.6g}"
+            return spread, f"the rewards differ by at most {spread:.3g} (from {mdp.rewards.min():.6g} to {mdp.rewards.max():.6g})"
+    return None
+
+
+def zero_ground_message(metric: str, spread: float, note: str, largest: float, certified_error: float) -> str | None:
+    """The warning for a (nearly) vanishing ground term, or None when the distances are not all
+    within the certificate of 0 (then they are genuine, however small)."""
+    if spread == 0:
+        hint = ("; give the actions values (action_values, docs/cli.md) or use the reward ground"
+                if "policy ground" in note else "")
+        return f"{note}, so every {metric} distance is 0{hint}"
+    if largest <= certified_error:
+        return (f"{note}, and every {metric} distance is within the certificate ({certified_error:.3g}) of 0: "
+                f"the ground term vanishes to this tolerance")
     return None

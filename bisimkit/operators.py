@@ -29,7 +29,7 @@ from .errors import InputError
 from .ground import Ground, ground_values
 from .mdp import FiniteMDP
 from .pairs import PairSpace
-from .pseudometric import triangle_holds
+from .pseudometric import metric_closure
 from .compiled import eps_bar_counts, eps_bar_matrix, eps_bar_product, pair_system_from_slots
 from .transport import WarmStarts, optimal_transport, seed_line_starts
 
@@ -107,6 +107,28 @@ def operator_info(name: str) -> OperatorInfo:
                          param="metric") from None
 
 
+@dataclass
+class Evaluation:
+    """One evaluation of an operator, with what it is sure of (``docs/operators.md#the-certificate``).
+
+    ``value`` is the computed ``F(at)`` over the pairs; ``at`` is the point it was evaluated at
+    (the argument itself, or its metric closure when the transport problems drop shared mass);
+    ``gap`` bounds ``max |value - F(at)|`` from the inexact parts (optimal transport values,
+    :func:`bisimkit.transport.optimal_transport`'s gaps), round-off aside; ``terms`` is the
+    length of the longest floating-point sum behind one value, ``scale`` the largest one-step
+    term and ``const_error`` a bound on the round-off of the one-step terms themselves
+    (:func:`constant_error`), all for the round-off floor.
+    """
+
+    value: np.ndarray
+    at: np.ndarray
+    gap: float
+    terms: int
+    scale: float
+    const_error: float
+    plans: Cells | None = None
+
+
 # --------------------------------------------------------------- transport
 @dataclass
 class TransportTerms:
@@ -131,38 +153,73 @@ class TransportTerms:
     _reduced_warm: WarmStarts = field(default_factory=WarmStarts, repr=False)
     _dense: bool | None = field(default=None, repr=False)
     _plan_buffers: dict = field(default_factory=dict, repr=False)  # reused plan arrays (coupling iteration)
+    _term_count: int | None = field(default=None, repr=False)
+    const_error: float = 0.0  # round-off bound of row_const (:func:`constant_error`)
 
     def row_starts(self) -> np.ndarray:
         """Index of the first row of each pair."""
         return np.searchsorted(self.row_pair, np.arange(len(self.pairs)))
 
     def costs(self, D: np.ndarray, plans: bool = False, reuse: bool = False):
-        """Transport values per row under the dense distance ``D`` (and plans).
+        """Transport values per row under the dense distance ``D`` (and plans); see :meth:`transport`."""
+        values, cells, _, _ = self.transport(D, plans, reuse)
+        return values, cells
 
-        For W1 with large supports, when ``D`` is a pseudometric (checked exactly),
-        the mass two histograms share stays in place at no cost and only
-        ``(p - q)+`` is moved onto ``(q - p)+`` (Kantorovich-Rubinstein); the plans
-        then leave out those zero-cost diagonal cells.
+    def transport(self, D: np.ndarray, plans: bool = False, reuse: bool = False):
+        """``(values, plans, gaps, at)``: transport values per row, their plans (or None), a bound
+        on each value's distance to the exact one, and the distance matrix they are exact for.
+
+        For W1 with large supports, when ``D`` is within 1e-12 (relative) of its metric closure
+        (the largest pseudometric below it, :func:`bisimkit.pseudometric.metric_closure`), the
+        problems are solved under that closure ``at``: the mass two histograms share stays in
+        place at no cost and only ``(p - q)+`` is moved onto ``(q - p)+``
+        (Kantorovich-Rubinstein, exact for a pseudometric); the plans then leave out those
+        zero-cost diagonal cells. Otherwise ``at`` is ``D`` itself.
         """
-        X, src, Y, dst, zero, warm = self._problems(D)
+        X, src, Y, dst, zero, warm, at = self._problems(D)
         buffers = None
         if reuse:
             buffers = self._plan_buffers.setdefault(id(warm), [])
-        return optimal_transport(X, src, Y, dst, D, p=self.p, plans=plans, zero_diagonal=zero, warm=warm,
-                                 buffers=buffers)
+        gaps = np.zeros(len(src))
+        values, cells = optimal_transport(X, src, Y, dst, at, p=self.p, plans=plans, zero_diagonal=zero, warm=warm,
+                                          buffers=buffers, gaps=gaps)
+        return values, cells, gaps, at
+
+    def evaluate(self, x: np.ndarray, plans: bool = False, reuse: bool = False) -> Evaluation:
+        """``F`` at the pair vector ``x`` (or at its metric closure, see :meth:`transport`)."""
+        D = self.pairs.to_matrix(x)
+        values, cells, gaps, at = self.transport(D, plans, reuse)
+        point = x if at is D else self.pairs.from_matrix(at)
+        gap = self.discount * float(np.max(self.combine(gaps), initial=0.0))
+        return Evaluation(self.combine(self.row_const + self.discount * values), point, gap, self._terms(),
+                          self.constant_scale(), self.const_error, cells)
+
+    def _terms(self) -> int:
+        """The longest sum behind one value: the rows of a pair plus the cells of a plan (a plan's
+        cost sums at most ``k + l - 1`` cells, and the rows' weighted sum adds one term per row);
+        under a closure the shared-mass reduction adds up to n - 2 triangle steps, each exact only
+        to round-off."""
+        if self._term_count is None:
+            rows = int(np.max(np.bincount(self.row_pair), initial=1)) if len(self.row_pair) else 1
+            support = int(np.max(np.diff(self.dists.indptr), initial=1))
+            reduction = self.pairs.n if self._shared_mass_pays() else 0
+            self._term_count = rows + 2 * support + reduction
+        return self._term_count
 
     def _problems(self, D: np.ndarray):
-        """``(X, src, Y, dst, zero_diagonal, warm)`` of the transport problems under ``D``:
-        the reduced ones (shared mass removed) when they apply, else the full histograms."""
-        if self._shared_mass_pays() and triangle_holds(D, 1e-12 * (1.0 + float(D.max(initial=0.0)))):
+        """``(X, src, Y, dst, zero_diagonal, warm, at)`` of the transport problems under ``D``:
+        the reduced ones (shared mass removed) under D's metric closure when that is within
+        round-off of D, else the full histograms under D."""
+        closed = metric_closure(D) if self._shared_mass_pays() else None
+        if closed is not None and float(np.max(D - closed, initial=0.0)) <= 1e-12 * (1.0 + float(D.max(initial=0.0))):
             if self._reduced is None:
                 diff = self.dists[self.row_src] - self.dists[self.row_dst]
                 self._reduced = (diff.maximum(0).tocsr(), (-diff).maximum(0).tocsr())
                 self._reduced[0].eliminate_zeros()
                 self._reduced[1].eliminate_zeros()
             rows = np.arange(len(self.row_src))
-            return self._reduced[0], rows, self._reduced[1], rows, False, self._reduced_warm
-        return self.dists, self.row_src, self.dists, self.row_dst, self.zero_diagonal, self.warm
+            return self._reduced[0], rows, self._reduced[1], rows, False, self._reduced_warm, closed
+        return self.dists, self.row_src, self.dists, self.row_dst, self.zero_diagonal, self.warm, D
 
     def seed_line(self, D: np.ndarray) -> None:
         """Warm-start the problems under ``D`` from monotone couplings along one coordinate of ``D``:
@@ -175,7 +232,7 @@ class TransportTerms:
         line = np.allclose(D, np.abs(h[:, None] - h[None, :]), rtol=0.0, atol=1e-12 * (1.0 + float(h.max())))
         if not (line or self._shared_mass_pays()):
             return  # small supports: the greedy start is as good and costs nothing to set up
-        X, src, Y, dst, _, warm = self._problems(D)
+        X, src, Y, dst, _, warm, _ = self._problems(D)
         seed_line_starts(X, src, Y, dst, h, warm)
 
     def _shared_mass_pays(self) -> bool:
@@ -197,6 +254,10 @@ class TransportTerms:
         """One application of the operator to the pair vector ``x``."""
         costs, _ = self.costs(self.pairs.to_matrix(x))
         return self.combine(self.row_const + self.discount * costs)
+
+    def constant_scale(self) -> float:
+        """``max |const|``: the size of the one-step terms, for the round-off floor."""
+        return float(np.max(np.abs(self.row_const), initial=0.0))
 
 
 def default_pairs(mdp: FiniteMDP, name: str) -> PairSpace:
@@ -283,10 +344,19 @@ class SteinForm:
     A: np.ndarray
     P: np.ndarray
     discount: float
+    const_error: float = 0.0  # round-off bound of A (:func:`constant_error`)
 
     def apply(self, D: np.ndarray) -> np.ndarray:
         """One application of the operator."""
         return self.A + self.discount * (self.P @ D @ self.P.T)
+
+    def evaluate(self, D: np.ndarray) -> Evaluation:
+        """``F(D)`` exactly up to round-off: two products of n-term sums."""
+        return Evaluation(self.apply(D), D, 0.0, 2 * self.P.shape[0], self.constant_scale(), self.const_error)
+
+    def constant_scale(self) -> float:
+        """``max |A|``."""
+        return float(np.max(np.abs(self.A), initial=0.0))
 
 
 def stein_form(mdp: FiniteMDP, name: str) -> SteinForm:
@@ -313,12 +383,22 @@ class PairLinearForm:
     T: sp.csr_matrix  # float64, or float32 when ``product`` gives the exact float64 product
     discount: float
     product: Callable[[np.ndarray], np.ndarray] | None = None
+    const_error: float = 0.0  # round-off bound of b (:func:`constant_error`)
 
     def apply(self, x: np.ndarray) -> np.ndarray:
         """One application of the operator to the pair vector ``x`` (always in float64)."""
         if self.product is not None:
             return self.b + self.discount * self.product(x)
         return self.b + self.discount * (self.T @ x)
+
+    def evaluate(self, x: np.ndarray) -> Evaluation:
+        """``F(x)`` exactly up to round-off: one sparse row sum per pair."""
+        return Evaluation(self.apply(x), x, 0.0, int(np.max(np.diff(self.T.indptr), initial=0)) + 1,
+                          self.constant_scale(), self.const_error)
+
+    def constant_scale(self) -> float:
+        """``max |b|``."""
+        return float(np.max(np.abs(self.b), initial=0.0))
 
 
 def pair_system(pairs: PairSpace, row_pair: np.ndarray, row_weight: np.ndarray,
@@ -436,12 +516,36 @@ def operator_form(mdp: FiniteMDP, name: str, ground: Ground = "reward", pairs: P
     if info.uses_policy:
         mdp.require_policy(f"metric '{name}'")
     if info.form == "transport":
-        return transport_terms(mdp, name, ground, pairs, zero_diagonal)
-    if info.form == "stein":
-        return stein_form(mdp, name)
-    if info.form == "pair-linear":
-        return eps_bar_form(mdp, ground, pairs)
-    raise InputError(f"'{name}' is derived from another fixed point and is not an operator", param="metric")
+        form = transport_terms(mdp, name, ground, pairs, zero_diagonal)
+    elif info.form == "stein":
+        form = stein_form(mdp, name)
+    elif info.form == "pair-linear":
+        form = eps_bar_form(mdp, ground, pairs)
+    else:
+        raise InputError(f"'{name}' is derived from another fixed point and is not an operator", param="metric")
+    form.const_error = constant_error(mdp, name, ground)
+    return form
+
+
+def constant_error(mdp: FiniteMDP, name: str, ground: Ground = "reward") -> float:
+    """A bound on the round-off in the one-step terms of operator ``name`` as computed from the MDP.
+
+    The terms are differences of policy averages (``Rpi(s) = sum_a pi(s, a) R(s, a)``, ``abar(s)``)
+    or entangled averages of the ground, each a sum of at most ``2 m + k`` products (k the
+    dimension of the action values), so each is off by at most ``2 (2 m + k + 4) eps`` times the
+    largest input it is computed from: ``max |R|``, ``max |action_values|`` or ``max |G|``. With
+    large equal rewards the terms are tiny while this is not, which is why it is charged apart
+    from the terms' own size."""
+    m, k = mdp.n_actions, mdp.action_values.shape[1]
+    policy_based = name in ("psm", "psm-sampled") or (name.startswith("eps") and isinstance(ground, str)
+                                                      and ground == "policy")
+    if policy_based:
+        largest = float(np.max(np.abs(mdp.action_values), initial=0.0))
+    elif name.startswith("eps") and not isinstance(ground, str):
+        largest = float(np.max(np.abs(ground), initial=0.0))
+    else:
+        largest = float(np.max(np.abs(mdp.rewards), initial=0.0))
+    return 2.0 * (2 * m + k + 4) * float(np.finfo(np.float64).eps) * largest
 
 
 def apply_operator(mdp: FiniteMDP, name: str, d: np.ndarray, ground: Ground = "reward") -> np.ndarray:

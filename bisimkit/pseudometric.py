@@ -101,10 +101,11 @@ def check_pseudometric(d: np.ndarray, atol: float = 1e-9) -> PseudometricReport:
     )
 
 
-def triangle_holds(d: np.ndarray, atol: float = 0.0) -> bool:
-    """Whether ``d[i, k] <= d[i, j] + d[j, k] + atol`` for all triples (stops at the first failure)."""
-    d = np.asarray(d, dtype=np.float64)
-    for j in range(d.shape[0]):
-        if np.any(d > d[:, j, None] + d[None, j, :] + atol):
-            return False
-    return True
+def metric_closure(d: np.ndarray) -> np.ndarray:
+    """The shortest-path closure of a non-negative symmetric ``d`` with zero diagonal:
+    ``min`` over paths of the summed entries, the largest pseudometric below ``d``
+    (Floyd-Warshall, O(n^3) time, O(n^2) memory; ``d`` itself when it is a pseudometric)."""
+    closed = np.array(d, dtype=np.float64, copy=True)
+    for j in range(closed.shape[0]):
+        np.minimum(closed, closed[:, j, None] + closed[None, j, :], out=closed)
+    return closed

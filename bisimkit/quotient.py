@@ -92,8 +92,10 @@ bounds its fixed point by ``C / (1 - c)``) decides whether the quotient can meet
 the original MDP is solved instead; otherwise the quotient is solved to
 ``tol`` minus that term, so the lifted certificate is at most ``tol``. For copies
 of states (``generators.planted_bisimulation``, ``lift``) the deviations are
-floating-point round-off, of order 1e-16. (As everywhere in the solvers, the
-round-off of evaluating the formulas themselves is not charged.)
+floating-point round-off, of order 1e-16. The quotient's own certificate charges the
+round-off of its solve (``docs/operators.md#the-certificate``); the deviations are sums
+of at most ``n + 2m`` non-negative terms, so their computed values are scaled up by
+``1 + (n + 2m + 8) eps`` before they are used.
 
 Scope: ``pi``, ``psm``, ``bisim``, ``eps``. Not eps-bar (its fixed point depends on
 the state order and need not vanish on E_eps), nor the sampled / independent
@@ -163,7 +165,9 @@ class Quotient:
     def lift_error(self, M: float) -> float:
         """``2 max_s delta(s) / (1 - c)``: what lifting adds to the quotient's certificate."""
         delta = self.deviation(M)
-        return 2.0 * float(np.max(delta, initial=0.0)) / (1.0 - self.mdp.discount)
+        terms = self.source.n_states + 2 * self.source.n_actions + 8
+        rounding = 1.0 + terms * float(np.finfo(np.float64).eps)
+        return 2.0 * rounding * float(np.max(delta, initial=0.0)) / (1.0 - self.mdp.discount)
 
     def certificate(self, d: np.ndarray, certified_error: float) -> float:
         """Certified sup-norm error of ``lift(d)`` on the original MDP, given the quotient's."""
@@ -190,15 +194,16 @@ class Quotient:
         (a ``time.perf_counter()`` value) is where ``history_seconds`` counts from
         (default: the quotient's own solve).
         """
-        from .solvers import ZeroGroundWarning, solve
+        from .solvers import PrecisionWarning, ZeroGroundWarning, solve
 
         offset = 0.0 if started is None else time.perf_counter() - started
         c = self.mdp.discount
         a_priori = self.lift_error(self.one_step_bound() / (1.0 - c) + 3.0 * tol)
         if not a_priori <= DEVIATION_SHARE * tol:
             return None
-        with warnings.catch_warnings():  # the caller warned about the original MDP already
+        with warnings.catch_warnings():  # the caller warns about the original MDP
             warnings.simplefilter("ignore", ZeroGroundWarning)
+            warnings.simplefilter("ignore", PrecisionWarning)
             sol = solve(self.mdp, self.metric, self.ground, tol=tol - a_priori, method=method, progress=progress,
                         max_iterations=max_iterations, quotient=False)
         err = self.certificate(sol.distances, sol.certified_error)

@@ -9,6 +9,12 @@ round-robin and enter the most negative cell of the first block that has one;
 after ``50 (k + l)`` pivots the first negative cell enters instead. A full pass
 with no negative reduced cost proves optimality.
 
+Every solve also bounds its own error (:func:`_plan_gap`): the dual potentials
+of the final basis, shifted by the largest reduced-cost violation that pricing
+accepted, are a feasible dual, so weak duality gives a lower bound on the optimum;
+the plan's marginal drift (round-off, crumbs set to 0) gives an upper one. The
+value's distance to the true optimum is at most the larger of the two gaps.
+
 Start: either a *warm* basis (a spanning tree from an earlier solve with the
 same marginals, e.g. the previous round of coupling iteration: only the costs
 changed, so it is still feasible and usually nearly optimal), or a greedy
@@ -29,6 +35,10 @@ from numba import njit, prange
 #: Flows below this are rounding crumbs of exact zeros; they are set to 0. Left in,
 #: a 1e-17 flow on a unit-cost cell would add 3e-9 to a W2 value through the square root.
 FLOW_EPS = 1e-14
+#: Pricing accepts a basis once every reduced cost is >= -PRICE_TOL * (1 + max |C|). Whatever violation
+#: remains is measured and charged to the value's error bound (:func:`_plan_gap`), so this only trades
+#: pivots against the size of that charge.
+PRICE_TOL = 1e-15
 #: Batches of at least this many problems are solved on all cores; smaller ones run on one thread
 #: (waking the thread pool costs milliseconds on a busy machine, more than a small batch takes).
 PARALLEL_MIN_PROBLEMS = 50_000
@@ -209,7 +219,8 @@ def _workspace(nmax, dmax):
 @njit(cache=True, nogil=True)
 def _solve_one(a, b, C, k, l, flow, br, bc, warm, adj, iw, fw, done):
     """Optimal flow into ``flow[:k, :l]``; the final basis into ``br, bc``.
-    ``adj, iw, fw, done`` come from :func:`_workspace`. Returns (cost, ok, pivots)."""
+    ``adj, iw, fw, done`` come from :func:`_workspace`. Returns (cost, ok, pivots, gap), ``gap``
+    a bound on the cost's distance to the optimum (:func:`_plan_gap`; inf when not ok)."""
     n = k + l
     for i in range(k):
         for j in range(l):
@@ -234,13 +245,13 @@ def _solve_one(a, b, C, k, l, flow, br, bc, warm, adj, iw, fw, done):
         deg[:n] = 0
         started = _greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg)
     if not started:
-        return 0.0, False, 0
+        return 0.0, False, 0, np.inf
     scale = 0.0
     for i in range(k):
         for j in range(l):
             if abs(C[i, j]) > scale:
                 scale = abs(C[i, j])
-    eps = 1e-12 * (1.0 + scale)
+    eps = PRICE_TOL * (1.0 + scale)
     bland_after = 50 * n
     total = k * l
     block = max(int(np.sqrt(total)), 8)
@@ -248,6 +259,7 @@ def _solve_one(a, b, C, k, l, flow, br, bc, warm, adj, iw, fw, done):
     pj_ = 0
     ok = False
     pivots = 0
+    violation = 0.0
     # Potentials u (rows) and v (columns) with u_0 = 0: C[i, j] = u_i + v_j on tree cells,
     # by a DFS from row 0; after each pivot only the subtree that moved is updated.
     pot[0] = 0.0
@@ -261,10 +273,13 @@ def _solve_one(a, b, C, k, l, flow, br, bc, warm, adj, iw, fw, done):
         ei = -1
         ej = -1
         best = -eps
+        low = 0.0  # the smallest reduced cost of this scan (of every cell when none enters)
         first = pivot >= bland_after
         count = 0
         for _ in range(total):
             r = C[pi_, pj_] - pot[pi_] - pot[k + pj_]
+            if r < low:
+                low = r
             if r < best:
                 best = r
                 ei = pi_
@@ -282,6 +297,7 @@ def _solve_one(a, b, C, k, l, flow, br, bc, warm, adj, iw, fw, done):
                 count = 0
         if ei < 0:
             ok = True
+            violation = -low
             break
         pivots += 1
         # Cycle: entering cell (+), then the tree path from column ej back to row ei.
@@ -337,7 +353,44 @@ def _solve_one(a, b, C, k, l, flow, br, bc, warm, adj, iw, fw, done):
     for e in range(n - 1):
         br[e] = er[e]
         bc[e] = ec[e]
-    return cost, ok, pivots
+    gap = _plan_gap(a, b, C, k, l, flow, pot, cost, violation, scale, fw[1], fw[2]) if ok else np.inf
+    return cost, ok, pivots, gap
+
+
+@njit(cache=True, nogil=True)
+def _plan_gap(a, b, C, k, l, flow, pot, cost, violation, scale, rows, cols):
+    """A bound on ``|cost - OT(a, b; C)|`` for the plan ``flow`` with potentials ``pot``.
+
+    Lower side: ``u_i = pot[i] - violation`` and ``v_j = pot[k + j]`` satisfy
+    ``u_i + v_j <= C[i, j]`` (``violation`` is the largest ``-(C - u - v)``, or 0), so weak
+    duality gives ``OT >= sum a u + sum b v``. Upper side: the plan's marginals differ from
+    ``a, b`` by round-off and by the crumbs set to 0, and moving that much mass costs at most
+    ``max |C|`` per unit, so ``OT <= cost + max|C| (||a - rows||_1 + ||b - cols||_1)``. The
+    evaluation of these sums is charged at ``(k + l) eps`` of their absolute terms.
+    ``rows, cols`` are scratch arrays of at least ``k`` and ``l`` entries."""
+    rows[:k] = 0.0
+    cols[:l] = 0.0
+    for i in range(k):
+        for j in range(l):
+            rows[i] += flow[i, j]
+            cols[j] += flow[i, j]
+    dual = 0.0
+    size = cost
+    drift = 0.0
+    for i in range(k):
+        dual += a[i] * (pot[i] - violation)
+        size += abs(a[i] * pot[i]) + a[i] * violation
+        drift += abs(a[i] - rows[i])
+    for j in range(l):
+        dual += b[j] * pot[k + j]
+        size += abs(b[j] * pot[k + j])
+        drift += abs(b[j] - cols[j])
+    below = cost - dual
+    above = scale * drift
+    gap = below if below > above else above
+    if gap < 0.0:
+        gap = 0.0
+    return gap + (k + l + 2) * 2.220446049250313e-16 * size
 
 
 @njit(cache=True, nogil=True)
@@ -393,31 +446,32 @@ BLOCK = 256
 
 
 @njit(cache=True, nogil=True)
-def _solve_block(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm, blk, nmax, dmax):
+def _solve_block(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm, blk, nmax, dmax):
     adj, iw, fw, done = _workspace(nmax, dmax)
     for p in range(blk * BLOCK, min((blk + 1) * BLOCK, a.shape[0])):
         lo = off[p]
         hi = off[p] + k[p] + l[p] - 1
-        cost, good, piv = _solve_one(a[p], b[p], C[p], k[p], l[p], flows[p], basis[lo:hi, 0], basis[lo:hi, 1],
-                                     warm[p], adj, iw, fw, done)
+        cost, good, piv, gap = _solve_one(a[p], b[p], C[p], k[p], l[p], flows[p], basis[lo:hi, 0],
+                                          basis[lo:hi, 1], warm[p], adj, iw, fw, done)
         costs[p] = cost
+        gaps[p] = gap
         ok[p] = good
         pivots[p] = piv
 
 
 @njit(cache=True, parallel=True)
-def _solve_batch(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm, nmax, dmax):
+def _solve_batch(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm, nmax, dmax):
     for blk in prange((a.shape[0] + BLOCK - 1) // BLOCK):
-        _solve_block(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm, blk, nmax, dmax)
+        _solve_block(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm, blk, nmax, dmax)
 
 
 @njit(cache=True)
-def _solve_batch_serial(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm, nmax, dmax):
+def _solve_batch_serial(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm, nmax, dmax):
     for blk in range((a.shape[0] + BLOCK - 1) // BLOCK):
-        _solve_block(a, b, C, k, l, flows, costs, ok, pivots, basis, off, warm, blk, nmax, dmax)
+        _solve_block(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm, blk, nmax, dmax)
 
 
-def _solve_supports_body(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass,
+def _solve_supports_body(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass,
                          x, cbuf, fbuf, adj, iw, fw, done):
     p = rows[x]
     kk = k[p]
@@ -430,8 +484,8 @@ def _solve_supports_body(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, o
     flow = fbuf[:kk * ll].reshape((kk, ll))
     lo = off[p]
     hi = lo + kk + ll - 1
-    cost, good, _ = _solve_one(a[p], b[p], C, kk, ll, flow, basis[lo:hi, 0], basis[lo:hi, 1], warm[p],
-                               adj, iw, fw, done)
+    cost, good, _, gap = _solve_one(a[p], b[p], C, kk, ll, flow, basis[lo:hi, 0], basis[lo:hi, 1], warm[p],
+                                    adj, iw, fw, done)
     for e in range(lo, hi):
         r = basis[e, 0]
         c = basis[e, 1]
@@ -439,6 +493,7 @@ def _solve_supports_body(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, o
         out_j[e] = ys[p, c]
         out_mass[e] = flow[r, c] if good else 0.0
     costs[p] = cost
+    gaps[p] = gap
     ok[p] = good
     warm[p] = good
 
@@ -447,30 +502,30 @@ _solve_supports_one = njit(cache=True, nogil=True)(_solve_supports_body)
 
 
 @njit(cache=True, nogil=True)
-def _solve_supports_block(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass,
+def _solve_supports_block(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass,
                           blk, nmax, dmax, cmax):
     cbuf = np.empty(cmax)
     fbuf = np.empty(cmax)
     adj, iw, fw, done = _workspace(nmax, dmax)
     for x in range(blk * BLOCK, min((blk + 1) * BLOCK, len(rows))):
-        _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass, x,
+        _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass, x,
                             cbuf, fbuf, adj, iw, fw, done)
 
 
 @njit(cache=True, parallel=True)
-def _solve_supports(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass,
+def _solve_supports(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass,
                     nmax, dmax, cmax):
     for blk in prange((len(rows) + BLOCK - 1) // BLOCK):
-        _solve_supports_block(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass,
-                              blk, nmax, dmax, cmax)
+        _solve_supports_block(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j,
+                              out_mass, blk, nmax, dmax, cmax)
 
 
 @njit(cache=True)
-def _solve_supports_serial(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass,
+def _solve_supports_serial(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass,
                            nmax, dmax, cmax):
     for blk in range((len(rows) + BLOCK - 1) // BLOCK):
-        _solve_supports_block(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ok, out_i, out_j, out_mass,
-                              blk, nmax, dmax, cmax)
+        _solve_supports_block(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j,
+                              out_mass, blk, nmax, dmax, cmax)
 
 
 def _sizes(k: np.ndarray, l: np.ndarray) -> tuple[int, int, int]:
@@ -498,14 +553,16 @@ def basis_offsets(k: np.ndarray, l: np.ndarray) -> np.ndarray:
 
 def solve_supports(D: np.ndarray, xs: np.ndarray, ys: np.ndarray, a: np.ndarray, b: np.ndarray,
                    k: np.ndarray, l: np.ndarray, rows: np.ndarray, basis: np.ndarray, warm: np.ndarray,
-                   costs: np.ndarray, out: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+                   costs: np.ndarray, out: tuple[np.ndarray, np.ndarray, np.ndarray],
+                   gaps: np.ndarray) -> np.ndarray:
     """Solve problems ``rows`` of a padded batch whose costs are ``D[xs[p, i], ys[p, j]]``.
 
     Everything is written in place, at problem p's slot ``off[p]:off[p] + k[p] + l[p] - 1``
     (``off = basis_offsets(k, l)``): the final basis into ``basis`` (read as a warm start
     where ``warm[p]``; ``warm[p]`` becomes whether the solve succeeded), the optimal basic
     plan into ``out = (i, j, mass)`` in the index space of ``D`` (mass 0 on degenerate
-    cells), the cost into ``costs[p]``. Returns the rows that hit the pivot cap.
+    cells), the cost into ``costs[p]`` and a bound on its distance to the optimum into
+    ``gaps[p]`` (:func:`_plan_gap`). Returns the rows that hit the pivot cap.
     """
     rows = np.asarray(rows, dtype=np.int64)
     ok = np.zeros(len(k), dtype=np.bool_)
@@ -513,8 +570,8 @@ def solve_supports(D: np.ndarray, xs: np.ndarray, ys: np.ndarray, a: np.ndarray,
         # Threads pay off on large batches; small ones (and their one-time compilation) stay serial.
         kernel = _solve_supports if _threaded(k, l, rows) else _solve_supports_serial
         kk, ll = np.asarray(k, dtype=np.int64), np.asarray(l, dtype=np.int64)
-        kernel(D, xs, ys, a, b, kk, ll, rows, basis_offsets(k, l), basis, warm, costs, ok, out[0], out[1], out[2],
-               *_sizes(kk[rows], ll[rows]))
+        kernel(D, xs, ys, a, b, kk, ll, rows, basis_offsets(k, l), basis, warm, costs, gaps, ok, out[0], out[1],
+               out[2], *_sizes(kk[rows], ll[rows]))
     return rows[~ok[rows]]
 
 
@@ -538,8 +595,8 @@ def solve_padded(a: np.ndarray, b: np.ndarray, C: np.ndarray, k: np.ndarray, l: 
 
     ``basis`` (ragged, see :func:`basis_offsets`) holds warm-start bases where
     ``warm`` is True and receives the final bases. Returns ``(costs, flows, ok,
-    pivots, basis)``; ``ok`` is False where the pivot cap was hit, which callers
-    re-solve another way.
+    pivots, basis, gaps)``; ``ok`` is False where the pivot cap was hit, which callers
+    re-solve another way; ``gaps`` bounds each cost's distance to the optimum.
     """
     P = a.shape[0]
     k = np.asarray(k, dtype=np.int64)
@@ -552,13 +609,14 @@ def solve_padded(a: np.ndarray, b: np.ndarray, C: np.ndarray, k: np.ndarray, l: 
         warm = np.ones(P, dtype=np.bool_)
     flows = np.zeros_like(C)
     costs = np.zeros(P)
+    gaps = np.zeros(P)
     ok = np.zeros(P, dtype=np.bool_)
     pivots = np.zeros(P, dtype=np.int64)
     if P:
         kernel = _solve_batch if _threaded(k, l) else _solve_batch_serial
         kernel(np.ascontiguousarray(a), np.ascontiguousarray(b), np.ascontiguousarray(C), k, l,
-               flows, costs, ok, pivots, basis, off, np.asarray(warm, dtype=np.bool_), *_sizes(k, l)[:2])
-    return costs, flows, ok, pivots, basis
+               flows, costs, gaps, ok, pivots, basis, off, np.asarray(warm, dtype=np.bool_), *_sizes(k, l)[:2])
+    return costs, flows, ok, pivots, basis, gaps
 
 
 # ------------------------------------------------------------ line-metric starts

@@ -4,9 +4,21 @@ Every operator F is a c-contraction in the sup norm, so for any candidate x
 
     ||F(x) - d*|| <= c ||x - d*|| <= c / (1 - c) * ||F(x) - x||.
 
-All solvers return F(x) for their last x and report that bound as
-``certified_error``; F is evaluated exactly (network simplex, closed forms), so
-the bound is honest whatever produced x.
+All solvers return F(x) for their last x (Smith's doubling returns x) and report
+a bound on its error as ``certified_error``. F is not evaluated exactly in
+floating point, so the bound charges what the evaluation is unsure of
+(``docs/operators.md#the-certificate``): with ``y`` the computed F(x), ``g`` a bound
+on ``|y - F(x)|`` from the optimal transport values (their duality gaps,
+:class:`bisimkit.operators.Evaluation`) and ``rho`` the round-off floor::
+
+    ||y - d*|| <= (c ||y - x|| + g + rho) / (1 - c),
+    rho = (K + 4) eps (max|b| + max|x| + max|y|) + rho_b,
+
+K the longest floating-point sum behind one value, b the one-step terms and rho_b
+the round-off of computing b from the MDP (:func:`bisimkit.operators.constant_error`). The
+part ``(g + rho) / (1 - c)`` does not shrink with iterations: when it exceeds the
+requested ``tol``, the solve says so (:class:`PrecisionWarning`) and ends with
+``converged=False`` instead of claiming ``tol``.
 
 Methods
 -------
@@ -43,10 +55,10 @@ import scipy.sparse.linalg as spla
 from .compiled import matvec
 from .couplings import Cells
 from .errors import InputError
-from .ground import Ground, ground_label, resolve_ground, zero_ground_note
+from .ground import Ground, ground_label, resolve_ground, zero_ground_message, zero_ground_note
 from .mdp import FiniteMDP
 from .order import ACTION_ORDER_METRICS, OrderSpec, resolve_order
-from .operators import (PairLinearForm, SteinForm, TransportTerms, diagonal_values, operator_form,
+from .operators import (Evaluation, PairLinearForm, SteinForm, TransportTerms, diagonal_values, operator_form,
                         operator_info, pair_system)
 from .pairs import PairSpace
 from .quotient import QUOTIENT_METRICS, solve_on_quotient
@@ -63,6 +75,14 @@ METHODS = ("auto", "exact", "vi")
 
 class ZeroGroundWarning(UserWarning):
     """The operator's ground term is 0 for every pair, so its fixed point is identically 0."""
+
+
+class PrecisionWarning(UserWarning):
+    """The requested tolerance is below what float64 can certify for this problem."""
+
+
+#: Machine epsilon of float64, the unit of the round-off floor.
+EPS = float(np.finfo(np.float64).eps)
 
 
 @dataclass
@@ -83,6 +103,7 @@ class Solution:
     diagonal_residual: float = 0.0  # max_s |F(d)(s, s)| for the pseudometric operators (0 in theory)
     order: str = "index"  # the state (grid: coordinate) order the entangled coupling followed
     action_order: str = "index"  # the action order of the entangled policy coupling
+    floor: float = 0.0  # the part of certified_error that more iterations cannot reduce (round-off, transport gaps)
 
     @property
     def order_matters(self) -> bool:
@@ -142,18 +163,27 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
     if not (isinstance(tol, int | float) and math.isfinite(tol) and tol > 0):
         raise InputError(f"must be a positive number, got {tol}", param="tol")
     g = resolve_ground(mdp, ground) if info.uses_ground else None
-    note = zero_ground_note(mdp, metric, g)
-    if note:
-        warnings.warn(note, ZeroGroundWarning, stacklevel=2)
+    zero = zero_ground_note(mdp, metric, g)
+    sol = _solve(mdp, metric, g, tol, method, progress, max_iterations, full_diagonal, order, action_order, quotient)
+    if zero is not None:
+        message = zero_ground_message(metric, *zero, float(np.max(sol.distances, initial=0.0)), sol.certified_error)
+        if message:
+            warnings.warn(message, ZeroGroundWarning, stacklevel=2)
+    if not sol.converged and sol.floor > tol:
+        warnings.warn(precision_note(metric, tol, sol.floor), PrecisionWarning, stacklevel=2)
+    return sol
+
+
+def _solve(mdp: FiniteMDP, metric: str, g: Ground | None, tol: float, method: str, progress: Progress | None,
+           max_iterations: int | None, full_diagonal: bool, order: OrderSpec, action_order: OrderSpec,
+           quotient: bool) -> Solution:
+    """:func:`solve` after its arguments are checked and the ground resolved (no warnings)."""
+    info = operator_info(metric)
     start = time.perf_counter()
     if not (isinstance(order, str) and order == "index" and isinstance(action_order, str) and action_order == "index"):
         relabel = resolve_order(mdp, order, action_order, g if g is not None else "reward")
-        with warnings.catch_warnings():  # warned above already
-            warnings.simplefilter("ignore", ZeroGroundWarning)
-            sol = solve(relabel.relabel(mdp), metric,
-                        relabel.relabel_ground(g, mdp.n_actions) if g is not None else None,
-                        tol=tol, method=method, progress=progress, max_iterations=max_iterations,
-                        full_diagonal=full_diagonal, quotient=quotient)
+        sol = _solve(relabel.relabel(mdp), metric, relabel.relabel_ground(g, mdp.n_actions) if g is not None else None,
+                     tol, method, progress, max_iterations, full_diagonal, "index", "index", quotient)
         sol.distances = relabel.restore(sol.distances)
         sol.order, sol.action_order = relabel.label, relabel.action_label
         sol.ground = None if g is None else ground_label(g)
@@ -161,14 +191,12 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
         return sol
     if metric == "mico-reduced":
         # |D - D*| <= |U(s,t) - U*| + |U(s,s) - U*|/2 + |U(t,t) - U*|/2 <= 2 err(U).
-        with warnings.catch_warnings():  # warned above already
-            warnings.simplefilter("ignore", ZeroGroundWarning)
-            sol = solve(mdp, "mico", tol=tol / 2, method=method, progress=progress, max_iterations=max_iterations,
-                        full_diagonal=full_diagonal)
+        sol = _solve(mdp, "mico", None, tol / 2, method, progress, max_iterations, full_diagonal, "index", "index",
+                     quotient)
         U = sol.distances
         diag = np.diag(U)
         sol.distances = U - diag[:, None] / 2 - diag[None, :] / 2
-        sol.metric, sol.certified_error, sol.tolerance = metric, 2 * sol.certified_error, tol
+        sol.metric, sol.certified_error, sol.tolerance, sol.floor = metric, 2 * sol.certified_error, tol, 2 * sol.floor
         sol.seconds = time.perf_counter() - start
         return sol
     if quotient and metric in QUOTIENT_METRICS and not full_diagonal:
@@ -191,16 +219,16 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
     if not exact:
         to_matrix = (lambda X: X) if isinstance(form, SteinForm) else form.pairs.to_matrix
         x0 = np.zeros_like(form.A) if isinstance(form, SteinForm) else form.pairs.zeros()
-        x, its, err, ok = value_iteration(form.apply, x0, c, tol, report, max_iterations)
+        x, its, err, ok, floor = value_iteration(form.evaluate, x0, c, tol, report, max_iterations)
         name = "value iteration"
     elif isinstance(form, SteinForm):
-        x, its, err = stein_doubling(form, tol, report)
-        ok, name, to_matrix = True, "Smith doubling (Stein equation)", (lambda X: X)
+        x, its, err, floor = stein_doubling(form, tol, report)
+        ok, name, to_matrix = err <= tol, "Smith doubling (Stein equation)", (lambda X: X)
     elif isinstance(form, PairLinearForm):
-        x, its, err = pair_linear_solve(form, tol, report)
+        x, its, err, floor = pair_linear_solve(form, tol, report)
         ok, name, to_matrix = err <= tol, "sparse linear solve", form.pairs.to_matrix
     else:
-        x, its, err, ok = coupling_iteration(form, tol, report, max_iterations)
+        x, its, err, ok, floor = coupling_iteration(form, tol, report, max_iterations)
         name, to_matrix = "coupling iteration", form.pairs.to_matrix
     # Every operator's fixed point is >= 0, so clipping round-off can only move x closer to it.
     D = np.maximum(to_matrix(x), 0.0)
@@ -216,7 +244,8 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
     return Solution(metric=metric, distances=D, iterations=its, certified_error=float(err),
                     seconds=time.perf_counter() - start, method=name, tolerance=tol,
                     ground=None if g is None else ground_label(g), converged=bool(ok),
-                    history=report.history, history_seconds=report.seconds, diagonal_residual=diag_res)
+                    history=report.history, history_seconds=report.seconds, diagonal_residual=diag_res,
+                    floor=float(floor))
 
 
 class _Reporter:
@@ -240,26 +269,59 @@ def _certificate(c: float, step: float) -> float:
     return 0.0 if c == 0 else c / (1.0 - c) * step
 
 
-# --------------------------------------------------------- value iteration
-def value_iteration(apply: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, c: float, tol: float,
-                    report: Callable[[int, float], None] | None = None,
-                    max_iterations: int | None = None) -> tuple[np.ndarray, int, float, bool]:
-    """Iterate ``x <- F(x)`` until ``c/(1-c) ||x_k - x_{k-1}|| <= tol``.
+@dataclass
+class Bound:
+    """The certificate of a computed ``y = F(x)`` (module docstring): ``error`` bounds
+    ``||y - d*||``, ``floor`` is its part that does not shrink with the step."""
 
-    Returns ``(x, iterations, certified_error, converged)``.
+    error: float
+    floor: float
+
+    def reachable(self, tol: float) -> bool:
+        """Whether more iterations can still bring the bound to ``tol``."""
+        return self.floor <= tol
+
+
+def bound(c: float, ev: Evaluation, returned: str = "value") -> Bound:
+    """The certificate of ``ev.value`` (``returned="value"``: y = F(at) is returned) or of
+    ``ev.at`` itself (``returned="at"``: ``||at - d*|| <= (||F(at) - at|| + g + rho) / (1 - c)``)."""
+    step = float(np.max(np.abs(ev.value - ev.at), initial=0.0))
+    size = ev.scale + float(np.max(np.abs(ev.at), initial=0.0)) + float(np.max(np.abs(ev.value), initial=0.0))
+    rho = (ev.terms + 4) * EPS * size + ev.const_error
+    floor = (ev.gap + rho) / (1.0 - c)
+    factor = c if returned == "value" else 1.0
+    return Bound(factor * step / (1.0 - c) + floor, floor)
+
+
+def precision_note(metric: str, tol: float, floor: float) -> str:
+    """The one line said when ``tol`` is below what float64 can certify."""
+    return (f"{metric}: tol {tol:g} is below what float64 can certify for this MDP (its round-off and "
+            f"transport floor is {floor:.3g}); the certificate states what was reached")
+
+
+# --------------------------------------------------------- value iteration
+def value_iteration(evaluate: Callable[[np.ndarray], Evaluation], x0: np.ndarray, c: float, tol: float,
+                    report: Callable[[int, float], None] | None = None,
+                    max_iterations: int | None = None) -> tuple[np.ndarray, int, float, bool, float]:
+    """Iterate ``x <- F(x)`` until the certificate of F(x) (:func:`bound`) is within ``tol``.
+
+    Stops early, unconverged, once only the floor stands between the bound and ``tol``.
+    Returns ``(x, iterations, certified_error, converged, floor)``.
     """
     x = x0
     limit = max_iterations if max_iterations is not None else _iteration_cap(c, tol)
-    err = math.inf
+    err, floor = math.inf, 0.0
     for k in range(1, limit + 1):
-        new = apply(x)
-        err = _certificate(c, float(np.max(np.abs(new - x), initial=0.0)))
-        x = new
+        ev = evaluate(x)
+        b = bound(c, ev)
+        err, floor, x = b.error, b.floor, ev.value
         if report:
             report(k, err)
         if err <= tol:
-            return x, k, err, True
-    return x, limit, err, False
+            return x, k, err, True, floor
+        if not b.reachable(tol) and err <= 2.0 * floor:
+            return x, k, err, False, floor
+    return x, limit, err, False, floor
 
 
 def _iteration_cap(c: float, tol: float) -> int:
@@ -270,12 +332,17 @@ def _iteration_cap(c: float, tol: float) -> int:
 
 
 # ------------------------------------------------------------ Stein (mico)
-def stein_doubling(form: SteinForm, tol: float, report=None) -> tuple[np.ndarray, int, float]:
+def stein_doubling(form: SteinForm, tol: float, report=None) -> tuple[np.ndarray, int, float, float]:
     """Solve ``D = A + c P D P^T`` by Smith's doubling.
 
     After k steps ``D_k`` holds the first 2^k terms of ``sum_j c^j P^j A P^jT``;
-    the rest is ``c^(2^k) M D* M^T`` with M row-stochastic, so
-    ``||D_k - D*|| <= c^(2^k) ||A||_max / (1 - c)``.
+    the rest is ``c^(2^k) M D* M^T`` with M row-stochastic, so in exact arithmetic
+    ``||D_k - D*|| <= c^(2^k) ||A||_max / (1 - c)``, which decides when to stop. The
+    certificate returned is a posteriori, from one evaluation of the operator at the
+    result (:func:`bound` with ``returned="at"``), so the round-off of the products,
+    which the squarings amplify, is measured rather than assumed away. In exact arithmetic
+    it is never above the a priori bound: ``F(D_k) - D_k = c^(2^k) P^(2^k) A P^(2^k)T``.
+    Returns ``(D, steps, certified_error, floor)``.
     """
     A, P, c = form.A, form.P, form.discount
     a_max = float(np.max(np.abs(A), initial=0.0))
@@ -298,9 +365,11 @@ def stein_doubling(form: SteinForm, tol: float, report=None) -> tuple[np.ndarray
             M = M @ M
         if report:
             report(k, err)
-    if report and k == 0:
-        report(0, err)
-    return (D + D.T) / 2, k, err
+    D = (D + D.T) / 2
+    b = bound(c, form.evaluate(D), returned="at")
+    if report:
+        report(k, b.error)
+    return D, k, b.error, b.floor
 
 
 def _rank_one_tail(A: np.ndarray, M: np.ndarray, coef: float, c: float, a_max: float,
@@ -366,25 +435,26 @@ def solve_fixed_point(T: sp.csr_matrix, b: np.ndarray, c: float, x0: np.ndarray 
     return x, bound
 
 
-def pair_linear_solve(form: PairLinearForm, tol: float, report=None) -> tuple[np.ndarray, int, float]:
-    """Exact solve of a linear pair operator, returning F(x) with its certificate."""
+def pair_linear_solve(form: PairLinearForm, tol: float, report=None) -> tuple[np.ndarray, int, float, float]:
+    """Exact solve of a linear pair operator, returning F(x) with its certificate and floor."""
     c = form.discount
     x, _ = solve_fixed_point(form.T, form.b, c, tol=tol * 0.1, product=form.product)
-    fx = form.apply(x)
-    err = _certificate(c, float(np.max(np.abs(fx - x), initial=0.0)))
+    ev = form.evaluate(x)
+    b = bound(c, ev)
     if report:
-        report(1, err)
-    return fx, 1, err
+        report(1, b.error)
+    return ev.value, 1, b.error, b.floor
 
 
 # ----------------------------------------------------- coupling iteration
 def coupling_iteration(terms: TransportTerms, tol: float, report=None,
-                       max_rounds: int | None = None) -> tuple[np.ndarray, int, float, bool]:
+                       max_rounds: int | None = None) -> tuple[np.ndarray, int, float, bool, float]:
     """Policy iteration over optimal couplings for a W1 operator (see module doc).
 
     Early rounds solve their linear systems only as accurately as the current
     certificate warrants (modified policy iteration); the certificate itself is
-    always computed exactly from F(x) - x. The transport solver warm-starts from
+    always computed from F(x) - x with what F's evaluation is unsure of (:func:`bound`).
+    Returns ``(F(x), rounds, certified_error, converged, floor)``. The transport solver warm-starts from
     the previous round's bases, so a coupling that is still optimal is kept
     as it is, and the new plans can be adopted wholesale without cycling on ties.
     """
@@ -410,17 +480,21 @@ def coupling_iteration(terms: TransportTerms, tol: float, report=None,
         else:
             x, choice = _solve_max_player(terms, plans, fx, choice, lin_tol)
             plans = None
-        new_costs, plans = terms.costs(pairs.to_matrix(x), plans=True, reuse=True)
-        fx = terms.combine(terms.row_const + c * new_costs)
-        previous, err = err, _certificate(c, float(np.max(np.abs(fx - x), initial=0.0)))
+        ev = terms.evaluate(x, plans=True, reuse=True)
+        plans, fx = ev.plans, ev.value
+        cert = bound(c, ev)
+        previous, err = err, cert.error
         if report:
             report(k, err)
         if err <= tol:
-            return fx, k, err, True
+            return fx, k, err, True, cert.floor
+        if not cert.reachable(tol) and err <= 2.0 * cert.floor:
+            return fx, k, err, False, cert.floor  # only the floor is left above tol
         if err > 0.5 * previous and lin_tol <= tol * 1e-3:
             break  # no longer contracting: finish with value iteration
-    x, its, err, ok = value_iteration(terms.apply, fx, c, tol, report)
-    return x, k + its, err, ok
+    plans = None
+    x, its, err, ok, floor = value_iteration(terms.evaluate, fx, c, tol, report)
+    return x, k + its, err, ok, floor
 
 
 def _solve_max_player(terms: TransportTerms, plans: Cells, x: np.ndarray, choice: np.ndarray | None,

@@ -11,6 +11,11 @@ kind is solved by the cheapest exact method:
   supports only;
 * everything else: POT's network simplex on the supports.
 
+Every value comes with a bound on its distance to the exact optimum (``gaps``):
+the simplex's duality gap and marginal drift (:func:`bisimkit.simplex._plan_gap`),
+the same bound from POT's dual potentials, 0 for identical histograms. The
+solvers charge it to their certificates.
+
 Plans are *basic* solutions, so problem k has at most ``k_atoms + l_atoms - 1``
 positive cells; every method writes its plan into that fixed slot of the output
 arrays, which is why the plan of millions of problems is built without copies.
@@ -55,7 +60,8 @@ class WarmStarts:
 def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: np.ndarray,
                       d: np.ndarray, p: int = 1, plans: bool = False,
                       zero_diagonal: bool = True, warm: WarmStarts | None = None,
-                      buffers: list | None = None) -> tuple[np.ndarray, Cells | None]:
+                      buffers: list | None = None, gaps: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, Cells | None]:
     """Optimal ``W_p`` values (and plans) for the pairs ``(X[src[k]], Y[dst[k]])``.
 
     Parameters
@@ -71,12 +77,15 @@ def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: 
         histograms, other costs), to warm-start the simplex; updated in place.
     buffers : a list that keeps the plan arrays between calls on the same problems
         (reused instead of allocated; the previous call's plans are overwritten).
+    gaps : an array of one entry per problem, filled with a bound on ``|value - W_p|``
+        (for p = 2 from the bound g on the squared cost A: ``min(sqrt(g), g / sqrt(A))``).
     """
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     C = d if p == 1 else d ** p
     N = len(src)
     values = np.zeros(N)
+    gap = np.zeros(N)
     slots = np.maximum(np.diff(X.indptr)[src] + np.diff(Y.indptr)[dst] - 1, 0)
     off = np.concatenate([[0], np.cumsum(slots)]).astype(np.int64)
     out = None
@@ -95,11 +104,18 @@ def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: 
         if plans:
             a, b = off[start], off[stop]
             view = (out[0][a:b], out[1][a:b], out[2][a:b])
-        values[start:stop] = _transport_chunk(X, src[start:stop], Y, dst[start:stop], C, zero_diagonal,
-                                              warm.chunk(start, *_lengths(X, Y, src[start:stop], dst[start:stop]))
-                                              if warm is not None else None, view)
+        values[start:stop], gap[start:stop] = _transport_chunk(
+            X, src[start:stop], Y, dst[start:stop], C, zero_diagonal,
+            warm.chunk(start, *_lengths(X, Y, src[start:stop], dst[start:stop])) if warm is not None else None, view)
     if p != 1:
-        values = np.sqrt(np.maximum(values, 0.0)) if p == 2 else np.maximum(values, 0.0) ** (1.0 / p)
+        cost = np.maximum(values, 0.0)
+        values = np.sqrt(cost) if p == 2 else cost ** (1.0 / p)
+        # |A^(1/p) - B^(1/p)| <= |A - B|^(1/p), and <= |A - B| / A^(1 - 1/p) (concavity, p >= 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            relative = np.where(cost > 0, gap / np.where(cost > 0, cost, 1.0) ** (1.0 - 1.0 / p), np.inf)
+        gap = np.minimum(gap ** (1.0 / p), relative)
+    if gaps is not None:
+        gaps[:] = gap
     if not plans:
         return values, None
     return values, Cells.from_slots(off, *out)
@@ -123,8 +139,8 @@ def _lengths(X, Y, src, dst):
     return np.diff(X.indptr)[src], np.diff(Y.indptr)[dst]
 
 
-def _transport_chunk(X, src, Y, dst, C, zero_diagonal, bases, out) -> np.ndarray:
-    """Values of one chunk; plans written into ``out = (i, j, mass)`` slots when given."""
+def _transport_chunk(X, src, Y, dst, C, zero_diagonal, bases, out) -> tuple[np.ndarray, np.ndarray]:
+    """Values of one chunk and their gaps; plans written into ``out = (i, j, mass)`` slots when given."""
     ip, mp, lp = padded_rows(X, src)
     iq, mq, lq = padded_rows(Y, dst)
     chunk = _Chunk(ip, mp, lp, iq, mq, lq, C, out)
@@ -137,7 +153,7 @@ def _transport_chunk(X, src, Y, dst, C, zero_diagonal, bases, out) -> np.ndarray
         chunk.write(k, a, ip[k, a], ip[k, a], mp[k, a])
     todo = _compiled(chunk, todo, bases)
     _pot(chunk, todo, bases)
-    return chunk.cost
+    return chunk.cost, chunk.gap
 
 
 class _Chunk:
@@ -147,6 +163,7 @@ class _Chunk:
         self.ip, self.mp, self.lp, self.iq, self.mq, self.lq, self.C, self.out = ip, mp, lp, iq, mq, lq, C, out
         self.off = basis_offsets(lp, lq)
         self.cost = np.zeros(len(lp))
+        self.gap = np.zeros(len(lp))
 
     def write(self, k, pos, i, j, mass) -> None:
         """Put plan cells of problems ``k`` at positions ``pos`` of their slots."""
@@ -169,7 +186,8 @@ def _compiled(ch: _Chunk, todo: np.ndarray, bases) -> np.ndarray:
     if out is None:
         total = int(ch.off[-1])
         out = (np.zeros(total, dtype=np.int32), np.zeros(total, dtype=np.int32), np.zeros(total))
-    failed = solve_supports(ch.C, ch.ip, ch.iq, ch.mp, ch.mq, ch.lp, ch.lq, rows, bases[0], bases[1], ch.cost, out)
+    failed = solve_supports(ch.C, ch.ip, ch.iq, ch.mp, ch.mq, ch.lp, ch.lq, rows, bases[0], bases[1], ch.cost, out,
+                            ch.gap)
     todo = todo.copy()
     todo[rows] = False
     todo[failed] = True
@@ -188,9 +206,10 @@ def _pot(ch: _Chunk, todo: np.ndarray, bases, block: int = 2_000_000) -> None:
         a, b = ch.mp[k, :ch.lp[k]], ch.mq[k, :ch.lq[k]]
         xs, ys = ch.ip[k, :ch.lp[k]], ch.iq[k, :ch.lq[k]]
         M = ch.C[np.ix_(xs, ys)]
-        G = load_pot().emd(a, b, M, numItermax=10_000_000)
+        G, log = load_pot().emd(a, b, M, numItermax=10_000_000, log=True)
         G[G < FLOW_EPS] = 0.0
         ch.cost[k] = float(np.sum(G * M))
+        ch.gap[k] = plan_gap(a, b, M, G, log["u"], log["v"], ch.cost[k])
         r, s = np.nonzero(G)
         if len(r) > ch.lp[k] + ch.lq[k] - 1:  # pragma: no cover - POT returns basic solutions
             raise RuntimeError("POT returned a non-basic plan")
@@ -202,6 +221,19 @@ def _pot(ch: _Chunk, todo: np.ndarray, bases, block: int = 2_000_000) -> None:
             if size >= block or x == len(big) - 1:
                 _record_plans(bases, ch.off, np.array(pending), ch.lp, ch.lq, plans)
                 pending, plans, size = [], [], 0
+
+
+def plan_gap(a: np.ndarray, b: np.ndarray, M: np.ndarray, G: np.ndarray, u: np.ndarray, v: np.ndarray,
+             cost: float) -> float:
+    """A bound on ``|cost - OT(a, b; M)|`` for the plan ``G`` with dual potentials ``u, v``
+    (the bound of :func:`bisimkit.simplex._plan_gap`: weak duality after shifting ``u`` by the
+    largest violation of ``u_i + v_j <= M_ij``, and the plan's marginal drift times ``max M``)."""
+    violation = max(0.0, float(np.max(u[:, None] + v[None, :] - M)))
+    dual = float(a @ (u - violation) + b @ v)
+    drift = float(np.abs(a - G.sum(axis=1)).sum() + np.abs(b - G.sum(axis=0)).sum())
+    size = cost + float(np.abs(a * u).sum() + np.abs(b * v).sum() + a.sum() * violation)
+    eps = np.finfo(np.float64).eps
+    return max(cost - dual, float(np.max(M, initial=0.0)) * drift, 0.0) + (len(a) + len(b) + 2) * eps * size
 
 
 def _slot_index(off: np.ndarray, rows: np.ndarray, lp: np.ndarray, lq: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ from bisimkit.simplex import bases_from_flows, solve_padded
 
 
 def solve_one(a, b, C):
-    costs, flows, ok, _, _ = solve_padded(a[None], b[None], C[None], np.array([len(a)]), np.array([len(b)]))
+    costs, flows, ok, _, _, _ = solve_padded(a[None], b[None], C[None], np.array([len(a)]), np.array([len(b)]))
     return costs[0], flows[0], ok[0]
 
 
@@ -52,7 +52,7 @@ def test_batch_with_mixed_sizes():
     for p in range(P):
         a[p, :k[p]] = rng.dirichlet(np.ones(k[p]))
         b[p, :l[p]] = rng.dirichlet(np.ones(l[p]))
-    costs, flows, ok, _, _ = solve_padded(a, b, C, k, l)
+    costs, flows, ok, _, _, _ = solve_padded(a, b, C, k, l)
     assert ok.all()
     for p in range(P):
         assert costs[p] == pytest.approx(ot.emd2(a[p, :k[p]], b[p, :l[p]], C[p, :k[p], :l[p]]), abs=1e-12)
@@ -64,17 +64,17 @@ def test_warm_starts_from_own_and_pot_bases():
     a, b = rng.dirichlet(np.ones(K), P), rng.dirichlet(np.ones(K), P)
     C = rng.random((P, K, K))
     k = np.full(P, K)
-    _, _, ok, cold_pivots, basis = solve_padded(a, b, C, k, k)
+    _, _, ok, cold_pivots, basis, _ = solve_padded(a, b, C, k, k)
     C2 = C * (1 + 0.05 * rng.random(C.shape))  # new costs, same marginals
     expected = np.array([ot.emd2(a[p], b[p], C2[p]) for p in range(P)])
-    costs, _, ok2, warm_pivots, _ = solve_padded(a, b, C2, k, k, basis=basis.copy())
+    costs, _, ok2, warm_pivots, _, _ = solve_padded(a, b, C2, k, k, basis=basis.copy())
     assert ok.all() and ok2.all()
     np.testing.assert_allclose(costs, expected, atol=1e-12)
     assert warm_pivots.mean() < cold_pivots.mean() / 2
     G = np.array([ot.emd(a[p], b[p], C[p]) for p in range(P)])
     pot_basis, good = bases_from_flows(G, C, k, k)
     assert good.all()
-    costs, _, ok3, _, _ = solve_padded(a, b, C2, k, k, basis=pot_basis)
+    costs, _, ok3, _, _, _ = solve_padded(a, b, C2, k, k, basis=pot_basis)
     assert ok3.all()
     np.testing.assert_allclose(costs, expected, atol=1e-12)
 
@@ -83,7 +83,7 @@ def test_bad_warm_basis_falls_back_to_a_cold_start():
     rng = np.random.default_rng(8)
     a, b, C = rng.dirichlet(np.ones(5), 1), rng.dirichlet(np.ones(4), 1), rng.random((1, 5, 4))
     junk = np.zeros((8, 2), dtype=np.int16)  # all cells (0, 0): not a spanning tree
-    costs, _, ok, _, _ = solve_padded(a, b, C, np.array([5]), np.array([4]), basis=junk)
+    costs, _, ok, _, _, _ = solve_padded(a, b, C, np.array([5]), np.array([4]), basis=junk)
     assert ok[0] and costs[0] == pytest.approx(ot.emd2(a[0], b[0], C[0]), abs=1e-12)
 
 
@@ -112,14 +112,14 @@ def test_line_bases_are_optimal_for_a_line_metric():
     line_bases(xs, a, K, ys, b, L, h, basis, valid)
     assert valid.all()
     C = np.abs(h[xs][:, :, None] - h[ys][:, None, :])
-    costs, flows, ok, pivots, _ = solve_padded(a, b, C, K, L, basis=basis.copy(), warm=valid.copy())
+    costs, flows, ok, pivots, _, _ = solve_padded(a, b, C, K, L, basis=basis.copy(), warm=valid.copy())
     assert ok.all() and (pivots == 0).all()
     for p in range(P):
         k, l = K[p], L[p]
         assert costs[p] == pytest.approx(ot.emd2(a[p, :k], b[p, :l], C[p, :k, :l]), abs=1e-12)
     # Under another cost the same start is only a start: still optimal in the end.
     C2 = rng.random(C.shape)
-    costs2, _, ok2, _, _ = solve_padded(a, b, C2, K, L, basis=basis.copy(), warm=valid.copy())
+    costs2, _, ok2, _, _, _ = solve_padded(a, b, C2, K, L, basis=basis.copy(), warm=valid.copy())
     assert ok2.all()
     for p in range(P):
         k, l = K[p], L[p]

@@ -115,3 +115,57 @@ def histogram_pairs(draw, max_atoms: int = 10) -> tuple[np.ndarray, np.ndarray]:
     """Two histograms on the same m atoms (zeros allowed)."""
     m = draw(st.integers(1, max_atoms))
     return _weights(draw, m, None), _weights(draw, m, None)
+
+
+#: Masses of :func:`adversarial_mdps` are multiples of 2^-DYADIC_BITS: every row sums to exactly 1 in
+#: floating point, so an exact rational reference solves the very MDP the solvers see.
+DYADIC_BITS = 12
+ADVERSARIAL_FAMILIES = ("random", "near-duplicate", "equal-reward", "absorbing")
+
+
+def _dyadic(w: np.ndarray, bits: int = DYADIC_BITS) -> np.ndarray:
+    """A histogram proportional to the non-negative weights ``w`` with masses k / 2^bits, summing to 1
+    exactly (the rounding remainder goes to the largest atom)."""
+    x = np.floor(w / w.sum() * 2 ** bits) / 2 ** bits
+    x[np.argmax(w)] += 1.0 - x.sum()
+    return x
+
+
+@st.composite
+def adversarial_mdps(draw, max_states: int = 5, max_actions: int = 2) -> FiniteMDP:
+    """Small MDPs built to stress a certificate: near-duplicate states (rewards perturbed by 1e-15 to
+    1e-4 of their scale, or transition mass moved by 2^-50 to 2^-14), all rewards equal (or equal up
+    to one perturbed entry), absorbing states, reward scales from 1e-9 to 1e6 and discounts up to
+    0.999. Transition and policy masses are dyadic (:data:`DYADIC_BITS`), rewards any floats.
+    The MDP's ``name`` records the family."""
+    family = draw(st.sampled_from(ADVERSARIAL_FAMILIES))
+    n = draw(st.integers(2, max_states))
+    m = draw(st.integers(1, max_actions))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    W = rng.integers(0, 4, size=(n, m, n)) * (rng.random((n, m, n)) < 0.6)
+    W[..., 0] += W.sum(axis=-1) == 0
+    P = np.array([[_dyadic(W[s, a].astype(float)) for a in range(m)] for s in range(n)])
+    pi = np.array([_dyadic(rng.integers(1, 4, size=m).astype(float)) for _ in range(n)])
+    scale = 10.0 ** draw(st.integers(-9, 6))
+    R = rng.uniform(-1.0, 1.0, size=(n, m)) * scale
+    if family == "near-duplicate":
+        t = n - 1
+        P[t], R[t], pi[t] = P[0], R[0], pi[0]
+        if draw(st.booleans()):
+            R[t, draw(st.integers(0, m - 1))] += 10.0 ** draw(st.integers(-15, -4)) * scale
+        else:
+            a = draw(st.integers(0, m - 1))
+            mass = 2.0 ** -draw(st.integers(14, 50))
+            src = int(np.argmax(P[t, a]))
+            P[t, a, src] -= mass
+            P[t, a, (src + 1) % n] += mass
+    elif family == "equal-reward":
+        R[:] = R[0, 0]
+        if draw(st.booleans()):
+            R[draw(st.integers(0, n - 1)), draw(st.integers(0, m - 1))] += 10.0 ** draw(st.integers(-15, -10)) * scale
+    elif family == "absorbing":
+        for s in range(draw(st.integers(1, n))):
+            P[s] = 0.0
+            P[s, :, s] = 1.0
+    c = draw(st.sampled_from([0.0, 0.5, 0.9, 0.99, 0.999]))
+    return FiniteMDP(P, R, c, pi, name=f"adversarial-{family}")

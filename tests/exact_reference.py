@@ -1,0 +1,319 @@
+"""Exact fixed points of the bisimulation operators in rational arithmetic, for tiny MDPs.
+
+An independent reference for the certificate tests: it shares no code with the
+solvers (no simplex, couplings, pair spaces or linear solvers of bisimkit). Every
+input float is converted to a :class:`fractions.Fraction` exactly, and the fixed
+point is computed without rounding:
+
+* optimal transport (W1): the transportation simplex (MODI) with Bland's rule, from
+  the north-west corner basis, in exact arithmetic;
+* the transport operators (pi, psm, eps, eps-avg, bisim): strategy iteration. The
+  minimising player fixes one optimal plan per transport problem; the value of that
+  strategy is a linear system (for bisim, the maximising player's best response over
+  actions is found by its own strategy iteration), solved by exact Gaussian
+  elimination; plans are switched only where another plan is strictly cheaper under
+  that value. The values decrease strictly and the strategies are finite, so it ends
+  at a strategy whose value d satisfies d = F(d) exactly;
+* the linear operators (eps-bar, mico, psm-sampled) and mico-reduced: one exact solve.
+
+Transition and policy rows must sum to exactly 1 in floating point (dyadic masses do),
+so the reference solves the very MDP the solver sees. W2 operators (dbc, dbc-sampled)
+have irrational fixed points and are not covered.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+EXACT_METRICS = ("pi", "psm", "bisim", "eps", "eps-avg", "eps-bar", "mico", "psm-sampled", "mico-reduced")
+
+
+def exact_fixed_point(mdp, metric: str, ground: str = "reward") -> np.ndarray:
+    """The exact fixed point of ``metric`` on ``mdp`` (a bisimkit FiniteMDP), as an n x n float array.
+
+    The rationals are rounded to the nearest float only at the end (error <= half an ulp)."""
+    ref = _Reference(mdp, ground)
+    D = ref.solve(metric)
+    return np.array([[float(v) for v in row] for row in D])
+
+
+def _frac(x) -> Fraction:
+    return Fraction(float(x))
+
+
+def _nw_corner(p: list[Fraction], q: list[Fraction]) -> list[tuple[int, int, Fraction]]:
+    """The north-west-corner (quantile) coupling of two histograms in index order: cells with mass."""
+    cells, i, j = [], 0, 0
+    a, b = list(p), list(q)
+    while i < len(a) and j < len(b):
+        m = min(a[i], b[j])
+        if m > 0:
+            cells.append((i, j, m))
+        a[i] -= m
+        b[j] -= m
+        if a[i] == 0:
+            i += 1
+        if j < len(b) and b[j] == 0:
+            j += 1
+    return cells
+
+
+def transport(a: list[Fraction], b: list[Fraction], C: list[list[Fraction]]) -> tuple[Fraction, dict]:
+    """Exact ``min <g, C>`` over couplings g of ``a`` and ``b`` (equal total mass): the optimum and an
+    optimal plan ``{(i, j): mass}``. Transportation simplex with Bland's rule (no cycling)."""
+    k, l = len(a), len(b)
+    # North-west corner basis: a spanning tree of k + l - 1 cells (zero-flow cells keep it a tree).
+    flow: dict[tuple[int, int], Fraction] = {}
+    ra, rb = list(a), list(b)
+    i = j = 0
+    while True:
+        m = min(ra[i], rb[j])
+        flow[(i, j)] = m
+        ra[i] -= m
+        rb[j] -= m
+        if i == k - 1 and j == l - 1:
+            break
+        if (ra[i] == 0 and i < k - 1) or j == l - 1:
+            i += 1
+        else:
+            j += 1
+    while True:
+        u, v = _potentials(flow, C, k, l)
+        enter = None
+        for x in range(k):
+            for y in range(l):
+                if (x, y) not in flow and C[x][y] - u[x] - v[y] < 0:
+                    enter = (x, y)
+                    break
+            if enter:
+                break
+        if enter is None:
+            return sum(m * C[x][y] for (x, y), m in flow.items()), {c: m for c, m in flow.items() if m > 0}
+        cycle = _cycle(flow, enter, k)
+        minus = cycle[1::2]  # cells whose flow the pivot decreases
+        theta = min(flow[c] for c in minus)
+        leave = min((c for c in minus if flow[c] == theta))  # Bland: the smallest leaving cell
+        for t, c in enumerate(cycle):
+            if t == 0:
+                flow[c] = theta
+            else:
+                flow[c] += theta if t % 2 == 0 else -theta
+        del flow[leave]
+
+
+def _potentials(flow, C, k, l):
+    u: list[Fraction | None] = [None] * k
+    v: list[Fraction | None] = [None] * l
+    u[0] = Fraction(0)
+    changed = True
+    while changed:
+        changed = False
+        for (x, y) in flow:
+            if u[x] is not None and v[y] is None:
+                v[y] = C[x][y] - u[x]
+                changed = True
+            elif v[y] is not None and u[x] is None:
+                u[x] = C[x][y] - v[y]
+                changed = True
+    return u, v
+
+
+def _cycle(flow, enter, k):
+    """The cells of the pivot cycle, starting with ``enter`` and alternating +, -, +, ..."""
+    adj: dict[int, list[int]] = {}
+    for (x, y) in flow:
+        adj.setdefault(x, []).append(k + y)
+        adj.setdefault(k + y, []).append(x)
+    start, goal = k + enter[1], enter[0]  # path in the tree from the entering column to its row
+    parent = {start: None}
+    stack = [start]
+    while stack:
+        node = stack.pop()
+        for nxt in adj.get(node, []):
+            if nxt not in parent:
+                parent[nxt] = node
+                stack.append(nxt)
+    path, node = [], goal
+    while node is not None:
+        path.append(node)
+        node = parent[node]
+    # path: row enter[0] ... column enter[1]; consecutive nodes are tree cells.
+    cells = [enter]
+    for x, y in zip(path, path[1:]):
+        cells.append((x, y - k) if x < k else (y, x - k))
+    return cells
+
+
+def _solve_linear(A: list[list[Fraction]], b: list[Fraction]) -> list[Fraction]:
+    """Exact Gaussian elimination (A nonsingular)."""
+    n = len(b)
+    M = [row[:] + [b[i]] for i, row in enumerate(A)]
+    for col in range(n):
+        piv = next(r for r in range(col, n) if M[r][col] != 0)
+        M[col], M[piv] = M[piv], M[col]
+        p = M[col][col]
+        M[col] = [x / p for x in M[col]]
+        for r in range(n):
+            if r != col and M[r][col] != 0:
+                f = M[r][col]
+                M[r] = [x - f * y for x, y in zip(M[r], M[col])]
+    return [M[i][n] for i in range(n)]
+
+
+class _Reference:
+    def __init__(self, mdp, ground: str) -> None:
+        P = np.asarray(mdp.transitions)
+        self.n, self.m = P.shape[0], P.shape[1]
+        n, m = self.n, self.m
+        for s in range(n):
+            for a in range(m):
+                if sum(_frac(x) for x in P[s, a]) != 1:
+                    raise ValueError(f"transition row ({s}, {a}) does not sum to exactly 1")
+        self.P = [[[_frac(P[s, a, x]) for x in range(n)] for a in range(m)] for s in range(n)]
+        self.R = [[_frac(mdp.rewards[s, a]) for a in range(m)] for s in range(n)]
+        self.c = _frac(mdp.discount)
+        self.ground = ground
+        self.pi = None
+        if mdp.policy is not None:
+            self.pi = [[_frac(mdp.policy[s, a]) for a in range(m)] for s in range(n)]
+            for s in range(n):
+                if sum(self.pi[s]) != 1:
+                    raise ValueError(f"policy row {s} does not sum to exactly 1")
+            values = np.asarray(mdp.action_values)
+            self.abar = [[sum(self.pi[s][a] * _frac(values[a, k]) for a in range(m)) for k in range(values.shape[1])]
+                         for s in range(n)]
+            self.Rpi = [sum(self.pi[s][a] * self.R[s][a] for a in range(m)) for s in range(n)]
+            self.Ppi = [[sum(self.pi[s][a] * self.P[s][a][x] for a in range(m)) for x in range(n)] for s in range(n)]
+        self.pairs = [(s, t) for s in range(n) for t in range(s + 1, n)]
+        self.index = {p: i for i, p in enumerate(self.pairs)}
+
+    # ------------------------------------------------------------------ pieces
+    def G(self, s, a, t, b) -> Fraction:
+        if self.ground == "reward":
+            return abs(self.R[s][a] - self.R[t][b])
+        return sum(abs(x - y) for x, y in zip(self.abar[s], self.abar[t]))
+
+    def _l1_abar(self, s, t) -> Fraction:
+        return sum(abs(x - y) for x, y in zip(self.abar[s], self.abar[t]))
+
+    def rows(self, metric: str, s: int, t: int):
+        """The transport rows of pair (s, t): (weight, constant, law of s, law of t)."""
+        m = self.m
+        if metric == "pi":
+            return [(Fraction(1), abs(self.Rpi[s] - self.Rpi[t]), self.Ppi[s], self.Ppi[t])]
+        if metric == "psm":
+            return [(Fraction(1), self._l1_abar(s, t), self.Ppi[s], self.Ppi[t])]
+        if metric == "bisim":
+            return [(Fraction(1), abs(self.R[s][a] - self.R[t][a]), self.P[s][a], self.P[t][a]) for a in range(m)]
+        ge = _nw_corner(self.pi[s], self.pi[t])
+        if metric == "eps":
+            return [(w, self.G(s, a, t, b), self.P[s][a], self.P[t][b]) for a, b, w in ge]
+        if metric == "eps-avg":
+            return [(Fraction(1), sum(w * self.G(s, a, t, b) for a, b, w in ge), self.Ppi[s], self.Ppi[t])]
+        raise ValueError(metric)
+
+    def d(self, x, s, t) -> Fraction:
+        return Fraction(0) if s == t else x[self.index[(min(s, t), max(s, t))]]
+
+    def ot(self, p, q, x):
+        src = [i for i in range(self.n) if p[i] > 0]
+        dst = [j for j in range(self.n) if q[j] > 0]
+        C = [[self.d(x, i, j) for j in dst] for i in src]
+        value, plan = transport([p[i] for i in src], [q[j] for j in dst], C)
+        return value, {(src[i], dst[j]): mass for (i, j), mass in plan.items()}
+
+    # ------------------------------------------------------------- fixed points
+    def solve(self, metric: str):
+        if metric in ("pi", "psm", "eps", "eps-avg", "bisim"):
+            x = self._strategy_iteration(metric)
+            return [[self.d(x, s, t) for t in range(self.n)] for s in range(self.n)]
+        if metric == "eps-bar":
+            return self._eps_bar()
+        if metric in ("mico", "psm-sampled"):
+            return self._stein(metric)
+        if metric == "mico-reduced":
+            U = self._stein("mico")
+            return [[U[s][t] - U[s][s] / 2 - U[t][t] / 2 for t in range(self.n)] for s in range(self.n)]
+        raise ValueError(f"no exact reference for '{metric}'")
+
+    def _strategy_iteration(self, metric: str):
+        rows = {pair: self.rows(metric, *pair) for pair in self.pairs}
+        zero = [Fraction(0)] * len(self.pairs)
+        plans = {pair: [self.ot(p, q, zero)[1] for _, _, p, q in rows[pair]] for pair in self.pairs}
+        while True:
+            x = self._value(rows, plans, maximise=metric == "bisim")
+            switched = False
+            for pair in self.pairs:
+                for r, (_, _, p, q) in enumerate(rows[pair]):
+                    current = sum(mass * self.d(x, i, j) for (i, j), mass in plans[pair][r].items())
+                    value, plan = self.ot(p, q, x)
+                    if value < current:
+                        plans[pair][r] = plan
+                        switched = True
+            if not switched:
+                return x
+
+    def _value(self, rows, plans, maximise: bool):
+        """The value of fixed plans: sum rows (or, for bisim, the best row per pair, by strategy iteration)."""
+        choice = {pair: 0 for pair in self.pairs}
+        while True:
+            A = [[Fraction(0)] * len(self.pairs) for _ in self.pairs]
+            b = [Fraction(0)] * len(self.pairs)
+            for pair in self.pairs:
+                k = self.index[pair]
+                A[k][k] += 1
+                used = [choice[pair]] if maximise else range(len(rows[pair]))
+                for r in used:
+                    w, const, _, _ = rows[pair][r]
+                    weight = Fraction(1) if maximise else w
+                    b[k] += weight * const
+                    for (i, j), mass in plans[pair][r].items():
+                        if i != j:
+                            A[k][self.index[(min(i, j), max(i, j))]] -= weight * self.c * mass
+            x = _solve_linear(A, b)
+            if not maximise:
+                return x
+            improved = False
+            for pair in self.pairs:
+                q = [const + self.c * sum(mass * self.d(x, i, j) for (i, j), mass in plans[pair][r].items())
+                     for r, (_, const, _, _) in enumerate(rows[pair])]
+                best = max(range(len(q)), key=lambda r: q[r])
+                if q[best] > q[choice[pair]]:
+                    choice[pair] = best
+                    improved = True
+            if not improved:
+                return x
+
+    def _eps_bar(self):
+        N = len(self.pairs)
+        A = [[Fraction(0)] * N for _ in range(N)]
+        b = [Fraction(0)] * N
+        for (s, t), k in self.index.items():
+            A[k][k] += 1
+            for a, a2, w in _nw_corner(self.pi[s], self.pi[t]):
+                b[k] += w * self.G(s, a, t, a2)
+                for i, j, mass in _nw_corner(self.P[s][a], self.P[t][a2]):
+                    if i != j:
+                        A[k][self.index[(min(i, j), max(i, j))]] -= w * self.c * mass
+        x = _solve_linear(A, b)
+        return [[self.d(x, s, t) for t in range(self.n)] for s in range(self.n)]
+
+    def _stein(self, metric: str):
+        n = self.n
+        cells = [(s, t) for s in range(n) for t in range(s, n)]  # symmetric: unknowns s <= t
+        where = {cell: i for i, cell in enumerate(cells)}
+        A = [[Fraction(0)] * len(cells) for _ in cells]
+        b = [Fraction(0)] * len(cells)
+        for (s, t), k in where.items():
+            A[k][k] += 1
+            b[k] = abs(self.Rpi[s] - self.Rpi[t]) if metric == "mico" else self._l1_abar(s, t)
+            for i in range(n):
+                if self.Ppi[s][i] == 0:
+                    continue
+                for j in range(n):
+                    if self.Ppi[t][j] != 0:
+                        A[k][where[(min(i, j), max(i, j))]] -= self.c * self.Ppi[s][i] * self.Ppi[t][j]
+        x = _solve_linear(A, b)
+        return [[x[where[(min(s, t), max(s, t))]] for t in range(n)] for s in range(n)]

@@ -36,10 +36,24 @@ projection in bfloat16 autocast, fused Adam; everything after the encoder's
 LayerNorm stays float32. ``tests/test_agent_update.py`` checks that 50 updates
 both ways agree, and that the plain update equals a transcription of DrQ's.
 
+``update_rule='dbc'`` (``--preset dbc``) replaces steps 2-7 with DBC's own update
+(facebookresearch/deep_bisim4control, agent/bisim_agent.py ``BisimAgent.update``), on one
+unshifted view: the critic loss and an Adam step on encoder and critics (``update_critic``);
+then, on latents recomputed with the stepped encoder, the transition NLL, the reward
+regression on a sample of the predicted next latent (``update_transition_reward_model``) and
+``beta`` times :func:`bisimkit.losses.dbc_coordinate_loss` (``update_encoder``: the batch's
+rewards, the transition's prediction under stop-gradient), with a second Adam (its own state)
+on the encoder and a third on DBC's transition and reward heads (weight decay 1e-7,
+run_local.sh). The actor's log-probability takes DBC's ``log(relu(1 - tanh^2) + 1e-6)``
+Jacobian (sac_ae.py ``squash``) and the convolutions start delta-orthogonal (sac_ae.py
+``weight_init``). ``benchmarks/dbc_reference.py`` transcribes DBC's update and
+``tests/test_agent_update.py`` holds the agent to it.
+
 ``compile``: the conv trunks run through ``torch.compile`` (bias add, ReLU and
 input scaling fused; :mod:`agents.encoder`), on any device.
 
-``graphs`` (CUDA only): the update is captured in CUDA graphs and replayed
+``graphs`` (CUDA only; default on with CUDA, as ``fast``: :func:`speed_defaults`): the update is
+captured in CUDA graphs and replayed
 (:class:`UpdateGraphs`), one graph per pattern of due steps (actor and
 temperature step or not, target update or not). A GPU update launches about a
 thousand small kernels; replaying a graph launches them in one call, so the
@@ -63,17 +77,23 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from bisimkit.losses import (DeferredChecks, LatentL1Distance, SeparableDistance, dbc_loss, entangled_loss,
-                             gaussian_policy, gaussian_transition, gaussian_w2, policy_ground, psm_loss,
-                             reward_ground)
+from bisimkit.losses import (DeferredChecks, LatentL1Distance, SeparableDistance, dbc_coordinate_loss, dbc_loss,
+                             entangled_loss, gaussian_policy, gaussian_transition, gaussian_w2, policy_ground,
+                             psm_loss, reward_ground)
 
 from .augment import random_shift
 from .config import TrainConfig
 from .critic import TwinCritic
 from .encoder import LatentHead, PixelEncoder
-from .mlp import make_target, soft_update
-from .models import InverseDynamics, RewardModel, TransitionModel
+from .mlp import delta_orthogonal_init, make_target, soft_update
+from .models import DBCRewardModel, DBCTransitionModel, InverseDynamics, RewardModel, TransitionModel
 from .policy import Actor
+
+
+#: DBC's update (``update_rule='dbc'``): the weight decay of its transition and reward heads' Adam
+#: (run_local.sh ``--decoder_weight_lambda``) and the epsilon of its actor's log Jacobian (sac_ae.py ``squash``).
+DBC_DECODER_WEIGHT_DECAY = 1e-7
+DBC_JACOBIAN_EPS = 1e-6
 
 
 def pick_device(name: str = "auto") -> torch.device:
@@ -83,6 +103,14 @@ def pick_device(name: str = "auto") -> torch.device:
     if str(name).startswith("cuda") and not torch.cuda.is_available():
         raise ValueError(f"device: {name!r} asked for, but torch sees no CUDA device")
     return torch.device(name)
+
+
+def speed_defaults(config: TrainConfig, device: torch.device | str) -> tuple[bool, bool]:
+    """(fast, graphs) of ``config`` on ``device``: each unset one is on with CUDA and off elsewhere. A CUDA graph
+    capture that fails falls back to eager updates with one warning line (:class:`UpdateGraphs`)."""
+    cuda = torch.device(device).type == "cuda"
+    return (cuda if config.fast is None else bool(config.fast),
+            cuda if config.graphs is None else bool(config.graphs))
 
 
 def fast_cuda_math() -> None:
@@ -108,29 +136,37 @@ class Agent(nn.Module):
         self.config, self.action_dim = config, int(action_dim)
         self.method = config.spec
         self.device = torch.device(device)
-        self.fast = self.device.type == "cuda" if config.fast is None else bool(config.fast)
-        self.graphs = bool(config.graphs)
+        self.fast, self.graphs = speed_defaults(config, self.device)
         if self.graphs and self.device.type != "cuda":
             raise ValueError(f"graphs: CUDA graphs need a CUDA device, got {self.device}")
         frames, hidden = obs_shape[0] // 3, config.hidden
         self.encoder = PixelEncoder(frames=frames, image_size=tuple(obs_shape[-2:]), stacked=config.stacked_frames,
                                     squash=config.latent_squash)
+        self.dbc_update = config.update_rule == "dbc"
+        if self.dbc_update:  # DBC's critic applies sac_ae.py's weight_init: delta-orthogonal convolutions
+            self.encoder.trunk.apply(delta_orthogonal_init)
         latent = self.latent_dim = self.encoder.latent_dim
         self.actor_head = LatentHead(self.encoder.trunk.out_features, frames, config.stacked_frames,
                                      squash=config.latent_squash) if config.actor_head else None
-        self.actor = Actor(latent, action_dim, hidden)
+        self.actor = Actor(latent, action_dim, hidden, jacobian_eps=DBC_JACOBIAN_EPS if self.dbc_update else None)
         self.critic = TwinCritic(latent, action_dim, hidden)
         self.critic_target = make_target(self.critic)
         self.encoder_target = make_target(self.encoder) if config.target_encoder else None
         self.world_model = config.world_model
-        if self.world_model:
+        # the joint update trains the world model with the critic; DBC's in a step of its own
+        self.joint_world = self.world_model and not self.dbc_update
+        if self.dbc_update:
+            self.transition = DBCTransitionModel(latent, action_dim, sigma_bounds=(config.transition_sigma_min,
+                                                 config.transition_sigma_max), sigma_init=config.transition_sigma_init)
+            self.reward_model = DBCRewardModel(latent)
+        elif self.world_model:
             self.transition = TransitionModel(latent, action_dim, hidden,
                                               (config.transition_sigma_min, config.transition_sigma_max),
                                               config.transition_sigma_init)
             self.reward_model = RewardModel(latent, hidden)
             self.inverse = InverseDynamics(latent, action_dim, hidden)
         self.distance: nn.Module | None = None
-        if self.method.bisim is not None:
+        if self.method.bisim is not None and not self.dbc_update:
             scale = latent ** -0.5 if config.distance_scale is None else config.distance_scale
             self.distance = LatentL1Distance(scale) if self.method.head == "latent-l1" else \
                 SeparableDistance(latent, init=scale)
@@ -151,6 +187,12 @@ class Agent(nn.Module):
         actor_params = [p for name, p in self.named_parameters() if name.startswith(actor_side)]
         # fused: None is torch's default (foreach); capturable: the step counts live on the device
         adam = {"fused": True if self.fast else None, "capturable": self.graphs}
+        self.encoder_opt = self.world_opt = None
+        if self.dbc_update:  # DBC: critic_optimizer (encoder + critics), encoder_optimizer, decoder_optimizer
+            critic_side = list(self.encoder.parameters()) + list(self.critic.parameters())
+            self.encoder_opt = torch.optim.Adam(self.encoder.parameters(), lr=config.lr, **adam)
+            self.world_opt = torch.optim.Adam(list(self.reward_model.parameters()) + list(self.transition.parameters()),
+                                              lr=config.lr, weight_decay=DBC_DECODER_WEIGHT_DECAY, **adam)
         self.model_opt = torch.optim.Adam(critic_side, lr=config.lr, **adam)
         self.actor_opt = torch.optim.Adam(actor_params, lr=config.lr, **adam)
         self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=config.alpha_lr, betas=(config.alpha_beta1, 0.999),
@@ -241,7 +283,7 @@ class Agent(nn.Module):
         rows = obs.shape[0]
         k, m = cfg.views
         obs_views, next_views = self._views(obs, m), self._views(next_obs, k)
-        grad_inputs = obs_views + ([next_views[0]] if self.world_model else [])
+        grad_inputs = obs_views + ([next_views[0]] if self.joint_world else [])
         grad_features = self.encoder.trunk(torch.cat(grad_inputs))
         latents = self.encoder.head(grad_features)
         z_views = latents[:m * rows]
@@ -249,7 +291,7 @@ class Agent(nn.Module):
 
         with torch.no_grad():  # the TD target, averaged over the K next views
             next_all = torch.cat(next_views)
-            if self.world_model:  # the first next view went through the trunk with the gradient pass: reuse it
+            if self.joint_world:  # the first next view went through the trunk with the gradient pass: reuse it
                 per_view = grad_features.shape[0] // len(grad_inputs)  # rows (frames, frame-wise) of one view
                 parts = [grad_features[m * per_view:].detach()]
                 if k > 1:
@@ -268,22 +310,66 @@ class Agent(nn.Module):
         loss = m * (F.mse_loss(q1, target) + F.mse_loss(q2, target))  # DrQ: the sum over the M views
         stats = {"critic_loss": loss.detach(), "q": q1[:rows].detach().mean()}
 
-        if self.world_model:
-            z_next_grad = latents[m * rows:]
-            z_next = z_next_grad.detach()
-            mu, sigma = self.transition(z, action)
-            transition_loss = (0.5 * ((z_next - mu) / sigma) ** 2 + sigma.log()).mean()
-            reward_loss = F.mse_loss(self.reward_model(mu + sigma * torch.randn_like(mu)), reward)
-            inverse_loss = F.mse_loss(self.inverse(z, z_next_grad), action)
-            loss = loss + transition_loss + reward_loss + inverse_loss
-            stats.update(transition_loss=transition_loss.detach(), reward_loss=reward_loss.detach(),
-                         inverse_loss=inverse_loss.detach())
-        if self.method.bisim is not None and cfg.beta > 0:
+        if self.joint_world:
+            model_loss, model_stats = self.world_model_losses(z, latents[m * rows:], action, reward)
+            loss = loss + model_loss
+            stats.update(model_stats)
+        if self.method.bisim is not None and cfg.beta > 0 and not self.dbc_update:
             with self.checks.collecting() if self.checks is not None else nullcontext():
                 bisim = self.bisimulation_loss(z)
             loss = loss + cfg.beta * bisim
             stats["bisim_loss"] = bisim.detach()
         return loss, stats, obs_views[0]
+
+    def world_model_losses(self, z: torch.Tensor, z_next_grad: torch.Tensor, action: torch.Tensor,
+                           reward: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Step 5: transition NLL of the detached next latent, reward regression on a sample of the predicted
+        next latent, inverse dynamics (gradient into ``z_next_grad``); (their sum, the terms detached)."""
+        z_next = z_next_grad.detach()
+        mu, sigma = self.transition(z, action)
+        transition_loss = (0.5 * ((z_next - mu) / sigma) ** 2 + sigma.log()).mean()
+        reward_loss = F.mse_loss(self.reward_model(mu + sigma * torch.randn_like(mu)), reward)
+        inverse_loss = F.mse_loss(self.inverse(z, z_next_grad), action)
+        return transition_loss + reward_loss + inverse_loss, {
+            "transition_loss": transition_loss.detach(), "reward_loss": reward_loss.detach(),
+            "inverse_loss": inverse_loss.detach()}
+
+    def metric_losses(self, batch: dict) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
+        """The encoder's metric learning alone (``agents.metric_check``, isolated): steps 1, 2, 5 and 6 of the
+        module doc on one view of the observations and of the next observations (DrQ shifts when the method
+        augments), without the critic; (world-model losses + ``beta`` x bisimulation loss, the terms detached,
+        the latents z of the first view, with gradient)."""
+        if self.method.bisim is None:
+            raise ValueError(f"method: {self.config.method} has no bisimulation loss")
+        obs, next_obs, action, reward, _ = self._batch(batch)
+        latents = self.encoder(torch.cat(self._views(obs, 1) + self._views(next_obs, 1)))
+        rows = obs.shape[0]
+        z = latents[:rows]
+        loss, stats = self.world_model_losses(z, latents[rows:], action, reward)
+        with self.checks.collecting() if self.checks is not None else nullcontext():
+            bisim = self.bisimulation_loss(z)
+        stats["bisim_loss"] = bisim.detach()
+        return loss + self.config.beta * bisim, stats, z
+
+    def dbc_model_losses(self, tensors: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """DBC's second step (agent/bisim_agent.py ``update``: ``update_transition_reward_model`` +
+        ``bisim_coef * update_encoder``) on latents of the current encoder: the transition NLL of the next
+        latent (no gradient into it), the reward regression on a sample of the predicted next latent, and
+        ``beta`` times DBC's per-coordinate loss on the batch's rewards and the transition's prediction under
+        stop-gradient; (the total, its terms detached)."""
+        obs, next_obs, action, reward, _ = tensors
+        h = self.encoder(obs)
+        with torch.no_grad():
+            h_next = self.encoder(next_obs)
+        mu, sigma = self.transition(h, action)
+        transition_loss = (0.5 * ((mu - h_next) / sigma) ** 2 + sigma.log()).mean()
+        reward_loss = F.mse_loss(self.reward_model(mu + sigma * torch.randn_like(sigma)), reward)
+        with self.checks.collecting() if self.checks is not None else nullcontext():
+            bisim = dbc_coordinate_loss(h, reward=reward, next_mean=mu.detach(), next_sigma=sigma.detach(),
+                                        discount=self.config.discount)
+        return transition_loss + reward_loss + self.config.beta * bisim, {
+            "transition_loss": transition_loss.detach(), "reward_loss": reward_loss.detach(),
+            "bisim_loss": bisim.detach()}
 
     def actor_losses(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
         """Step 8: (actor loss, temperature loss, stats) on observations ``obs``, the trunk detached."""
@@ -318,6 +404,14 @@ class Agent(nn.Module):
         self.model_opt.zero_grad(set_to_none=True)
         loss.backward()
         self.model_opt.step()
+        if self.dbc_update:
+            model_loss, model_stats = self.dbc_model_losses(tensors)
+            self.encoder_opt.zero_grad(set_to_none=True)
+            self.world_opt.zero_grad(set_to_none=True)
+            model_loss.backward()
+            self.encoder_opt.step()
+            self.world_opt.step()
+            stats.update(model_stats)
 
         if actor_due:
             actor_loss, alpha_loss, actor_stats = self.actor_losses(obs)
@@ -337,9 +431,12 @@ class Agent(nn.Module):
     # -------------------------------------------------------- state I/O
     def training_state(self) -> dict:
         """Networks, optimisers and the update counter (for checkpoints)."""
-        return {"networks": self.state_dict(), "model_opt": self.model_opt.state_dict(),
-                "actor_opt": self.actor_opt.state_dict(), "alpha_opt": self.alpha_opt.state_dict(),
-                "updates": self.updates}
+        state = {"networks": self.state_dict(), "model_opt": self.model_opt.state_dict(),
+                 "actor_opt": self.actor_opt.state_dict(), "alpha_opt": self.alpha_opt.state_dict(),
+                 "updates": self.updates}
+        if self.dbc_update:
+            state.update(encoder_opt=self.encoder_opt.state_dict(), world_opt=self.world_opt.state_dict())
+        return state
 
     def load_training_state(self, state: dict) -> None:
         """Inverse of :meth:`training_state`."""
@@ -347,6 +444,9 @@ class Agent(nn.Module):
         self.model_opt.load_state_dict(state["model_opt"])
         self.actor_opt.load_state_dict(state["actor_opt"])
         self.alpha_opt.load_state_dict(state["alpha_opt"])
+        if self.dbc_update:
+            self.encoder_opt.load_state_dict(state["encoder_opt"])
+            self.world_opt.load_state_dict(state["world_opt"])
         self.updates = int(state["updates"])
         if self.captured is not None:  # the graphs hold the replaced optimiser states' addresses
             self.captured = UpdateGraphs(self)

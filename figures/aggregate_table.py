@@ -194,6 +194,8 @@ def markdown(agg: Aggregates, decimals: int = 3) -> str:
         lines.append(f"| {label} | {len(s.seeds[label])} | " + " | ".join(
             row[e].text(decimals) for e in ("iqm", "mean", "median", "optimality_gap")) + " |")
     lines += ["", "### Per task", "",
+              "*Over one task the median is the mean; return mean ± std: the raw evaluation return over seeds "
+              "(population std).*", "",
               "| Task | Method | IQM | Mean | Optimality gap | return mean ± std |", "|:--|:--|--:|--:|--:|--:|"]
     for j, task in enumerate(s.tasks):
         for label in s.labels:
@@ -228,12 +230,15 @@ def csv_text(agg: Aggregates) -> str:
 def plot_profiles(agg: Aggregates, out_png: PathLike) -> Path:
     """The performance profiles: the fraction of runs (all tasks) above each normalised score, a line per
     row with its pointwise 95% band."""
+    from .learning_curves import METHOD_COLOR
+    from .runs import METHOD_LABEL
     from .style import plt, save
 
+    colour = {METHOD_LABEL[m]: c for m, c in METHOD_COLOR.items() if m in METHOD_LABEL}  # as in the curves
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     for label in agg.scores.labels:
         point, low, high = agg.profiles[label]
-        (line,) = ax.plot(PROFILE_TAUS, point, label=label, lw=1.6)
+        (line,) = ax.plot(PROFILE_TAUS, point, label=label, lw=1.6, color=colour.get(label))
         ax.fill_between(PROFILE_TAUS, low, high, color=line.get_color(), alpha=0.2, lw=0)
     ax.set_xlabel("normalised score τ")
     ax.set_ylabel("fraction of runs with score > τ")

@@ -40,6 +40,17 @@ def orthogonal_init(module: nn.Module) -> None:
             nn.init.zeros_(module.bias)
 
 
+def delta_orthogonal_init(module: nn.Module) -> None:
+    """SAC-AE's and DBC's convolution init (deep_bisim4control sac_ae.py, ``weight_init``): every kernel tap
+    zero but the centre one, whose (out, in) matrix is orthogonal with ReLU gain; zero bias."""
+    if isinstance(module, nn.Conv2d) and not _SKIP_INIT.get():
+        with torch.no_grad():
+            module.weight.zero_()
+            module.bias.zero_()
+            mid = module.weight.shape[2] // 2
+            nn.init.orthogonal_(module.weight[:, :, mid, mid], nn.init.calculate_gain("relu"))
+
+
 def mlp(inputs: int, outputs: int, hidden: int = HIDDEN, layers: int = 2) -> nn.Sequential:
     """``layers`` hidden ReLU layers of width ``hidden``, then a linear output layer."""
     if min(inputs, outputs, hidden, layers) < 1:

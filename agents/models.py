@@ -10,6 +10,11 @@
   scores observed next latents (the dynamics loss).
 * :class:`RewardModel` R(z) -> r, applied to predicted next latents.
 * :class:`InverseDynamics` A(z_t, z_t+1) -> a in [-1, 1] (tanh output).
+* :class:`DBCTransitionModel`, :class:`DBCRewardModel`: DBC's own heads (deep_bisim4control
+  transition_model.py ``ProbabilisticTransitionModel``, agent/bisim_agent.py ``reward_decoder``): one
+  hidden layer of 512 units with LayerNorm, PyTorch's default initialisation (DBC applies no custom
+  init to them), so sigma starts near the midpoint of its bounds; used by DBC's update
+  (``update_rule='dbc'``).
 """
 
 from __future__ import annotations
@@ -85,3 +90,44 @@ class InverseDynamics(nn.Module):
     def forward(self, z: torch.Tensor, z_next: torch.Tensor) -> torch.Tensor:
         """Predicted actions, (B, action_dim)."""
         return torch.tanh(self.net(torch.cat([z, z_next], dim=-1)))
+
+
+#: Width of DBC's transition and reward heads (transition_model.py ``layer_width``; bisim_agent.py 512).
+DBC_WIDTH = 512
+
+
+class DBCTransitionModel(TransitionModel):
+    """DBC's ProbabilisticTransitionModel: Linear(z ++ a, 512), LayerNorm, ReLU, then a Linear to mu and a
+    Linear to the sigmoid of sigma's position in its bounds (transition_model.py, ``forward``).
+    ``sigma_init`` sets that last bias as :class:`TransitionModel` does; None keeps PyTorch's init (DBC)."""
+
+    def __init__(self, latent_dim: int, action_dim: int, width: int = DBC_WIDTH,
+                 sigma_bounds: tuple[float, float] = SIGMA_BOUNDS, sigma_init: float | None = None):
+        nn.Module.__init__(self)
+        low, high = float(sigma_bounds[0]), float(sigma_bounds[1])
+        if not 0 < low < high:
+            raise ValueError(f"sigma_bounds: {sigma_bounds} is not an increasing positive pair")
+        if sigma_init is not None and not low < sigma_init < high:
+            raise ValueError(f"sigma_init: {sigma_init} is not strictly inside sigma_bounds {sigma_bounds}")
+        self.latent_dim, self.sigma_bounds = latent_dim, (low, high)
+        self.fc = nn.Linear(latent_dim + action_dim, width)
+        self.ln = nn.LayerNorm(width)
+        self.fc_mu = nn.Linear(width, latent_dim)
+        self.fc_sigma = nn.Linear(width, latent_dim)
+        if sigma_init is not None:
+            with torch.no_grad():
+                self.fc_sigma.bias.fill_(math.log((sigma_init - low) / (high - sigma_init)))
+
+    def forward(self, z: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean and standard deviation of z+, each (B, latent_dim)."""
+        h = torch.relu(self.ln(self.fc(torch.cat([z, action], dim=-1))))
+        low, high = self.sigma_bounds
+        return self.fc_mu(h), low + (high - low) * torch.sigmoid(self.fc_sigma(h))
+
+
+class DBCRewardModel(RewardModel):
+    """DBC's reward decoder: Linear(z, 512), LayerNorm, ReLU, Linear(512, 1) (bisim_agent.py, ``__init__``)."""
+
+    def __init__(self, latent_dim: int, width: int = DBC_WIDTH):
+        nn.Module.__init__(self)
+        self.net = nn.Sequential(nn.Linear(latent_dim, width), nn.LayerNorm(width), nn.ReLU(), nn.Linear(width, 1))

@@ -20,9 +20,15 @@ from .mlp import HIDDEN, mlp
 LOG_STD_BOUNDS = (-10.0, 2.0)
 
 
-def squashed_log_prob(u: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
-    """log density of ``tanh(u)`` for ``u ~ N(mu, diag sigma^2)``, summed over action coordinates."""
+def squashed_log_prob(u: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor,
+                      jacobian_eps: float | None = None) -> torch.Tensor:
+    """log density of ``tanh(u)`` for ``u ~ N(mu, diag sigma^2)``, summed over action coordinates.
+
+    ``jacobian_eps``: None takes the exact log Jacobian; a number ``e`` takes SAC-AE's and DBC's
+    ``log(relu(1 - tanh(u)^2) + e)`` (deep_bisim4control sac_ae.py, ``squash``: e = 1e-6)."""
     gaussian = (-0.5 * ((u - mu) / sigma) ** 2 - sigma.log() - 0.5 * math.log(2 * math.pi)).sum(-1)
+    if jacobian_eps is not None:
+        return gaussian - torch.log(F.relu(1.0 - torch.tanh(u) ** 2) + jacobian_eps).sum(-1)
     # log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)), stable for large |u|
     jacobian = (2.0 * (math.log(2.0) - u - F.softplus(-2.0 * u))).sum(-1)
     return gaussian - jacobian
@@ -32,8 +38,9 @@ class Actor(nn.Module):
     """pi(a | z): MLP (two hidden layers) to the mean and bounded log std of a squashed Gaussian."""
 
     def __init__(self, latent_dim: int, action_dim: int, hidden: int = HIDDEN,
-                 log_std_bounds: tuple[float, float] = LOG_STD_BOUNDS):
+                 log_std_bounds: tuple[float, float] = LOG_STD_BOUNDS, jacobian_eps: float | None = None):
         super().__init__()
+        self.jacobian_eps = jacobian_eps  # see squashed_log_prob
         low, high = log_std_bounds
         if not low < high:
             raise ValueError(f"log_std_bounds: {log_std_bounds} is not an increasing pair")
@@ -56,4 +63,4 @@ class Actor(nn.Module):
         elif noise.shape != mu.shape:
             raise ValueError(f"noise: expected shape {tuple(mu.shape)}, got {tuple(noise.shape)}")
         u = mu + sigma * noise
-        return torch.tanh(u), squashed_log_prob(u, mu, sigma), torch.tanh(mu)
+        return torch.tanh(u), squashed_log_prob(u, mu, sigma, self.jacobian_eps), torch.tanh(mu)

@@ -122,7 +122,10 @@ class DrQ:
         if step % 2 == 0:
             action_pi, log_prob = self.actor(obs_1, torch.randn(rows, self.actions, device=dev), detach_encoder=True)
             actor_q1, actor_q2 = self.critic(obs_1, action_pi, detach_encoder=True)
-            actor_loss = (self.log_alpha.exp().detach() * log_prob - torch.min(actor_q1, actor_q2)).mean()
+            entropy_term, min_q = self.log_alpha.exp().detach() * log_prob, torch.min(actor_q1, actor_q2)
+            actor_loss = (entropy_term - min_q).mean()
+            # the size of the actor loss's terms (the loss itself may be near zero): for comparison tolerances
+            self.actor_scale = (entropy_term.abs().mean() + min_q.abs().mean()).detach()
             self.actor_optimizer.zero_grad()
             actor_loss.backward()
             self.actor_optimizer.step()

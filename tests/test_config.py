@@ -52,6 +52,11 @@ def test_presets_say_what_the_issue_asks():
     assert (drq.alpha_lr, drq.alpha_beta1, drq.batch_size, drq.method) == (1e-3, 0.9, 512, "drq")
     assert (dbc.method, dbc.encoder_tau, dbc.latent_squash, dbc.beta, dbc.alpha_beta1) == \
         ("drq+dbc", 0.05, "none", 0.5, 0.5)
+    # DBC's own agent: its update, no DrQ shifts, batch 128 (run_local.sh), its transition init
+    assert (dbc.update_rule, dbc.views, dbc.batch_size, dbc.transition_sigma_init, dbc.distance_scale) == \
+        ("dbc", (1, 1), 128, None, None)
+    assert (paper.update_rule, paper.transition_sigma_init, drq.update_rule) == ("joint", 0.5, "joint")
+    assert make_config("paper", method="drq+dbc").resolved().transition_sigma_init == 0.5
     assert make_config("paper", method="drq+dbc").resolved().latent_squash == "none"
     assert make_config("paper", method="sac").resolved().views == (1, 1)  # no augmentation, one view
     for name, preset in PRESETS.items():
@@ -151,6 +156,8 @@ def test_the_smoke_command_trains_for_real(tmp_path):
     (["--lr", "fast"], "lr: 'fast' is not a number"),
     (["--target-encoder", "yes"], "unrecognized arguments: yes"),
     (["--graphs", "--device", "cpu"], "graphs: CUDA graphs need a CUDA device, and device is cpu"),
+    (["--update-rule", "sgd"], "update_rule: 'sgd' is not one of joint, dbc"),
+    (["--preset", "dbc", "--augment"], "augment: update_rule dbc is DBC's update on unshifted observations"),
 ])
 def test_bad_flags_exit_2_with_one_line_and_write_nothing(tmp_path, args, message):
     out = tmp_path / "run"
@@ -160,6 +167,30 @@ def test_bad_flags_exit_2_with_one_line_and_write_nothing(tmp_path, args, messag
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], proc.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize("preset, changes, message", [
+    ("paper", dict(update_rule="dbc"), "method: update_rule dbc is DBC's update of drq+dbc, and method is eps-r"),
+    ("paper", dict(update_rule="dbc", method="drq+dbc"),
+     "augment: update_rule dbc is DBC's update on unshifted observations, and augment is on"),
+    ("dbc", dict(method="eps-pi"), "method: update_rule dbc is DBC's update of drq+dbc, and method is eps-pi"),
+    ("dbc", dict(aux=False), "aux: update_rule dbc trains DBC's transition and reward models, and aux is off"),
+    ("dbc", dict(distance_scale=0.1), "distance_scale: update_rule dbc compares latents coordinate by coordinate"),
+    ("dbc", dict(transition_sigma_max=0.4, transition_sigma_init=0.5),
+     "transition_sigma_init: 0.5 is not strictly between"),
+    ("paper", dict(transition_sigma_max=0.4), "transition_sigma_init: 0.5 is not strictly between"),  # the default
+    ("dbc", dict(update_rule="joint", augment=None), None),  # the joint update of drq+dbc, shifts back on
+    ("dbc", dict(transition_sigma_max=0.4), None),  # DBC's own init has no starting sigma to check
+])
+def test_dbc_update_rule_refuses_what_it_cannot_honour(preset, changes, message):
+    """DBC's update runs drq+dbc on unshifted observations with its world model and no distance head: a
+    contradicting field is one error naming it (the command line shows it as above, exit 2)."""
+    if message is None:
+        make_config(preset, **changes).resolved()
+        return
+    with pytest.raises(InputError) as info:
+        make_config(preset, **changes)
+    assert str(info.value).startswith(message), str(info.value)
 
 
 def test_config_file_fields_are_checked(tmp_path):

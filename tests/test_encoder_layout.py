@@ -11,6 +11,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from agents.encoder import ConvTrunk, LatentHead, PixelEncoder, conv_output_side
+from benchmarks.tolerance import loss_rtol, reduction_rtol
 
 FRAMES, ROWS = 3, 4
 LAYOUTS = [(stacked, size) for stacked in (False, True) for size in (84, (36, 52))]
@@ -30,6 +31,14 @@ def pixels(image_size, seed: int = 0) -> torch.Tensor:
     return torch.randint(0, 256, (ROWS, 3 * FRAMES, height, width), generator=g, dtype=torch.uint8)
 
 
+def longest_gradient_sum(encoder: PixelEncoder) -> int:
+    """Terms of the longest sum in the encoder's backward pass: the first convolution's weight gradient,
+    over every (frame-wise: every frame's) row and output position."""
+    rows = ROWS * (1 if encoder.stacked else FRAMES)
+    height, width = encoder.trunk.height, encoder.trunk.width
+    return rows * ((height - 3) // 2 + 1) * ((width - 3) // 2 + 1)
+
+
 def float64_latents(encoder: PixelEncoder, obs: torch.Tensor) -> torch.Tensor:
     """The plain encoder's z, computed in float64 on a float64 ``encoder`` (the trunk itself casts to float32)."""
     x = obs.double() / 255.0
@@ -41,26 +50,30 @@ def float64_latents(encoder: PixelEncoder, obs: torch.Tensor) -> torch.Tensor:
 
 @pytest.mark.parametrize("stacked,image_size", LAYOUTS)
 def test_channels_last_encoder_matches_the_plain_one(stacked, image_size):
-    """Latents to 1e-5; gradients of every parameter (the head's weight through the permute) of a random
-    linear functional of z within 1e-4 relative of float64's, and within 1e-3 of the plain float32 path's:
-    on a CPU the plain (NCHW) float32 conv backward itself is ~3e-4 away from float64 on the frame-wise
-    84-pixel trunk's first layers, while a layout bug shows as O(1)."""
+    """Latents (|z| <= 1) to float32's rounding along the encoder (benchmarks.tolerance.loss_rtol: 1.2e-4 at
+    84 pixels); gradients of every parameter (the head's weight through the permute) of a random linear
+    functional of z, relative to float64's and to the plain float32 path's, within the worst-case rounding
+    of the longest gradient sum (reduction_rtol: 2.4e-3 for the frame-wise 84-pixel trunk's first layer).
+    Which path is the less exact depends on the kernels: on one AVX2 CPU that first-layer weight gradient
+    was 4.2e-4 from float64's on the channels-last path with one thread (2e-6 with two), and on the plain
+    path with two threads (3.6e-4 with SSE4.1 kernels and one); a layout bug shows as O(1)."""
     plain, fast = encoders(stacked, image_size)
     exact = copy.deepcopy(plain).double()
     obs = pixels(image_size)
     z_plain, z_fast, z_exact = plain(obs), fast(obs), float64_latents(exact, obs)
     assert z_plain.shape == z_fast.shape == (ROWS, plain.latent_dim)
-    assert torch.allclose(z_fast, z_plain, rtol=0, atol=1e-5), (z_fast - z_plain).abs().max()
+    assert torch.allclose(z_fast, z_plain, rtol=0, atol=loss_rtol(plain)), (z_fast - z_plain).abs().max()
 
     w = torch.randn(z_plain.shape, generator=torch.Generator().manual_seed(1))
     (z_plain * w).sum().backward()
     (z_fast * w).sum().backward()
     (z_exact * w.double()).sum().backward()
     fast_params, exact_params = dict(fast.named_parameters()), dict(exact.named_parameters())
+    tolerance = reduction_rtol(longest_gradient_sum(plain))
     for name, p in plain.named_parameters():
         g_plain, g_fast, g_exact = p.grad.double(), fast_params[name].grad.double(), exact_params[name].grad
-        assert float((g_fast - g_exact).norm() / g_exact.norm()) < 1e-4, name
-        assert float((g_fast - g_plain).norm() / g_plain.norm()) < 1e-3, name
+        assert float((g_fast - g_exact).norm() / g_exact.norm()) < tolerance, name
+        assert float((g_fast - g_plain).norm() / g_plain.norm()) < 2 * tolerance, name
 
 
 @pytest.mark.parametrize("stacked,image_size", LAYOUTS)
@@ -75,11 +88,11 @@ def test_channels_last_encoder_has_the_plain_checkpoint(stacked, image_size):
     fast.load_state_dict(other.state_dict())
     obs = pixels(image_size, seed=3)
     with torch.no_grad():
-        assert torch.allclose(fast(obs), other(obs), rtol=0, atol=1e-5)
+        assert torch.allclose(fast(obs), other(obs), rtol=0, atol=loss_rtol(other))
     # and the fast encoder's own checkpoint loads into a plain one
     plain.load_state_dict(fast.state_dict())
     with torch.no_grad():
-        assert torch.allclose(plain(obs), fast(obs), rtol=0, atol=1e-5)
+        assert torch.allclose(plain(obs), fast(obs), rtol=0, atol=loss_rtol(plain))
 
 
 class _Ops(TorchDispatchMode):

@@ -85,7 +85,7 @@ def _pair(path: str, batch: int, device):
     from benchmarks.drq_reference import DrQ, load_from_agent
 
     torch.manual_seed(0)
-    cfg = make_config("drq", batch_size=batch, device=str(device), fast=path == "fast")
+    cfg = make_config("drq", batch_size=batch, device=str(device), fast=path == "fast", graphs=False)
     agent = Agent((9, 84, 84), 1, cfg, device)
     ref = DrQ(9, conv_output_side(84), 1, hidden=cfg.hidden, device=device)
     load_from_agent(ref, agent)

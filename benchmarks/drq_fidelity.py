@@ -18,7 +18,10 @@ time in five; the context line tells a miss of that kind from a real gap.
     python -m benchmarks.drq_fidelity RUN [RUN ...] [--out fidelity.png] [--json fidelity.json]
 
 Prints one line per run, a Markdown table of every evaluation beside DrQ's
-runs (median, range) and PASS when every run passes (exit 0; 1 otherwise,
+runs (median, range) and PASS when every run passes; runs of both update paths
+(the bf16 fast path and float32, each run's ``config.json`` says which) are
+labelled by path, so ``benchmarks/gpu_check.sh fp32`` sets float32 seeds beside
+the fast-path ones (exit 0; 1 otherwise,
 2 on bad input). The figure shows each run's evaluation curve (mean ± std over
 its episodes) over the range of DrQ's ten runs and their median, DrQ's
 published 759 ± 92 at 100k and the pass mark.
@@ -64,13 +67,13 @@ def describe(c: dict) -> str:
 
 def markdown_table(results: list[dict]) -> str:
     """The runs' evaluations step by step beside DrQ's runs there (median, range): a Markdown table for
-    the README and docs (steps of the first run; each run's context from :func:`context`)."""
-    steps = results[0]["steps"]
+    the README and docs (every run's evaluation steps; each run's context from :func:`context`)."""
+    steps = sorted({s for r in results for s in r["steps"]})
     head = "| env steps | " + " | ".join(f"{s / 1000:g}k" if s else "0" for s in steps) + " |"
     rows = [head, "|---" * (len(steps) + 1) + "|"]
     for r in results:
         by_step = dict(zip(r["steps"], r["mean"]))
-        rows.append(f"| seed {r['seed']} | " + " | ".join(f"{by_step[s]:.0f}" if s in by_step else "" for s in steps)
+        rows.append(f"| {r['label']} | " + " | ".join(f"{by_step[s]:.0f}" if s in by_step else "" for s in steps)
                     + " |")
     ctx = {c["step"]: c for r in results for c in r["drq_context"]}
     cells = [ctx.get(s, {"drq_runs": 0}) for s in steps]
@@ -90,7 +93,9 @@ def read(run: Path) -> dict:
         config = json.loads((run / "config.json").read_text())["config"]
     except (OSError, ValueError, KeyError) as exc:
         raise InputError(f"runs: {run / 'config.json'} is not a run configuration ({exc})") from None
-    return {"run": str(run), "seed": config.get("seed"), "preset": config.get("preset"),
+    fast = json.loads((run / "config.json").read_text()).get("fast")
+    return {"run": str(run), "seed": config.get("seed"), "preset": config.get("preset"), "fast": fast,
+            "label": f"seed {config.get('seed')}",
             "steps": table["env_step"].astype(int).tolist(), "mean": table["mean_return"].tolist(),
             "std": table["std_return"].tolist(), "episodes": int(table["episodes"][-1])}
 
@@ -106,7 +111,8 @@ def plot(results: list[dict], runs: Runs, out: Path) -> Path:
     ax.plot(grid, np.median(ref, axis=0), color="0.45", ls="--", lw=1.2, label="DrQ's runs: median")
     for r, colour in zip(results, ("tab:blue", "tab:orange", "tab:green", "tab:purple")):
         steps, mean, std = map(np.asarray, (r["steps"], r["mean"], r["std"]))
-        ax.plot(steps, mean, marker="o", ms=3, color=colour, label=f"seed {r['seed']}: {mean[-1]:.0f} at {steps[-1] // 1000}k")
+        ax.plot(steps, mean, marker="o", ms=3, color=colour,
+                label=f"{r['label']}: {mean[-1]:.0f} at {steps[-1] // 1000}k")
         ax.fill_between(steps, mean - std, mean + std, color=colour, alpha=0.15)
     ax.errorbar([AT_STEPS], [DRQ_MEAN], yerr=[DRQ_STD], fmt="s", color="black", capsize=4,
                 label=f"DrQ paper: {DRQ_MEAN:.0f} ± {DRQ_STD:.0f} at 100k")
@@ -126,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if len({r["fast"] for r in results}) > 1:  # both update paths: say which run is which
+        for r in results:
+            r["label"] += " (bf16 fast path)" if r["fast"] else " (float32)"
     runs = drq_runs("cartpole-swingup")
     at_mark = drq_at(runs, AT_STEPS)
     print(f"DrQ's own runs ({DRQ_SOURCE}): {(at_mark >= PASS_MARK).sum()} of {at_mark.size} reach "
@@ -137,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         passed &= ok
         r["passed"] = ok
         r["drq_context"] = [context(m, s, runs) for s, m in zip(r["steps"], r["mean"])]
-        print(f"seed {r['seed']}: {final:.1f} ± {r['std'][-1]:.1f} at {reached} env steps "
+        print(f"{r['label']}: {final:.1f} ± {r['std'][-1]:.1f} at {reached} env steps "
               f"({r['episodes']} episodes): {'pass' if ok else 'FAIL'} (mark {PASS_MARK:.0f}); "
               f"{describe(r['drq_context'][-1])}")
     print(markdown_table(results))

@@ -18,6 +18,11 @@
 #                                          # against DrQ's own, plain and fast (drq_compare) (~6 min)
 #   bash benchmarks/gpu_check.sh timings   # the update benchmark of eps-r and drq (plain / fast / graphs)
 #                                          # under BENCH_LIMIT (150 s): a short call on a warm machine
+#   bash benchmarks/gpu_check.sh fp32      # the float32 question: two --preset drq --no-fast seeds (float32 conv
+#                                          # trunk and Adam, CUDA graphs on) on cartpole-swingup to STEPS (100000)
+#                                          # side by side under TRAIN_LIMIT (540 s), then drq_fidelity on them
+#                                          # alone (the verdict) and beside the filed fast-path seeds FAST_RUNS
+#                                          # (benchmarks/results/gpu/h200-session/fidelity): fp32.png, fp32.json
 #   bash benchmarks/gpu_check.sh bench     # the update benchmark alone (all methods) + a training smoke run
 #
 # Knobs (for a dry run on a CPU): DEVICE (cuda), STEPS (100000), SEEDS ("0 1"), TRAIN_LIMIT (seconds,
@@ -67,8 +72,8 @@ fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$RES/gpu.txt"
 DEVICE=${DEVICE:-cuda}
 
-fidelity() {  # $1: seconds of training allowed; both seeds side by side, then the verdict
-  runs=$RES/fidelity
+fidelity() {  # $1: seconds of training allowed; both seeds side by side, then the verdict (in $RES/$FIDELITY_DIR)
+  runs=$RES/${FIDELITY_DIR:-fidelity}
   rm -rf "$runs"
   mkdir -p "$runs"
   ( while sleep 20; do pack; done ) &
@@ -109,7 +114,8 @@ fidelity() {  # $1: seconds of training allowed; both seeds side by side, then t
   kill $packer 2>/dev/null
   for log in "$runs"/train-seed*.log; do echo "== $log"; tail -4 "$log"; done
   pack
-  python3 -m benchmarks.drq_fidelity "$runs"/drq-seed* --out "$RES/fidelity.png" --json "$RES/fidelity.json"
+  python3 -m benchmarks.drq_fidelity "$runs"/drq-seed* --out "$RES/${FIDELITY_DIR:-fidelity}.png" \
+      --json "$RES/${FIDELITY_DIR:-fidelity}.json"
   pack
 }
 
@@ -136,7 +142,7 @@ case "$stage" in
     limit=${SESSION_LIMIT:-570}
     log=$OUT/session.log
     check_graphs drq | tee "$log"
-    if [ "${PIPESTATUS[0]}" = 0 ]; then TRAIN_ARGS="--graphs ${TRAIN_ARGS:-}"; fi
+    if [ "${PIPESTATUS[0]}" = 0 ]; then TRAIN_ARGS="--graphs ${TRAIN_ARGS:-}"; else TRAIN_ARGS="--no-graphs ${TRAIN_ARGS:-}"; fi
     pack
     left=$(( limit - ($(date +%s) - start) ))
     fidelity "$(( ${TRAIN_LIMIT:-540} < left - 40 ? ${TRAIN_LIMIT:-540} : left - 40 ))" 2>&1 | tee -a "$log"
@@ -171,6 +177,16 @@ case "$stage" in
     timeout 120 python3 -m benchmarks.drq_compare --device "$DEVICE" --out "$RES/drq-compare.json" 2>&1 \
         | tee -a "$OUT/graphs.log"
     ;;
+  fp32)  # float32 beside the fast path: the verdict of the float32 seeds, then both sets in one figure and table
+    extra="--no-fast"
+    [[ "$DEVICE" == cuda* ]] && extra="$extra --graphs"  # a seed whose graphs run fails restarts without
+    FIDELITY_DIR=fp32 TRAIN_ARGS="$extra ${TRAIN_ARGS:-}" fidelity "${TRAIN_LIMIT:-540}" 2>&1 | tee "$OUT/fp32.log"
+    fast_runs=${FAST_RUNS:-$repo/benchmarks/results/gpu/h200-session/fidelity}
+    echo "== float32 seeds beside the fast-path seeds of $fast_runs" | tee -a "$OUT/fp32.log"
+    python3 -m benchmarks.drq_fidelity "$RES"/fp32/drq-seed* "$fast_runs"/drq-seed* --out "$RES/fp32-beside-fast.png" \
+        --json "$RES/fp32-beside-fast.json" 2>&1 | tee -a "$OUT/fp32.log"
+    pack
+    ;;
   timings)  # a short second call: the update benchmark of eps-r and drq, plain / fast / graphs
     bench "${BENCH_LIMIT:-150}" --methods eps-r,drq --paths plain,fast,graphs | tee "$OUT/timings.log"
     ;;
@@ -179,7 +195,7 @@ case "$stage" in
     smoke | tee -a "$OUT/bench.log"
     ;;
   *)
-    echo "unknown stage $stage (session, fidelity, graphs, timings or bench)"
+    echo "unknown stage $stage (session, fidelity, fp32, graphs, timings or bench)"
     exit 2
     ;;
 esac

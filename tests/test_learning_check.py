@@ -1,11 +1,16 @@
-"""The pass rule of the CPU learning check (benchmarks/learning_check.py; the check itself is not a test)."""
+"""The CPU learning check (benchmarks/learning_check.py): its pass rule, its configurations, a run of seconds
+and its bad input (the check itself is not a test)."""
+
+import json
+from dataclasses import replace
 
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("dm_control")
 
-from benchmarks.learning_check import CHECK_CONFIG, verdict  # noqa: E402
+from benchmarks import learning_check  # noqa: E402
+from benchmarks.learning_check import CHECK_CONFIG, check_config, verdict  # noqa: E402
 
 
 def test_the_last_three_evaluations_must_clear_the_random_policy():
@@ -23,3 +28,61 @@ def test_check_config_is_cpu_sized_and_valid():
     cfg = CHECK_CONFIG.validated()
     assert cfg.device == "cpu" and cfg.method == "drq" and cfg.stacked_frames
     assert not cfg.background and not cfg.camera
+
+
+def test_check_config_per_method_and_setting():
+    assert check_config() == CHECK_CONFIG                        # the default check is DrQ without distractions
+    eps_r = check_config("eps-r", distractions=True)
+    assert eps_r.method == "eps-r" and eps_r.background and eps_r.camera
+    assert replace(eps_r, method="drq", background=False, camera=False) == CHECK_CONFIG   # nothing else differs
+    resolved = eps_r.resolved()
+    assert resolved.world_model and resolved.beta > 0 and not resolved.target_encoder
+
+
+def _tiny(monkeypatch):
+    """A check of seconds: 40 environment steps (20 agent steps, 5 updates) at 32 px, episodes of 20 control steps."""
+    tiny = replace(CHECK_CONFIG, image_size=32, batch_size=8, buffer_size=100, seed_steps=15, episode_steps=20,
+                   eval_every=20, eval_episodes=1, checkpoint_every=20)
+    monkeypatch.setattr(learning_check, "CHECK_CONFIG", tiny)
+    monkeypatch.setattr(learning_check, "RANDOM_EPISODES", 2)
+
+
+def test_both_methods_under_distractions_on_one_figure(tmp_path, monkeypatch, capsys):
+    _tiny(monkeypatch)
+    out = tmp_path / "check"
+    rc = learning_check.main(["--method", "eps-r,drq", "--distractions", "--env-steps", "40", "--out", str(out)])
+    printed = capsys.readouterr().out.splitlines()
+    assert rc == 1                                   # 3 evaluations (0, 20, 40) cannot make a pass
+    assert [line.split(":")[:2] for line in printed] == [["FAIL", " ε-R"], ["FAIL", " DrQ"]]
+    record = json.loads((out / "learning.json").read_text())
+    assert record["distractions"] and list(record["methods"]) == ["eps-r", "drq"] and not record["passed"]
+    assert len(record["random_returns"]) == 2
+    for method, run in record["methods"].items():
+        assert run["config"]["method"] == method and run["config"]["background"] and run["config"]["camera"]
+        assert run["steps"] == [0, 20, 40] and run["random_returns"] == record["random_returns"]
+        saved = json.loads((out / method / "config.json").read_text())
+        assert saved["config"]["method"] == method and saved["eval_backgrounds"] != "no background distraction"
+    assert (out / "learning.png").stat().st_size > 0
+    # a finished check is read back, not trained again
+    rc = learning_check.main(["--method", "eps-r,drq", "--distractions", "--env-steps", "40", "--out", str(out),
+                              "--resume"])
+    assert rc == 1 and json.loads((out / "learning.json").read_text())["methods"]["drq"]["steps"] == [0, 20, 40]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--method", "sac"], "method: 'sac' (item 0) is not one of drq, eps-r"),   # no check setting for it
+    (["--method", "drq+dbc"], "method: 'drq+dbc' (item 0) is not one of drq, eps-r"),
+    (["--method", "eps-r,foo"], "method: 'foo' (item 1) is not one of drq, eps-r"),
+    (["--method", "drq,drq"], "method: 'drq' (item 1) is named twice"),
+    (["--method", ""], "method: '' (item 0) is not one of drq, eps-r"),
+    (["--task", "walker-run"], "task: 'walker-run' is not one of"),
+    (["--env-steps", "1000"], "seed_steps:"),                                          # the run would never update
+    (["--env-steps", "many"], "env_steps: invalid int value"),
+    (["--distractions", "yes"], "unrecognized arguments: yes"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, args, message):
+    out = tmp_path / "check"
+    assert learning_check.main(["--out", str(out), *args]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
+    assert not out.exists()

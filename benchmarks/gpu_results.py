@@ -18,6 +18,10 @@ README and ``docs/agents.md``:
   ``benchmarks.bench_updates.target_lines``;
 * the graphs check (``graphs-check.json``) and ``drq-compare.json``, when present, a line
   per method or path.
+* the distracted runs (``gpu_check.sh distracted``: eps-r, drq+dbc and drq on
+  cartpole-swingup with both distractions): one table of every such run filed so far
+  under ``benchmarks/results/gpu/*/distracted/`` (:func:`distracted_table`), so the
+  table fills as the runs land over several calls.
 
 Exit 0 when filed (whatever the verdicts say), 2 on bad input.
 """
@@ -33,6 +37,7 @@ from pathlib import Path
 
 from benchmarks.bench_updates import target_lines
 from bisimkit.errors import InputError
+from figures.runs import read_csv_columns
 
 GPU_RESULTS = Path(__file__).resolve().parent / "results" / "gpu"
 
@@ -69,6 +74,64 @@ def bench_table(record: dict) -> str:
     lines += [f"| {label} | {value:.2f} | {1e3 / value:.1f} |" for label, value in ms.items()]
     lines += [f"- {name}: {value:.3f}" for name, value in record.get("ratios", {}).items()]
     lines += [f"- {line}" for line in target_lines(record["seconds_per_update"])]
+    return "\n".join(lines)
+
+
+#: The methods of ``gpu_check.sh distracted``, in the order of its table.
+DISTRACTED_METHODS = ("eps-r", "drq+dbc", "drq")
+
+
+def distracted_runs(root: Path) -> dict[tuple[str, int], tuple[dict, list[tuple[int, float, float]], str]]:
+    """Every run of ``gpu_check.sh distracted`` filed under ``root`` (``*/distracted/<run>/``), by (method, seed):
+    its config, its evaluations (env step, mean, std on the held-out videos) and the filing it is read from. A
+    run filed twice (a partial run filed again when it went further) counts once, with its longest record."""
+    runs: dict = {}
+    for folder in sorted(Path(root).glob("*/distracted/*/")):
+        try:
+            cfg = json.loads((folder / "config.json").read_text())["config"]
+            table = read_csv_columns(folder / "eval.csv")
+            rows = [(int(s), float(m), float(d)) for s, m, d in
+                    zip(table["env_step"], table["mean_return"], table["std_return"])]
+            key = (str(cfg["method"]), int(cfg["seed"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a run stopped before its first evaluation: nothing to show
+        if key not in runs or len(rows) > len(runs[key][1]):
+            runs[key] = (cfg, rows, folder.parent.parent.name)
+    return runs
+
+
+def _steps(n: int) -> str:
+    return f"{n // 1000}k" if n and n % 1000 == 0 else str(n)
+
+
+def distracted_table(root: Path) -> str:
+    """Markdown: one row per method and seed of :func:`distracted_runs`, the mean ± std of the evaluation at
+    each multiple of the runs' ``eval_every`` up to their ``env_steps`` (blank where it has not landed), then
+    per method the seeds that reached ``env_steps`` and their mean there, and the filings read."""
+    runs = distracted_runs(root)
+    steps = max((int(c.get("env_steps", 100_000)) for c, _, _ in runs.values()), default=100_000)
+    every = min((int(c.get("eval_every", 20_000)) for c, _, _ in runs.values()), default=20_000)
+    columns = list(range(0, steps + 1, every))
+    lines = ["| method | seed | " + " | ".join(_steps(c) for c in columns) + " |",
+             "|---|---|" + "---|" * len(columns)]
+    methods = [m for m in DISTRACTED_METHODS if any(k[0] == m for k in runs)]
+    methods += sorted({k[0] for k in runs} - set(methods))
+    finals: dict[str, list[float]] = {}
+    for method in methods:
+        for seed in sorted(s for m, s in runs if m == method):
+            at = {step: (mean, std) for step, mean, std in runs[(method, seed)][1]}
+            cells = [f"{at[c][0]:.0f} ± {at[c][1]:.0f}" if c in at else "" for c in columns]
+            lines.append(f"| {method} | {seed} | " + " | ".join(cells) + " |")
+            if steps in at:
+                finals.setdefault(method, []).append(at[steps][0])
+    lines.append("")
+    for method in methods:
+        done = finals.get(method, [])
+        seeds = sum(1 for m, _ in runs if m == method)
+        lines.append(f"- {method}: {len(done)} of {seeds} filed seeds at {_steps(steps)}" +
+                     (f", mean {sum(done) / len(done):.0f}" if done else ""))
+    if runs:
+        lines.append(f"- from {', '.join(sorted({name for _, _, name in runs.values()}))}")
     return "\n".join(lines)
 
 
@@ -118,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"drq_compare, {path} vs DrQ (float32): critic loss {same['critic']['median_rel']:.1e} median / "
                   f"{same['critic']['max_rel']:.1e} max per update; free run of {record.get('updates')} updates "
                   f"{r['free_run']['last10_median_rel']:.1e} apart")
+    if (dest / "distracted").is_dir():
+        print("\n## Distracted runs (gpu_check.sh distracted), held-out videos, every filing so far\n")
+        print(distracted_table(Path(args.root)))
     return 0
 
 

@@ -79,3 +79,32 @@ def test_bench_table_says_when_the_target_is_missed():
     assert "fastest path eps-r/fast, 20.0 ms per update (target <= 14 ms on an H200: not met)" in text
     # a plain path is never the one the target is read off (it is the baseline)
     assert "eps-r@legacy/plain" in text and "fastest path eps-r@legacy" not in text
+
+
+def distracted_run(method: str, seed: int, finals: list[tuple[int, float]]) -> dict[str, str]:
+    name = f"./distracted/{method.replace('+', '-')}-seed{seed}"
+    rows = "env_step,mean_return,std_return,episodes,split,elapsed_s\n" + "".join(
+        f"{step},{mean},5,10,eval,1.0\n" for step, mean in finals)
+    return {f"{name}/eval.csv": rows, f"{name}/config.json": json.dumps({"config": {"method": method, "seed": seed}})}
+
+
+def test_the_distracted_table_fills_as_the_runs_land(tmp_path, capsys):
+    root = tmp_path / "gpu"
+    first = {**distracted_run("eps-r", 0, [(0, 10), (20_000, 200), (40_000, 300)]),
+             **distracted_run("drq", 0, [(0, 12), (20_000, 150), (40_000, 250), (60_000, 300), (80_000, 350),
+                                         (100_000, 400)])}
+    assert main([str(archive(tmp_path / "a.tgz", first)), "--name", "call-1", "--root", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "| eps-r | 0 | 10 ± 5 | 200 ± 5 | 300 ± 5 |  |  |  |" in out       # killed at 40k: blanks after it
+    assert "| drq | 0 | 12 ± 5 | 150 ± 5 | 250 ± 5 | 300 ± 5 | 350 ± 5 | 400 ± 5 |" in out
+    assert "- eps-r: 0 of 1 filed seeds at 100k" in out and "- drq: 1 of 1 filed seeds at 100k, mean 400" in out
+    # the next call resumes eps-r seed 0 and adds drq+dbc: the table holds both filings, eps-r's longer record
+    second = {**distracted_run("eps-r", 0, [(0, 10), (20_000, 200), (40_000, 300), (60_000, 350), (80_000, 380),
+                                            (100_000, 420)]),
+              **distracted_run("drq+dbc", 1, [(0, 9), (20_000, 100)])}
+    assert main([str(archive(tmp_path / "b.tgz", second)), "--name", "call-2", "--root", str(root)]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("| method | seed |"):]
+    assert table.index("| eps-r | 0 |") < table.index("| drq+dbc | 1 |") < table.index("| drq | 0 |")
+    assert table.count("| eps-r | 0 |") == 1 and "| eps-r | 0 | 10 ± 5 | 200 ± 5 | 300 ± 5 | 350 ± 5 |" in table
+    assert "- eps-r: 1 of 1 filed seeds at 100k, mean 420" in out and "- from call-1, call-2" in out

@@ -24,10 +24,18 @@
 #                                          # alone (the verdict) and beside the filed fast-path seeds FAST_RUNS
 #                                          # (benchmarks/results/gpu/h200-session/fidelity): fp32.png, fp32.json
 #   bash benchmarks/gpu_check.sh bench     # the update benchmark alone (all methods) + a training smoke run
+#   bash benchmarks/gpu_check.sh distracted  # eps-r, drq+dbc and drq (paper preset) on cartpole-swingup with
+#                                          # background + camera distractions, STEPS (100000) env steps, SEEDS each,
+#                                          # PARALLEL (2) at a time, under DISTRACTED_LIMIT seconds (570); run folders
+#                                          # stay in RUNS (/tmp/gpu-distracted), so calling it again on the same
+#                                          # machine resumes unfinished runs (--resume); runs already filed under
+#                                          # benchmarks/results/gpu/*/distracted/ up to STEPS are skipped
 #
 # Knobs (for a dry run on a CPU): DEVICE (cuda), STEPS (100000), SEEDS ("0 1"), TRAIN_LIMIT (seconds,
 # 400), TRAIN_ARGS (extra agents.train flags), BENCH_ARGS (extra bench_updates arguments), BENCH_LIMIT (150),
 # SESSION_LIMIT (570).
+# The distracted stage also reads RUNS, PARALLEL, DISTRACTED_LIMIT, DISTRACTED_METHODS ("eps-r drq+dbc drq"),
+# EVAL_EVERY (20000), EVAL_EPISODES (10), CHECKPOINT_EVERY (10000), FILED (benchmarks/results/gpu) and TRAIN_ARGS.
 # It expects (build them with benchmarks/make_devbundle.sh) .devbundle/site312.zip (mujoco 3.17.0,
 # dm_control 1.0.50 without its locomotion assets, distracting-control, dm-env, dm-tree, glfw, PyOpenGL,
 # POT 0.9.7 without ot.bsp, all for CPython 3.12, unzipped wheels) and .gl/*.deb (libglvnd EGL/GL
@@ -137,6 +145,88 @@ smoke() {  # a 2k-step eps-r training run; $@: extra flags
       2>&1 | tail -3
 }
 
+distracted() {  # $1: seconds allowed; see the usage line. Results: $RES/distracted/<method>-seed<s>/
+  local runs=${RUNS:-/tmp/gpu-distracted} steps=${STEPS:-100000} width=${PARALLEL:-2} t0 name folder rc left
+  local -a queue=()
+  local -A running=() flags=()
+  mkdir -p "$runs" "$RES/distracted"
+  t0=$(date +%s)
+  done_at() {  # $1: an eval.csv; true when its last evaluation is at $steps or later
+    [ -f "$1" ] && [ "$(tail -n 1 "$1" | cut -d, -f1)" -ge "$steps" ] 2>/dev/null
+  }
+  filed() {  # $1: a run name; true when a filing of it in the repository reached $steps
+    local f
+    for f in "${FILED:-$repo/benchmarks/results/gpu}"/*/distracted/"$1"/eval.csv; do done_at "$f" && return 0; done
+    return 1
+  }
+  collect() {  # the small files of every run folder into $RES (checkpoints and replay stay in $runs)
+    local d
+    for d in "$runs"/*/; do
+      [ -d "$d" ] || continue
+      mkdir -p "$RES/distracted/$(basename "$d")"
+      cp -f "$d"*.csv "$d"config.json "$runs/$(basename "$d").log" "$RES/distracted/$(basename "$d")/" 2>/dev/null
+    done
+  }
+  for seed in ${SEEDS:-0 1}; do
+    for method in ${DISTRACTED_METHODS:-eps-r drq+dbc drq}; do
+      name=${method//+/-}-seed$seed
+      if filed "$name"; then
+        echo "$name: filed in the repository up to $steps env steps; skipped"
+      elif done_at "$runs/$name/eval.csv"; then
+        echo "$name: finished on this machine; its files come back again"
+      else
+        queue+=("$method:$seed")
+      fi
+    done
+  done
+  echo "distracted: ${#queue[@]} runs to train (${queue[*]:-none}), $width at a time, for at most $1 s"
+  ( while sleep 20; do collect; pack; done ) &
+  local packer=$!
+  launch() {  # $1: method, $2: seed, $3: extra flags, $4: the stage's seconds
+    local name=${1//+/-}-seed$2 resume="" more=$3
+    left=$(( $4 - ($(date +%s) - t0) ))
+    [ -f "$runs/$name/checkpoint.pt" ] && resume=--resume
+    [ -z "$resume" ] && rm -rf "${runs:?}/$name"
+    [ -f "$runs/$name.nographs" ] && more=${more//--graphs/}
+    echo "$name: ${resume:+resumed from its checkpoint, }at most $left s, flags: ${more:-none}"
+    timeout "$left" python3 -m agents.train --task cartpole-swingup --method "$1" --seed "$2" \
+        --env-steps "$steps" --eval-every "${EVAL_EVERY:-20000}" --eval-episodes "${EVAL_EPISODES:-10}" \
+        --no-eval-train-videos --checkpoint-every "${CHECKPOINT_EVERY:-10000}" --device "$DEVICE" --out "$runs/$name" --no-tensorboard \
+        --quiet $resume $more >> "$runs/$name.log" 2>&1 &
+    running[$name]=$!
+    flags[$name]="$1 $2 $more"
+  }
+  local extra=${TRAIN_ARGS:-}
+  [[ "$DEVICE" == cuda* ]] && extra="--graphs $extra"
+  while [ "${#queue[@]}" -gt 0 ] || [ "${#running[@]}" -gt 0 ]; do
+    left=$(( $1 - ($(date +%s) - t0) ))
+    while [ "${#running[@]}" -lt "$width" ] && [ "${#queue[@]}" -gt 0 ] && [ "$left" -gt 30 ]; do
+      launch "${queue[0]%%:*}" "${queue[0]##*:}" "$extra" "$1"
+      queue=("${queue[@]:1}")
+    done
+    [ "${#running[@]}" -eq 0 ] && break
+    sleep 2
+    for name in "${!running[@]}"; do
+      kill -0 "${running[$name]}" 2>/dev/null && continue
+      wait "${running[$name]}"; rc=$?
+      unset "running[$name]"
+      echo "$name exited with $rc after $(( $(date +%s) - t0 )) s: $(tail -n 1 "$runs/$name/eval.csv" 2>/dev/null)"
+      read -r method seed rest <<< "${flags[$name]}"
+      left=$(( $1 - ($(date +%s) - t0) ))
+      if [ "$rc" != 0 ] && [ "$rc" != 124 ] && [[ " $rest " == *" --graphs "* ]]; then
+        echo "$name: the --graphs run failed; it goes on without graphs (its log: $name.log)"
+        tail -n 5 "$runs/$name.log"
+        touch "$runs/$name.nographs"
+        queue=("$method:$seed" "${queue[@]}")
+      fi
+    done
+  done
+  [ "${#queue[@]}" -gt 0 ] && echo "distracted: no time left for ${queue[*]}; call the stage again"
+  kill $packer 2>/dev/null
+  collect
+  pack
+}
+
 case "$stage" in
   session)
     limit=${SESSION_LIMIT:-570}
@@ -194,8 +284,11 @@ case "$stage" in
     bench "${BENCH_LIMIT:-300}" | tee "$OUT/bench.log"
     smoke | tee -a "$OUT/bench.log"
     ;;
+  distracted)  # a call of its own; called again on the same machine, it resumes what is unfinished
+    distracted "${DISTRACTED_LIMIT:-570}" 2>&1 | tee "$OUT/distracted.log"
+    ;;
   *)
-    echo "unknown stage $stage (session, fidelity, fp32, graphs, timings or bench)"
+    echo "unknown stage $stage (session, fidelity, fp32, graphs, timings, bench or distracted)"
     exit 2
     ;;
 esac

@@ -1,4 +1,4 @@
-"""The user's own MDPs: ``bisimkit verify --mdp`` and ``bisimkit compare`` (issue 17)."""
+"""The user's own MDPs: ``bisimkit verify --mdp`` and ``bisimkit compare``."""
 
 import csv
 import json
@@ -45,11 +45,12 @@ def test_verify_mdp_surprise_exits_1(tmp_path, capsys, monkeypatch):
     from dataclasses import replace
 
     import validation.verify as V
+    from validation import verify_plan
     from validation.claims import Outcome
 
     broken = [replace(c, check=lambda fp: Outcome(False, -1.0, "injected")) if c.id == "C9" else c for c in V.CLAIMS]
-    monkeypatch.setattr(V, "CLAIMS", broken)
-    monkeypatch.setattr(V, "ALL_CLAIMS", broken + V.GAUSSIAN_CLAIMS)
+    monkeypatch.setattr(verify_plan, "CLAIMS", broken)  # where the plan picks them
+    monkeypatch.setattr(verify_plan, "ALL_CLAIMS", broken + V.GAUSSIAN_CLAIMS)
     report = V.verify(out=tmp_path / "r", claims=["C9"], mdps=[example("four-state")], progress=False)
     assert report["exit_status"] == 1 and report["surprises"][0].startswith("C9 on user")
 

@@ -32,10 +32,11 @@ def test_report_exit_status_and_counterexamples(tmp_path):
 def test_a_new_failure_is_a_surprise(tmp_path, monkeypatch):
     """A claim that is no established finding failing makes the job exit 1 and is listed."""
     from validation import claims as C
+    from validation import verify_plan
 
     broken = [C.Claim(**{**c.__dict__, "check": (lambda fp: C.Outcome(False, -1.0, "made to fail"))})
               if c.label == "C3" else c for c in V.ALL_CLAIMS]
-    monkeypatch.setattr(V, "ALL_CLAIMS", broken)
+    monkeypatch.setattr(verify_plan, "ALL_CLAIMS", broken)  # where the plan picks them
     report = V.verify(out=tmp_path, cases=1, claims=["C3"], figures=False, progress=False, shrink_examples=0)
     assert report["exit_status"] == 1 and report["surprises"] and "C3 on" in report["surprises"][0]
     assert "made to fail" in report["surprises"][0] and "## Surprises" in (tmp_path / "report.md").read_text()

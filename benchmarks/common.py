@@ -13,9 +13,9 @@ import resource
 import sys
 import time
 
+from benchmarks.baseline import timed_baseline
 from bisimkit.generators import random_mdp
 from bisimkit.solvers import solve
-from validation.reference import timed_baseline
 
 DISCOUNT = 0.9
 TOL = 1e-9
@@ -51,7 +51,7 @@ def measure(workload: str, mdp, metric: str, budget: float, ground: str = "rewar
     elapsed time when the solver's first round (coupling round, sweep, ...) ended.
     The baseline runs to completion when it can within ``budget`` seconds, else it
     is extrapolated (``contraction``: the one observed at smaller n of this family);
-    see :func:`validation.reference.timed_baseline`.
+    see :func:`benchmarks.baseline.timed_baseline`.
     """
     start = time.perf_counter()
     sol = solve(mdp, metric, ground=ground, tol=TOL)

@@ -135,13 +135,13 @@ def refamily(records: list[dict], tol: float = 1e-9) -> None:
     of the same workload and metric at a smaller n (in place).
 
     The sweeps are counted from sweep 1 with that contraction (how
-    :func:`validation.reference.observed_contraction` is defined, so it reproduces the completed
+    :func:`benchmarks.baseline.observed_contraction` is defined, so it reproduces the completed
     run's own count); sweep 1's step is the record's own, or, for a run stopped inside its first
-    sweep, ``max F(0)`` computed from the MDP (:func:`validation.reference.first_step`). A record
+    sweep, ``max F(0)`` computed from the MDP (:func:`benchmarks.baseline.first_step`). A record
     whose runner passed that contraction already is left as it is; with no completed smaller run
     the record keeps its own basis.
     """
-    from validation.reference import first_step, sweeps_needed
+    from benchmarks.baseline import first_step, sweeps_needed
 
     for rs in series(records).values():
         for r in rs:

@@ -54,7 +54,7 @@ def test_legacy_records_get_a_basis():
 def test_refamily_extrapolates_unfinished_baselines_from_the_completed_smaller_run():
     """A baseline stopped early is re-extrapolated with the contraction of the largest completed smaller
     run of its family, counting from its own first step (or max F(0) of its MDP when it had none)."""
-    from validation.reference import first_step, sweeps_needed
+    from benchmarks.baseline import first_step, sweeps_needed
 
     small = record(12, 0.01, 5.0, "measured")
     small["baseline"].update(observed_contraction=0.5, steps=[1.0, 0.5, 0.25])
@@ -82,7 +82,8 @@ def test_first_step_is_the_largest_one_step_difference():
     import numpy as np
 
     from bisimkit.generators import random_mdp
-    from validation.reference import first_step, reference_operator
+    from benchmarks.baseline import first_step
+    from validation.reference import reference_operator
 
     for seed in range(2):
         mdp = random_mdp(8, 3, seed=seed, max_support=4)

@@ -1,0 +1,481 @@
+"""The learned metric against the exact one: an agent's encoder on pixel scenes with distractors.
+
+:func:`learn_metric` trains the agent of ``agents.agent`` (its encoder, latent
+transition / reward / inverse models, distance head and Adam, built from a
+:class:`~agents.config.TrainConfig` exactly as ``agents.train`` builds it) on
+transitions of a fixed behaviour policy in a scene of :mod:`agents.scenes`,
+and compares the latent distance it learns with the exact fixed point of the
+operator the method's loss targets:
+
+* **isolated** (``mode="isolated"``): each step is :meth:`Agent.metric_losses`
+  (the world-model losses and ``beta`` x the bisimulation loss, the same code
+  the full update runs) and one Adam step of the encoder, world model and head;
+  the actor, whose samples and mean the loss reads, is fitted to the behaviour by
+  maximum likelihood of its pre-squash actions on the detached latents. No critic.
+* **agent** (``mode="agent"``): the full :meth:`Agent.update` (critic, actor,
+  temperature, targets, bisimulation loss) on transitions the agent collects
+  itself in the scene, random actions for ``seed_steps`` then its own policy;
+  the exact metric is then that of the agent's final policy (finite scenes: its
+  squashed Gaussian read at every state, averaged over distractor draws, turned
+  into interval probabilities). :func:`measure` takes any trained agent.
+
+The exact metric (:func:`exact_metric`) by method: ``eps-r`` the ``eps-bar``
+fixed point with the reward ground, ``eps-pi`` with the policy ground of the
+squashed mean ``tanh(mu_pi)`` the agent's loss reads, ``drq+pse``
+``psm-sampled``, ``drq+dbc`` ``dbc-sampled``. On a finite scene ``bisimkit.solve``
+gives them to 1e-9; on a linear-Gaussian scene the squashed policy has no exact
+series, and ``bisimkit.gaussian.estimate_distance`` gives Monte Carlo values with
+a certified truncation bound and a standard error (entangled for the eps family,
+independent for drq+pse). DBC's deep target uses W2 between the *latent*
+Gaussians with a Euclidean cost, not the learned distance, so no state-space
+operator is its fixed point: ``dbc-sampled`` (and, on a Gaussian scene, the
+independent reward fixed point) is a reference, and ``target_exact`` says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bisimkit.errors import InputError
+from bisimkit.files import atomic_write_bytes, atomic_write_json
+from bisimkit.gaussian import LinearGaussianMDP, estimate_distance, save_gaussian
+from bisimkit.mdp import FiniteMDP, save_mdp
+
+from ..scenes import SCENES, Distractors, Scene, build_scene, check_distractors, finite_scene, gaussian_scene, \
+    interval_probabilities
+
+#: The methods with a metric loss, and the exact operator each targets (finite scenes).
+METRIC_METHODS = {"eps-r": ("eps-bar", "reward"), "eps-pi": ("eps-bar", "policy"),
+                  "drq+pse": ("psm-sampled", None), "drq+dbc": ("dbc-sampled", None)}
+MODES = ("isolated", "agent")
+#: Monte Carlo rollout pairs per state pair on a Gaussian scene.
+MC_SAMPLES = 4000
+
+
+@dataclass
+class MetricCheck:
+    """What :func:`learn_metric` returns: the learned and exact matrices over the evaluation ``states`` (the
+    learned one averaged over distractor draws), the summary numbers, the scene and the trained agent."""
+
+    learned: np.ndarray
+    exact: np.ndarray
+    states: np.ndarray
+    summary: dict
+    scene: Scene
+    agent: object = field(repr=False, default=None)
+    curve: list = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- checks
+def check_method(method: str) -> str:
+    """``method`` if it has a metric loss; sac and drq have none."""
+    if method not in METRIC_METHODS:
+        raise InputError(f"method: {method!r} has no metric loss to check (choose from "
+                         f"{', '.join(METRIC_METHODS)})")
+    return method
+
+
+def as_scene(mdp, render=None, *, behaviour=None, eval_states=None, image_size: int = 32,
+             discount: float | None = None) -> Scene:
+    """A :class:`Scene` from a built-in name, a Scene, or a user's MDP and renderer.
+
+    A :class:`~bisimkit.mdp.FiniteMDP` needs ``behaviour=(mean, std)``: the pre-squash mean and std of the
+    behaviour's action per state (the MDP's own policy is replaced by their interval probabilities).
+    A :class:`~bisimkit.gaussian.LinearGaussianMDP` acts with its own (squashed) policy."""
+    if isinstance(mdp, Scene):
+        return mdp
+    if isinstance(mdp, str):
+        return build_scene(mdp, image_size, 0.9 if discount is None else discount)
+    if render is None or not callable(render):
+        raise InputError("render: expected a function of a state returning an (H, W, 3) uint8 image")
+    if isinstance(mdp, FiniteMDP):
+        if behaviour is None:
+            raise InputError("behaviour: a finite MDP needs the behaviour's pre-squash (mean, std) per state")
+        return finite_scene(mdp, render, behaviour[0], behaviour[1])
+    if isinstance(mdp, LinearGaussianMDP):
+        return gaussian_scene(mdp, render, eval_states)
+    raise InputError(f"mdp: expected a scene name ({', '.join(SCENES)}), a FiniteMDP or a LinearGaussianMDP, got "
+                     f"{type(mdp).__name__}")
+
+
+# ----------------------------------------------------------------- exact
+class _SquashedMeanGround(LinearGaussianMDP):
+    """The policy ground the agents' loss reads: ``tanh`` of the pre-squash mean (bisimkit's squashed
+    ``mean_action`` is the mean of the squashed action instead)."""
+
+    def mean_action(self, z):
+        return self.action_scale * np.tanh(self.policy_mean(z))
+
+
+def exact_metric(scene: Scene, method: str, policy: tuple[np.ndarray, np.ndarray] | None = None,
+                 samples: int = MC_SAMPLES, seed: int = 0) -> tuple[np.ndarray, dict]:
+    """The matrix over ``scene.eval_states`` of the fixed point ``method``'s loss targets, and what it is
+    (``operator``, ``ground``, ``solver``, ``certified_error`` or the Monte Carlo ``stderr_max``,
+    ``target_exact``, ``note``). ``policy``: another squashed Gaussian policy (per-state mean, std) of a finite
+    scene, e.g. a trained agent's."""
+    check_method(method)
+    operator, ground = METRIC_METHODS[method]
+    if scene.kind == "finite":
+        return _exact_finite(scene, method, operator, ground, policy)
+    return _exact_gaussian(scene, method, samples, seed)
+
+
+def _exact_finite(scene: Scene, method: str, operator: str, ground, policy) -> tuple[np.ndarray, dict]:
+    from bisimkit.solvers import solve
+
+    mdp = scene.mdp
+    mean, std = (scene.behaviour_mean[:, 0], scene.behaviour_std[:, 0]) if policy is None else policy
+    mdp = mdp.with_policy(interval_probabilities(np.asarray(mean), np.asarray(std), mdp.n_actions))
+    squashed = np.tanh(np.asarray(mean, float))
+    info = {"operator": operator, "ground": ground, "target_exact": True, "note": ""}
+    mean_gap = float(np.max(np.abs(mdp.mean_action[:, 0] - squashed))) if mdp.action_values.shape[1] == 1 else math.inf
+    if method == "eps-pi" and mean_gap > 1e-9:  # the agent's ground, as a matrix over (state, action) pairs
+        n, m = mdp.n_states, mdp.n_actions
+        g = np.abs(np.repeat(squashed, m)[:, None] - np.repeat(squashed, m)[None, :])
+        ground = g
+        info["ground"] = "|tanh mu(s) - tanh mu(t)| (matrix)"
+    if method == "drq+pse" and mean_gap > 1e-9:
+        info["target_exact"] = False
+        info["note"] = (f"psm-sampled reads the MDP's mean action, which is {mean_gap:.3g} away from the squashed "
+                        "mean tanh(mu) the agent's ground uses")
+    if method == "drq+dbc":
+        info["target_exact"] = False
+        info["note"] = ("the deep DBC target uses W2 between latent Gaussians with a Euclidean cost, not the learned "
+                        "distance: dbc-sampled is a reference, not its fixed point")
+    sol = solve(mdp, operator, ground=ground) if ground is not None else solve(mdp, operator)
+    info.update(solver=sol.method, certified_error=float(sol.certified_error))
+    if mdp.state_shape is not None and operator == "eps-bar" and isinstance(ground, str):
+        from bisimkit.separable import separability
+
+        sep = separability(mdp, ground)  # bisimkit info's line: a head fed the grid coordinates
+        info["separable_in_state_shape"] = sep.describe()
+        info["separable_lower_bound"] = float(sep.lower / sep.scale) if sep.scale > 0 else 0.0
+    return np.asarray(sol.distances, float), info
+
+
+def _exact_gaussian(scene: Scene, method: str, samples: int, seed: int) -> tuple[np.ndarray, dict]:
+    model = scene.mdp
+    ground, coupling = {"eps-r": ("reward", "entangled"), "eps-pi": ("policy", "entangled"),
+                        "drq+pse": ("policy", "independent"), "drq+dbc": ("reward", "independent")}[method]
+    if ground == "policy":
+        model = _SquashedMeanGround(model.A, model.B, model.K, model.policy_std(np.zeros((1, model.state_dim)))[0],
+                                    model.transition_std(np.zeros((1, model.state_dim)),
+                                                         np.zeros((1, model.action_dim)))[0],
+                                    model.to_dict().get("reward", {}), model.discount, squash=True,
+                                    action_scale=model.action_scale, name=model.name)
+    states = scene.eval_states
+    n = len(states)
+    i, j = np.triu_indices(n, 0 if coupling == "independent" else 1)
+    est = estimate_distance(model, states[i], states[j], ground=ground, samples=samples, seed=seed,
+                            coupling=coupling)
+    D = np.zeros((n, n))
+    D[i, j] = est.mean
+    D[j, i] = est.mean
+    info = {"operator": "eps-bar" if coupling == "entangled" else "independent-sampling fixed point",
+            "ground": ground if ground == "reward" else "|tanh mu(s) - tanh mu(t)|",
+            "solver": f"Monte Carlo, {samples} rollout pairs x {est.horizon} steps",
+            "stderr_max": float(np.max(est.stderr)), "truncation_max": float(np.max(est.truncation)),
+            "target_exact": True, "note": ""}
+    if method == "drq+dbc":
+        info["target_exact"] = False
+        info["note"] = ("no state-space operator is the deep DBC target (W2 between latent Gaussians); the "
+                        "independent-sampling reward fixed point is a reference")
+    elif method == "drq+pse":
+        info["note"] = "psm-sampled's continuous form: independent actions and next states"
+    return D, info
+
+
+# ---------------------------------------------------------------- learning
+def _config(scene: Scene, method: str, image_size: int, batch: int, seed: int, device: str, overrides: dict):
+    from ..config import TrainConfig
+
+    fields = dict(method=method, image_size=image_size, frame_stack=1, capacity="low", batch_size=batch,
+                  discount=scene.discount, seed=seed, device=device, background=False, camera=False,
+                  bisim_samples=4)
+    fields.update(overrides)
+    try:
+        return TrainConfig(**fields).resolved()
+    except TypeError as exc:
+        raise InputError(f"config: {exc}") from None
+
+
+def _batch(scene: Scene, dist: Distractors, rows: int, rng: np.random.Generator):
+    """A batch of behaviour transitions: start states, pre-squash actions, the replay batch."""
+    s = scene.sample_states(rows, rng)
+    mu, sd = scene.behaviour(s)
+    u = mu + sd * rng.standard_normal(mu.shape)
+    nxt, r, a = scene.step(s, u, rng)
+    before = dist.initial(rows)
+    return u, {"obs": scene.frames(s, dist, before), "next_obs": scene.frames(nxt, dist, dist.step(before)),
+               "action": a.astype(np.float32), "reward": np.asarray(r, np.float32),
+               "discount": np.ones(rows, np.float32)}
+
+
+def _lr(step: int, steps: int, base: float, schedule: str) -> float:
+    """``constant``, or ``decay``: constant for the first half, then a cosine down to a tenth."""
+    if schedule == "constant" or step < steps // 2:
+        return base
+    x = (step - steps // 2) / max(1, steps - steps // 2)
+    return base * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * x)))
+
+
+def learn_metric(mdp, render=None, method: str = "eps-r", distractors="all", steps: int = 3000, *,
+                 mode: str = "isolated", batch: int = 128, image_size: int = 32, seed: int = 0,
+                 device: str = "cpu", draws: int = 8, behaviour=None, eval_states=None,
+                 schedule: str = "decay", eval_every: int = 0, samples: int = MC_SAMPLES,
+                 config: dict | None = None, progress=None) -> MetricCheck:
+    """Train ``method``'s agent on ``mdp`` rendered by ``render`` (or a built-in scene name) with
+    ``distractors`` for ``steps`` updates and measure the learned metric against the exact one
+    (module doc). ``config``: more :class:`~agents.config.TrainConfig` fields (e.g. ``{"augment": False}``);
+    ``eval_every``: also measure every that many steps (the ``curve``); ``progress(step, stats)`` is called
+    then. Returns a :class:`MetricCheck`."""
+    import torch
+
+    from ..agent import Agent, pick_device
+
+    check_method(method)
+    if mode not in MODES:
+        raise InputError(f"mode: {mode!r} is not one of {', '.join(MODES)}")
+    if schedule not in ("constant", "decay"):
+        raise InputError(f"schedule: {schedule!r} is not constant or decay")
+    for name, value, low in (("steps", steps, 1), ("batch", batch, 2), ("draws", draws, 2),
+                             ("image_size", image_size, 16), ("eval_every", eval_every, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise InputError(f"{name}: expected an integer >= {low}, got {value!r}")
+    kinds = check_distractors(distractors)
+    scene = as_scene(mdp, render, behaviour=behaviour, eval_states=eval_states, image_size=image_size)
+    height, width = scene.image_shape
+    cfg = _config(scene, method, height if height == width else (height, width), batch, seed, device,
+                  dict(config or {}))
+    start = time.monotonic()
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    dist = Distractors(kinds, height, np.random.default_rng([seed, 1]))
+    agent = Agent((3, height, width), scene.action_dim, cfg, pick_device(device))
+    curve: list = []
+    if mode == "isolated":  # the behaviour's metric, known before training: the curve tracks the errors
+        exact, info = exact_metric(scene, method, samples=samples, seed=seed)
+        _train_isolated(agent, scene, dist, rng, steps, batch, schedule, eval_every, kinds, draws, seed, curve,
+                        progress, exact)
+    else:
+        _train_agent(agent, scene, dist, rng, steps, batch, eval_every, kinds, draws, seed, curve, progress)
+    seconds = time.monotonic() - start
+    learned, invariance = measure(agent, scene, kinds, draws, seed)
+    if mode == "agent":  # the metric of the agent's final policy where it can be read off (finite scenes)
+        policy = agent_policy(agent, scene, kinds, draws, seed) if scene.kind == "finite" else None
+        exact, info = exact_metric(scene, method, policy=policy, samples=samples, seed=seed)
+        info["policy"] = "the agent's final policy" if policy is not None else "the scene's behaviour policy"
+    summary = summarise(learned, exact, invariance)
+    summary.update(seconds=round(seconds, 1), scene=scene.name, method=method, mode=mode, steps=steps,
+                   batch=batch, image_size=height, distractors=list(kinds), draws=draws, seed=seed,
+                   device=str(agent.device), schedule=schedule, exact=info,
+                   config={k: v for k, v in cfg.to_dict().items() if k in (
+                       "augment", "beta", "bisim_samples", "capacity", "discount", "lr", "latent_squash")})
+    return MetricCheck(learned, exact, np.asarray(scene.eval_states), summary, scene, agent, curve)
+
+
+def _train_isolated(agent, scene, dist, rng, steps, batch, schedule, eval_every, kinds, draws, seed, curve,
+                    progress, exact) -> None:
+    import torch
+
+    from ..mlp import soft_update
+
+    cfg = agent.config
+    for step in range(steps):
+        u, data = _batch(scene, dist, batch, rng)
+        for group in agent.model_opt.param_groups:
+            group["lr"] = _lr(step, steps, cfg.lr, schedule)
+        loss, stats, z = agent.metric_losses(data)
+        agent.model_opt.zero_grad(set_to_none=True)
+        loss.backward()
+        agent.model_opt.step()
+        # the actor the loss samples from follows the behaviour: maximum likelihood of its pre-squash actions
+        mu, sigma = agent.actor(z.detach())
+        target = torch.as_tensor(u, dtype=torch.float32, device=mu.device)
+        bc = (0.5 * ((target - mu) / sigma) ** 2 + sigma.log()).sum(-1).mean()
+        agent.actor_opt.zero_grad(set_to_none=True)
+        bc.backward()
+        agent.actor_opt.step()
+        if agent.encoder_target is not None and step % cfg.target_update_every == 0:
+            soft_update(agent.encoder_target, agent.encoder, cfg.encoder_tau)
+        agent.updates += 1
+        _maybe_measure(agent, scene, kinds, draws, seed, step + 1, steps, eval_every, curve, progress,
+                       {**stats, "bc_loss": bc.detach()}, exact)
+
+
+def _train_agent(agent, scene, dist, rng, steps, batch, eval_every, kinds, draws, seed, curve, progress,
+                 episode: int = 200) -> None:
+    """The full update on the agent's own transitions: random actions for ``seed_steps``, then its policy."""
+    from ..replay import ReplayBuffer
+
+    cfg = agent.config
+    height, width = scene.image_shape
+    buffer = ReplayBuffer(max(steps + cfg.seed_steps, 1000), (3, height, width), scene.action_dim)
+    state, dstate, t = scene.sample_states(1, rng), dist.initial(1), 0
+    obs = scene.frames(state, dist, dstate)[0]
+    for step in range(steps + cfg.seed_steps):
+        if step < cfg.seed_steps:
+            a = rng.uniform(-1.0, 1.0, scene.action_dim)
+        else:
+            a = agent.act(obs, explore=True)
+        u = np.arctanh(np.clip(a, -1 + 1e-6, 1 - 1e-6))[None]
+        nxt, r, _ = scene.step(state, u, rng)
+        dstate = dist.step(dstate)
+        next_obs = scene.frames(nxt, dist, dstate)[0]
+        t += 1
+        buffer.add(obs, np.tanh(u[0]).astype(np.float32), float(np.asarray(r).reshape(-1)[0]), 1.0, next_obs)
+        state, obs = nxt, next_obs
+        if t >= episode:
+            state, dstate, t = scene.sample_states(1, rng), dist.initial(1), 0
+            obs = scene.frames(state, dist, dstate)[0]
+        if step >= cfg.seed_steps:
+            stats = agent.update(buffer.sample(batch, rng))
+            done = step - cfg.seed_steps + 1
+            _maybe_measure(agent, scene, kinds, draws, seed, done, steps, eval_every, curve, progress, stats)
+
+
+def _maybe_measure(agent, scene, kinds, draws, seed, done, steps, eval_every, curve, progress, stats,
+                   exact=None) -> None:
+    if not (eval_every and (done % eval_every == 0 or done == steps)) and not (progress and done == steps):
+        return
+    row = {"step": done, **{k: float(v) for k, v in stats.items()}}
+    if eval_every:
+        learned, invariance = measure(agent, scene, kinds, draws, seed)
+        if exact is not None:
+            s = summarise(learned, exact, invariance)
+            row.update({k: s[k] for k in ("mean_relative_error", "max_relative_error", "spearman")})
+        row.update(invariance=invariance, learned=learned.tolist())
+        curve.append(row)
+    if progress:
+        progress(done, row)
+
+
+# ------------------------------------------------------------- measuring
+def _eval_frames(agent, scene: Scene, kinds, draws: int, seed: int) -> np.ndarray:
+    """``draws`` renderings of every evaluation state under fresh distractor draws (seeded apart from
+    training), stacked to the agent's frame count: (N * draws, 3F, H, W)."""
+    dist = Distractors(kinds, scene.image_shape[0], np.random.default_rng([seed, 2]))
+    states = np.repeat(np.asarray(scene.eval_states), draws, axis=0)
+    frames = scene.frames(states, dist, dist.initial(len(states)))
+    stack = agent.encoder.frames
+    return np.concatenate([frames] * stack, axis=1) if stack > 1 else frames
+
+
+def measure(agent, scene: Scene, distractors="all", draws: int = 8, seed: int = 0) -> tuple[np.ndarray, float]:
+    """The learned distance matrix over ``scene.eval_states`` of a (trained) agent, averaged over ``draws``
+    distractor draws per state (every pair of draws; different draws on the diagonal), and the distractor
+    invariance: the mean distance between renderings of the same state under different distractors over the
+    mean distance between different states (0 is perfect). A frame-stacking agent sees the frame repeated."""
+    import torch
+
+    scene = as_scene(scene)
+    if agent.distance is None:
+        raise InputError(f"method: {agent.config.method} has no distance head to measure")
+    kinds = check_distractors(distractors)
+    n = scene.n_eval
+    obs = torch.as_tensor(_eval_frames(agent, scene, kinds, draws, seed))
+    with torch.no_grad():
+        z = agent.embed(obs)
+        rows = len(z)
+        left = z.repeat_interleave(rows, 0)
+        right = z.repeat(rows, 1)
+        d = agent.distance(left, right).reshape(n, draws, n, draws).double().cpu().numpy()
+    learned = d.mean(axis=(1, 3))
+    off_draws = ~np.eye(draws, dtype=bool)
+    same = np.array([d[s, :, s, :][off_draws].mean() for s in range(n)])
+    learned[np.arange(n), np.arange(n)] = same
+    different = learned[~np.eye(n, dtype=bool)].mean()
+    invariance = float(same.mean() / different) if different > 0 else math.inf
+    return learned, invariance
+
+
+def agent_policy(agent, scene: Scene, distractors="all", draws: int = 8, seed: int = 0
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """A finite scene's per-state pre-squash mean and std of the agent's actor, averaged over draws."""
+    import torch
+
+    obs = torch.as_tensor(_eval_frames(agent, scene, check_distractors(distractors), draws, seed))
+    with torch.no_grad():
+        features = agent.encoder.trunk(obs.to(agent.device))
+        mu, sigma = agent.actor(agent.actor_latent(features))
+    mu = mu[:, 0].reshape(scene.n_eval, draws).mean(1).cpu().numpy()
+    sigma = sigma[:, 0].reshape(scene.n_eval, draws).mean(1).cpu().numpy()
+    return mu.astype(float), sigma.astype(float)
+
+
+def summarise(learned: np.ndarray, exact: np.ndarray, invariance: float) -> dict:
+    """Errors over the pairs s < t relative to the largest exact distance, Spearman's rank correlation, the
+    largest diagonal error (the sampled operators' self-distances), and the invariance."""
+    from scipy.stats import spearmanr
+
+    n = len(exact)
+    i, j = np.triu_indices(n, 1)
+    scale = float(np.max(exact[i, j]))
+    err = np.abs(learned[i, j] - exact[i, j]) / (scale if scale > 0 else 1.0)
+    rho = spearmanr(learned[i, j], exact[i, j]).statistic if n > 2 else float("nan")
+    diag = np.abs(np.diag(learned) - np.diag(exact)) / (scale if scale > 0 else 1.0)
+    return {"mean_relative_error": float(err.mean()), "max_relative_error": float(err.max()),
+            "spearman": float(rho), "distractor_invariance": float(invariance),
+            "diagonal_max_relative_error": float(diag.max()), "exact_max": scale,
+            "learned_max": float(np.max(learned[i, j])), "states": int(n), "pairs": int(len(i))}
+
+
+# --------------------------------------------------------------- writing
+TARGETS = {"mean_relative_error": 0.05, "max_relative_error": 0.15, "spearman": 0.95, "distractor_invariance": 0.05}
+
+
+def meets_targets(summary: dict) -> dict[str, bool]:
+    """Each number of the scene check's targets (eps-r and eps-pi, isolated), met or not."""
+    return {k: (summary[k] >= v if k == "spearman" else summary[k] <= v) for k, v in TARGETS.items()}
+
+
+def markdown_table(summaries: list[dict]) -> str:
+    """One row per run: scene, method, mode, the four numbers and the seconds."""
+    head = ("| scene | method | mode | mean rel. error | max rel. error | Spearman | distractor invariance | "
+            "target exact | seconds |\n|---|---|---|---|---|---|---|---|---|\n")
+    rows = [f"| {s['scene']} | {s['method']} | {s['mode']} | {100 * s['mean_relative_error']:.1f}% | "
+            f"{100 * s['max_relative_error']:.1f}% | {s['spearman']:.3f} | {s['distractor_invariance']:.3f} | "
+            f"{'yes' if s['exact']['target_exact'] else 'no'} | {s['seconds']:.0f} |" for s in summaries]
+    return head + "\n".join(rows) + "\n"
+
+
+def write_results(check: MetricCheck, out: str | Path) -> list[Path]:
+    """``summary.json``, ``learned.npy``, ``exact.npy``, ``states.npy``, the scene's MDP (``mdp.json``, or
+    ``mdp-gaussian.json`` for a linear-Gaussian scene: both load with ``bisimkit``), ``table.md`` and, in
+    agent mode or with a curve, ``curve.json``; each written atomically."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, array in (("learned.npy", check.learned), ("exact.npy", check.exact), ("states.npy", check.states)):
+        written.append(atomic_write_bytes(out / name, _npy_bytes(array)))
+    if check.scene.kind == "finite":
+        written.append(save_mdp(check.scene.mdp, out / "mdp.json"))
+    else:
+        written.append(save_gaussian(check.scene.mdp, out / "mdp-gaussian.json"))
+    written.append(atomic_write_json(out / "summary.json", check.summary))
+    written.append(atomic_write_bytes(out / "table.md", markdown_table([check.summary]).encode()))
+    if check.curve:
+        written.append(atomic_write_json(out / "curve.json", check.curve))
+    return [Path(p) for p in written]
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(array))
+    return buf.getvalue()
+
+
+def load_results(folder: str | Path) -> dict:
+    """The summary and matrices a :func:`write_results` folder holds."""
+    folder = Path(folder)
+    return {"summary": json.loads((folder / "summary.json").read_text()),
+            "learned": np.load(folder / "learned.npy"), "exact": np.load(folder / "exact.npy"),
+            "states": np.load(folder / "states.npy")}

@@ -1,8 +1,9 @@
 """Plots of bisimulation metrics; each module has a ``main`` that regenerates its figure.
 
-Layer: the drawing functions take arrays (the numbers come from
-:mod:`validation.figure_data`); only the ``main`` functions, which are command-line
-entry points, import :mod:`validation` (inside the function). ``verify_figures``
+Layer: the drawing functions take arrays; the ``main`` functions, the command lines,
+compute them with :mod:`validation.figure_data` (or :mod:`validation.learning`). The
+agents' figures read run folders and take the paper's task and method order from
+``agents``; the neighbour figure draws what :mod:`agents.neighbours` rolls out. ``verify_figures``
 draws the figures of a ``bisimkit verify`` run; ``compare`` draws a
 :class:`bisimkit.Comparison` (``bisimkit compare``: heatmaps, scatter matrix, difference map).
 

@@ -30,13 +30,13 @@ from typing import Iterable
 
 import numpy as np
 
+from agents.dcs import TASKS
 from bisimkit.errors import InputError, check_count
 from bisimkit.files import atomic_write_text
 
 from .aggregate import (DEFAULT_REPS, ESTIMATOR_LABEL, ESTIMATORS, Interval, improvement_interval,
                         interval_estimates, normalise, profile_interval)
-from .results_table import evaluation_at
-from .runs import TASK_ABBREV, Group, PathLike, find_runs, group_runs
+from .runs import METHOD_LABEL, TASK_ABBREV, Group, PathLike, evaluation_at, find_runs, group_runs
 
 #: Score bounds of the Distracting Control Suite tasks: 1000 control steps, rewards in [0, 1].
 DCS_BOUNDS = (0.0, 1000.0)
@@ -45,9 +45,7 @@ PROFILE_TAUS = np.linspace(0.0, 1.0, 101)
 
 
 def dcs_tasks() -> tuple[str, ...]:
-    """Every DCS task (``agents.dcs.TASKS``), imported on first use."""
-    from agents.dcs import TASKS
-
+    """Every DCS task (``agents.dcs.TASKS``)."""
     return tuple(TASKS)
 
 
@@ -230,9 +228,8 @@ def csv_text(agg: Aggregates) -> str:
 def plot_profiles(agg: Aggregates, out_png: PathLike) -> Path:
     """The performance profiles: the fraction of runs (all tasks) above each normalised score, a line per
     row with its pointwise 95% band."""
-    from .learning_curves import METHOD_COLOR
-    from .runs import METHOD_LABEL
-    from .style import plt, save
+    from .learning_curves import METHOD_COLOR  # matplotlib: loaded only to draw (the tables need none)
+    from .style import plt, save  # with the curves' colours
 
     colour = {METHOD_LABEL[m]: c for m, c in METHOD_COLOR.items() if m in METHOD_LABEL}  # as in the curves
     fig, ax = plt.subplots(figsize=(6.0, 4.0))

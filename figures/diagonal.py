@@ -13,6 +13,8 @@ entangled and Wasserstein metrics keep d(s, s) = 0 throughout.
 
 from __future__ import annotations
 
+from validation.figure_data import diagonal_curves
+
 from .style import figure_parser, plt, save
 
 COLORS = {"dbc-sampled": "tab:red", "psm-sampled": "tab:orange", "mico": "tab:purple", "eps-bar": "tab:green",
@@ -37,8 +39,6 @@ def plot_sampled_diagonals(path, data):
 
 
 def main(argv=None) -> None:
-    from validation.figure_data import diagonal_curves
-
     parser = figure_parser(__doc__, "diagonal.png")
     parser.add_argument("--mdps", type=int, default=8)
     args = parser.parse_args(argv)

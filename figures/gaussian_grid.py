@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from validation.figure_data import grid_studies
+
 from .style import figure_parser, plt, save
 
 
@@ -51,8 +53,6 @@ def plot_grid_convergence(path, studies):
 
 
 def main(argv=None) -> None:
-    from validation.figure_data import grid_studies
-
     parser = figure_parser(__doc__, "gaussian_grid.png", seed=False)
     args = parser.parse_args(argv)
     studies = grid_studies()

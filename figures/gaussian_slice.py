@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from validation.figure_data import gaussian_slice_data
+
 from .style import figure_parser, plt, save
 
 
@@ -80,8 +82,6 @@ def plot_gaussian_slice(path, data: dict):
 
 
 def main(argv=None) -> None:
-    from validation.figure_data import gaussian_slice_data
-
     parser = figure_parser(__doc__, "gaussian_slice.png")
     parser.add_argument("--samples", type=int, default=1000)
     args = parser.parse_args(argv)

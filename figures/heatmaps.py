@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from bisimkit.examples import grid_cells
+from validation.figure_data import metric_heatmaps
 
 from .style import figure_parser, plt, save
 
@@ -54,8 +55,6 @@ def plot_metric_heatmaps(path, data):
 
 
 def main(argv=None) -> None:
-    from validation.figure_data import metric_heatmaps
-
     parser = figure_parser(__doc__, "heatmaps.png", seed=False)
     parser.add_argument("--state", type=int, default=0, help="reference state (0..30)")
     parser.add_argument("--discount", type=float, default=0.9)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from validation.learning import RELATIVE_TOLERANCE, run_loss_checks
+
 from .style import figure_parser, plt, save
 
 COLORS = {"random-sparse": "tab:blue", "embedded": "tab:orange", "chain": "tab:green", "product-grid": "tab:purple"}
@@ -53,8 +55,6 @@ def main(argv=None) -> None:
     parser = figure_parser(__doc__, "loss_convergence.png")
     parser.add_argument("--quick", action="store_true", help="one small MDP, short runs")
     args = parser.parse_args(argv)
-    from validation.learning import RELATIVE_TOLERANCE, run_loss_checks
-
     runs = [(check.loss, case.family, curve.to_json())
             for check, case, curve in run_loss_checks(quick=args.quick, seed=args.seed)]
     print(plot_loss_curves(args.out, runs, RELATIVE_TOLERANCE))

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from validation.figure_data import general_fixed_points, order_values
+
 from .style import figure_parser, plt, save
 
 
@@ -56,8 +58,6 @@ def plot_order_dependence(path, data: dict[str, np.ndarray]):
 
 
 def main(argv=None) -> None:
-    from validation.figure_data import general_fixed_points, order_values
-
     parser = figure_parser(__doc__, "order_dependence.png")
     parser.add_argument("--mdps", type=int, default=10, help="MDPs per family")
     args = parser.parse_args(argv)

@@ -41,8 +41,9 @@ import numpy as np
 
 from bisimkit.errors import InputError, check_count
 
+from . import aggregate_table
 from .runs import (METHOD_LABEL, METHOD_ORDER, TASK_ABBREV, TASK_ORDER, Group, PathLike, Run, describe_groups,
-                   duplicate_note, find_runs, group_runs, ordered)
+                   duplicate_note, evaluation_at, find_runs, group_runs, ordered)
 
 
 @dataclass
@@ -67,17 +68,6 @@ class Cell:
     def n(self) -> int:
         """Number of seeds."""
         return len(self.values)
-
-
-def evaluation_at(run: Run, step: int | None = None) -> tuple[int, float] | None:
-    """(step, mean return) of the run's last evaluation, or of the one at exactly ``step`` (None if absent)."""
-    steps, values = run.series("mean_return")
-    if not len(steps):
-        return None
-    if step is None:
-        return int(steps[-1]), float(values[-1])
-    hits = np.flatnonzero(steps == step)
-    return (int(step), float(values[hits[-1]])) if len(hits) else None
 
 
 def collect_cells(groups: list[Group], step: int | None = None) -> dict[tuple[str, str], Cell]:
@@ -231,8 +221,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         table, listing = (carla_table if args.carla else table_and_listing)(args.roots, args.step)
         if args.aggregates:
-            from . import aggregate_table
-
             agg = aggregate_table.aggregate_runs(args.roots, args.step)
             table += "\n" + aggregate_table.markdown(agg)
         if args.out:

@@ -26,9 +26,7 @@ fields are told apart by a label naming the fields that differ
 label. :func:`describe_groups` lists the run folders behind each group.
 
 The paper's task and method order come from ``agents`` (``agents.dcs.PAPER_TASKS``,
-``agents.config.METHODS``), imported on first use: ``TASK_ORDER`` and
-``METHOD_ORDER`` are resolved lazily (module ``__getattr__``), so importing this
-module does not import ``agents``.
+``agents.config.METHODS``: neither imports torch or the simulator).
 """
 
 from __future__ import annotations
@@ -43,9 +41,11 @@ from typing import Iterable, Union
 
 import numpy as np
 
+from agents.config import METHODS
+from agents.dcs import PAPER_TASKS
 from bisimkit.errors import InputError
 
-# The paper's task abbreviations and method names (the orders: task_order(), method_order()).
+# The paper's task abbreviations and method names (the orders: TASK_ORDER, METHOD_ORDER).
 TASK_ABBREV: dict[str, str] = {"ball_in_cup-catch": "BiC", "cartpole-swingup": "CS", "cheetah-run": "CR",
                                "finger-spin": "FS", "reacher-easy": "RE", "walker-walk": "WW"}
 METHOD_LABEL: dict[str, str] = {"sac": "SAC", "drq": "DrQ", "drq+dbc": "DrQ+DBC", "eps-r": "ε-R",
@@ -75,27 +75,19 @@ UNSET = "unset"
 PathLike = Union[str, os.PathLike]
 
 
+#: The paper's six tasks in its table order, and the methods in its table order.
+TASK_ORDER: tuple[str, ...] = tuple(PAPER_TASKS)
+METHOD_ORDER: tuple[str, ...] = tuple(METHODS)
+
+
 def task_order() -> tuple[str, ...]:
     """The paper's six tasks in its table order (``agents.dcs.PAPER_TASKS``)."""
-    from agents.dcs import PAPER_TASKS
-
-    return tuple(PAPER_TASKS)
+    return TASK_ORDER
 
 
 def method_order() -> tuple[str, ...]:
     """The methods in the paper's table order (``agents.config.METHODS``)."""
-    from agents.config import METHODS
-
-    return tuple(METHODS)
-
-
-def __getattr__(name: str):
-    """``TASK_ORDER`` and ``METHOD_ORDER``, computed on first access (they import ``agents``)."""
-    if name == "TASK_ORDER":
-        return task_order()
-    if name == "METHOD_ORDER":
-        return method_order()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return METHOD_ORDER
 
 
 @dataclass
@@ -128,6 +120,17 @@ class Run:
         keep = np.isfinite(steps) & np.isfinite(values)
         order = np.argsort(steps[keep], kind="stable")
         return steps[keep][order], values[keep][order]
+
+
+def evaluation_at(run: Run, step: int | None = None) -> tuple[int, float] | None:
+    """(step, mean return) of the run's last evaluation, or of the one at exactly ``step`` (None if absent)."""
+    steps, values = run.series("mean_return")
+    if not len(steps):
+        return None
+    if step is None:
+        return int(steps[-1]), float(values[-1])
+    hits = np.flatnonzero(steps == step)
+    return (int(step), float(values[hits[-1]])) if len(hits) else None
 
 
 def read_csv_columns(path: Path) -> dict[str, np.ndarray]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from validation.figure_data import general_fixed_points, scatter_values
+
 from .style import figure_parser, plt, save
 
 
@@ -37,8 +39,6 @@ def plot_bound_scatter(path, data: dict[str, np.ndarray]):
 
 
 def main(argv=None) -> None:
-    from validation.figure_data import general_fixed_points, scatter_values
-
     parser = figure_parser(__doc__, "scatter.png")
     parser.add_argument("--mdps", type=int, default=10, help="MDPs per family")
     args = parser.parse_args(argv)

@@ -23,8 +23,7 @@ and ``missing.txt``. A partial sweep gathers what has evaluations and names the 
 not done. ``COND`` is ``all`` for a grid of tasks, methods and seeds only.
 
 Reads JSON and CSV files only (the sweep's own files through :mod:`agents.sweep.runner`, which owns their
-format); ``figures.results_table`` and ``figures.learning_curves`` are imported when drawing (they take the
-paper's order from ``agents``).
+format); the tables and curves take the paper's task and method order from ``agents`` (:mod:`figures.runs`).
 """
 
 from __future__ import annotations
@@ -39,9 +38,13 @@ from pathlib import Path
 
 from agents.sweep.runner import RUNS_DIR, read_state, read_sweep  # the sweep's files, as launch writes them
 from bisimkit.errors import InputError
+from bisimkit.extras import report_missing
 from bisimkit.files import atomic_write_text
 
+from . import aggregate_table
 from .aggregate import DEFAULT_REPS
+from .learning_curves import plot_learning_curves
+from .results_table import CARLA_TASK, carla_table, table_and_listing
 
 EVAL_FILES = {"eval.csv": "held-out", "eval_train.csv": "training"}
 BASE_AXES = ("task", "method", "seed")
@@ -87,10 +90,6 @@ def gather(root: str | Path, out: str | Path, step: int | None = None, reps: int
     module doc; ``reps``: bootstrap replications of the aggregates, default
     :data:`figures.aggregate.DEFAULT_REPS`); returns ``{"conditions": {label: files}, "missing": [...], "runs": n,
     "with_evaluations": n}``."""
-    from . import aggregate_table
-    from .learning_curves import plot_learning_curves
-    from .results_table import CARLA_TASK, carla_table, table_and_listing
-
     root, out = Path(root), Path(out)
     sweep = read_sweep(root)
     axes = [a for a in sweep.get("grid", {}).get("axes", []) if a not in BASE_AXES]
@@ -167,8 +166,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
-        from bisimkit.extras import report_missing
-
         return report_missing(exc)
     print(f"gathered {result['with_evaluations']} of {result['runs']} runs into {args.out}: "
           f"{len(result['conditions'])} condition(s), tables.md (with aggregates), evaluations.csv")

@@ -378,7 +378,8 @@ def test_learning_curves_cli_errors(tmp_path, capsys):
 # -------------------------------------------------------------- nearest neighbours
 def test_nearest_neighbours_figure(tiny_run, tmp_path):
     from agents.restore import restore_agent
-    from figures.nearest_neighbours import collect_observations, distance_to_all, nearest_neighbours
+    from agents.neighbours import collect_observations, distance_to_all
+    from figures.nearest_neighbours import nearest_neighbours
 
     out = tmp_path / "nn.png"
     result = nearest_neighbours(tiny_run, out, episodes=3, queries=2, neighbours=3, episode_steps=10, keep=4,
@@ -430,7 +431,7 @@ def test_nearest_neighbours_bad_input(tiny_run, tmp_path, capsys):
 def test_neighbour_distance_without_a_head_is_l1_between_latents():
     import torch
 
-    from figures.nearest_neighbours import distance_to_all, find_neighbours
+    from agents.neighbours import distance_to_all, find_neighbours
 
     class NoHead:
         """What SAC and DrQ agents look like to the figure: no distance head."""

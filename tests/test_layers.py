@@ -25,13 +25,13 @@ PROJECT = ("bisimkit", "bisimkit_cli", "validation", "figures", "agents")
 ALLOWED = {
     "bisimkit": {"bisimkit"},
     "validation": {"bisimkit", "validation"},
-    "figures": {"bisimkit", "figures"},
+    "figures": {"bisimkit", "validation", "figures"},
     "bisimkit_cli": {"bisimkit", "bisimkit_cli", "validation", "figures"},
     "agents": {"bisimkit", "agents"},
 }
 #: The agents' figures take the paper's task and method order from ``agents`` at import (and the sweep
 #: report reads a sweep's files through ``agents.sweep.runner``, which owns their format).
-AGENT_FIGURES = {"figures.learning_curves", "figures.results_table", "figures.sweep_report",
+AGENT_FIGURES = {"figures.runs", "figures.learning_curves", "figures.results_table", "figures.sweep_report",
                  "figures.aggregate_table"}
 #: Packages whose modules must leave ``os.environ`` alone at import (agents sets MUJOCO_GL only
 #: when it first loads dm_control, in agents.compat.distracting_control).

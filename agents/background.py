@@ -41,7 +41,7 @@ CACHED_VIDEOS = 32
 @functools.lru_cache(maxsize=CACHED_VIDEOS)
 def load_frames(video_dir: str, size: int) -> np.ndarray:
     """Frames of a ``<video>/*.jpg`` folder as a read-only (T, size*size*3) uint8 array (RGB rows)."""
-    import cv2
+    import cv2  # the agents' extra (OpenCV): loaded with the first background
     names = sorted(n for n in os.listdir(video_dir) if n.lower().endswith((".jpg", ".jpeg")))
     if not names:
         raise InputError(f"videos: no .jpg frames in {video_dir}")
@@ -122,7 +122,7 @@ def _fast_background_class() -> type:
             key = (self._videos_loaded, int(self._current_img_index))
             if key == self._on_gpu:
                 return
-            import mujoco
+            import mujoco  # the agents' extra (simulator): loaded with the first environment
 
             physics = self._env.physics
             start = self._background.address

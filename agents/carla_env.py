@@ -38,9 +38,12 @@ without it.
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import queue
+import sys
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
@@ -49,11 +52,20 @@ import numpy as np
 
 from bisimkit.errors import InputError, check_count
 
+from .entry import one_line, run_command
+
 #: Towns whose highway road is known (road 45 of Town04; Town04_Opt is the same map in layers).
 TOWNS: dict[str, int] = {"Town04": 45, "Town04_Opt": 45}
 CAMERA_COUNTS = (1, 3, 5)
+#: The rewards: 'code', what DBC's code computed; 'paper', what its paper writes.
 REWARDS = ("code", "paper")
+#: The defaults of the task (DBC's CARLA runs) and of its server connection; agents.config takes its
+#: carla_* defaults from here.
 DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TIMEOUT = "localhost", 2000, 10.0
+DEFAULT_TOWN, DEFAULT_CAMERAS, DEFAULT_VEHICLES, DEFAULT_REWARD = "Town04", 5, 20, "code"
+#: DBC's action repeat on CARLA, and the smallest frame side (frames only need to survive the conv trunk).
+ACTION_REPEAT = 4
+MIN_IMAGE = 16
 HOST_VARIABLE = "BISIMKIT_CARLA_HOST"
 DT = 0.05                   # 20 Hz
 LANES = (-1, -2, -3, -4)
@@ -141,7 +153,7 @@ def camera_yaws(cameras: int, fov: float = FOV) -> list[float]:
     """Yaws (degrees, CARLA's: negative is left) of the cameras, left to right: 1 -> [0],
     3 -> [-60, 0, 60], 5 -> [-120, -60, 0, 60, 120] at a 60 degree field of view."""
     if cameras not in CAMERA_COUNTS:
-        raise InputError(f"{cameras!r} is not one of 1, 3, 5", param="cameras")
+        raise InputError(f"{cameras!r} is not one of {', '.join(map(str, CAMERA_COUNTS))}", param="cameras")
     half = cameras // 2
     return [float(k * fov) for k in range(-half, half + 1)]
 
@@ -220,12 +232,6 @@ def resolve_host(host: str | None) -> str:
     return host or os.environ.get(HOST_VARIABLE) or DEFAULT_HOST
 
 
-def one_line(exc: BaseException) -> str:
-    """The first line of an exception's text (carla's are long)."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 def _import_carla():
     try:
         import carla  # noqa: PLC0415  (lazy: agents imports without the CARLA client)
@@ -254,12 +260,12 @@ class CarlaHighway:
     shared_eval = True
 
     def __init__(self, host: str | None = None, port: int = DEFAULT_PORT, timeout: float = DEFAULT_TIMEOUT,
-                 town: str = "Town04", cameras: int = 5, image_size: int = 84, frame_stack: int = 3,
-                 action_repeat: int = 4, episode_steps: int = 1000, vehicles: int = 20, reward: str = "code",
-                 seed: int = 0, tm_port: int = 8000):
+                 town: str = DEFAULT_TOWN, cameras: int = DEFAULT_CAMERAS, image_size: int = 84, frame_stack: int = 3,
+                 action_repeat: int = ACTION_REPEAT, episode_steps: int = 1000, vehicles: int = DEFAULT_VEHICLES,
+                 reward: str = DEFAULT_REWARD, seed: int = 0, tm_port: int = 8000):
         check_town(town)
         camera_yaws(cameras)
-        check_count("image_size", image_size, low=16)
+        check_count("image_size", image_size, low=MIN_IMAGE)
         for name, value in (("frame_stack", frame_stack), ("action_repeat", action_repeat),
                             ("episode_steps", episode_steps)):
             check_count(name, value)
@@ -532,38 +538,32 @@ def check_town(town) -> str:
     return town
 
 
-def make_carla_env(host: str | None = None, port: int = DEFAULT_PORT, timeout: float = DEFAULT_TIMEOUT,
-                   town: str = "Town04", cameras: int = 5, image_size: int = 84, frame_stack: int = 3,
-                   action_repeat: int = 4, episode_steps: int = 1000, vehicles: int = 20, reward: str = "code",
-                   seed: int = 0) -> CarlaHighway:
+def make_carla_env(**settings) -> CarlaHighway:
     """DBC's CARLA highway task on the server at ``host:port`` (host: else ``$BISIMKIT_CARLA_HOST``, else
-    localhost); see the module doc. No server: :class:`CarlaError` within ``timeout`` seconds."""
-    return CarlaHighway(host=host, port=port, timeout=timeout, town=town, cameras=cameras, image_size=image_size,
-                        frame_stack=frame_stack, action_repeat=action_repeat, episode_steps=episode_steps,
-                        vehicles=vehicles, reward=reward, seed=seed)
+    localhost); see the module doc. ``settings``: the keyword arguments of :class:`CarlaHighway`. No
+    server: :class:`CarlaError` within ``timeout`` seconds."""
+    return CarlaHighway(**settings)
 
 
 # ------------------------------------------------------------ command line
 def main(argv: list[str] | None = None) -> int:
     """``python -m agents.carla_env``: drive episodes with a fixed action against a server, to check it."""
-    import argparse
-    import sys
-    import time
-
     parser = argparse.ArgumentParser(prog="python -m agents.carla_env", description=main.__doc__)
     parser.add_argument("--host", default=None, help=f"server host (else ${HOST_VARIABLE}, else localhost)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds (default 10)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds (default %(default)g)")
     parser.add_argument("--episodes", type=int, default=1)
     parser.add_argument("--steer", type=float, default=0.0)
     parser.add_argument("--pedal", type=float, default=0.5, help="throttle (>= 0) or brake (< 0)")
-    parser.add_argument("--cameras", type=int, default=5)
-    parser.add_argument("--vehicles", type=int, default=20)
-    parser.add_argument("--reward", default="code", choices=REWARDS)
+    parser.add_argument("--cameras", type=int, default=DEFAULT_CAMERAS, choices=CAMERA_COUNTS)
+    parser.add_argument("--vehicles", type=int, default=DEFAULT_VEHICLES)
+    parser.add_argument("--reward", default=DEFAULT_REWARD, choices=REWARDS)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     env = None
-    try:
+
+    def body() -> int:
+        nonlocal env
         start = time.monotonic()
         env = make_carla_env(host=args.host, port=args.port, timeout=args.timeout, cameras=args.cameras,
                              vehicles=args.vehicles, reward=args.reward, seed=args.seed)
@@ -579,17 +579,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"episode {episode}: obs {obs.dtype} {obs.shape}, {steps} agent steps "
                   f"({steps * env.action_repeat} simulator steps), return {total:.1f}, ended by {info['reason']}, "
                   f"{steps / seconds:.1f} agent steps/s", flush=True)
-    except InputError as exc:
-        print(f"error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+        return 0
+
+    try:
+        return run_command(body)
     finally:
         if env is not None:
             errors = env.close()
             if errors:
                 print(f"teardown: {len(errors)} error(s), first: {errors[0]}", file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +47,7 @@ class Checkpoint:
 
     def save(self, path: str | os.PathLike) -> None:
         """``torch.save`` to a temporary file, then rename: a crash never leaves half a checkpoint."""
-        import torch
+        import torch  # torch, the agents' extra: reading run files needs none
 
         atomic_write(Path(path), lambda fh: torch.save(dataclasses.asdict(self), fh))
 
@@ -77,9 +78,7 @@ class Checkpoint:
 
 
 def _load_data(path: Path, device) -> object:
-    import pickle
-
-    import torch
+    import torch  # torch, the agents' extra: reading run files needs none
 
     if not path.is_file():
         raise InputError(f"checkpoint: no such file: {path}")

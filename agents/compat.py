@@ -37,7 +37,7 @@ class DistractingControl(NamedTuple):
 
 def alias_tex_rgb() -> None:
     """Give dm_control's ``MjModel`` a ``tex_rgb`` property that aliases MuJoCo 3's ``tex_data``."""
-    from dm_control.mujoco.wrapper.core import MjModel
+    from dm_control.mujoco.wrapper.core import MjModel  # agents' extra: first environment
     if not hasattr(MjModel, "tex_rgb"):
         MjModel.tex_rgb = property(lambda self: self.ptr.tex_data,
                                    lambda self, value: setattr(self.ptr, "tex_data", value))
@@ -64,5 +64,5 @@ def distracting_control() -> DistractingControl:
             for name, module in stand_ins.items():
                 if sys.modules.get(name) is module:
                     del sys.modules[name]
-    from distracting_control import background, camera, suite, suite_utils
+    from distracting_control import background, camera, suite, suite_utils  # agents' extra: first environment
     return DistractingControl(suite, background, camera, suite_utils)

@@ -1,4 +1,4 @@
-"""The training configuration: one dataclass, four presets, and the command line generated from both.
+"""The training configuration: one dataclass, its presets, and the command line generated from both.
 
 :class:`TrainConfig` is the single source of every knob of a run. Its field
 docstrings are the ``--help`` text of ``python -m agents.train`` (see
@@ -49,6 +49,14 @@ from functools import lru_cache
 
 from bisimkit.errors import InputError, check_count
 
+from .carla_env import ACTION_REPEAT as CARLA_ACTION_REPEAT
+from .carla_env import CAMERA_COUNTS as CARLA_CAMERAS
+from .carla_env import (DEFAULT_CAMERAS, DEFAULT_PORT, DEFAULT_REWARD, DEFAULT_TIMEOUT, DEFAULT_TOWN, DEFAULT_VEHICLES,
+                        TOWNS)
+from .carla_env import MIN_IMAGE as CARLA_MIN_IMAGE
+from .carla_env import REWARDS as CARLA_REWARDS
+from .dcs import TASKS
+
 
 @dataclass(frozen=True)
 class Method:
@@ -73,6 +81,7 @@ METHODS: dict[str, Method] = {
     "eps-pi": Method(augment=True, bisim="entangled-policy"),
 }
 
+#: MLP hidden units per capacity (agents.mlp), and the squashes of the encoder's output (agents.encoder).
 CAPACITIES = {"high": 1024, "low": 200}
 SQUASHES = ("tanh", "none")
 #: beta of every bisimulation method when not given: the paper tuned beta per method but reports no
@@ -83,20 +92,15 @@ RESUMABLE_CHANGES = frozenset({"env_steps", "eval_every", "checkpoint_every", "d
                                "carla_host", "carla_port", "carla_timeout"})
 #: Tasks run on a CARLA server (agents.carla_env), with their action repeat (DBC's CARLA runs: 4);
 #: every other task is a DCS task (agents.dcs.TASKS).
-CARLA_TASKS: dict[str, int] = {"carla-highway": 4}
-CARLA_REWARDS = ("code", "paper")
+CARLA_TASKS: dict[str, int] = {"carla-highway": CARLA_ACTION_REPEAT}
 UPDATE_RULES = ("joint", "dbc")
 #: The transition's starting standard deviation under the joint update (ours: the bisimulation losses start on
 #: the critic loss's scale; docs/agents.md, Fair baselines).
 SIGMA_INIT = 0.5
-#: The smallest frame side of carla-highway (DCS frames only need to survive the conv trunk).
-CARLA_MIN_IMAGE = 16
 
 
 def task_names() -> tuple[str, ...]:
     """Every task a run may name: the DCS tasks (agents.dcs.TASKS), then the CARLA ones."""
-    from .dcs import TASKS
-
     return (*TASKS, *CARLA_TASKS)
 
 
@@ -104,8 +108,6 @@ def task_action_repeat(task: str) -> int:
     """The paper's action repeat of ``task``."""
     if task in CARLA_TASKS:
         return CARLA_TASKS[task]
-    from .dcs import TASKS
-
     return TASKS[task].action_repeat
 
 
@@ -122,12 +124,13 @@ class TrainConfig:
 
     # ------------------------------------------------------------------ run
     task: str = "cartpole-swingup"
-    """DCS task: one of the paper's six, or the easier cartpole-balance / walker-stand; or carla-highway (DBC's
-    CARLA highway, on a CARLA server: see the carla_* fields and docs/agents.md, CARLA highway driving)."""
+    """The task: a DCS task (agents.dcs.PAPER_TASKS are the paper's six; cartpole-balance and walker-stand are
+    easier), or carla-highway (DBC's CARLA highway, on a CARLA server: see the carla_* fields and docs/agents.md,
+    CARLA highway driving)."""
     method: str = "eps-r"
-    """sac, drq, drq+dbc, eps-r, drq+pse or eps-pi (see agents.config.METHODS)."""
+    """The method (agents.config.METHODS: what each adds on top of SAC)."""
     preset: str = "paper"
-    """Where the defaults come from: paper, drq, dbc, smoke or carla (explicit flags override; see docs/agents.md).
+    """Where the defaults come from (explicit flags override; see docs/agents.md).
     smoke: the smallest run that collects, updates, evaluates and checkpoints on a CPU: about 1 min on 2
     cores for cartpole-swingup, about 2 min for walker-walk and finger-spin (action repeat 2: 4x the updates)."""
     seed: int = 0
@@ -154,18 +157,18 @@ class TrainConfig:
     # ---------------------------------------------------- carla-highway only
     carla_host: str | None = None
     """carla-highway: CARLA server host (else $BISIMKIT_CARLA_HOST, else localhost)."""
-    carla_port: int = 2000
+    carla_port: int = DEFAULT_PORT
     """carla-highway: CARLA server port."""
-    carla_timeout: float = 10.0
+    carla_timeout: float = DEFAULT_TIMEOUT
     """carla-highway: seconds to wait for the server before giving up with one line (loading the town may take
     up to 120 s)."""
-    carla_town: str = "Town04"
+    carla_town: str = DEFAULT_TOWN
     """carla-highway: the town (its highway road 45 must exist: Town04 or Town04_Opt)."""
-    carla_cameras: int = 5
+    carla_cameras: int = DEFAULT_CAMERAS
     """carla-highway: roof cameras stitched left to right, 1, 3 or 5 (60 degrees each)."""
-    carla_vehicles: int = 20
+    carla_vehicles: int = DEFAULT_VEHICLES
     """carla-highway: other vehicles on autopilot."""
-    carla_reward: str = "code"
+    carla_reward: str = DEFAULT_REWARD
     """carla-highway: 'code', the reward DBC's code computed (v_s dt/(1 + lane distance) - colliding - 0.1 brake -
     0.1 |steer|), or 'paper', the one its paper writes (v_s dt - 1e-4 impulse - |steer|)."""
     # --------------------------------------------------------- architecture
@@ -324,12 +327,9 @@ class TrainConfig:
 
     def validated(self) -> "TrainConfig":
         """Check every field; raises :class:`InputError` naming the first bad one."""
-        _one_of("task", self.task, task_names())
-        _one_of("method", self.method, METHODS)
-        _one_of("preset", self.preset, PRESETS)
-        _one_of("capacity", self.capacity, CAPACITIES)
-        if self.latent_squash is not None:
-            _one_of("latent_squash", self.latent_squash, SQUASHES)
+        for name in ("task", "method", "preset", "capacity", "latent_squash"):
+            if getattr(self, name) is not None or name != "latent_squash":
+                _one_of(name, getattr(self, name), field_choices()[name])
         for name in ("env_steps", "buffer_size", "batch_size", "actor_update_every", "target_update_every",
                      "eval_every", "eval_episodes", "checkpoint_every", "bisim_samples", "image_size",
                      "frame_stack", "texture_size", "aug_k", "aug_m"):
@@ -382,7 +382,7 @@ class TrainConfig:
 
     def _validate_update_rule(self) -> None:
         """update_rule, and the fields DBC's update cannot honour (each contradiction names the field)."""
-        _one_of("update_rule", self.update_rule, UPDATE_RULES)
+        _one_of("update_rule", self.update_rule, field_choices()["update_rule"])
         if self.update_rule != "dbc":
             return
         if self.method != "drq+dbc":
@@ -397,17 +397,16 @@ class TrainConfig:
 
     def _validate_carla(self) -> None:
         """The carla_* fields (checked for every task, so a config never holds a bad one)."""
-        from .carla_env import CAMERA_COUNTS, TOWNS
-
-        _one_of("carla_town", self.carla_town, TOWNS)
-        if self.carla_cameras not in CAMERA_COUNTS or isinstance(self.carla_cameras, bool):
-            raise InputError(f"carla_cameras: {self.carla_cameras!r} is not one of 1, 3, 5")
+        _one_of("carla_town", self.carla_town, field_choices()["carla_town"])
+        if self.carla_cameras not in field_choices()["carla_cameras"] or isinstance(self.carla_cameras, bool):
+            raise InputError(f"carla_cameras: {self.carla_cameras!r} is not one of "
+                             f"{', '.join(map(str, CARLA_CAMERAS))}")
         check_count("carla_vehicles", self.carla_vehicles, low=0)
         check_count("carla_port", self.carla_port)
         if self.carla_port > 65535:
             raise InputError(f"carla_port: {self.carla_port} is not a port (1 to 65535)")
         _positive("carla_timeout", self.carla_timeout)
-        _one_of("carla_reward", self.carla_reward, CARLA_REWARDS)
+        _one_of("carla_reward", self.carla_reward, field_choices()["carla_reward"])
         if self.carla_host is not None and (not isinstance(self.carla_host, str) or not self.carla_host):
             raise InputError(f"carla_host: {self.carla_host!r} is not a host name")
         if self.carla:
@@ -416,6 +415,14 @@ class TrainConfig:
 
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def field_choices() -> dict[str, tuple]:
+    """The fields that take one of a fixed set of values, with the set: what :meth:`TrainConfig.validated`
+    accepts and ``--help`` names."""
+    return {"task": task_names(), "method": tuple(METHODS), "preset": tuple(PRESETS), "capacity": tuple(CAPACITIES),
+            "latent_squash": SQUASHES, "update_rule": UPDATE_RULES, "carla_town": tuple(TOWNS),
+            "carla_cameras": CARLA_CAMERAS, "carla_reward": CARLA_REWARDS}
 
 
 def _one_of(name: str, value, allowed) -> None:
@@ -629,12 +636,14 @@ def _typed(name: str, kind):
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per :class:`TrainConfig` field (``--batch-size``, ``--target-encoder/--no-target-encoder``),
     its help the field's docstring; every default is left unset so the caller knows what was given."""
-    docs = field_docs()
+    docs, choices = field_docs(), field_choices()
     for name, f in FIELDS.items():
         flag = "--" + name.replace("_", "-")
         annotation = str(f.type)
         default = f.default
         help_text = docs.get(name, "")
+        if name in choices:
+            help_text += f" One of: {', '.join(map(str, choices[name]))}."
         if name != "preset":
             others = [f"{p}: {_show(preset.values[name])}" for p, preset in PRESETS.items() if name in preset.values]
             help_text += f" [paper: {_show(default)}{''.join('; ' + o for o in others)}]"

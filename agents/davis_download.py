@@ -1,10 +1,12 @@
-"""Download the DAVIS-2017 videos the distracting backgrounds use: ``python -m agents.videos fetch --to DIR``.
+"""Download and extract DAVIS-2017 videos: the pieces of ``python -m agents.videos fetch --to DIR``
+(:func:`agents.videos.fetch`, which knows which videos a run uses).
 
-:func:`fetch` downloads the DAVIS 2017 trainval 480p archive (the one distracting-control reads,
+:func:`agents.videos.fetch` downloads the DAVIS 2017 trainval 480p archive (the one distracting-control reads,
 ``DAVIS/JPEGImages/480p/<video>/00000.jpg``), resuming an interrupted transfer with an HTTP
 ``Range`` request (within one call, up to ``retries`` times, and across calls from the partial file
 ``DIR/DAVIS-2017-trainval-480p.zip.part``), checks its SHA-256 and extracts the JPEG frames of the
-32 videos a run uses (:data:`agents.videos.TRAIN_VIDEOS`, :data:`agents.videos.EVAL_VIDEOS`) into
+32 videos a run uses (:data:`agents.videos.TRAIN_VIDEOS`, :data:`agents.videos.EVAL_VIDEOS`) with
+:func:`extract_videos` into
 ``DIR/DAVIS/JPEGImages/480p``: written into a temporary folder, then renamed into place, so a failed
 call leaves no half-extracted folder. The archive is removed afterwards unless ``keep_archive``.
 
@@ -28,8 +30,6 @@ from pathlib import Path, PurePosixPath
 from typing import Callable
 
 from bisimkit.errors import InputError
-
-from .videos import DAVIS_ENV, EVAL_VIDEOS, TRAIN_VIDEOS
 
 DAVIS_URL = "https://data.vision.ee.ethz.ch/csergi/share/davis/DAVIS-2017-trainval-480p.zip"
 #: SHA-256 and size of DAVIS_URL as TensorFlow Datasets records them (tensorflow_datasets/video/davis/checksums.tsv).
@@ -114,7 +114,7 @@ def _video_members(archive: zipfile.ZipFile, names: tuple[str, ...]) -> dict[str
     return found
 
 
-def extract_videos(archive_path: Path, dest: Path, names: tuple[str, ...] = TRAIN_VIDEOS + EVAL_VIDEOS) -> Path:
+def extract_videos(archive_path: Path, dest: Path, names: tuple[str, ...]) -> Path:
     """Extract the frames of ``names`` from the archive into ``dest/DAVIS/JPEGImages/480p`` (written aside,
     then renamed into place); returns ``dest/DAVIS``. A video missing from the archive is an error and
     nothing is extracted."""
@@ -143,43 +143,4 @@ def extract_videos(archive_path: Path, dest: Path, names: tuple[str, ...] = TRAI
             os.replace(tmp, final)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    return final
-
-
-def fetch(dest: str | os.PathLike, url: str = DAVIS_URL, sha256: str | None = None, keep_archive: bool = False,
-          retries: int = 5, progress: bool = True, say: Callable[[str], None] = print) -> Path:
-    """Download, verify and extract DAVIS into ``dest`` (see the module doc); returns ``dest/DAVIS``.
-    ``sha256``: the archive's checksum (default: the pinned one of the official archive)."""
-    from bisimkit.progress import Progress
-
-    expected = _check_sha256(sha256) if sha256 else DAVIS_SHA256
-    dest = Path(dest).expanduser()
-    if dest.exists() and not dest.is_dir():
-        raise InputError(f"{dest} is not a folder", param="to")
-    dest.mkdir(parents=True, exist_ok=True)
-    final = dest / "DAVIS"
-    if all(any((final / "JPEGImages" / "480p" / v).glob("*.jpg")) for v in TRAIN_VIDEOS + EVAL_VIDEOS):
-        say(f"DAVIS-2017 frames of the {len(TRAIN_VIDEOS) + len(EVAL_VIDEOS)} videos are already in {final}")
-        return final
-    archive = dest / ARCHIVE
-    if not archive.exists():
-        part = dest / (ARCHIVE + ".part")
-        bar = Progress(total=DAVIS_BYTES if url == DAVIS_URL else None, label="DAVIS-2017", unit="bytes",
-                       enabled=progress)
-        try:
-            download(url, part, retries=retries, progress=lambda done, total: bar.show(done))
-        finally:
-            bar.close()
-        os.replace(part, archive)
-    actual = sha256_of(archive)
-    if actual != expected:
-        archive.unlink()
-        raise DownloadError(f"{archive.name} has SHA-256 {actual}, expected {expected}; the archive was removed "
-                            f"(a different file, or a corrupted transfer)", param="sha256")
-    extract_videos(archive, dest)
-    if not keep_archive:
-        archive.unlink()
-    say(f"DAVIS-2017: the frames of {len(TRAIN_VIDEOS)} training and {len(EVAL_VIDEOS)} held-out videos are in "
-        f"{final / 'JPEGImages' / '480p'} (SHA-256 {actual[:12]}... verified)")
-    say(f"train on them with --davis {final} (or export {DAVIS_ENV}={final})")
     return final

@@ -212,7 +212,7 @@ def make_env(task: str, background: bool = True, camera: bool = True, split: str
                         render_kwargs={"camera_id": 0}, from_pixels=False, distraction_seed=seed)
     physics = env.physics
     if background:
-        from .background import FastBackgroundEnv
+        from .background import FastBackgroundEnv  # OpenCV, MuJoCo: fast backgrounds only
         env = FastBackgroundEnv(env, folders, spec.domain, seed=seed, texture_size=texture_size)
     if fast_render:
         fast_visuals(physics)

@@ -36,10 +36,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .config import SQUASHES
 from .mlp import orthogonal_init
 
 FEATURES = 50
-SQUASHES = ("tanh", "none")
 
 
 def conv_output_side(image_size: int, layers: int = 4) -> int:

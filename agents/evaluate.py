@@ -27,9 +27,9 @@ from collections import Counter
 import numpy as np
 
 from bisimkit.errors import InputError, check_count
-from bisimkit.extras import report_missing
 from bisimkit.progress import Progress
 
+from .entry import run_command
 from .rollout import rollout
 
 SPLITS = ("eval", "train")
@@ -49,7 +49,7 @@ def evaluate_checkpoint(path: str | os.PathLike, episodes: int = 10, split: str 
     seed = check_count("seed", seed, low=0)
     if split not in SPLITS:
         raise InputError(f"split: {split!r} is not one of {', '.join(SPLITS)}")
-    from .restore import restore_agent
+    from .restore import restore_agent  # torch (the agents' extra): --help and bad input need none
 
     restored = restore_agent(path, device, split=split)
     env = restored.env
@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (0, or 2 on bad input)."""
-    try:
+    def body() -> int:
         args = build_parser().parse_args(argv)
         result = evaluate_checkpoint(args.path, args.episodes, args.split, args.seed, args.device)
         if args.json:
@@ -116,13 +116,10 @@ def main(argv: list[str] | None = None) -> int:
                     json.dump(result, f, indent=2)
             except OSError as exc:
                 raise InputError(f"json: cannot write {args.json}: {exc.strerror}") from None
-    except (InputError, ValueError) as exc:
-        print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
-        return 2
-    except ModuleNotFoundError as exc:
-        return report_missing(exc)
-    print(format_summary(result))
-    return 0
+        print(format_summary(result))
+        return 0
+
+    return run_command(body, bad_input=(InputError, ValueError))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from bisimkit.errors import InputError
+
+from .dcs import TASKS, make_env
+
 #: The id of task ``t`` is ``ID_FORMAT.format(task=t)``.
 ID_FORMAT = "bisimkit/DCS-{task}-v0"
 
@@ -40,9 +44,7 @@ def env_id(task: str) -> str:
 
 def register_envs() -> list[str]:
     """Register every DCS task with gymnasium (imports it); returns the ids. Calling it again is harmless."""
-    from gymnasium.envs.registration import register, registry
-
-    from .dcs import TASKS
+    from gymnasium.envs.registration import register, registry  # the gym extra
 
     ids = []
     for task in TASKS:
@@ -60,8 +62,8 @@ def gym_env_class() -> type:
     """:class:`GymDCSEnv`, defined on first use (it subclasses ``gymnasium.Env``)."""
     if _CLASS:
         return _CLASS[0]
-    import gymnasium
-    from gymnasium import spaces
+    import gymnasium  # the gym extra
+    from gymnasium import spaces  # the gym extra
 
     class GymDCSEnv(gymnasium.Env):
         """A :class:`~agents.dcs.DCSEnv` behind the Gymnasium API (see the module doc)."""
@@ -69,10 +71,6 @@ def gym_env_class() -> type:
         metadata = {"render_modes": ["rgb_array"], "render_fps": 25}
 
         def __init__(self, task: str, render_mode: str | None = None, **make_kwargs: Any):
-            from bisimkit.errors import InputError
-
-            from .dcs import make_env
-
             if render_mode not in (None, "rgb_array"):
                 raise InputError(f"render_mode: {render_mode!r} is not supported (use 'rgb_array')")
             self.render_mode = render_mode

@@ -62,7 +62,7 @@ class TensorBoard:
         self.folder, self.writer, self.reason = Path(folder), None, "--no-tensorboard"
         if enabled:
             try:
-                from torch.utils.tensorboard import SummaryWriter
+                from torch.utils.tensorboard import SummaryWriter  # the tensorboard extra, only with --tensorboard
             except ImportError:
                 self.reason = f"the tensorboard package is not installed: {TENSORBOARD_HINT}"
             else:
@@ -103,7 +103,7 @@ class WandB:
         self.run = None
         if not project:
             return
-        import wandb
+        import wandb  # the wandb extra, only with --wandb
 
         id_path = folder / self.ID_FILE
         run_id = id_path.read_text().strip() if id_path.exists() else secrets.token_hex(4)

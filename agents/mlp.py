@@ -15,8 +15,10 @@ from contextvars import ContextVar
 import torch
 from torch import nn
 
-HIDDEN = 1024
-HIDDEN_LOW_CAPACITY = 200
+from .config import CAPACITIES
+
+HIDDEN = CAPACITIES["high"]
+HIDDEN_LOW_CAPACITY = CAPACITIES["low"]
 _SKIP_INIT: ContextVar[bool] = ContextVar("agents_skip_init", default=False)
 
 

@@ -12,7 +12,7 @@ Checkpoints never rewrite the buffer: :meth:`ReplayBuffer.save_chunk` writes
 the transitions added since the last call to a new file, and
 :meth:`ReplayBuffer.load_chunks` replays the chunk files in order up to the
 count a checkpoint recorded, which puts every transition back in its slot.
-A chunk is deleted once the previous checkpoint no longer needs it (all its
+A chunk is deleted once the previous checkpoint does not need it (all its
 transitions were overwritten before that checkpoint), so a run killed between
 writing a chunk and its checkpoint still resumes from the previous one.
 
@@ -59,7 +59,7 @@ class ReplayBuffer:
         self.saved = 0    # transitions written to chunk files
         self.mirror = None
         if mirror_device is not None:
-            import torch
+            import torch  # torch, the agents' extra: the buffer itself is numpy
 
             self.mirror = {name: torch.empty(getattr(self, name).shape, dtype=torch.uint8, device=mirror_device)
                            for name in PIXELS}
@@ -77,7 +77,7 @@ class ReplayBuffer:
         self.total += 1
 
     def _upload(self, slots: np.ndarray) -> None:
-        import torch
+        import torch  # torch, the agents' extra: the buffer itself is numpy
 
         index = torch.as_tensor(slots, device=self.mirror["obs"].device)
         for name in PIXELS:
@@ -90,7 +90,7 @@ class ReplayBuffer:
             raise ValueError("sample: the buffer is empty")
         idx = rng.integers(0, len(self), size=batch_size)
         if self.mirror is not None:
-            import torch
+            import torch  # torch, the agents' extra: the buffer itself is numpy
 
             index = torch.as_tensor(idx, device=self.mirror["obs"].device)
             obs = self.mirror["obs"][index]
@@ -113,7 +113,7 @@ class ReplayBuffer:
         slots = np.arange(start, self.total) % self.capacity
         path = folder / f"chunk-{start:010d}-{self.total:010d}.npz"
         atomic_write(path, lambda fh: np.savez(fh, **{name: getattr(self, name)[slots] for name in FIELDS}))
-        # prune only what the previous save (the last committed checkpoint) no longer needs:
+        # prune only what the previous save (the last committed checkpoint) does not need:
         # a run killed before this save's checkpoint resumes from that one
         keep_after, self.saved = self.saved - self.capacity, self.total
         for old, (_, end) in _chunks(folder):

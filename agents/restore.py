@@ -76,7 +76,7 @@ def restore_agent(path: str | os.PathLike, device: str = "auto", split: str = "e
     had no backgrounds) and, when given, ``episode_steps`` control steps per
     episode. The caller closes ``Restored.env``.
     """
-    from .agent import Agent, pick_device
+    from .agent import Agent, pick_device  # torch, the agents' extra: reading a checkpoint's config needs none
     from .rollout import make_run_env
 
     check_device(device)

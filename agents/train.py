@@ -45,11 +45,11 @@ from pathlib import Path
 import numpy as np
 
 from bisimkit.errors import InputError
-from bisimkit.extras import report_missing
 from bisimkit.files import atomic_write_json, atomic_write_text
 from bisimkit.progress import Progress
 
 from .checkpoint import CHECKPOINT, Checkpoint, Counters
+from .entry import run_command
 from .logging_backends import Scalars, TensorBoard, WandB, metric_row
 from .config import (PRESETS, RESUMABLE_CHANGES, ConfigParser, TrainConfig, add_config_arguments,
                      explicit_fields, make_config)
@@ -106,7 +106,7 @@ def _fmt(value) -> str:
 
 # ------------------------------------------------------------ random state
 def _rng_state() -> dict:
-    import torch
+    import torch  # torch, the agents' extra: --help and bad input need none
 
     state = {"torch": torch.get_rng_state()}
     if torch.cuda.is_available():
@@ -115,7 +115,7 @@ def _rng_state() -> dict:
 
 
 def _set_rng_state(state: dict) -> None:
-    import torch
+    import torch  # torch, the agents' extra: --help and bad input need none
 
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
@@ -145,13 +145,13 @@ class Trainer:
         agent, replay and logs, and restore the checkpointed state (or clear a stale attempt).
         ``cfg`` may be None when resuming from a checkpoint (its configuration is used);
         ``wandb``: a W&B project to log the scalars to as well (:class:`WandB`)."""
-        import torch
+        import torch  # torch, the agents' extra: --help and bad input need none
 
         if wandb:
             import wandb as _  # noqa: F401  (missing: fail before anything is built or written)
 
-        from .agent import Agent, fast_cuda_math, pick_device
-        from .replay import ReplayBuffer
+        from .agent import Agent, fast_cuda_math, pick_device  # torch: --help and bad input need none
+        from .replay import ReplayBuffer  # with the agent: the buffer is built once the config is checked
 
         self.out = Path(out)
         ckpt_path = self.out / CHECKPOINT
@@ -418,7 +418,7 @@ def default_out(explicit: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
+    def body() -> int:
         args = build_parser().parse_args(argv)
         explicit = explicit_fields(args)
         out = args.out or default_out(explicit)
@@ -428,16 +428,11 @@ def main(argv: list[str] | None = None) -> int:
             cfg, explicit = config_from_args(args)
         summary = train(cfg, out, resume=args.resume, progress=not args.quiet, tensorboard=args.tensorboard,
                         explicit=explicit if args.resume else None, wandb=args.wandb)
-    except (InputError, ValueError) as exc:
-        print(f"error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
-        return 2
-    except ModuleNotFoundError as exc:
-        return report_missing(exc)
-    except KeyboardInterrupt:
-        print("interrupted: resume with --resume (from the last checkpoint)", file=sys.stderr)
-        return 130
-    print(json.dumps(summary))
-    return 0
+        print(json.dumps(summary))
+        return 0
+
+    return run_command(body, interrupted="resume with --resume (from the last checkpoint)",
+                       bad_input=(InputError, ValueError))
 
 
 if __name__ == "__main__":

@@ -19,18 +19,24 @@ extracts the frames of these 32 videos into ``DIR/DAVIS`` (:mod:`agents.davis_do
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
+import sys
 import tempfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json
+from bisimkit.progress import Progress
+
+from .davis_download import (ARCHIVE, DAVIS_BYTES, DAVIS_SHA256, DAVIS_URL, DownloadError, _check_sha256, download,
+                             extract_videos, sha256_of)
 
 DAVIS_ENV = "BISIMKIT_DAVIS"
 CACHE_ENV = "BISIMKIT_CACHE"
@@ -89,7 +95,7 @@ def _pattern(rng: np.random.Generator, kind: str, xx: np.ndarray, yy: np.ndarray
 
 def _draw_shape(image: np.ndarray, kind: str, centre: np.ndarray, size: float, angle: float,
                 colour: tuple[int, int, int]) -> None:
-    import cv2
+    import cv2  # the agents' extra (OpenCV): only to read or write frames
     h, w = image.shape[:2]
     cx, cy = centre[0] * w, centre[1] * h
     r = size * min(h, w)
@@ -144,7 +150,7 @@ def video_seed(name: str, seed: int) -> int:
 def write_procedural(root: str | os.PathLike, names: Sequence[str] = TRAIN_VIDEOS + EVAL_VIDEOS,
                      seed: int = 0, height: int = 108, width: int = 192) -> Path:
     """Write procedural videos as ``<root>/<name>/00000.jpg, ...`` plus a manifest; returns ``root``."""
-    import cv2
+    import cv2  # the agents' extra (OpenCV): only to read or write frames
     root = Path(root)
     for name in names:
         folder = root / name
@@ -250,15 +256,49 @@ def resolve_videos(davis: str | os.PathLike | None = None, seed: int = 0) -> Vid
     return VideoSource(ensure_procedural(seed=seed), "procedural", f"seed {seed}")
 
 
+# --------------------------------------------------------------------------- DAVIS download
+
+def fetch(dest: str | os.PathLike, url: str = DAVIS_URL, sha256: str | None = None, keep_archive: bool = False,
+          retries: int = 5, progress: bool = True, say: Callable[[str], None] = print) -> Path:
+    """Download, verify and extract DAVIS into ``dest`` (:mod:`agents.davis_download`); returns ``dest/DAVIS``.
+    ``sha256``: the archive's checksum (default: the pinned one of the official archive)."""
+    expected = _check_sha256(sha256) if sha256 else DAVIS_SHA256
+    dest = Path(dest).expanduser()
+    if dest.exists() and not dest.is_dir():
+        raise InputError(f"{dest} is not a folder", param="to")
+    dest.mkdir(parents=True, exist_ok=True)
+    final = dest / "DAVIS"
+    if all(any((final / "JPEGImages" / "480p" / v).glob("*.jpg")) for v in TRAIN_VIDEOS + EVAL_VIDEOS):
+        say(f"DAVIS-2017 frames of the {len(TRAIN_VIDEOS) + len(EVAL_VIDEOS)} videos are already in {final}")
+        return final
+    archive = dest / ARCHIVE
+    if not archive.exists():
+        part = dest / (ARCHIVE + ".part")
+        bar = Progress(total=DAVIS_BYTES if url == DAVIS_URL else None, label="DAVIS-2017", unit="bytes",
+                       enabled=progress)
+        try:
+            download(url, part, retries=retries, progress=lambda done, total: bar.show(done))
+        finally:
+            bar.close()
+        os.replace(part, archive)
+    actual = sha256_of(archive)
+    if actual != expected:
+        archive.unlink()
+        raise DownloadError(f"{archive.name} has SHA-256 {actual}, expected {expected}; the archive was removed "
+                            f"(a different file, or a corrupted transfer)", param="sha256")
+    extract_videos(archive, dest, TRAIN_VIDEOS + EVAL_VIDEOS)
+    if not keep_archive:
+        archive.unlink()
+    say(f"DAVIS-2017: the frames of {len(TRAIN_VIDEOS)} training and {len(EVAL_VIDEOS)} held-out videos are in "
+        f"{final / 'JPEGImages' / '480p'} (SHA-256 {actual[:12]}... verified)")
+    say(f"train on them with --davis {final} (or export {DAVIS_ENV}={final})")
+    return final
+
+
 # --------------------------------------------------------------------------- command line
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m agents.videos fetch --to DIR [--url URL --sha256 HEX] [--keep-archive]``; exit 0, or 2."""
-    import argparse
-    import sys
-
-    from .davis_download import DAVIS_SHA256, DAVIS_URL, fetch
-
     parser = argparse.ArgumentParser(prog="python -m agents.videos",
                                      description="Background videos for the distracting backgrounds.")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -12,12 +12,13 @@ from pathlib import Path
 
 from bisimkit.errors import InputError
 
+from ..entry import run_command
 from .launch import EXECUTORS, launch, status_lines, wait
 from .runner import MAX_FAILURES
 from .spec import Spec, apply_flags, load_spec
 
-USAGE = """python -m agents.sweep launch [SPEC] [--root ROOT] [--grid FIELD=V1,V2]... [--set FIELD=V]...
-                              [--executor local|slurm] [--dry-run] ...
+USAGE = f"""python -m agents.sweep launch [SPEC] [--root ROOT] [--grid FIELD=V1,V2]... [--set FIELD=V]...
+                              [--executor {'|'.join(EXECUTORS)}] [--dry-run] ...
        python -m agents.sweep status ROOT
        python -m agents.sweep gather ROOT --out DIR"""
 
@@ -90,7 +91,7 @@ def options_from_args(args, spec: Spec) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
+    def body() -> int:
         args = build_parser().parse_args(argv)
         if args.command == "gather":  # python -m agents.sweep gather runs figures.sweep_report (a layer up)
             raise InputError("gather: run it as python -m agents.sweep gather ROOT --out DIR")
@@ -114,18 +115,9 @@ def main(argv: list[str] | None = None) -> int:
             statuses = wait(root, names)
             done = sum(s == "done" for s in statuses.values())
             print(f"{done} of {len(names)} submitted run(s) done; python -m agents.sweep status {root}")
-            return 0
-    except InputError as exc:
-        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
-        return 2
-    except ModuleNotFoundError as exc:
-        from bisimkit.extras import report_missing
+        return 0
 
-        return report_missing(exc)
-    except KeyboardInterrupt:
-        print("interrupted: launch the sweep again to resume its unfinished runs", file=sys.stderr)
-        return 130
-    return 0
+    return run_command(body, interrupted="launch the sweep again to resume its unfinished runs")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ runs and runs whose job is still alive), and submit them through one submitit ex
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -148,7 +149,7 @@ def plan(root: Path, runs: list[RunSpec], retry_failed: bool = False, queued: se
 
 def make_executor(kind: str, root: Path, options: dict):
     """A submitit executor of ``kind`` with ``options`` (the merged spec section and flags)."""
-    import submitit
+    import submitit  # the agents' extra (submitit): a dry run needs none
 
     folder = root / SUBMITIT_DIR / "%j"
     time_min = int(options.get("time_min", DEFAULTS["time_min"]))
@@ -274,8 +275,6 @@ def wait(root: Path, names: list[str], timeout: float | None = None, poll: float
 
 # ------------------------------------------------------------------ status
 def _last_row(path: Path) -> dict | None:
-    import csv
-
     if not path.is_file():
         return None
     with open(path, newline="") as f:

@@ -30,6 +30,8 @@ from pathlib import Path
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json
 
+from ..config import TrainConfig
+
 SWEEP_FILE, SUBMISSIONS_FILE = "sweep.json", "submissions.json"
 RUNS_DIR, STATE_DIR, SUBMITIT_DIR = "runs", "state", "submitit"
 #: A run whose attempts failed this many times is marked failed and not retried.
@@ -116,7 +118,7 @@ class SweepJob:
     def checkpoint(self, names: list[str]):
         """Preempted or timed out: the current run is ``requeued`` and the same job is resubmitted (it resumes
         from the run's last checkpoint; finished runs are skipped)."""
-        import submitit
+        import submitit  # the agents' extra (submitit), in the job only
 
         if self.current is not None:
             state = read_state(Path(self.root), self.current)
@@ -130,7 +132,7 @@ def _threads() -> None:
     """One torch thread per CPU the scheduler gave the job, unless OMP_NUM_THREADS says otherwise."""
     cpus = os.environ.get("SLURM_CPUS_PER_TASK")
     if cpus and not os.environ.get("OMP_NUM_THREADS"):
-        import torch
+        import torch  # torch, in the job only
 
         torch.set_num_threads(max(1, int(cpus)))
 
@@ -148,10 +150,8 @@ def count_vanished(root: Path, name: str, state: dict) -> dict:
 def run_one(root: Path, name: str, config: dict, trainer=None) -> str:
     """Train (or resume) run ``name`` to the end; returns its final status (``done`` or ``failed``).
     ``trainer``: the training function (default :func:`agents.train.train`; tests replace it)."""
-    from ..config import TrainConfig
-
     if trainer is None:
-        from ..train import train as trainer
+        from ..train import train as trainer  # torch and the simulator stack, in the job only
     state = read_state(root, name)
     if state.get("status") in ("done", "failed"):
         return state["status"]

@@ -42,8 +42,8 @@ def pin(core: int) -> None:
 
 def shipped_env(task: str, root: Path, seed: int):
     """distracting-control's own pipeline with background + hard camera at 84x84 (a dm_env)."""
-    from agents.compat import distracting_control
-    from agents.dcs import task_spec
+    from agents.compat import distracting_control  # after pin() sets the thread variables
+    from agents.dcs import task_spec  # after pin() sets the thread variables
     spec = task_spec(task)
     return distracting_control().suite.load(
         spec.domain, spec.task, difficulty="hard", dynamic=True, distraction_types=("background", "camera"),
@@ -56,7 +56,7 @@ class Runner:
     """Steps one environment in timed blocks, resetting when an episode ends."""
 
     def __init__(self, label: str, env, kind: str, shape: tuple, seed: int, repeat: int = 1):
-        import numpy as np
+        import numpy as np  # after pin() sets the thread variables
         self.label, self.env, self.kind, self.repeat = label, env, kind, repeat
         self.rng = np.random.default_rng(seed)
         self.shape = shape
@@ -95,7 +95,7 @@ class Runner:
 
 def bench_task(task: str, steps: int, repeats: int, seed: int, root: Path) -> dict:
     """Interleaved timed blocks of the shipped package, ours (repeat 1) and ours (paper repeat)."""
-    from agents.dcs import make_env
+    from agents.dcs import make_env  # after pin() sets the thread variables
     shipped = shipped_env(task, root, seed)
     ours = make_env(task, background=True, camera=True, split="train", seed=seed, action_repeat=1)
     paper = make_env(task, background=True, camera=True, split="train", seed=seed)
@@ -119,7 +119,7 @@ def bench_task(task: str, steps: int, repeats: int, seed: int, root: Path) -> di
 
 
 def main() -> None:
-    from agents.dcs import PAPER_TASKS
+    from agents.dcs import PAPER_TASKS  # after pin() sets the thread variables (main pins first)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", default=",".join(PAPER_TASKS))
     parser.add_argument("--steps", type=int, default=100, help="control steps per timed block")
@@ -130,8 +130,8 @@ def main() -> None:
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
     pin(args.core)
-    from agents.videos import resolve_videos
-    from bisimkit.files import atomic_write_json
+    from agents.videos import resolve_videos  # after pin() sets the thread variables
+    from bisimkit.files import atomic_write_json  # after pin() sets the thread variables (it loads numpy)
     source = resolve_videos(args.davis)
     load_start = os.getloadavg()[0]
     print(f"# {source.describe()}; one core ({args.core}); load average {load_start:.2f}", flush=True)

@@ -102,7 +102,7 @@ def read(run: Path) -> dict:
 
 def plot(results: list[dict], runs: Runs, out: Path) -> Path:
     """Each run's curve over the range and median of DrQ's runs, DrQ's 759 ± 92 at 100k and the pass mark."""
-    from figures.style import plt, return_curve_axes, save
+    from figures.style import plt, return_curve_axes, save  # matplotlib: only with a figure to draw
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
     last = max(max(r["steps"]) for r in results)

@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"unpacked {len(names)} entries into {dest}")
     seeds = sorted((dest / "fidelity").glob("drq-seed*"))
     if seeds:
-        from benchmarks.drq_fidelity import main as fidelity
+        from benchmarks.drq_fidelity import main as fidelity  # only for a results archive with fidelity runs
 
         figure = args.figure or str(dest / "fidelity.png")
         print("\n## Fidelity (benchmarks.drq_fidelity)\n")

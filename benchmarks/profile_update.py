@@ -15,11 +15,11 @@ import time
 
 
 def main(argv: list[str] | None = None) -> int:
-    import torch
-    from torch.profiler import ProfilerActivity, profile
+    import torch  # torch, the agents' extra: --help and the record's summary need none
+    from torch.profiler import ProfilerActivity, profile  # torch
 
-    from agents.agent import fast_cuda_math, pick_device
-    from benchmarks.bench_updates import METHODS, PATHS, make_agent, random_batch, variants
+    from agents.agent import fast_cuda_math, pick_device  # torch
+    from benchmarks.bench_updates import METHODS, PATHS, make_agent, random_batch, variants  # with torch
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--variants", default="drq@drq/fast,eps-r/fast")

@@ -40,6 +40,9 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.baseline import first_step, sweeps_needed
+from benchmarks.common import published_mdp, sparse_mdp
+
 RESULTS = Path(__file__).parent / "results"
 DOCS = Path(__file__).parent.parent / "docs" / "performance.md"
 QUICK_OUT = Path(tempfile.gettempdir()) / "bisimkit-bench-quick"  # smoke runs never overwrite the committed results
@@ -125,8 +128,6 @@ DENSE_WORKLOADS = ("pi-dense", "mico-dense")
 
 def build_mdp(workload: str, n: int, seed: int = 0):
     """The MDP of a workload's record (to recompute a baseline's first step)."""
-    from benchmarks.common import published_mdp, sparse_mdp
-
     return published_mdp(n, seed=seed) if workload in DENSE_WORKLOADS else sparse_mdp(n, seed=seed)
 
 
@@ -141,8 +142,6 @@ def refamily(records: list[dict], tol: float = 1e-9) -> None:
     whose runner passed that contraction already is left as it is; with no completed smaller run
     the record keeps its own basis.
     """
-    from benchmarks.baseline import first_step, sweeps_needed
-
     for rs in series(records).values():
         for r in rs:
             base = r.get("baseline")
@@ -262,10 +261,10 @@ def plot(records: list[dict], path: Path) -> None:
     Baseline dashed: filled squares where its run finished (measured), open
     squares where it was extrapolated. Fitted exponents in the legends.
     """
-    import matplotlib
+    import matplotlib  # matplotlib: only for the plot (the table and JSON need none)
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
+    import matplotlib.pyplot as plt  # after the backend is chosen
+    from matplotlib.lines import Line2D  # with pyplot
 
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(13, 7.5))
     colors = plt.get_cmap("tab10")

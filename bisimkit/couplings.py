@@ -40,7 +40,7 @@ from numba import njit
 
 def load_pot():
     """POT, imported on first use (it takes about a second to import)."""
-    import ot
+    import ot  # POT takes about a second to import: loaded where an exact plan is needed
 
     return ot
 

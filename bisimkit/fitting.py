@@ -47,6 +47,7 @@ import numpy as np
 
 from .errors import InputError, check_count
 from .mdp import FiniteMDP
+from .solvers import solve
 
 #: The losses :func:`bisimkit.losses.fit_tabular` trains, in the order of checks L1-L5.
 FIT_LOSSES: tuple[str, ...] = ("entangled-reward", "entangled-policy", "psm", "mico", "dbc")
@@ -73,8 +74,6 @@ def check_fit_loss(loss: str) -> str:
 
 def fixed_point(mdp: FiniteMDP, loss: str, tol: float = 1e-10) -> np.ndarray:
     """The exact fixed point ``loss`` learns on ``mdp`` (``bisimkit.solve``, certified to ``tol``)."""
-    from .solvers import solve
-
     metric, ground = FIXED_POINTS[check_fit_loss(loss)]
     return solve(mdp, metric, ground=ground, tol=tol).distances
 

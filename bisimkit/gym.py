@@ -40,9 +40,9 @@ DEFAULT_DISCOUNT = 0.9
 def _gymnasium():
     """The gymnasium module, or an InputError naming the extra that installs it."""
     try:
-        import gymnasium
+        import gymnasium  # the gym extra
     except ModuleNotFoundError as exc:
-        from .extras import missing_extra
+        from .extras import missing_extra  # only to name the missing extra
 
         raise InputError(missing_extra(exc) or str(exc)) from None
     return gymnasium

@@ -18,12 +18,14 @@ vanish for every separable function, so any separable f has
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import InputError
 from .mdp import FiniteMDP, coordinate_independent
+from .solvers import ZeroGroundWarning, solve
 
 #: Absolute tolerance (relative to max(1, max d)) under which d counts as separable / Monge.
 ATOL = 1e-8
@@ -121,10 +123,6 @@ class Separability:
 
 def separability(mdp: FiniteMDP, ground: str = "reward") -> Separability:
     """Solve d_eps-bar (``ground``) on ``mdp`` and measure how separable it is on ``mdp.state_shape``."""
-    import warnings
-
-    from .solvers import ZeroGroundWarning, solve
-
     if mdp.state_shape is None:
         raise InputError("the MDP has no state_shape (no coordinates to be separable in)", param="mdp")
     mdp.require_policy("d_eps-bar")

@@ -10,11 +10,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from bisimkit.cli import load_mdp_or_example
+from bisimkit.comparison import check_compare, compare
+from bisimkit.errors import InputError
+from bisimkit.operators import METRIC_NAMES
+from bisimkit.solvers import DEFAULT_TOL
+
 
 def add_compare_command(sub: argparse._SubParsersAction) -> None:
     """Add the ``compare`` subcommand to the ``bisimkit`` parser."""
-    from bisimkit.operators import METRIC_NAMES
-
     p = sub.add_parser("compare", help="several metrics on one MDP: heatmaps, scatter matrix, difference, summary.csv",
                        description="Solve each metric once on the MDP and write, into --out, a heatmap per metric "
                                    "(all pairs, or the distances from --state on the grid when the MDP has a "
@@ -40,11 +44,7 @@ def add_compare_command(sub: argparse._SubParsersAction) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Check everything, solve, draw into a temporary folder, move it to --out; print what was written."""
-    from bisimkit.cli import load_mdp_or_example
-    from bisimkit.comparison import check_compare, compare
-    from bisimkit.errors import InputError
-    from bisimkit.solvers import DEFAULT_TOL
-    from figures.compare import check_figure_options, write_comparison
+    from figures.compare import check_figure_options, write_comparison  # matplotlib: ~2 s of start-up
 
     mdp = load_mdp_or_example(args.mdp)
     names, _ = check_compare(mdp, args.metrics, args.ground, args.order, args.action_order)

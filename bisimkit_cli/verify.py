@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+from bisimkit.cli import load_mdp_or_example
+from bisimkit.errors import InputError
+from validation.claims import claim_ids
+from validation.learning import loss_ids
+from validation.verify import DEFAULT_CASES, QUICK_CASES, console_summary, user_case, verify
 
 
 def add_verify_command(sub: argparse._SubParsersAction) -> None:
     """Add the ``verify`` subcommand to the ``bisimkit`` parser."""
-    from validation.claims import claim_ids
-    from validation.learning import loss_ids
-    from validation.verify import DEFAULT_CASES, QUICK_CASES
-
     claims, losses = claim_ids(), loss_ids()
     p = sub.add_parser("verify", help="check the paper's claims on families of MDPs (the main job)",
                        description="Check the paper's claims on families of MDPs and train the learned losses. "
@@ -45,12 +48,6 @@ def load_user_cases(specs: list[str], ground: str | None) -> list:
     written (bad input: one line, exit 2, no output folder). A file ``X.json`` with an ``X.ground.npy``
     beside it (a counterexample of a family with a matrix ground) is checked under that ground
     unless ``--ground`` is given."""
-    from pathlib import Path
-
-    from bisimkit.cli import load_mdp_or_example
-    from bisimkit.errors import InputError
-    from validation.verify import user_case
-
     cases = []
     for spec in specs:
         try:
@@ -65,15 +62,12 @@ def load_user_cases(specs: list[str], ground: str | None) -> list:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Run the job, print the table and verdicts; the exit status is the report's."""
-    from bisimkit.errors import InputError
-    from validation.verify import console_summary, verify
-
     if args.ground is not None and not args.mdp:
         raise InputError("applies with --mdp only (the generated families bring their own grounds)", param="ground")
     mdps = load_user_cases(args.mdp, args.ground) if args.mdp else None
     writer = None
     if not args.no_figures:
-        from figures.verify_figures import draw_verify_figures as writer
+        from figures.verify_figures import draw_verify_figures as writer  # matplotlib: ~2 s of start-up
     claims = None if not args.claims else [c.strip() for c in args.claims.split(",") if c.strip()]
     report = verify(out=args.out, cases=args.cases, seed=args.seed, claims=claims, quick=args.quick,
                     resume=args.resume, shrink_examples=args.shrink_examples, figures=writer,

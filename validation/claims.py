@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass
+from itertools import permutations
 from typing import Callable
 
 import numpy as np
@@ -21,7 +22,7 @@ import scipy.sparse as sp
 from bisimkit.couplings import entangled_cells, independent_cells
 from bisimkit.ground import Ground, ground_values
 from bisimkit.mdp import FiniteMDP, coordinate_independent
-from bisimkit.order import relabelled
+from bisimkit.order import Order, relabelled
 from bisimkit.operators import entangled_parts, policy_cells
 from bisimkit.pairs import PairSpace
 from bisimkit.pseudometric import check_pseudometric
@@ -323,8 +324,6 @@ def _random_orders(n: int, count: int, rng: np.random.Generator) -> list[tuple[i
     if n <= 1:
         return []
     if n <= 4:  # few permutations: take them in a seeded shuffle
-        from itertools import permutations
-
         pool = [p for p in permutations(range(n)) if p != identity]
         rng.shuffle(pool)
         return pool[:count]
@@ -408,8 +407,6 @@ def check_c11_class_contiguous(fp: FixedPoints) -> Outcome:
 def _relabel_ground(ground: Ground, actions: tuple[int, ...], mdp) -> Ground:
     if isinstance(ground, str):
         return ground
-    from bisimkit.order import Order
-
     order = Order(np.arange(mdp.n_states), np.asarray(actions), None, "", "")
     return order.relabel_ground(ground, mdp.n_actions)
 

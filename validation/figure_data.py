@@ -16,6 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from bisimkit.examples import MIRRORED_ROOMS_POLICY, mirrored_rooms
+from bisimkit.gaussian.discretize import refinement_study
+from bisimkit.gaussian.estimators import estimate_distance
+from bisimkit.gaussian.examples import gaussian_example
+from bisimkit.gaussian.exact import distance
 from bisimkit.generators import random_mdp
 from bisimkit.solvers import solve
 
@@ -128,10 +132,6 @@ def slice_pairs(points: int, lo: float = -2.0, hi: float = 2.0):
 def gaussian_slice_data(points: int = 81, mc_points: int = 21, samples: int = 1000, seed: int = 0) -> dict:
     """Exact d_pi (``linear-2d``) and d_eps-bar (``quadratic-2d``) on a fine slice of pairs, and
     Monte Carlo estimates with intervals on a coarser one (keys ``pi``, ``bar``, ``*_c``, ``*_mc``)."""
-    from bisimkit.gaussian.estimators import estimate_distance
-    from bisimkit.gaussian.examples import gaussian_example
-    from bisimkit.gaussian.exact import distance
-
     linear, quadratic = gaussian_example("linear-2d"), gaussian_example("quadratic-2d")
     t, z, z2 = slice_pairs(points)
     tc, zc, z2c = slice_pairs(mc_points)
@@ -155,9 +155,6 @@ STUDIES = [("linear-1d", "pi", GRIDS_1D, "tab:blue"), ("linear-1d", "eps-bar", G
 
 def grid_studies(studies=STUDIES) -> list[tuple[str, str, str, list[dict]]]:
     """Every refinement study of the grid-bridge figure: (model, metric, colour, rows)."""
-    from bisimkit.gaussian.discretize import refinement_study
-    from bisimkit.gaussian.examples import gaussian_example
-
     return [(name, metric, color, refinement_study(gaussian_example(name), metric, grids))
             for name, metric, grids, color in studies]
 

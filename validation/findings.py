@@ -21,6 +21,7 @@ import numpy as np
 from bisimkit.examples import example
 from bisimkit.mdp import FiniteMDP
 
+from .claims import FixedPoints
 from .families import Case
 
 
@@ -120,8 +121,6 @@ class WitnessResult:
 def check_witnesses(claims, labels: set[str] | None = None) -> list[WitnessResult]:
     """Run each finding's claim check on its witness (only findings whose label is in ``labels``,
     when given). A finding reproduces when its check does not hold there."""
-    from .claims import FixedPoints
-
     by_label = {c.label: c for c in claims}
     out = []
     for f in FINDINGS:

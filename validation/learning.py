@@ -31,14 +31,17 @@ distance head with any of the losses on sampled batches and records an error cal
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
-
+import importlib.util
 import time
+import traceback
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
 from bisimkit.examples import chain
 from bisimkit.fitting import DBC_TARGET_EVERY, FitSchedule, fixed_point  # noqa: F401 (DBC_TARGET_EVERY: re-export)
+from bisimkit.gaussian.exact import distance
+from bisimkit.gaussian.model import LinearGaussianMDP
 from bisimkit.generators import product_grid_mdp, random_mdp
 from bisimkit.mdp import FiniteMDP
 
@@ -134,7 +137,7 @@ def train_tabular(mdp: FiniteMDP, loss: str, config: TrainConfig = TrainConfig()
                   embedding: np.ndarray | None = None, exact: np.ndarray | None = None) -> Curve:
     """Train a tabular distance with ``loss`` on ``mdp`` by :func:`bisimkit.losses.fit_tabular` and
     record its max error against the exact fixed point (``exact``, solved here if not given)."""
-    from bisimkit.losses import fit
+    from bisimkit.losses import fit  # torch, the torch extra: the checks are skipped without it
 
     fit.check_fit_loss(loss)
     exact = exact_fixed_point(mdp, loss) if exact is None else np.asarray(exact)
@@ -149,7 +152,7 @@ def train_tabular(mdp: FiniteMDP, loss: str, config: TrainConfig = TrainConfig()
 def __getattr__(name: str):
     """``fit_head`` is :func:`bisimkit.losses.fit_head`, imported on first use (it needs torch)."""
     if name == "fit_head":
-        from bisimkit.losses.fit import fit_head
+        from bisimkit.losses.fit import fit_head  # torch, the torch extra
 
         return fit_head
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -174,8 +177,6 @@ class LossCase:
 def linear_gaussian_case(seed: int = 0):
     """A 2-D linear-Gaussian MDP whose d_eps-bar (policy ground) the separable head can represent:
     diagonal closed loop M = A + B K and diagonal K give d = sum_i |K_ii| |dz_i| / (1 - c |M_ii|)."""
-    from bisimkit.gaussian.model import LinearGaussianMDP
-
     rng = np.random.default_rng([seed, 707])
     A = np.diag(rng.uniform(0.3, 0.9, 2))
     K = np.diag(rng.uniform(-0.6, -0.1, 2))
@@ -188,10 +189,10 @@ def train_linear_gaussian(model, config: "TrainConfig", pairs: int = 256, coupli
     batches of Gaussian states of ``model`` and measure it against the exact series of
     :func:`bisimkit.gaussian.exact.distance` on fixed test pairs. (``coupling="independent"``
     trains the same head with independent noise instead, which must miss d_eps-bar.)"""
-    import torch
+    import torch  # the torch extra
 
-    from bisimkit.gaussian.exact import distance
-    from bisimkit.losses import SeparableDistance, fit_head, gaussian_policy, gaussian_transition, policy_ground, sampled_loss
+    from bisimkit.losses import (SeparableDistance, fit_head, gaussian_policy,  # torch (the torch extra)
+                                 gaussian_transition, policy_ground, sampled_loss)
 
     n, k, c = model.state_dim, model.action_dim, model.discount
     A, B, K = (torch.tensor(x, dtype=torch.float64) for x in (model.A, model.B, model.K))
@@ -264,7 +265,7 @@ def run_loss_checks(quick: bool = False, seed: int = 0, ids: list[str] | None = 
     solved afterwards (the compiled solvers may still be compiling in another process while the
     first tables train). ``progress(check, case)`` is called after each training.
     """
-    from bisimkit.losses import fit
+    from bisimkit.losses import fit  # torch, the torch extra: the checks are skipped without it
 
     config = replace(config or (QUICK_CONFIG if quick else DEFAULT_CONFIG), seed=seed)
     trained = []
@@ -292,8 +293,6 @@ def run_loss_checks(quick: bool = False, seed: int = 0, ids: list[str] | None = 
 
 def torch_available() -> bool:
     """Whether torch can be imported (the loss checks need it)."""
-    import importlib.util
-
     return importlib.util.find_spec("torch") is not None
 
 
@@ -314,8 +313,6 @@ def loss_worker(ids: list[str] | None, quick: bool, seed: int, queue) -> None:
     """Entry point of the child process that runs the loss checks alongside the claim checks of
     ``bisimkit verify``: sends ``("progress", text)`` after each training, then ``("done", report)``
     (or ``("error", traceback)``)."""
-    import traceback
-
     try:
         report = loss_report(quick, seed, ids, lambda check, case: queue.put(("progress", f"loss {check.id} {case.family}")))
         queue.put(("done", report))

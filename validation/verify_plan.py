@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json
+from bisimkit.ground import resolve_ground
 
 from . import learning
 from .claims import CLAIMS, Claim, FixedPoints, Outcome, c5_hypotheses, check_c5, claim_ids
@@ -107,8 +108,6 @@ def _select_losses(claims: list[str] | None) -> list[str]:
 def user_case(source: str, mdp, ground=None) -> tuple[str, Case]:
     """A user MDP (``source``: its file or id, named in reports) as a case of :data:`USER_FAMILY`;
     ``ground`` (eps family): ``reward`` (default), ``policy``, a file or a matrix."""
-    from bisimkit.ground import resolve_ground
-
     if isinstance(mdp, Case):
         return source, mdp
     if mdp.policy is None:

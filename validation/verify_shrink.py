@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from hypothesis import HealthCheck, Phase, find, settings
 
 from bisimkit.files import atomic_write, atomic_write_json
 
@@ -25,8 +26,6 @@ def shrink(claim: Claim, family: str, max_examples: int, seconds: float) -> Case
     hypothesis within about ``seconds`` (after that, the best so far is kept)."""
     if family not in FAMILIES:
         return None
-    from hypothesis import HealthCheck, Phase, find, settings
-
     deadline = time.perf_counter() + seconds
     best: list[Case] = []  # the shrinker only tries candidates simpler than the last failure
 

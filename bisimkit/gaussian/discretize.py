@@ -27,6 +27,7 @@ policy and the clipping to the box together.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +36,8 @@ from scipy.special import ndtr
 from ..errors import InputError
 from ..mdp import FiniteMDP
 from ..operators import apply_operator
+from ..solvers import solve
+from .exact import distance
 from .model import GaussianMDP, gauss_hermite
 
 
@@ -143,8 +146,6 @@ def residual_bound(grid: GridMDP, metric: str, D: np.ndarray, ground="reward") -
 def exact_on_grid(grid: GridMDP, metric: str, ground: str = "reward") -> np.ndarray:
     """The exact continuous distances (:func:`~bisimkit.gaussian.exact.distance`) between
     all pairs of cell centres, as an N x N matrix (linear-Gaussian models)."""
-    from .exact import distance
-
     N = len(grid.centers)
     i, j = np.meshgrid(np.arange(N), np.arange(N), indexing="ij")
     D = distance(grid.model, metric, ground, grid.centers[i.ravel()], grid.centers[j.ravel()]).values
@@ -161,10 +162,6 @@ def refinement_study(model: GaussianMDP, metric: str, grids, ground: str = "rewa
     ``max |d_grid - d_exact|`` over the grid pairs, the a-posteriori bound of
     :func:`residual_bound` and the solve time.
     """
-    import time
-
-    from ..solvers import solve
-
     rows = []
     for box, cells, nodes in grids:
         grid = discretize(model, box, cells, nodes)

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..files import atomic_write_json
 from ..fields import check_finite, check_keys, to_float_array, validate_discount
 
 #: The ground metrics on state-action pairs (docs/operators.md, paper Lemma 4.4).
@@ -435,6 +436,4 @@ def load_gaussian(path: str | os.PathLike) -> LinearGaussianMDP:
 
 def save_gaussian(model: LinearGaussianMDP, path: str | os.PathLike) -> Path:
     """Write the JSON description of ``model`` (atomically)."""
-    from ..files import atomic_write_json
-
     return atomic_write_json(path, model.to_dict())

@@ -53,9 +53,9 @@ PATHS = ("plain", "fast", "graphs", "compiled")
 DEFAULT_PATHS = ("plain", "fast", "graphs")
 CHECK_UPDATES = 50
 LEGACY = dict(aug_k=1, aug_m=1, target_encoder=False, actor_head=False)
-TARGET_MS = 14.0  # issue 12: eps-r at batch 512 on an H200, from 28.6 ms
+TARGET_MS = 14.0  # eps-r at batch 512 on an H200: half its plain path (28.6 ms, results/gpu/bench.log)
 TARGET_ROWS = {  # what the target is read off: the fastest non-plain path of each
-    "eps-r@legacy": "the update the issue timed at 28.6 ms (K = M = 1, no target encoder, no actor head)",
+    "eps-r@legacy": "the lighter update, 28.6 ms plain (K = M = 1, no target encoder, no actor head)",
     "eps-r": "the paper preset's update (K = M = 2, target encoder, actor head: about 1.75x that work)",
 }
 
@@ -98,9 +98,9 @@ def path_fields(path: str, cuda: bool = True) -> dict:
 
 def make_agent(preset: str, fields: dict, batch: int, device, seed: int = 0):
     """An agent of ``preset`` with ``fields`` for 84x84 pixels and 6 actions."""
-    import torch
+    import torch  # torch, the agents' extra: --help and the record's summary need none
 
-    from agents.agent import Agent
+    from agents.agent import Agent  # torch
     from agents.config import make_config
 
     torch.manual_seed(seed)
@@ -110,7 +110,7 @@ def make_agent(preset: str, fields: dict, batch: int, device, seed: int = 0):
 
 def random_batch(batch: int, device, seed: int = 0) -> dict:
     """A replay-like batch with the pixels already on ``device`` (as the GPU replay mirror gives them)."""
-    import torch
+    import torch  # torch, the agents' extra: --help and the record's summary need none
 
     g = torch.Generator().manual_seed(seed)
     obs = torch.randint(0, 256, (batch, 9, 84, 84), generator=g, dtype=torch.uint8).to(device)
@@ -122,7 +122,7 @@ def random_batch(batch: int, device, seed: int = 0) -> dict:
 
 def time_updates(agent, batch: dict, updates: int, device) -> float:
     """Mean seconds per update over ``updates`` updates (an even number: actor steps included)."""
-    import torch
+    import torch  # torch, the agents' extra: --help and the record's summary need none
 
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     sync()
@@ -137,7 +137,7 @@ def time_updates(agent, batch: dict, updates: int, device) -> float:
 def check_graphs(preset: str, fields: dict, batch: int, device, updates: int = CHECK_UPDATES) -> dict:
     """Critic losses of ``updates`` fast updates, eager and from CUDA graphs, from one initialisation, on the
     same batches with the generator reseeded before each update; their largest relative difference."""
-    import torch
+    import torch  # torch, the agents' extra: --help and the record's summary need none
 
     losses = {}
     for graphs in (False, True):
@@ -169,7 +169,7 @@ def summarise(times: dict[str, list[float]], methods: list[str], table: dict, de
               rounds_done: int) -> dict:
     """The record of the rounds timed so far: medians, updates/s and ratios (``fast / plain`` per
     method, ``eps-r fast / legacy plain``)."""
-    import torch
+    import torch  # torch, the agents' extra: --help and the record's summary need none
 
     median = {label: statistics.median(t) for label, t in times.items()}
     ratios = {f"{m} {path} / plain": median[f"{m}/{path}"] / median[f"{m}/plain"]
@@ -185,9 +185,9 @@ def summarise(times: dict[str, list[float]], methods: list[str], table: dict, de
 
 
 def main(argv: list[str] | None = None) -> int:
-    import torch
+    import torch  # torch, the agents' extra: --help and the record's summary need none
 
-    from agents.agent import fast_cuda_math, pick_device
+    from agents.agent import fast_cuda_math, pick_device  # torch
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="auto")
@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             times[label].append(time_updates(agent, batch, updates, device))
         print(f"round {r + 1}/{args.rounds}: " + ", ".join(f"{k} {1e3 * v[-1]:.1f}" for k, v in times.items()),
               file=sys.stderr, flush=True)
-        # after every round, so a run stopped at a time limit leaves the medians of the rounds it finished
+        # after every round, so a stopped run leaves the medians of the rounds it finished
         record = summarise(times, methods, table, device, args, updates, rounds_done=r + 1)
         atomic_write_json(out, record)
     median, ratios = record["seconds_per_update"], record["ratios"]

@@ -1,6 +1,6 @@
 """``--preset drq`` against DrQ's own update, update by update, on any device.
 
-Issue 12's diagnosis when ``--preset drq`` learns less than DrQ's published
+The diagnosis when ``--preset drq`` learns less than DrQ's published
 curve: compare per-update losses and Q values with a minimal reimplementation
 of DrQ's update on the same batches. The reimplementation is
 :mod:`benchmarks.drq_reference` (a transcription of denisyarats/drq ``drq.py``,
@@ -40,8 +40,8 @@ TRANSITIONS = 1000
 
 def cartpole_buffer(transitions: int = TRANSITIONS, seed: int = 0):
     """A replay buffer of cartpole-swingup transitions under uniform random actions."""
-    from agents.dcs import make_env
-    from agents.replay import ReplayBuffer
+    from agents.dcs import make_env  # the simulator stack (agents' extra)
+    from agents.replay import ReplayBuffer  # with the environment it fills
 
     env = make_env("cartpole-swingup", background=False, camera=False, seed=seed, fast_render=False)
     rng = np.random.default_rng(seed)
@@ -77,12 +77,12 @@ def batches(data: str, count: int, batch: int, seed: int = 0) -> list[dict]:
 
 def _pair(path: str, batch: int, device):
     """Our drq-preset agent on ``path`` and DrQ's transcription holding the same weights."""
-    import torch
+    import torch  # torch, the agents' extra: --help and the record's summary need none
 
-    from agents.agent import Agent
+    from agents.agent import Agent  # torch
     from agents.config import make_config
-    from agents.encoder import conv_output_side
-    from benchmarks.drq_reference import DrQ, load_from_agent
+    from agents.encoder import conv_output_side  # torch
+    from benchmarks.drq_reference import DrQ, load_from_agent  # torch
 
     torch.manual_seed(0)
     cfg = make_config("drq", batch_size=batch, device=str(device), fast=path == "fast", graphs=False)
@@ -99,9 +99,9 @@ def _rel(a: list[float], b: list[float]) -> np.ndarray:
 
 def compare(path: str, data: list[dict], device) -> dict:
     """Both measurements of the module doc for one path; the reference is always float32."""
-    import torch
+    import torch  # torch, the agents' extra: --help and the record's summary need none
 
-    from benchmarks.drq_reference import load_from_agent
+    from benchmarks.drq_reference import load_from_agent  # torch
 
     ours: dict[str, list[float]] = {"critic": [], "q": [], "actor": []}
     theirs: dict[str, list[float]] = {"critic": [], "q": [], "actor": []}
@@ -136,9 +136,9 @@ def compare(path: str, data: list[dict], device) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import torch
+    import torch  # torch, the agents' extra: --help and the record's summary need none
 
-    from agents.agent import fast_cuda_math, pick_device
+    from agents.agent import fast_cuda_math, pick_device  # torch
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="auto")

@@ -27,7 +27,7 @@ def test_paths_and_variants():
 
 
 def test_the_record_is_written_after_every_round_and_bad_counts_are_one_error(tmp_path, capsys):
-    """A benchmark stopped at a time limit (the GPU session's) keeps the rounds it finished."""
+    """A benchmark stopped before its last round keeps the rounds it finished."""
     import json
 
     from benchmarks.bench_updates import main

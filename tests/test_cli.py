@@ -129,7 +129,7 @@ def test_no_library_message_speaks_command_line():
     assert offenders == []
 
 
-# ------------------------------------------------- what a first-time user reads (issue 20)
+# ------------------------------------------------- what a first-time user reads
 def _uniform_mdp(tmp_path):
     """Three states, two actions, a uniform policy, one rewarding state."""
     P = np.zeros((3, 2, 3))

@@ -71,7 +71,7 @@ def test_a_folder_without_evaluations_is_one_error(tmp_path, capsys):
 
 
 def test_drq_compare_matches_drqs_update_on_the_plain_path_and_measures_the_fast_one():
-    """benchmarks.drq_compare (the issue-12 diagnosis, here on random pixels, batch 8, 10 updates): the
+    """benchmarks.drq_compare (the diagnosis, here on random pixels, batch 8, 10 updates): the
     float32 path gives DrQ's losses and Q values with the same weights, to float32's rounding along the
     networks (benchmarks.tolerance.loss_rtol: 2.6e-4 for the 84-pixel encoder, actor and critic), and the
     bf16 path differs measurably, by little."""

@@ -46,7 +46,7 @@ def test_a_session_is_filed_and_summarised(tmp_path, capsys):
     assert json.loads((dest / "fidelity.json").read_text())["passed"] is True
     assert "seed 0: 700.0" in out and "PASS" in out and "| env steps | 0 | 100k |" in out
     assert "| eps-r/graphs | 12.50 | 80.0 |" in out
-    assert "eps-r@legacy, the update the issue timed at 28.6 ms" in out
+    assert "eps-r@legacy, the lighter update, 28.6 ms plain" in out
     assert "fastest path eps-r@legacy/compiled, 13.9 ms per update (target <= 14 ms on an H200: met)" in out
     assert "fastest path eps-r/graphs, 12.5 ms per update (target <= 14 ms on an H200: met)" in out
     assert "graphs check, drq: pass" in out

@@ -1,4 +1,4 @@
-"""The DCS tasks as Gymnasium environments (``agents.gym_env``; issue 17): the API checker, and the
+"""The DCS tasks as Gymnasium environments (``agents.gym_env``): the API checker, and the
 same frames as ``agents.dcs.make_env``'s."""
 
 import os

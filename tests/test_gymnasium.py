@@ -1,4 +1,4 @@
-"""Tabular Gymnasium environments as FiniteMDPs (``bisimkit.from_gymnasium``, ``gym:ID``; issue 17)."""
+"""Tabular Gymnasium environments as FiniteMDPs (``bisimkit.from_gymnasium``, ``gym:ID``)."""
 
 import json
 import subprocess

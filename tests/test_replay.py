@@ -114,7 +114,7 @@ def test_chunks_round_trip_with_wrap_around(tmp_path):
         snapshots.append((k, snap))
     assert live.save_chunk(folder) is None  # nothing new: no empty chunk
     # chunk ranges: [0,3) [3,7) [8,13) (7 was overwritten before it was saved) [13,15) [19,24); a save
-    # deletes the chunks the previous checkpoint no longer needs (those ending by its total - capacity)
+    # deletes the chunks the previous checkpoint does not need (those ending by its total - capacity)
     names = [chunk_names(snap) for _, snap in snapshots]
     assert names[1] == ["chunk-0000000000-0000000003.npz", "chunk-0000000003-0000000007.npz"]
     assert names[2] == names[1] + ["chunk-0000000008-0000000013.npz"]
@@ -151,7 +151,7 @@ def test_load_deletes_chunks_past_the_checkpointed_total(tmp_path):
 
 
 def test_killed_between_chunk_and_checkpoint_after_wrap_around_stays_resumable(tmp_path):
-    """Writing a chunk may delete only chunks the *previous* checkpoint no longer needs: the run can
+    """Writing a chunk may delete only chunks the *previous* checkpoint does not need: the run can
     die after the chunk is written and before its checkpoint, and then resumes from the previous one."""
     live, folder = ReplayBuffer(5, SHAPE, ACTIONS), tmp_path / "buffer"
     for k in range(6):

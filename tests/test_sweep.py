@@ -1,4 +1,4 @@
-"""Sweeps (issue 13): grids, validation, state and failures, status, gather; and a real SLURM.
+"""Sweeps: grids, validation, state and failures, status, gather; and a real SLURM.
 
 The fast tests build grids (the paper's 540 runs in a dry run), refuse bad input,
 count failures and read states without training. The sweep tests train a

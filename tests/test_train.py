@@ -1,4 +1,4 @@
-"""Training smoke tests on CPU (issue 7): every method on every task, kill-and-resume, bad input.
+"""Training smoke tests on CPU: every method on every task, kill-and-resume, bad input.
 
 Runs are tiny (32x32 pixels, 2-4 agent steps per episode, batches of 4) and
 use one torch thread: on a shared 2-core machine torch's default of 2 threads

@@ -1,4 +1,4 @@
-"""``python -m agents.train --wandb PROJECT`` (issue 17): the TensorBoard scalars, also to W&B, with a fake
+"""``python -m agents.train --wandb PROJECT``: the TensorBoard scalars, also to W&B, with a fake
 ``wandb`` module (no network, no account); no ``import wandb`` unless asked."""
 
 import os

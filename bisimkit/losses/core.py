@@ -115,7 +115,7 @@ class DeferredChecks:
     re-runs the recorded kernels, which write the same flag tensors at the same
     addresses. In-place updates make every replay since the last flush count; a
     new tensor per record, or a new dict per flush, would leave the graph writing
-    tensors the collector no longer reads. Every name must be recorded once before
+    tensors the collector does not read again. Every name must be recorded once before
     capture (the warm-up run that CUDA graph capture needs anyway does it): a flag
     first made inside the graph would be overwritten, not ANDed, on each replay.
     """

@@ -1,0 +1,57 @@
+"""The layout table of docs/development.md matches the tree: every module of the packages is in it,
+and every path it names exists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("bisimkit", "bisimkit_cli", "validation", "figures", "agents", "benchmarks")
+
+
+def table_paths(text: str) -> list[str]:
+    """The paths of the first column of the Layout table: a cell's first path is relative to the root,
+    the bare names after it to that path's folder."""
+    section = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    paths = []
+    for line in section.splitlines():
+        if not line.startswith("| `"):
+            continue
+        names = re.findall(r"`([^`]+)`", line.split(" | ")[0])
+        folder = names[0].rpartition("/")[0] if not names[0].endswith("/") else names[0].rstrip("/")
+        paths += [name if "/" in name else f"{folder}/{name}" for name in names]
+    return paths
+
+
+def modules() -> list[str]:
+    """Every module and script of the packages (``__init__``/``__main__`` belong to their package)."""
+    found = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*")):
+            if path.suffix in (".py", ".sh") and "__pycache__" not in path.parts \
+                    and path.stem not in ("__init__", "__main__"):
+                found.append(path.relative_to(ROOT).as_posix())
+    return found
+
+
+def covered(module: str, paths: list[str]) -> bool:
+    """Named in the table, or inside a subpackage the table names as a folder (``bisimkit/gaussian/``;
+    a top-level package folder alone covers nothing: its modules are listed)."""
+    return module in paths or any(p.endswith("/") and p.count("/") >= 2 and module.startswith(p) for p in paths)
+
+
+def test_the_table_parser_reads_cells():
+    text = "## Layout\n\n| path | what |\n|---|---|\n| `a/b.py`, `c.py`, `d/e/` | x |\n| `f/` | y |\n\n## Next\n"
+    assert table_paths(text) == ["a/b.py", "a/c.py", "d/e/", "f/"]
+    assert covered("d/e/g.py", ["d/e/"]) and not covered("f/g.py", ["f/"])
+
+
+def test_every_module_is_in_the_layout_table():
+    paths = table_paths((ROOT / "docs" / "development.md").read_text())
+    assert [m for m in modules() if not covered(m, paths)] == []
+
+
+def test_every_path_of_the_layout_table_exists():
+    paths = table_paths((ROOT / "docs" / "development.md").read_text())
+    assert [p for p in paths if not (ROOT / p).exists()] == []

@@ -74,6 +74,20 @@ def test_train_agent_in_the_smoke_setting_and_plot(tmp_path):
     assert (tmp_path / "ex" / "runs" / "cartpole-swingup" / "eps-r" / "seed0" / "eval.csv").is_file()
 
 
+def test_metric_check_learned_against_exact(tmp_path):
+    pytest.importorskip("torch")
+    out = run("metric_check.py", "--steps", "6", "--batch", "16", "--image-size", "16", "--draws", "3", "--out", "mc",
+              cwd=tmp_path)
+    assert out.startswith("eps-r on the ring scene, 8 states, 6 updates:")
+    assert "targets met: mean_relative_error " in out
+    import numpy as np
+
+    from bisimkit import load_mdp, solve
+
+    exact = np.load(tmp_path / "mc" / "exact.npy")   # the certified fixed point of the scene's MDP
+    np.testing.assert_allclose(exact, solve(load_mdp(tmp_path / "mc" / "mdp.json"), "eps-bar").distances, atol=1e-8)
+
+
 def test_the_readme_lists_every_example():
     readme = (ROOT / "README.md").read_text()
     scripts = sorted(p.name for p in EXAMPLES.glob("*.py"))

@@ -22,6 +22,7 @@ from bisimkit.errors import InputError, check_count
 from .checkpoint import CHECKPOINT, Checkpoint
 from .config import TrainConfig, check_device
 from .mlp import initialisation_skipped
+from .videos import SPLITS
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -80,8 +81,8 @@ def restore_agent(path: str | os.PathLike, device: str = "auto", split: str = "e
     from .rollout import make_run_env
 
     check_device(device)
-    if split not in ("eval", "train"):
-        raise InputError(f"split: {split!r} is not eval or train")
+    if split not in SPLITS:
+        raise InputError(f"split: {split!r} is not {' or '.join(SPLITS)}")
     if episode_steps is not None:
         check_count("episode_steps", episode_steps)
     file, checkpoint, config = read_checkpoint(path)

@@ -287,7 +287,7 @@ def plot(records: list[dict], path: Path) -> None:
     ax_t.set_xlabel("states n")
     ax_t.set_ylabel("seconds to certified error 1e-9")
     ax_t.set_title("time: bisimkit (solid) vs per-pair ot.emd2 loop (dashed)")
-    handles, labels = ax_t.get_legend_handles_labels()
+    handles, _ = ax_t.get_legend_handles_labels()
     handles += [Line2D([], [], ls="", marker="s", color="gray", label="baseline measured"),
                 Line2D([], [], ls="", marker="s", color="gray", markerfacecolor="none", label="baseline extrapolated")]
     ax_t.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)

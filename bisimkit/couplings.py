@@ -376,17 +376,9 @@ def _rosenblatt_cells(X, src, Y, dst, shape, chunk) -> Cells:
 
 def independent_cells(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: np.ndarray) -> Cells:
     """Product couplings of the row pairs ``(X[src[k]], Y[dst[k]])`` as cells."""
-    ip, mp, lp = padded_rows(X, np.asarray(src))
-    iq, mq, lq = padded_rows(Y, np.asarray(dst))
+    ip, mp, _ = padded_rows(X, np.asarray(src))
+    iq, mq, _ = padded_rows(Y, np.asarray(dst))
     mass = mp[:, :, None] * mq[:, None, :]
     keep = mass > 0
     problem, a, b = np.nonzero(keep)
     return Cells(problem, ip[problem, a], iq[problem, b], mass[keep])
-
-
-def cells_to_dense(cells: Cells, problem: int, n: int, m: int | None = None) -> np.ndarray:
-    """The coupling of one ``problem`` as a dense n x m matrix."""
-    sel = cells.problem == problem
-    g = np.zeros((n, n if m is None else m))
-    np.add.at(g, (cells.i[sel], cells.j[sel]), cells.mass[sel])
-    return g

@@ -131,7 +131,7 @@ def psm_relation_labels(mdp: FiniteMDP, atol: float = 1e-9) -> np.ndarray:
 
 def bisim_relation_labels(mdp: FiniteMDP, atol: float = 1e-9) -> np.ndarray:
     """Block labels of the largest (Ferns) bisimulation relation E_bisim."""
-    n, m = mdp.n_states, mdp.n_actions
+    n = mdp.n_states
     reward = cluster_rows(mdp.rewards, atol)
     P = mdp.transition_rows
 

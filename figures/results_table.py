@@ -42,7 +42,7 @@ import numpy as np
 from bisimkit.errors import InputError, check_count
 
 from . import aggregate_table
-from .runs import (METHOD_LABEL, METHOD_ORDER, TASK_ABBREV, TASK_ORDER, Group, PathLike, Run, describe_groups,
+from .runs import (METHOD_LABEL, METHOD_ORDER, TASK_ABBREV, TASK_ORDER, Group, PathLike, describe_groups,
                    duplicate_note, evaluation_at, find_runs, group_runs, ordered)
 
 

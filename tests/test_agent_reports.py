@@ -350,7 +350,7 @@ def test_learning_curves_draw_drqs_own_runs_where_a_task_has_them(synthetic, tmp
     assert "drawn on ball_in_cup-catch, cartpole-swingup, walker-walk" in listing
     # the band: DrQ's cartpole runs at 16k are 97-248 with mean 182, and the grid stops where asked
     grid, mean, std = drq_band(drq_runs("cartpole-swingup"), 16_000, points=2)
-    at16 = np.array([returns[1] for steps, returns in drq_runs("cartpole_swingup").values()])
+    at16 = np.array([returns[1] for _, returns in drq_runs("cartpole_swingup").values()])
     assert grid.tolist() == [0.0, 16_000.0]
     assert mean[1] == pytest.approx(at16.mean(), rel=1e-12) and std[1] == pytest.approx(at16.std(), rel=1e-12)
     assert round(at16.min()) == 97 and round(at16.max()) == 248

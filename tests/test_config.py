@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import fields
 from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")

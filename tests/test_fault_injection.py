@@ -1,12 +1,11 @@
 """The claim checks catch broken operators: injected faults must turn claims red."""
 
 import numpy as np
-import pytest
 
 import bisimkit.operators as ops
 from bisimkit.couplings import independent_cells
 from validation.claims import FixedPoints, check_c1, check_c4, check_c5, check_c6
-from validation.families import FAMILIES, Case
+from validation.families import FAMILIES
 
 CASES = [FAMILIES["random-sparse"].make(np.random.default_rng(k)) for k in range(3)]
 TIGHT = [FAMILIES["monotone-product"].make(np.random.default_rng(k)) for k in range(3)]

@@ -96,7 +96,7 @@ def test_csv_output_and_info(files, tmp_path, capsys):
     ("linear-2d", ["--metric", "eps-bar", "--samples", "0"], "expected a positive integer"),
 ])
 def test_bad_requests_exit_2_with_one_line(files, capsys, model, extra, message):
-    code, out, err = run_main(capsys, "solve", files[model], "--pairs", files["pairs"], *extra)
+    code, _, err = run_main(capsys, "solve", files[model], "--pairs", files["pairs"], *extra)
     assert code == 2, err
     assert err.strip().count("\n") == 0 and "Traceback" not in err
     assert message in err

@@ -219,7 +219,7 @@ def test_deep_losses_run_in_the_input_dtype_and_train_the_head(dtype, device):
 def test_target_is_the_mean_of_shared_noise_samples():
     """With explicit noise, the loss regresses d(z, z') on the average of the K targets, each
     G + c d(z+, z'+) with the same noise for z and z'."""
-    policy, transition, transition_model, reward, _ = deep_models(torch.float64)
+    policy, transition, _, reward, _ = deep_models(torch.float64)
     g = torch.Generator().manual_seed(2)
     z = torch.randn(6, 5, generator=g, dtype=torch.float64)
     perm = torch.tensor([3, 0, 1, 5, 2, 4])
@@ -289,7 +289,7 @@ def test_heads():
 
 # ------------------------------------------------------------------ errors
 def test_bad_inputs_raise_value_errors_naming_the_tensor():
-    policy, transition, transition_model, reward, mean_action = deep_models(torch.float32)
+    policy, transition, _, reward, mean_action = deep_models(torch.float32)
     head = L.L1Distance()
     good = torch.randn(8, 5)
     kw = dict(distance=head, policy=policy, transition=transition, ground=L.reward_ground(reward), discount=0.9)

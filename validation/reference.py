@@ -10,7 +10,6 @@ MDPs; ``benchmarks/baseline.py`` times it as the benchmarks' baseline.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import ot

@@ -114,7 +114,7 @@ def geometric_norm_bound(M: np.ndarray, c: float, max_power: int = 100_000) -> f
     if c == 0:
         return 1.0
     S, P, ct = 0.0, np.eye(M.shape[0]), 1.0
-    for L in range(1, max_power + 1):
+    for _ in range(1, max_power + 1):
         S += ct * np.linalg.norm(P, 2)
         P, ct = P @ M, ct * c
         gamma = ct * np.linalg.norm(P, 2)

@@ -94,6 +94,19 @@ def test_exact_targets_are_bisimkits_fixed_points_of_the_saved_mdp(tmp_path):
         assert info["target_exact"]
 
 
+def test_l1_head_floor():
+    """0 for an L1-embeddable matrix (the ring's metrics, a path), 10% for the K_{2,3} graph metric, which
+    violates the pentagonal inequality that every L1 metric satisfies."""
+    from agents.metric_check import l1_head_floor
+
+    x = np.array([0.0, 1.0, 3.0, 4.5])
+    assert l1_head_floor(np.abs(x[:, None] - x[None, :])) == pytest.approx(0.0, abs=1e-9)
+    ring = build_scene("ring", 16)
+    assert l1_head_floor(exact_metric(ring, "eps-r")[0]) == pytest.approx(0.0, abs=1e-9)
+    k23 = np.array([[0, 2, 1, 1, 1], [2, 0, 1, 1, 1], [1, 1, 0, 2, 2], [1, 1, 2, 0, 2], [1, 1, 2, 2, 0]], float)
+    assert l1_head_floor(k23) == pytest.approx(0.1, abs=1e-9)
+
+
 def test_summary_numbers():
     exact = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 4.0], [2.0, 4.0, 0.0]])
     learned = exact.copy()

@@ -272,6 +272,9 @@ def learn_metric(mdp, render=None, method: str = "eps-r", distractors="all", ste
         exact, info = exact_metric(scene, method, policy=policy, samples=samples, seed=seed)
         info["policy"] = "the agent's final policy" if policy is not None else "the scene's behaviour policy"
     summary = summarise(learned, exact, invariance)
+    floor = l1_head_floor(exact)
+    if floor is not None:
+        info["l1_head_floor"] = floor
     summary.update(seconds=round(seconds, 1), scene=scene.name, method=method, mode=mode, steps=steps,
                    batch=batch, image_size=height, distractors=list(kinds), draws=draws, seed=seed,
                    device=str(agent.device), schedule=schedule, exact=info,
@@ -424,6 +427,30 @@ def summarise(learned: np.ndarray, exact: np.ndarray, invariance: float) -> dict
             "spearman": float(rho), "distractor_invariance": float(invariance),
             "diagonal_max_relative_error": float(diag.max()), "exact_max": scale,
             "learned_max": float(np.max(learned[i, j])), "states": int(n), "pairs": int(len(i))}
+
+
+def l1_head_floor(distances: np.ndarray, max_states: int = 12) -> float | None:
+    """The smallest max error, relative to the largest distance over the pairs s < t, of any weighted L1 distance
+    ``sum_i w_i |z_i - z'_i|`` between any points z(s) (the agents' heads on latents of any dimension): the
+    distance of ``distances`` to the cut cone, by linear programming over the 2^(n-1) - 1 cuts. 0 when the matrix
+    is L1-embeddable; None above ``max_states`` states (the LP grows as 2^n)."""
+    from scipy.optimize import linprog
+
+    d = np.asarray(distances, float)
+    n = len(d)
+    if n > max_states or n < 2:
+        return None
+    i, j = np.triu_indices(n, 1)
+    target = d[i, j]
+    bits = (np.arange(1, 2 ** (n - 1))[:, None] >> np.arange(n)[None, :]) & 1  # cuts containing state n-1 never
+    cuts = (bits[:, i] != bits[:, j]).astype(float).T  # pairs x cuts
+    ones = np.ones((len(target), 1))
+    cost = np.zeros(cuts.shape[1] + 1)
+    cost[-1] = 1.0
+    res = linprog(cost, A_ub=np.block([[cuts, -ones], [-cuts, -ones]]), b_ub=np.concatenate([target, -target]),
+                  bounds=[(0, None)] * len(cost), method="highs")
+    scale = float(target.max())
+    return float(res.x[-1] / scale) if res.success and scale > 0 else None
 
 
 # --------------------------------------------------------------- writing

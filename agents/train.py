@@ -197,7 +197,7 @@ class Trainer:
         self.counters = Counters()
         self.restore(checkpoint)
         atomic_write_json(self.out / "config.json", {
-            "config": cfg.to_dict(), "device": str(self.device), "fast": self.agent.fast,
+            "config": cfg.to_dict(), "device": str(self.device), "fast": self.agent.fast, "graphs": self.agent.graphs,
             "torch": torch.__version__, "backgrounds": self.env.background_source,
             "eval_backgrounds": self.eval_envs["eval"].background_source, "action_repeat": self.repeat,
             "agent_steps": self.total_steps})

@@ -26,11 +26,18 @@ from . import __version__
 from .errors import InputError
 from .examples import EXAMPLES, example
 from .files import atomic_write, atomic_write_json, atomic_write_text
+from .gaussian.model import is_gaussian_file, load_gaussian
+from .gaussian.pairs import describe_gaussian, format_pairs, load_pairs, solve_pairs
+from .ground import resolve_ground
+from .gym import load_gym_spec
 from .mdp import FiniteMDP, coordinate_independent, load_mdp
-from .operators import METRIC_NAMES, OPERATORS
-from .progress import Progress
+from .operators import METRIC_NAMES, OPERATORS, operator_info
+from .order import resolve_order
+from .progress import solve_progress
 from .relations import RELATION_KINDS, relation_blocks
+from .separable import separability
 from .solvers import DEFAULT_TOL, METHODS, PrecisionWarning, Solution, ZeroGroundWarning, solve
+from .warmup import compile_notice
 
 EXIT_INPUT = 2
 
@@ -46,24 +53,12 @@ def load_mdp_or_example(spec: str) -> FiniteMDP:
     """Load an MDP file, build the bundled example of that name, or import a tabular Gymnasium
     environment named ``gym:ID[?key=value&...]`` (:mod:`bisimkit.gym`; the ``gym`` extra)."""
     if spec.startswith("gym:") and not Path(spec).exists():
-        from .gym import load_gym_spec
-
         return load_gym_spec(spec)
     if not Path(spec).exists() and spec in EXAMPLES:
         return example(spec)
     if not Path(spec).exists():
         raise InputError(f"{spec}: no such file (bundled examples: {', '.join(EXAMPLES)})")
     return load_mdp(spec)
-
-
-def solve_progress(metric: str, tol: float) -> tuple[Progress, Callable[[int, float, float], None]]:
-    """A progress line for a long solve (silent for the first second) and the solver callback feeding it."""
-    line = Progress(None, f"[{metric}] iteration", delay=1.0)
-
-    def report(iteration: int, err: float, elapsed: float) -> None:
-        line.show(iteration, {"certified error": f"{err:.3e} (target {tol:.0e})"})
-
-    return line, report
 
 
 # ------------------------------------------------------------------- solve
@@ -127,8 +122,6 @@ GAUSSIAN_ONLY = ("pairs", "samples", "horizon", "seed", "confidence")
 
 
 def cmd_solve(args) -> int:
-    from .gaussian.model import is_gaussian_file
-
     if is_gaussian_file(args.mdp):
         return cmd_solve_gaussian(args)
     for option in GAUSSIAN_ONLY:
@@ -138,10 +131,6 @@ def cmd_solve(args) -> int:
         raise InputError("--method mc: applies to Gaussian MDP files only (finite MDPs are solved exactly or by vi)")
     mdp = load_mdp_or_example(args.mdp)
     # Bad input is refused before anything is announced or compiled.
-    from .ground import resolve_ground
-    from .operators import operator_info
-    from .order import resolve_order
-
     info = operator_info(args.metric)
     if info.uses_policy:
         mdp.require_policy(f"metric '{args.metric}'")
@@ -149,14 +138,10 @@ def cmd_solve(args) -> int:
     resolve_order(mdp, args.order, args.action_order, ground if ground is not None else "reward")
     if args.out and Path(args.out).suffix.lower() not in (".npy", ".json", ".csv"):
         raise InputError(f"--out: unsupported file type '{Path(args.out).suffix}' (use .npy, .json or .csv)")
-    if not args.quiet:
-        from .warmup import COMPILING_NOTE, kernels_cached
-
-        if kernels_cached() is False:
-            print(f"bisimkit: {COMPILING_NOTE}", file=sys.stderr, flush=True)
     line, report = solve_progress(args.metric, args.tol)
+    say = (lambda note: None) if args.quiet else (lambda note: print(f"bisimkit: {note}", file=sys.stderr, flush=True))
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with compile_notice(say), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ZeroGroundWarning)
             warnings.simplefilter("always", PrecisionWarning)
             sol = solve(mdp, args.metric, ground=args.ground, tol=args.tol, method=args.method,
@@ -178,9 +163,6 @@ def cmd_solve(args) -> int:
 
 def cmd_solve_gaussian(args) -> int:
     """``bisimkit solve MODEL.json --metric pi|psm|eps|eps-bar --pairs FILE``."""
-    from .gaussian.model import load_gaussian
-    from .gaussian.pairs import format_pairs, load_pairs, solve_pairs
-
     model = load_gaussian(args.mdp)
     for option in ("order", "action_order"):
         if getattr(args, option) != "index":
@@ -219,8 +201,6 @@ def cmd_solve_gaussian(args) -> int:
 # ---------------------------------------------------------- relation / info
 def cmd_relation(args) -> int:
     mdp = load_mdp_or_example(args.mdp)
-    from .ground import resolve_ground
-
     ground = resolve_ground(mdp, args.ground) if args.kind == "eps" else "reward"
     print(json.dumps(relation_blocks(mdp, args.kind, ground, atol=args.atol)))
     return 0
@@ -249,8 +229,6 @@ def describe_mdp(mdp: FiniteMDP) -> str:
         ci = coordinate_independent(mdp)
         lines.append(f"state_shape: {list(mdp.state_shape)} (coordinate-independent transitions: {'yes' if ci else 'no'})")
     if mdp.policy is not None:  # what a separable distance head can learn (docs/losses.md, claim C5)
-        from .separable import separability
-
         if mdp.state_shape is None:
             lines.append("d_eps-bar separable: not checked (no state_shape, so no state coordinates for a "
                          "SeparableDistance head; set state_shape to check)")
@@ -264,12 +242,7 @@ def describe_mdp(mdp: FiniteMDP) -> str:
 
 
 def cmd_info(args) -> int:
-    from .gaussian.model import is_gaussian_file
-
     if is_gaussian_file(args.mdp):
-        from .gaussian.model import load_gaussian
-        from .gaussian.pairs import describe_gaussian
-
         print(describe_gaussian(load_gaussian(args.mdp)))
         return 0
     print(describe_mdp(load_mdp_or_example(args.mdp)))

@@ -148,7 +148,8 @@ def zero_ground_note(mdp: FiniteMDP, metric: str, ground: Ground | None) -> tupl
         if spread <= ZERO_SPREAD:
             if spread == 0:
                 return spread, f"every reward equals {mdp.rewards.flat[0]:.6g}"
-            return spread, f"the rewards differ by at most {spread:.3g} (from {mdp.rewards.min():.6g} to {mdp.rewards.max():.6g})"
+            return spread, (f"the rewards differ by at most {spread:.3g} "
+                            f"(from {mdp.rewards.min():.6g} to {mdp.rewards.max():.6g})")
     return None
 
 

@@ -45,6 +45,7 @@ import numpy as np
 from .errors import InputError
 from .ground import Ground
 from .mdp import FiniteMDP
+from .relations import eps_relation_labels
 
 #: Named orders.
 ORDER_NAMES = ("index", "class-contiguous")
@@ -156,8 +157,6 @@ class Order:
 
 def class_contiguous_states(mdp: FiniteMDP, ground: Ground = "reward") -> np.ndarray:
     """States ordered class by class of E_eps (class-mass reading; classes by smallest member)."""
-    from .relations import eps_relation_labels
-
     labels = eps_relation_labels(mdp, ground)  # canonical: classes numbered by their smallest state
     return np.lexsort((np.arange(mdp.n_states), labels)).astype(np.int64)
 

@@ -254,3 +254,14 @@ class Progress:
             self._last_bucket = int(frac / self.log_fraction + 1e-9)
         self._printed_state = self._state()
         self.shown = True
+
+
+def solve_progress(metric: str, tol: float) -> tuple[Progress, Callable[[int, float, float], None]]:
+    """A progress line for a long solve (silent for the first second) and the solver callback feeding it
+    (a :data:`bisimkit.engine.ProgressCallback`)."""
+    line = Progress(None, f"[{metric}] iteration", delay=1.0)
+
+    def report(iteration: int, err: float, elapsed: float) -> None:
+        line.show(iteration, {"certified error": f"{err:.3e} (target {tol:.0e})"})
+
+    return line, report

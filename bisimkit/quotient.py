@@ -5,7 +5,8 @@ fixed point is the largest relation of the same kind (``docs/relations.md``,
 claim C2): related states are at distance 0 and, by the triangle inequality, at
 the same distance from every other state. The n x n fixed point is therefore a
 k x k matrix on the blocks, and partition refinement finds the blocks in
-near-linear time. This module solves that k-state problem and lifts it.
+near-linear time. This module builds that k-state problem, bounds the lift and lifts a solution of it
+(the solving itself is a stage of :func:`bisimkit.solvers.solve`).
 
 Construction
 ------------
@@ -105,10 +106,7 @@ operators (mico, psm-sampled, dbc-sampled: ``d(s, s) > 0``), nor dbc (W2) or eps
 
 from __future__ import annotations
 
-import time
-import warnings
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -185,27 +183,18 @@ class Quotient:
             return max(float(np.max(self.ground)), 0.0)
         return float(np.ptp(q.rewards))  # bisim, eps with the reward ground
 
-    def solve(self, tol: float, method: str = "auto", progress: Callable | None = None,
-              max_iterations: int | None = None, started: float | None = None):
-        """Solve the quotient and lift it, or None when the lift cannot be certified within ``tol``.
+    def a_priori_error(self, tol: float) -> float:
+        """The lift's error bound before solving, with ``M = C / (1 - c) + 3 tol`` (module docstring):
+        the quotient is worth solving when this is at most ``DEVIATION_SHARE * tol``."""
+        return self.lift_error(self.one_step_bound() / (1.0 - self.mdp.discount) + 3.0 * tol)
 
-        Returns a :class:`bisimkit.solvers.Solution` on the original states whose
-        ``certified_error`` is the lifted certificate (module docstring). ``started``
-        (a ``time.perf_counter()`` value) is where ``history_seconds`` counts from
-        (default: the quotient's own solve).
-        """
-        from .solvers import PrecisionWarning, ZeroGroundWarning, solve
+    def lift_solution(self, sol, tol: float, offset: float = 0.0):
+        """Lift a solution of the quotient MDP onto the original states, in place, or None when the
+        lifted certificate misses ``tol`` (or the quotient's solve did not converge).
 
-        offset = 0.0 if started is None else time.perf_counter() - started
-        c = self.mdp.discount
-        a_priori = self.lift_error(self.one_step_bound() / (1.0 - c) + 3.0 * tol)
-        if not a_priori <= DEVIATION_SHARE * tol:
-            return None
-        with warnings.catch_warnings():  # the caller warns about the original MDP
-            warnings.simplefilter("ignore", ZeroGroundWarning)
-            warnings.simplefilter("ignore", PrecisionWarning)
-            sol = solve(self.mdp, self.metric, self.ground, tol=tol - a_priori, method=method, progress=progress,
-                        max_iterations=max_iterations, quotient=False)
+        ``sol`` is a :class:`bisimkit.engine.Solution`; its ``certified_error`` becomes the lifted
+        certificate and its history is shifted by the lift term; ``offset`` seconds (the time spent
+        finding the blocks) are added to ``seconds`` and ``history_seconds``."""
         err = self.certificate(sol.distances, sol.certified_error)
         if not (sol.converged and err <= tol):
             return None
@@ -215,6 +204,7 @@ class Quotient:
         sol.tolerance = tol
         sol.history = [h + shift for h in sol.history]
         sol.history_seconds = [t + offset for t in sol.history_seconds]
+        sol.seconds += offset
         sol.method = f"{sol.method} on the quotient ({self.n_blocks} of {self.source.n_states} states)"
         return sol
 
@@ -301,15 +291,3 @@ def _ground_matrix_deviation(G: np.ndarray, x: np.ndarray, y: np.ndarray, chunk:
         cols = np.max(np.abs(G[:, x[idx]] - G[:, y[idx]]), axis=0)
         out[idx] = np.maximum(rows, cols)
     return out
-
-
-def solve_on_quotient(mdp: FiniteMDP, metric: str, ground: Ground | None, tol: float, method: str = "auto",
-                      progress: Callable | None = None, max_iterations: int | None = None,
-                      atol: float = RELATION_ATOL):
-    """Quotient-first solve: the lifted, certified solution, or None (nothing merges, or the
-    blocks deviate too much to certify within ``tol``); the caller then solves ``mdp`` itself."""
-    started = time.perf_counter()
-    q = quotient(mdp, metric, ground if ground is not None else "reward", atol)
-    if q is None:
-        return None
-    return q.solve(tol, method=method, progress=progress, max_iterations=max_iterations, started=started)

@@ -29,6 +29,9 @@ as (row, column) pairs.
 
 from __future__ import annotations
 
+import types
+from collections import namedtuple
+
 import numpy as np
 from numba import njit, prange
 
@@ -208,36 +211,69 @@ def _hang(root, C, k, er, ec, adj, deg, parent_edge, depth, pot, stack):
             top += 1
 
 
+#: Status of one solve (:func:`_solve_one`).
+SOLVED, NO_START, PIVOT_CAP = 0, 1, 2
+
+#: The scratch arrays of :func:`_solve_one`, for problems of up to ``nmax = k + l`` nodes (rows
+#: 0..k-1, then columns k..k+l-1) and ``dmax = max(k, l)``; tree edges are numbered 0..n-2.
+Scratch = namedtuple("Scratch", [
+    "adj",          # (nmax, dmax) int: the tree edges at each node
+    "deg",          # (nmax,) int: how many
+    "edge_row",     # (nmax,) int: the cell (row, column) of each tree edge
+    "edge_col",
+    "parent_edge",  # (nmax,) int: the edge to each node's parent (-1 at the root, row 0)
+    "depth",        # (nmax,) int: each node's depth below the root
+    "stack",        # (nmax,) int: DFS stack; one side of the pivot cycle
+    "cycle",        # (nmax,) int: the other side of the pivot cycle
+    "left",         # (nmax,) int: unassigned edges at each node (warm start's leaf peeling)
+    "pot",          # (nmax,) float: dual potentials u (rows) and v (columns)
+    "rest_row",     # (nmax,) float: unplaced row mass (warm start); row sums of the plan (gap)
+    "rest_col",     # (nmax,) float: the same for columns
+    "done",         # (nmax,) bool: edges whose flow is set (warm start)
+])
+
+
 @njit(cache=True, nogil=True)
 def _workspace(nmax, dmax):
-    """Scratch arrays of :func:`_solve_one` for problems up to ``nmax = k + l`` nodes and
-    ``dmax = max(k, l)`` (allocated once per thread, not once per problem)."""
-    return (np.empty((nmax, dmax), dtype=np.int64), np.empty((9, nmax), dtype=np.int64),
-            np.empty((3, nmax)), np.empty(nmax, dtype=np.bool_))
+    """A :class:`Scratch` for problems up to ``nmax`` nodes (allocated once per block of problems)."""
+    def ints():
+        return np.empty(nmax, dtype=np.int64)
+
+    return Scratch(np.empty((nmax, dmax), dtype=np.int64), ints(), ints(), ints(), ints(), ints(), ints(), ints(),
+                   ints(), np.empty(nmax), np.empty(nmax), np.empty(nmax), np.empty(nmax, dtype=np.bool_))
 
 
 @njit(cache=True, nogil=True)
-def _solve_one(a, b, C, k, l, flow, br, bc, warm, adj, iw, fw, done):
-    """Optimal flow into ``flow[:k, :l]``; the final basis into ``br, bc``.
-    ``adj, iw, fw, done`` come from :func:`_workspace`. Returns (cost, ok, pivots, gap), ``gap``
-    a bound on the cost's distance to the optimum (:func:`_plan_gap`; inf when not ok)."""
+def _solve_one(a, b, C, k, l, flow, basis_row, basis_col, warm, ws):
+    """Solve one transport problem by the network simplex.
+
+    Parameters
+    ----------
+    a, b : row masses ``a[:k]`` and column masses ``b[:l]`` (equal totals).
+    C : cost matrix, ``C[:k, :l]`` used.
+    k, l : numbers of rows and columns.
+    flow : output, the optimal basic plan in ``flow[:k, :l]``.
+    basis_row, basis_col : the ``k + l - 1`` cells of a spanning-tree basis: read as the start when
+        ``warm`` (if they are not a feasible tree, the greedy start is used), and overwritten with
+        the final basis.
+    warm : whether ``basis_row, basis_col`` hold a start.
+    ws : a :class:`Scratch` from :func:`_workspace`.
+
+    Returns ``(cost, status, pivots, gap)``: ``status`` is SOLVED, NO_START (no spanning tree could
+    be built) or PIVOT_CAP (``5000 (k + l)`` pivots without proving optimality); ``gap`` bounds the
+    cost's distance to the optimum (:func:`_plan_gap`; inf unless SOLVED).
+    """
     n = k + l
+    er, ec, adj, deg, pot = ws.edge_row, ws.edge_col, ws.adj, ws.deg, ws.pot
+    parent_edge, depth, stack, cycle = ws.parent_edge, ws.depth, ws.stack, ws.cycle
     for i in range(k):
         for j in range(l):
             flow[i, j] = 0.0
-    deg = iw[0]
-    er = iw[1]
-    ec = iw[2]
-    parent_edge = iw[3]
-    depth = iw[4]
-    stack = iw[5]
-    side = iw[6]
-    cycle = iw[7]
-    pot = fw[0]
     deg[:n] = 0
     started = False
     if warm:
-        started = _warm_basis(a, b, k, l, flow, er, ec, adj, deg, br, bc, fw[1], fw[2], iw[8], done, stack)
+        started = _warm_basis(a, b, k, l, flow, er, ec, adj, deg, basis_row, basis_col, ws.rest_row, ws.rest_col,
+                              ws.left, ws.done, stack)
     if not started:
         for i in range(k):
             for j in range(l):
@@ -245,19 +281,22 @@ def _solve_one(a, b, C, k, l, flow, br, bc, warm, adj, iw, fw, done):
         deg[:n] = 0
         started = _greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg)
     if not started:
-        return 0.0, False, 0, np.inf
+        return 0.0, NO_START, 0, np.inf
     scale = 0.0
+    floor = np.inf
     for i in range(k):
         for j in range(l):
             if abs(C[i, j]) > scale:
                 scale = abs(C[i, j])
+            if C[i, j] < floor:
+                floor = C[i, j]
     eps = PRICE_TOL * (1.0 + scale)
     bland_after = 50 * n
     total = k * l
     block = max(int(np.sqrt(total)), 8)
     pi_ = 0  # pricing position (row, column), kept across pivots
     pj_ = 0
-    ok = False
+    status = PIVOT_CAP
     pivots = 0
     violation = 0.0
     # Potentials u (rows) and v (columns) with u_0 = 0: C[i, j] = u_i + v_j on tree cells,
@@ -296,7 +335,7 @@ def _solve_one(a, b, C, k, l, flow, br, bc, warm, adj, iw, fw, done):
             if count >= block:
                 count = 0
         if ei < 0:
-            ok = True
+            status = SOLVED
             violation = -low
             break
         pivots += 1
@@ -308,7 +347,6 @@ def _solve_one(a, b, C, k, l, flow, br, bc, warm, adj, iw, fw, done):
         while u != w:
             if depth[u] >= depth[w]:
                 cycle[nu] = parent_edge[u]
-                side[nu] = 0
                 nu += 1
                 e = parent_edge[u]
                 u = k + ec[e] if u < k else er[e]
@@ -351,29 +389,34 @@ def _solve_one(a, b, C, k, l, flow, br, bc, warm, adj, iw, fw, done):
                 flow[i, j] = 0.0
             cost += flow[i, j] * C[i, j]
     for e in range(n - 1):
-        br[e] = er[e]
-        bc[e] = ec[e]
-    gap = _plan_gap(a, b, C, k, l, flow, pot, cost, violation, scale, fw[1], fw[2]) if ok else np.inf
-    return cost, ok, pivots, gap
+        basis_row[e] = er[e]
+        basis_col[e] = ec[e]
+    if status != SOLVED:
+        return cost, status, pivots, np.inf
+    return cost, status, pivots, _plan_gap(a, b, k, l, flow, er, ec, pot, cost, violation, scale, floor,
+                                           ws.rest_row, ws.rest_col)
 
 
 @njit(cache=True, nogil=True)
-def _plan_gap(a, b, C, k, l, flow, pot, cost, violation, scale, rows, cols):
-    """A bound on ``|cost - OT(a, b; C)|`` for the plan ``flow`` with potentials ``pot``.
+def _plan_gap(a, b, k, l, flow, edge_row, edge_col, pot, cost, violation, scale, floor, rows, cols):
+    """A bound on ``|cost - OT(a, b; C)|`` for the plan ``flow`` with potentials ``pot``
+    (``scale = max |C|``, ``floor = min C``).
 
     Lower side: ``u_i = pot[i] - violation`` and ``v_j = pot[k + j]`` satisfy
     ``u_i + v_j <= C[i, j]`` (``violation`` is the largest ``-(C - u - v)``, or 0), so weak
-    duality gives ``OT >= sum a u + sum b v``. Upper side: the plan's marginals differ from
-    ``a, b`` by round-off and by the crumbs set to 0, and moving that much mass costs at most
+    duality gives ``OT >= sum a u + sum b v``; and always ``OT >= min C sum a`` (which is the
+    better bound for a nearly free plan, whose potentials are large). Upper side: the plan's
+    marginals differ from ``a, b`` by round-off and by the crumbs set to 0, and moving that much mass costs at most
     ``max |C|`` per unit, so ``OT <= cost + max|C| (||a - rows||_1 + ||b - cols||_1)``. The
-    evaluation of these sums is charged at ``(k + l) eps`` of their absolute terms.
-    ``rows, cols`` are scratch arrays of at least ``k`` and ``l`` entries."""
+    evaluation of these sums is charged at ``(k + l) eps`` of their absolute terms. The plan is
+    basic: only the tree cells ``(edge_row[e], edge_col[e])`` carry flow, so the marginals cost
+    O(k + l). ``rows, cols`` are scratch arrays of at least ``k`` and ``l`` entries."""
     rows[:k] = 0.0
     cols[:l] = 0.0
-    for i in range(k):
-        for j in range(l):
-            rows[i] += flow[i, j]
-            cols[j] += flow[i, j]
+    for e in range(k + l - 1):
+        f = flow[edge_row[e], edge_col[e]]
+        rows[edge_row[e]] += f
+        cols[edge_col[e]] += f
     dual = 0.0
     size = cost
     drift = 0.0
@@ -385,12 +428,17 @@ def _plan_gap(a, b, C, k, l, flow, pot, cost, violation, scale, rows, cols):
         dual += b[j] * pot[k + j]
         size += abs(b[j] * pot[k + j])
         drift += abs(b[j] - cols[j])
-    below = cost - dual
-    above = scale * drift
+    mass = 0.0
+    for i in range(k):
+        mass += a[i]
+    eps = 2.220446049250313e-16
+    below = cost - dual + (k + l + 2) * eps * size
+    trivial = cost - floor * mass + (k + l + 2) * eps * (abs(cost) + abs(floor) * mass)
+    if trivial < below:
+        below = trivial
+    above = scale * drift + (k + l + 2) * eps * abs(cost)
     gap = below if below > above else above
-    if gap < 0.0:
-        gap = 0.0
-    return gap + (k + l + 2) * 2.220446049250313e-16 * size
+    return gap if gap > 0.0 else 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -429,17 +477,23 @@ def _basis_from_flow_at(flows, C, k, l, basis, off, ok, p):
     ok[p] = _basis_from_flow(flows[p], C[p], k[p], l[p], basis[lo:hi, 0], basis[lo:hi, 1])
 
 
-@njit(cache=True, parallel=True)
-def _bases_from_flows(flows, C, k, l, basis, off, ok):
+def _twins(body):
+    """A batch kernel and its serial twin, compiled from one body: ``prange`` spreads the problems
+    over threads in the first and is a plain ``range`` in the second (a small batch, or its one-time
+    compilation, does not pay for waking the thread pool). The twin is a copy of the function under
+    its own name, so each has its own on-disk cache entry."""
+    serial = types.FunctionType(body.__code__, body.__globals__, f"{body.__name__}_serial", body.__defaults__,
+                                body.__closure__)
+    serial.__qualname__ = f"{body.__qualname__}_serial"
+    return njit(cache=True, parallel=True)(body), njit(cache=True)(serial)
+
+
+def _bases_from_flows_body(flows, C, k, l, basis, off, ok):
     for p in prange(flows.shape[0]):
         _basis_from_flow_at(flows, C, k, l, basis, off, ok, p)
 
 
-@njit(cache=True)
-def _bases_from_flows_serial(flows, C, k, l, basis, off, ok):
-    for p in range(flows.shape[0]):
-        _basis_from_flow_at(flows, C, k, l, basis, off, ok, p)
-
+_bases_from_flows, _bases_from_flows_serial = _twins(_bases_from_flows_body)
 
 #: Problems per block of a batch; each block allocates its scratch arrays once.
 BLOCK = 256
@@ -447,32 +501,32 @@ BLOCK = 256
 
 @njit(cache=True, nogil=True)
 def _solve_block(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm, blk, nmax, dmax):
-    adj, iw, fw, done = _workspace(nmax, dmax)
+    """Problems ``blk * BLOCK`` up to the next block of a padded batch (:func:`solve_padded`)."""
+    ws = _workspace(nmax, dmax)
     for p in range(blk * BLOCK, min((blk + 1) * BLOCK, a.shape[0])):
         lo = off[p]
         hi = off[p] + k[p] + l[p] - 1
-        cost, good, piv, gap = _solve_one(a[p], b[p], C[p], k[p], l[p], flows[p], basis[lo:hi, 0],
-                                          basis[lo:hi, 1], warm[p], adj, iw, fw, done)
+        cost, status, piv, gap = _solve_one(a[p], b[p], C[p], k[p], l[p], flows[p], basis[lo:hi, 0],
+                                            basis[lo:hi, 1], warm[p], ws)
         costs[p] = cost
         gaps[p] = gap
-        ok[p] = good
+        ok[p] = status == SOLVED
         pivots[p] = piv
 
 
-@njit(cache=True, parallel=True)
-def _solve_batch(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm, nmax, dmax):
+def _solve_batch_body(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm, nmax, dmax):
     for blk in prange((a.shape[0] + BLOCK - 1) // BLOCK):
         _solve_block(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm, blk, nmax, dmax)
 
 
-@njit(cache=True)
-def _solve_batch_serial(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm, nmax, dmax):
-    for blk in range((a.shape[0] + BLOCK - 1) // BLOCK):
-        _solve_block(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm, blk, nmax, dmax)
+_solve_batch, _solve_batch_serial = _twins(_solve_batch_body)
 
 
-def _solve_supports_body(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass,
-                         x, cbuf, fbuf, adj, iw, fw, done):
+@njit(cache=True, nogil=True)
+def _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass,
+                        x, cbuf, fbuf, ws):
+    """Problem ``rows[x]`` of :func:`solve_supports`: gather its costs from ``D`` into ``cbuf``, solve,
+    and write its plan (in D's index space), cost, gap and success into the batch's slots."""
     p = rows[x]
     kk = k[p]
     ll = l[p]
@@ -484,8 +538,8 @@ def _solve_supports_body(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, g
     flow = fbuf[:kk * ll].reshape((kk, ll))
     lo = off[p]
     hi = lo + kk + ll - 1
-    cost, good, _, gap = _solve_one(a[p], b[p], C, kk, ll, flow, basis[lo:hi, 0], basis[lo:hi, 1], warm[p],
-                                    adj, iw, fw, done)
+    cost, status, _, gap = _solve_one(a[p], b[p], C, kk, ll, flow, basis[lo:hi, 0], basis[lo:hi, 1], warm[p], ws)
+    good = status == SOLVED
     for e in range(lo, hi):
         r = basis[e, 0]
         c = basis[e, 1]
@@ -498,34 +552,25 @@ def _solve_supports_body(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, g
     warm[p] = good
 
 
-_solve_supports_one = njit(cache=True, nogil=True)(_solve_supports_body)
-
-
 @njit(cache=True, nogil=True)
 def _solve_supports_block(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass,
                           blk, nmax, dmax, cmax):
     cbuf = np.empty(cmax)
     fbuf = np.empty(cmax)
-    adj, iw, fw, done = _workspace(nmax, dmax)
+    ws = _workspace(nmax, dmax)
     for x in range(blk * BLOCK, min((blk + 1) * BLOCK, len(rows))):
         _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass, x,
-                            cbuf, fbuf, adj, iw, fw, done)
+                            cbuf, fbuf, ws)
 
 
-@njit(cache=True, parallel=True)
-def _solve_supports(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass,
-                    nmax, dmax, cmax):
+def _solve_supports_body(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass,
+                         nmax, dmax, cmax):
     for blk in prange((len(rows) + BLOCK - 1) // BLOCK):
         _solve_supports_block(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j,
                               out_mass, blk, nmax, dmax, cmax)
 
 
-@njit(cache=True)
-def _solve_supports_serial(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass,
-                           nmax, dmax, cmax):
-    for blk in range((len(rows) + BLOCK - 1) // BLOCK):
-        _solve_supports_block(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j,
-                              out_mass, blk, nmax, dmax, cmax)
+_solve_supports, _solve_supports_serial = _twins(_solve_supports_body)
 
 
 def _sizes(k: np.ndarray, l: np.ndarray) -> tuple[int, int, int]:

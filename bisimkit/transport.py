@@ -231,9 +231,12 @@ def plan_gap(a: np.ndarray, b: np.ndarray, M: np.ndarray, G: np.ndarray, u: np.n
     violation = max(0.0, float(np.max(u[:, None] + v[None, :] - M)))
     dual = float(a @ (u - violation) + b @ v)
     drift = float(np.abs(a - G.sum(axis=1)).sum() + np.abs(b - G.sum(axis=0)).sum())
-    size = cost + float(np.abs(a * u).sum() + np.abs(b * v).sum() + a.sum() * violation)
-    eps = np.finfo(np.float64).eps
-    return max(cost - dual, float(np.max(M, initial=0.0)) * drift, 0.0) + (len(a) + len(b) + 2) * eps * size
+    size = abs(cost) + float(np.abs(a * u).sum() + np.abs(b * v).sum() + a.sum() * violation)
+    terms = (len(a) + len(b) + 2) * np.finfo(np.float64).eps
+    floor, mass = float(np.min(M)), float(a.sum())
+    below = min(cost - dual + terms * size, cost - floor * mass + terms * (abs(cost) + abs(floor) * mass))
+    above = float(np.max(np.abs(M), initial=0.0)) * drift + terms * abs(cost)
+    return max(below, above, 0.0)
 
 
 def _slot_index(off: np.ndarray, rows: np.ndarray, lp: np.ndarray, lq: np.ndarray) -> np.ndarray:

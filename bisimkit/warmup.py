@@ -7,35 +7,46 @@ compiles the transportation simplex, the coupling kernel and the assembly kernel
 
 from __future__ import annotations
 
-import os
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+from numba.core import event as numba_event
 
 from .generators import random_mdp
 from .solvers import solve
 
 #: One metric per compiled code path.
 METRICS = ("pi", "eps", "bisim", "eps-bar", "dbc", "psm")
-#: The kernels every solve path goes through (module, name): if numba has them on disk, nothing compiles.
-KEY_KERNELS = (("bisimkit.couplings", "_csr_breakpoints"), ("bisimkit.couplings", "_merge_rows"),
-               ("bisimkit.simplex", "_solve_supports_serial"), ("bisimkit.compiled", "_csr_matvec_serial"))
 #: What a cold first solve prints, and about how long compiling takes on 2 cores.
 COMPILING_NOTE = ("compiling the solver kernels (once, about 20 s on 2 cores; numba caches them on disk, "
                   "later runs start at once)")
 
 
-def kernels_cached() -> bool | None:
-    """Whether numba's disk cache holds the key kernels (None when that cannot be told)."""
-    import importlib
+class CompileNotice(numba_event.Listener):
+    """Says :data:`COMPILING_NOTE` once, when numba starts compiling a kernel.
 
-    try:
-        for module, name in KEY_KERNELS:
-            kernel = getattr(importlib.import_module(module), name)
-            if kernel.signatures:  # already compiled in this process
-                continue
-            if not os.path.exists(kernel._cache._cache_file._index_path):
-                return False
-        return True
-    except Exception:  # numba internals moved: say nothing rather than something wrong
-        return None
+    numba raises its ``numba:compile`` event only on a cache miss (a kernel found in its disk
+    cache is loaded without it), so the note appears exactly when something really compiles."""
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        self.say = say
+        self.said = False
+
+    def on_start(self, event) -> None:
+        if not self.said:
+            self.said = True
+            self.say(COMPILING_NOTE)
+
+    def on_end(self, event) -> None:
+        pass
+
+
+@contextmanager
+def compile_notice(say: Callable[[str], None]) -> Iterator[CompileNotice]:
+    """Within the block, ``say(COMPILING_NOTE)`` once if any kernel compiles."""
+    notice = CompileNotice(say)
+    with numba_event.install_listener("numba:compile", notice):
+        yield notice
 
 
 def warm_up() -> None:

@@ -90,32 +90,22 @@ def test_pricing_tolerance_is_charged_with_rewards_near_1e6(quotient):
     np.testing.assert_allclose(sol.distances, exact_fixed_point(mdp, "bisim"), rtol=0, atol=sol.certified_error)
 
 
-def _seven_state_policy_ground() -> FiniteMDP:
-    """A 7-state, 2-action MDP at c = 0.99 whose eps (policy ground) solve stopped on a plan that pricing
-    at 1e-12 (relative) accepted although a cheaper one existed."""
-    rng = np.random.default_rng(SEVEN_STATE_SEED)
-    n, m = 7, 2
-    W = rng.integers(0, 4, size=(n, m, n)).astype(float) * (rng.random((n, m, n)) > 0.5)
-    W[..., 0] += W.sum(-1) == 0
-    P = np.floor(W / W.sum(-1, keepdims=True) * 2 ** 12) / 2 ** 12
-    P[..., -1] += 1 - P.sum(-1)
-    V = rng.integers(0, 4, size=(n, m)).astype(float) * (rng.random((n, m)) > 0.0)
-    V[:, 0] += V.sum(-1) == 0
-    pi = np.floor(V / V.sum(-1, keepdims=True) * 2 ** 12) / 2 ** 12
-    pi[:, -1] += 1 - pi.sum(-1)
-    return FiniteMDP(P, rng.normal(size=(n, m)), 0.99, pi)
-
-
-SEVEN_STATE_SEED = 0
-
-
 @pytest.mark.parametrize("quotient", [True, False])
-def test_eps_policy_ground_at_099_is_certified(quotient):
-    mdp = _seven_state_policy_ground()
-    truth = exact_fixed_point(mdp, "eps", "policy")
-    sol = solve(mdp, "eps", ground="policy", quotient=quotient)
+def test_ordinary_rewards_at_0999_get_a_certificate_that_holds(quotient):
+    """Found by the property on a solver that charged neither transport gaps nor round-off: it
+    certified 0.0 here while its distances were 5.5e-12 off."""
+    P = np.array([[[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]],
+                  [[0.5, 0.5, 0.0], [0.25, 0.75, 0.0]],
+                  [[0.25, 0.75, 0.0], [0.0, 0.0, 1.0]]])
+    R = np.array([[0.3213717109575742, -7.682687750584593], [2.4697951107500082, 5.53366228684596],
+                  [2.2600660210608092, 8.345954095818053]])
+    mdp = FiniteMDP(P, R, 0.999, np.array([[0.75, 0.25], [0.75, 0.25], [0.25, 0.75]]))
+    truth = exact_fixed_point(mdp, "bisim")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrecisionWarning)
+        sol = solve(mdp, "bisim", quotient=quotient)
+    assert sol.certified_error > 0.0
     assert np.max(np.abs(sol.distances - truth)) <= sol.certified_error
-    assert sol.converged and sol.certified_error <= 1e-9
 
 
 def test_round_off_is_charged_at_discount_0999():

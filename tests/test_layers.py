@@ -123,3 +123,73 @@ def test_no_deferred_import_reaches_up(package):
             wrong += [f"{path.relative_to(ROOT)}:{node.lineno} {t}" for t in targets
                       if t.split(".")[0] in NEVER[package]]
     assert wrong == []
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Every project module's imports of project modules, top-level and inside functions alike."""
+    import ast
+
+    names = {m for package in PROJECT for m in modules(package)}
+    graph: dict[str, set[str]] = {}
+    for module in sorted(names):
+        path = ROOT / Path(*module.split("."))
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(parent + ([base] if base else []))
+                # ``from pkg import name``: the submodule pkg.name when there is one, else pkg itself
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in names else base for a in node.names]
+            else:
+                continue
+            edges |= {t for t in targets if t in names and t != module}
+        graph[module] = edges
+    return graph
+
+
+def test_no_import_cycles():
+    """No module reaches itself through the imports of project modules (deferred imports included)."""
+    graph = _import_graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    sys.setrecursionlimit(10_000)
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert cycles == []
+
+
+def test_core_never_imports_the_command_line():
+    """Only the command line itself (and the ``python -m bisimkit`` script) imports ``bisimkit.cli``."""
+    graph = _import_graph()
+    users = sorted(m for m, edges in graph.items()
+                   if "bisimkit.cli" in edges and m.split(".")[0] == "bisimkit" and m != "bisimkit.cli")
+    assert users == []

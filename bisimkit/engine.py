@@ -1,0 +1,463 @@
+"""The engine: the fixed point of one operator on one MDP, with a certified error.
+
+Operator form (:func:`bisimkit.operators.operator_form`) -> method (value iteration,
+Smith's doubling, one linear solve, coupling iteration) -> certificate -> :class:`Solution`.
+:func:`bisimkit.solvers.solve` runs the stages before it (checks, orders, derived metrics,
+quotient first) and ends here.
+
+
+Every operator F is a c-contraction in the sup norm, so for any candidate x
+
+    ||F(x) - d*|| <= c ||x - d*|| <= c / (1 - c) * ||F(x) - x||.
+
+All solvers return F(x) for their last x (Smith's doubling returns x) and report
+a bound on its error as ``certified_error``. F is not evaluated exactly in
+floating point, so the bound charges what the evaluation is unsure of
+(``docs/operators.md#the-certificate``): with ``y`` the computed F(x), ``g`` a bound
+on ``|y - F(x)|`` from the optimal transport values (their duality gaps,
+:class:`bisimkit.operators.Evaluation`) and ``rho`` the round-off floor::
+
+    ||y - d*|| <= (c ||y - x|| + g + rho) / (1 - c),
+    rho = (K + 4) eps (max|b| + max|x| + max|y|) + rho_b,
+
+K the longest floating-point sum behind one value, b the one-step terms and rho_b
+the round-off of computing b from the MDP (:func:`bisimkit.operators.constant_error`). The
+part ``(g + rho) / (1 - c)`` does not shrink with iterations: when it exceeds the
+requested ``tol``, the solve says so (:class:`PrecisionWarning`) and ends with
+``converged=False`` instead of claiming ``tol``.
+
+Methods
+-------
+``vi``
+    Value iteration from 0 (monotone for every operator here).
+``exact``
+    * mico, psm-sampled: Smith's doubling for the Stein equation
+      ``D = A + c P D P^T`` (2^k terms of the Neumann series after k steps).
+    * eps-bar: one sparse linear solve over the state pairs.
+    * pi, psm, eps, eps-avg, bisim: *coupling iteration* (policy iteration on
+      the couplings): fix an optimal coupling per transport problem, solve the
+      resulting linear system, re-optimise the couplings (warm-started from the
+      previous round's optimal bases), until the certificate reaches ``tol``;
+      typically 4-6 rounds where value iteration needs hundreds of sweeps. For
+      bisim the max over actions is solved exactly inside each round by policy
+      iteration over actions.
+    * dbc, dbc-sampled (W2, not linear in the coupling): value iteration.
+``auto``
+    ``exact`` where it exists, else ``vi``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from .compiled import matvec
+from .couplings import Cells
+from .errors import InputError
+from .ground import Ground, ground_label
+from .mdp import FiniteMDP
+from .order import ACTION_ORDER_METRICS
+from .operators import (Evaluation, PairLinearForm, SteinForm, TransportTerms, diagonal_values, operator_form,
+                        operator_info, pair_system)
+from .pairs import PairSpace
+from .transport import plan_costs
+
+#: Default certified tolerance ("exact" in this project).
+DEFAULT_TOL = 1e-9
+
+#: ``callback(iteration, certified_error, elapsed_seconds)``, called after every round.
+ProgressCallback = Callable[[int, float, float], None]
+
+METHODS = ("auto", "exact", "vi")
+
+
+class PrecisionWarning(UserWarning):
+    """The requested tolerance is below what float64 can certify for this problem."""
+
+
+#: Machine epsilon of float64, the unit of the round-off floor.
+EPS = float(np.finfo(np.float64).eps)
+
+
+@dataclass
+class Solution:
+    """A fixed point with its certificate."""
+
+    metric: str
+    distances: np.ndarray
+    iterations: int
+    certified_error: float
+    seconds: float
+    method: str
+    tolerance: float
+    ground: str | None = None
+    converged: bool = True
+    history: list[float] = field(default_factory=list)
+    history_seconds: list[float] = field(default_factory=list)  # elapsed seconds at each history entry
+    diagonal_residual: float = 0.0  # max_s |F(d)(s, s)| for the pseudometric operators (0 in theory)
+    order: str = "index"  # the state (grid: coordinate) order the entangled coupling followed
+    action_order: str = "index"  # the action order of the entangled policy coupling
+    floor: float = 0.0  # the part of certified_error that more iterations cannot reduce (round-off, transport gaps)
+
+    @property
+    def order_matters(self) -> bool:
+        """Whether this metric depends on the state order (eps-bar) or the action order (eps family)."""
+        return self.metric in ACTION_ORDER_METRICS
+
+    def to_json(self) -> dict:
+        """The ``--out FILE.json`` object."""
+        return {
+            "metric": self.metric,
+            "ground": self.ground,
+            "method": self.method,
+            "distances": self.distances.tolist(),
+            "iterations": self.iterations,
+            "certified_error": self.certified_error,
+            "tolerance": self.tolerance,
+            "converged": self.converged,
+            "diagonal_residual": self.diagonal_residual,
+            "order": self.order,
+            "action_order": self.action_order,
+            "seconds": self.seconds,
+        }
+
+
+def fixed_point(mdp: FiniteMDP, metric: str, g: Ground | None, tol: float, method: str = "auto",
+                progress: ProgressCallback | None = None, max_iterations: int | None = None,
+                full_diagonal: bool = False) -> Solution:
+    """The fixed point of operator ``metric`` on ``mdp`` itself (index orders, no quotient), certified.
+
+    ``g`` is a resolved ground (or None for metrics without one); arguments are as in
+    :func:`bisimkit.solvers.solve`, which checks them. Nothing is warned here.
+    """
+    info = operator_info(metric)
+    start = time.perf_counter()
+    pairs = PairSpace(mdp.n_states, diagonal=True) if full_diagonal else None
+    form = operator_form(mdp, metric, g if g is not None else "reward", pairs,
+                         zero_diagonal=False if full_diagonal else None)
+    c = mdp.discount
+    exact = method in ("auto", "exact") and not (isinstance(form, TransportTerms) and form.p != 1)
+    if method == "exact" and not exact:
+        raise InputError(f"'{metric}' has no exact method (W2 is not linear in the coupling); use vi",
+                         param="method")
+    report = _Reporter(progress, start)
+    if not exact:
+        to_matrix = (lambda X: X) if isinstance(form, SteinForm) else form.pairs.to_matrix
+        x0 = np.zeros_like(form.A) if isinstance(form, SteinForm) else form.pairs.zeros()
+        x, its, err, ok, floor = value_iteration(form.evaluate, x0, c, tol, report, max_iterations)
+        name = "value iteration"
+    elif isinstance(form, SteinForm):
+        x, its, err, floor = stein_doubling(form, tol, report)
+        ok, name, to_matrix = err <= tol, "Smith doubling (Stein equation)", (lambda X: X)
+    elif isinstance(form, PairLinearForm):
+        x, its, err, floor = pair_linear_solve(form, tol, report)
+        ok, name, to_matrix = err <= tol, "sparse linear solve", form.pairs.to_matrix
+    else:
+        x, its, err, ok, floor = coupling_iteration(form, tol, report, max_iterations)
+        name, to_matrix = "coupling iteration", form.pairs.to_matrix
+    # Every operator's fixed point is >= 0, so clipping round-off can only move x closer to it.
+    D = np.maximum(to_matrix(x), 0.0)
+    diag_res = 0.0
+    if info.pseudometric and not full_diagonal:
+        # The solvers stored only s < t with d(s, s) = 0. Check that F(D) really vanishes on the
+        # diagonal and charge what does not to the certificate: the full residual of D is at most
+        # max(off-diagonal step, diagonal residual), and D's own diagonal is off by at most that much more.
+        diag_res = float(np.max(np.abs(diagonal_values(mdp, metric, D, g if g is not None else "reward"))))
+        if diag_res > 0:
+            err = max(err, _certificate(c, diag_res)) + diag_res
+            ok = ok and err <= tol
+    return Solution(metric=metric, distances=D, iterations=its, certified_error=float(err),
+                    seconds=time.perf_counter() - start, method=name, tolerance=tol,
+                    ground=None if g is None else ground_label(g), converged=bool(ok),
+                    history=report.history, history_seconds=report.seconds, diagonal_residual=diag_res,
+                    floor=float(floor))
+
+
+
+class _Reporter:
+    """Collects the certificate history and forwards it to a progress callback."""
+
+    def __init__(self, progress: ProgressCallback | None, start: float) -> None:
+        self.progress = progress
+        self.start = start
+        self.history: list[float] = []
+        self.seconds: list[float] = []
+
+    def __call__(self, iteration: int, err: float) -> None:
+        elapsed = time.perf_counter() - self.start
+        self.history.append(float(err))
+        self.seconds.append(elapsed)
+        if self.progress is not None:
+            self.progress(iteration, float(err), elapsed)
+
+
+def _certificate(c: float, step: float) -> float:
+    return 0.0 if c == 0 else c / (1.0 - c) * step
+
+
+@dataclass
+class Bound:
+    """The certificate of a computed ``y = F(x)`` (module docstring): ``error`` bounds
+    ``||y - d*||``, ``floor`` is its part that does not shrink with the step."""
+
+    error: float
+    floor: float
+
+    def reachable(self, tol: float) -> bool:
+        """Whether more iterations can still bring the bound to ``tol``."""
+        return self.floor <= tol
+
+
+def bound(c: float, ev: Evaluation, returned: str = "value") -> Bound:
+    """The certificate of ``ev.value`` (``returned="value"``: y = F(at) is returned) or of
+    ``ev.at`` itself (``returned="at"``: ``||at - d*|| <= (||F(at) - at|| + g + rho) / (1 - c)``)."""
+    if ev.value.size == 0:
+        return Bound(0.0, 0.0)  # no unknowns (one state): nothing is computed, nothing is off
+    step = float(np.max(np.abs(ev.value - ev.at), initial=0.0))
+    size = ev.scale + float(np.max(np.abs(ev.at), initial=0.0)) + float(np.max(np.abs(ev.value), initial=0.0))
+    rho = (ev.terms + 4) * EPS * size + ev.const_error
+    floor = (ev.gap + rho) / (1.0 - c)
+    factor = c if returned == "value" else 1.0
+    return Bound(factor * step / (1.0 - c) + floor, floor)
+
+
+def precision_note(metric: str, tol: float, floor: float) -> str:
+    """The one line said when ``tol`` is below what float64 can certify."""
+    return (f"{metric}: tol {tol:g} is below what float64 can certify for this MDP (its round-off and "
+            f"transport floor is {floor:.3g}); the certificate states what was reached")
+
+
+# --------------------------------------------------------- value iteration
+def value_iteration(evaluate: Callable[[np.ndarray], Evaluation], x0: np.ndarray, c: float, tol: float,
+                    report: Callable[[int, float], None] | None = None,
+                    max_iterations: int | None = None) -> tuple[np.ndarray, int, float, bool, float]:
+    """Iterate ``x <- F(x)`` until the certificate of F(x) (:func:`bound`) is within ``tol``.
+
+    Stops early, unconverged, once only the floor stands between the bound and ``tol``.
+    Returns ``(x, iterations, certified_error, converged, floor)``.
+    """
+    x = x0
+    limit = max_iterations if max_iterations is not None else _iteration_cap(c, tol)
+    err, floor = math.inf, 0.0
+    for k in range(1, limit + 1):
+        ev = evaluate(x)
+        b = bound(c, ev)
+        err, floor, x = b.error, b.floor, ev.value
+        if report:
+            report(k, err)
+        if err <= tol:
+            return x, k, err, True, floor
+        if not b.reachable(tol) and err <= 2.0 * floor:
+            return x, k, err, False, floor
+    return x, limit, err, False, floor
+
+
+def _iteration_cap(c: float, tol: float) -> int:
+    """Generous bound on the sweeps value iteration needs (rewards up to 1e6)."""
+    if c == 0:
+        return 2
+    return int(math.ceil(math.log(tol * (1 - c) / 1e6) / math.log(c))) + 100
+
+
+# ------------------------------------------------------------ Stein (mico)
+def stein_doubling(form: SteinForm, tol: float, report=None) -> tuple[np.ndarray, int, float, float]:
+    """Solve ``D = A + c P D P^T`` by Smith's doubling.
+
+    After k steps ``D_k`` holds the first 2^k terms of ``sum_j c^j P^j A P^jT``;
+    the rest is ``c^(2^k) M D* M^T`` with M row-stochastic, so in exact arithmetic
+    ``||D_k - D*|| <= c^(2^k) ||A||_max / (1 - c)``, which decides when to stop. The
+    certificate returned is a posteriori, from one evaluation of the operator at the
+    result (:func:`bound` with ``returned="at"``), so the round-off of the products,
+    which the squarings amplify, is measured rather than assumed away. In exact arithmetic
+    it is never above the a priori bound: ``F(D_k) - D_k = c^(2^k) P^(2^k) A P^(2^k)T``.
+    Returns ``(D, steps, certified_error, floor)``.
+    """
+    A, P, c = form.A, form.P, form.discount
+    a_max = float(np.max(np.abs(A), initial=0.0))
+    scale = a_max / (1.0 - c)
+    D, M, coef, k = A.copy(), P.copy(), c, 0
+    err = coef * scale
+    while err > tol:
+        closed = _rank_one_tail(A, M, coef, c, a_max, tol)
+        if closed is not None:
+            D, err = D + closed[0], closed[1]
+            k += 1
+            if report:
+                report(k, err)
+            break
+        D = D + coef * ((M @ D) @ M.T)
+        k += 1
+        coef = coef * coef
+        err = coef * scale
+        if err > tol:
+            M = M @ M
+        if report:
+            report(k, err)
+    D = (D + D.T) / 2
+    b = bound(c, form.evaluate(D), returned="at")
+    if report:
+        report(k, b.error)
+    return D, k, b.error, b.floor
+
+
+def _rank_one_tail(A: np.ndarray, M: np.ndarray, coef: float, c: float, a_max: float,
+                   tol: float) -> tuple[float, float] | None:
+    """Close the Neumann tail ``sum_{j >= N} c^j P^j A P^jT`` when ``M = P^N`` has (nearly) equal rows.
+
+    With ``M = 1 mu^T + E`` (``mu`` the mean row, ``eps`` the largest L1 norm of a row of E),
+    every later power is ``P^j = 1 mu^T + E_j`` with ``||E_j||_inf <= eps``, so each tail term is
+    ``mu^T A mu`` up to ``(2 eps + eps^2) max|A|`` and the tail is the constant
+    ``mu^T A mu c^N / (1 - c)`` up to ``c^N / (1 - c) (2 eps + eps^2) max|A|``. Fast-mixing chains
+    (dense random MDPs) reach this after a few squarings instead of the ~8 the series needs.
+    Returns ``(tail constant, error bound)`` when the bound is within ``tol``, else None.
+    """
+    mu = M.mean(axis=0)
+    eps = float(np.max(np.abs(M - mu).sum(axis=1)))
+    bound = coef / (1.0 - c) * (2.0 * eps + eps * eps) * a_max
+    if bound > tol:
+        return None
+    return float(mu @ A @ mu) * coef / (1.0 - c), bound
+
+
+# ------------------------------------------------------ linear pair systems
+#: Pair systems up to this many unknowns are factorised directly.
+DIRECT_LIMIT = 800
+
+
+def solve_fixed_point(T: sp.csr_matrix, b: np.ndarray, c: float, x0: np.ndarray | None = None,
+                      tol: float = 1e-12, product: Callable[[np.ndarray], np.ndarray] | None = None
+                      ) -> tuple[np.ndarray, float]:
+    """Solve ``x = b + c T x`` (T substochastic) and bound the error.
+
+    Iterative refinement: the residual ``r = b + cTx - x`` is always computed in
+    float64 with the exact T, and each pass adds an approximate solution of
+    ``(I - cT) dx = r``: a sparse LU factorisation for small systems, GMRES on a
+    float32 copy of T for large ones (half the memory traffic; the float64
+    residuals still drive the error to ``tol``). Returns ``(x, bound)`` with
+    ``||x - x*|| <= ||b + cTx - x|| / (1 - c) = bound``. ``product``, when given, is the
+    exact float64 ``x -> T x`` and T itself may be a float32 copy (used for the inner solves only).
+    """
+    N = len(b)
+    if N == 0:
+        return np.zeros(0), 0.0
+    if N <= DIRECT_LIMIT and product is None:
+        step = spla.splu((sp.identity(N, format="csr") - c * T).tocsc()).solve
+    else:
+        T32 = matvec(T, np.float32)
+        A = spla.LinearOperator((N, N), matvec=lambda v: v - np.float32(c) * T32(v), dtype=np.float32)
+
+        def step(r):
+            scale = float(np.max(np.abs(r)))
+            dx, _ = spla.gmres(A, (r / scale).astype(np.float32), rtol=1e-5, atol=0.0, restart=20, maxiter=10)
+            return dx.astype(np.float64) * scale
+
+    Tx = matvec(T) if product is None else product
+    x = np.zeros(N) if x0 is None else np.asarray(x0, dtype=np.float64).copy()
+    bound = np.inf
+    for _ in range(60):
+        r = b + c * Tx(x) - x
+        bound = float(np.max(np.abs(r), initial=0.0)) / (1.0 - c)
+        if bound <= tol:
+            break
+        x = x + step(r)
+    return x, bound
+
+
+def pair_linear_solve(form: PairLinearForm, tol: float, report=None) -> tuple[np.ndarray, int, float, float]:
+    """Exact solve of a linear pair operator, returning F(x) with its certificate and floor."""
+    c = form.discount
+    x, _ = solve_fixed_point(form.T, form.b, c, tol=tol * 0.1, product=form.product)
+    ev = form.evaluate(x)
+    b = bound(c, ev)
+    if report:
+        report(1, b.error)
+    return ev.value, 1, b.error, b.floor
+
+
+# ----------------------------------------------------- coupling iteration
+def coupling_iteration(terms: TransportTerms, tol: float, report=None,
+                       max_rounds: int | None = None) -> tuple[np.ndarray, int, float, bool, float]:
+    """Policy iteration over optimal couplings for a W1 operator (see module doc).
+
+    Early rounds solve their linear systems only as accurately as the current
+    certificate warrants (modified policy iteration); the certificate itself is
+    always computed from F(x) - x with what F's evaluation is unsure of (:func:`bound`).
+    Returns ``(F(x), rounds, certified_error, converged, floor)``. The transport solver warm-starts from
+    the previous round's bases, so a coupling that is still optimal is kept
+    as it is, and the new plans can be adopted wholesale without cycling on ties.
+    """
+    c = terms.discount
+    pairs = terms.pairs
+    n_rows = len(terms.row_pair)
+    b = np.bincount(terms.row_pair, weights=terms.row_weight * terms.row_const, minlength=len(pairs))
+    # Round 0: couplings optimal for the one-step distances F(0).
+    x = terms.combine(terms.row_const)
+    D0 = pairs.to_matrix(x)
+    terms.seed_line(D0)  # optimal bases when F(0) is a line metric (pi: |Rpi(s) - Rpi(t)|)
+    _, plans = terms.costs(D0, plans=True, reuse=True)  # one set of plan arrays for every round
+    choice = None
+    rounds = max_rounds if max_rounds is not None else 100
+    err, lin_tol, fx = math.inf, 1e-3, x
+    for k in range(1, rounds + 1):
+        lin_tol = max(tol * 1e-3, min(lin_tol, 1e-3 * err))
+        if terms.reduce == "sum":
+            T = pair_system(pairs, terms.row_pair, terms.row_weight, plans, n_rows)
+            plans = None  # the system holds what is needed; free the cells before the next plans
+            x, _ = solve_fixed_point(T, b, c, x0=fx, tol=lin_tol)
+            T = None
+        else:
+            x, choice = _solve_max_player(terms, plans, fx, choice, lin_tol)
+            plans = None
+        ev = terms.evaluate(x, plans=True, reuse=True)
+        plans, fx = ev.plans, ev.value
+        cert = bound(c, ev)
+        previous, err = err, cert.error
+        if report:
+            report(k, err)
+        if err <= tol:
+            return fx, k, err, True, cert.floor
+        if not cert.reachable(tol) and err <= 2.0 * cert.floor:
+            return fx, k, err, False, cert.floor  # only the floor is left above tol
+        if err > 0.5 * previous and lin_tol <= tol * 1e-3:
+            break  # no longer contracting: finish with value iteration
+    plans = None
+    x, its, err, ok, floor = value_iteration(terms.evaluate, fx, c, tol, report)
+    return x, k + its, err, ok, floor
+
+
+def _solve_max_player(terms: TransportTerms, plans: Cells, x: np.ndarray, choice: np.ndarray | None,
+                      tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Exact value of ``max_r (const_r + c T_r x)`` per pair with fixed couplings:
+    policy iteration over the row (action) chosen at each pair."""
+    c, pairs = terms.discount, terms.pairs
+    n_rows = len(terms.row_pair)
+    starts = terms.row_starts()
+    if choice is None:
+        q = terms.row_const + c * plan_costs(plans, pairs.to_matrix(x), n_rows)
+        choice = _argmax_per_group(q, terms.row_pair, starts)
+    ones = np.ones(n_rows)
+    for _ in range(10_000):
+        # Evaluate the current choice with the current couplings, then improve it.
+        chosen = np.zeros(n_rows, dtype=bool)
+        chosen[choice] = True
+        T = pair_system(pairs, terms.row_pair, ones, plans.select(chosen[plans.problem]), n_rows)
+        x, _ = solve_fixed_point(T, terms.row_const[choice], c, x0=x, tol=tol * 1e-3)
+        q = terms.row_const + c * plan_costs(plans, pairs.to_matrix(x), n_rows)
+        best = _argmax_per_group(q, terms.row_pair, starts)
+        switch = q[best] - q[choice] > 1e-12 * (1.0 + np.abs(q[choice]))
+        if not switch.any():
+            return x, choice
+        choice = np.where(switch, best, choice)
+    raise RuntimeError("policy iteration over actions did not terminate")  # pragma: no cover
+
+
+def _argmax_per_group(values: np.ndarray, group: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Index of the largest value in each contiguous group (first one on ties)."""
+    order = np.lexsort((-values, group))
+    return order[starts]

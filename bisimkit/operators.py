@@ -34,9 +34,11 @@ from .compiled import eps_bar_counts, eps_bar_matrix, eps_bar_product, pair_syst
 from .transport import WarmStarts, optimal_transport, seed_line_starts
 
 
-#: From these sizes on, eps-bar and the coupling systems are assembled by compiled code (which
-#: pays for its one-time compilation); below them numpy does it.
+#: From these sizes on (pairs for eps-bar, plan cells for the coupling systems), eps-bar and the
+#: coupling systems are assembled by compiled code (which pays for its one-time compilation); below
+#: them numpy does it.
 COMPILED_EPS_BAR_PAIRS = 20_000
+COMPILED_PAIR_SYSTEM_CELLS = 500_000
 #: From this many pairs eps-bar may store its matrix in float32 only and compute exact products on
 #: the fly: it does when the float64 matrix with its float32 copy would take more than
 #: EPS_BAR_MEMORY_SHARE of the machine's memory.
@@ -50,7 +52,8 @@ def physical_memory() -> float:
         return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
         return 16e9
-COMPILED_PAIR_SYSTEM_CELLS = 500_000
+
+
 #: Mean support size above which W1 problems drop the shared mass (when d is a metric).
 SHARED_MASS_MIN_SUPPORT = 24
 

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING
 
 from bisimkit.errors import InputError, check_count
 
+from .agent import Agent, pick_device
 from .checkpoint import CHECKPOINT, Checkpoint
 from .config import TrainConfig, check_device
 from .mlp import initialisation_skipped
+from .rollout import make_run_env
 from .videos import SPLITS
 
 if TYPE_CHECKING:
-    from .agent import Agent
     from .dcs import DCSEnv
 
 
@@ -77,9 +78,6 @@ def restore_agent(path: str | os.PathLike, device: str = "auto", split: str = "e
     had no backgrounds) and, when given, ``episode_steps`` control steps per
     episode. The caller closes ``Restored.env``.
     """
-    from .agent import Agent, pick_device  # torch, the agents' extra: reading a checkpoint's config needs none
-    from .rollout import make_run_env
-
     check_device(device)
     if split not in SPLITS:
         raise InputError(f"split: {split!r} is not {' or '.join(SPLITS)}")

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agents.config import make_config
 from bisimkit.files import atomic_write_json
 
 RESULTS = Path(__file__).parent / "results"
@@ -101,7 +102,6 @@ def make_agent(preset: str, fields: dict, batch: int, device, seed: int = 0):
     import torch  # torch, the agents' extra: --help and the record's summary need none
 
     from agents.agent import Agent  # torch
-    from agents.config import make_config
 
     torch.manual_seed(seed)
     cfg = make_config(preset, batch_size=batch, device=str(device), **fields)

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from agents.config import make_config
+
 RESULTS = Path(__file__).parent / "results"
 PATHS = ("plain", "fast")
 TRANSITIONS = 1000
@@ -80,7 +82,6 @@ def _pair(path: str, batch: int, device):
     import torch  # torch, the agents' extra: --help and the record's summary need none
 
     from agents.agent import Agent  # torch
-    from agents.config import make_config
     from agents.encoder import conv_output_side  # torch
     from benchmarks.drq_reference import DrQ, load_from_agent  # torch
 

@@ -1,7 +1,7 @@
 """The scene check: every bisimulation method's learned metric against the exact one.
 
     python -m benchmarks.metric_check [--scenes ring,sprite,grid] [--methods eps-r,eps-pi,drq+pse,drq+dbc]
-        [--steps 3000] [--out benchmarks/results/metric_check] [--figure docs/metric_check.png]
+        [--steps 1500] [--batch 64] [--out benchmarks/results/metric_check] [--figure docs/metric_check.png]
     python -m benchmarks.metric_check --image-size 84 --device cuda --out runs/metric_check_gpu   # the GPU variant
 
 Runs ``python -m agents.metric_check`` (isolated, all three distractors) for each
@@ -9,7 +9,7 @@ scene and method, one process at a time, into OUT/SCENE/METHOD; a run already
 there is kept (delete its folder to redo it). Then writes OUT/table.md (one row
 per run, and whether the eps-r / eps-pi targets hold), OUT/summary.json and the
 figure (every run's scatter and heatmaps). Extra arguments after ``--`` go to
-every run.
+every run; ``--gather`` runs nothing and only gathers what OUT holds.
 """
 
 from __future__ import annotations
@@ -30,9 +30,11 @@ def run_one(scene: str, method: str, out: Path, args, extra: list[str]) -> dict 
     folder = out / scene / method
     if (folder / "summary.json").exists():
         return json.loads((folder / "summary.json").read_text())
+    if args.gather:
+        return None
     cmd = [sys.executable, "-m", "agents.metric_check", "--scene", scene, "--method", method, "--out", str(folder),
            "--steps", str(args.steps), "--batch", str(args.batch), "--image-size", str(args.image_size),
-           "--device", args.device, "--seed", str(args.seed), *(["--threads", str(args.threads)] if args.threads
+           "--device", args.device, "--seed", str(args.seed), "--eval-every", str(args.eval_every), *(["--threads", str(args.threads)] if args.threads
                                                                   else []), *extra]
     print(" ".join(cmd), flush=True)
     proc = subprocess.run(cmd)
@@ -51,14 +53,16 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scenes", default="ring,sprite,grid")
     p.add_argument("--methods", default="eps-r,eps-pi,drq+pse,drq+dbc")
-    p.add_argument("--steps", type=int, default=3000)
-    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--steps", type=int, default=1500)
+    p.add_argument("--batch", type=int, default=64)
     p.add_argument("--image-size", type=int, default=32)
     p.add_argument("--device", default="cpu")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--eval-every", type=int, default=250, help="the curve's spacing in updates")
     p.add_argument("--out", default="benchmarks/results/metric_check")
     p.add_argument("--figure", default=None, help="the figure of every run (default OUT/metric_check.png)")
+    p.add_argument("--gather", action="store_true", help="run nothing: table and figure of the runs in OUT")
     args = p.parse_args(argv)
     out = Path(args.out)
     summaries = []

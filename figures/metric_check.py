@@ -55,7 +55,8 @@ def load_run(folder) -> dict:
     folder = Path(folder)
     summary = json.loads((folder / "summary.json").read_text())
     return {"learned": np.load(folder / "learned.npy"), "exact": np.load(folder / "exact.npy"), "summary": summary,
-            "title": f"{summary['scene']} {summary['method']} ({summary['mode']})"}
+            "title": f"{summary['scene']} {summary['method']} ({summary['mode']}"
+                     f"{', no DrQ shifts' if summary.get('config', {}).get('augment') is False else ''})"}
 
 
 def main(argv=None) -> None:

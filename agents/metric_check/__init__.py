@@ -253,7 +253,7 @@ def learn_metric(mdp, render=None, method: str = "eps-r", distractors="all", ste
     height, width = scene.image_shape
     cfg = _config(scene, method, height if height == width else (height, width), batch, seed, device,
                   dict(config or {}))
-    start = time.monotonic()
+    start, cpu_start = time.monotonic(), time.process_time()
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     dist = Distractors(kinds, height, np.random.default_rng([seed, 1]))
@@ -265,7 +265,7 @@ def learn_metric(mdp, render=None, method: str = "eps-r", distractors="all", ste
                         progress, exact)
     else:
         _train_agent(agent, scene, dist, rng, steps, batch, eval_every, kinds, draws, seed, curve, progress)
-    seconds = time.monotonic() - start
+    seconds, cpu_seconds = time.monotonic() - start, time.process_time() - cpu_start
     learned, invariance = measure(agent, scene, kinds, draws, seed)
     if mode == "agent":  # the metric of the agent's final policy where it can be read off (finite scenes)
         policy = agent_policy(agent, scene, kinds, draws, seed) if scene.kind == "finite" else None
@@ -275,7 +275,8 @@ def learn_metric(mdp, render=None, method: str = "eps-r", distractors="all", ste
     floor = l1_head_floor(exact)
     if floor is not None:
         info["l1_head_floor"] = floor
-    summary.update(seconds=round(seconds, 1), scene=scene.name, method=method, mode=mode, steps=steps,
+    summary.update(seconds=round(seconds, 1), cpu_seconds=round(cpu_seconds, 1), scene=scene.name, method=method,
+                   mode=mode, steps=steps,
                    batch=batch, image_size=height, distractors=list(kinds), draws=draws, seed=seed,
                    device=str(agent.device), schedule=schedule, exact=info,
                    config={k: v for k, v in cfg.to_dict().items() if k in (

@@ -15,10 +15,10 @@ fields that say where a run ran or how often it was measured and saved, not
 what it learned), plus the kind of backgrounds it used (DAVIS, procedural,
 none; read from ``config.json``'s ``backgrounds`` line, as ``$BISIMKIT_DAVIS``
 can supply DAVIS without the ``davis`` field). Fields that only apply to another
-task (``carla_*`` on a DCS run) are left out. A field missing from an older
+task (``carla_*`` on a DCS run) are left out. A field missing from a
 ``config.json`` counts as its own value (``unset``), so such runs are never
-merged with runs that state it, except the fields of :data:`ADDED_LATER`, which
-take the value that reproduces how runs behaved before the field existed. Two runs of one group with the same seed are
+merged with runs that state it, except the fields of :data:`IMPLIED_VALUES`, which
+take the value a run without them trained with. Two runs of one group with the same seed are
 duplicates: the one evaluated furthest is used, the others are reported and
 left out (:attr:`Group.duplicates`). Groups of one method that differ in other
 fields are told apart by a label naming the fields that differ
@@ -61,10 +61,10 @@ EVAL_FILE, CONFIG_FILE, TRAIN_FILE = "eval.csv", "config.json", "train.csv"
 NOT_LEARNING = frozenset({"seed", "device", "fast", "compile", "graphs", "preset", "davis", "eval_every",
                           "eval_episodes", "eval_train_videos", "checkpoint_every", "carla_host", "carla_port",
                           "carla_timeout"})
-#: Fields added to the configuration after runs existed, with the value that reproduces how those
-#: older runs behaved (``augment``: None, each method's own choice, as before the field existed). A
-#: missing field not listed here counts as ``unset``.
-ADDED_LATER: dict[str, object] = {"augment": None, "compile": False, "graphs": False}
+#: Fields a ``config.json`` may lack, with the value a run without them trained with (``augment``: None,
+#: each method's own choice; no CUDA graphs, no compilation). A missing field not listed here counts
+#: as ``unset``.
+IMPLIED_VALUES: dict[str, object] = {"augment": None, "compile": False, "graphs": False}
 #: Fields that only apply to one task (left out of the key of every other task's runs).
 TASK_ONLY_PREFIXES = {"carla_": "carla-highway"}
 #: The pseudo-field of the group key holding the kind of backgrounds a run used.
@@ -182,7 +182,7 @@ def run_settings(config: dict, backgrounds: object = None) -> dict[str, str]:
     """The group-key fields of a ``config.json`` other than task and method, each value as JSON text,
     with the kind of backgrounds (from the ``backgrounds`` line) under :data:`BACKGROUNDS_KEY`."""
     task = config.get("task")
-    config = {**ADDED_LATER, **config}
+    config = {**IMPLIED_VALUES, **config}
     settings = {name: json.dumps(value, sort_keys=True) for name, value in config.items()
                 if name not in NOT_LEARNING and name not in ("task", "method")
                 and all(task == only or not name.startswith(prefix) for prefix, only in TASK_ONLY_PREFIXES.items())}

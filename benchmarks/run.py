@@ -81,7 +81,7 @@ def run_script(module: str, n: int, budget: float, metric: str, extra: list[str]
 
 # ------------------------------------------------------------------ summaries
 def basis(base: dict) -> str:
-    """How the baseline's sweep count was obtained (records written before the field existed included)."""
+    """How the baseline's sweep count was obtained (records without the field included)."""
     if "basis" in base:
         return base["basis"]
     if base.get("finished"):

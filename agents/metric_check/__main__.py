@@ -92,48 +92,45 @@ def _user_scene(args):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    out = Path(args.out)
-    try:
-        if args.method not in METRIC_METHODS:
-            raise InputError(f"method: {args.method!r} has no metric loss to check (choose from "
-                             f"{', '.join(METRIC_METHODS)})")
-        if args.scene is not None and args.mdp is not None:
-            raise InputError("scene: give --scene or --mdp, not both")
-        if out.exists() and (not out.is_dir() or any(out.iterdir())):
-            raise InputError(f"out: {out} already exists and is not an empty folder")
-        if args.threads is not None:
-            if args.threads < 1:
-                raise InputError(f"threads: expected a positive integer, got {args.threads}")
-            import torch
+    from ..entry import run_command
 
-            torch.set_num_threads(args.threads)
-        try:
-            config = json.loads(args.config) if args.config else {}
-        except ValueError as exc:
-            raise InputError(f"config: not JSON ({exc})") from None
-        if not isinstance(config, dict):
-            raise InputError("config: expected a JSON object of TrainConfig fields")
-        if args.mdp is not None:
-            mdp, render, behaviour = _user_scene(args)
-        else:
-            mdp, render, behaviour = args.scene or "ring", None, None
-        progress = None if args.quiet else (
-            lambda step, row: print(f"step {step}/{args.steps}: " + ", ".join(
-                f"{k} {v:.4g}" for k, v in row.items() if isinstance(v, float)), flush=True))
-        try:
-            check = learn_metric(mdp, render, args.method, args.distractors, args.steps, mode=args.mode,
-                                 batch=args.batch, image_size=args.image_size, seed=args.seed, device=args.device,
-                                 draws=args.draws, behaviour=behaviour, schedule=args.schedule,
-                                 eval_every=args.eval_every, samples=args.samples, config=config,
-                                 progress=progress)
-        except ValueError as exc:
-            if isinstance(exc, InputError):
-                raise
-            raise InputError(str(exc).splitlines()[0]) from None
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    args = build_parser().parse_args(argv)
+    return run_command(lambda: _run(args), interrupted="nothing was written",
+                       bad_input=(InputError, ValueError))
+
+
+def _run(args) -> int:
+    out = Path(args.out)
+    if args.method not in METRIC_METHODS:
+        raise InputError(f"method: {args.method!r} has no metric loss to check (choose from "
+                         f"{', '.join(METRIC_METHODS)})")
+    if args.scene is not None and args.mdp is not None:
+        raise InputError("scene: give --scene or --mdp, not both")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise InputError(f"out: {out} already exists and is not an empty folder")
+    if args.threads is not None:
+        if args.threads < 1:
+            raise InputError(f"threads: expected a positive integer, got {args.threads}")
+        import torch
+
+        torch.set_num_threads(args.threads)
+    try:
+        config = json.loads(args.config) if args.config else {}
+    except ValueError as exc:
+        raise InputError(f"config: not JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise InputError("config: expected a JSON object of TrainConfig fields")
+    if args.mdp is not None:
+        mdp, render, behaviour = _user_scene(args)
+    else:
+        mdp, render, behaviour = args.scene or "ring", None, None
+    progress = None if args.quiet else (
+        lambda step, row: print(f"step {step}/{args.steps}: " + ", ".join(
+            f"{k} {v:.4g}" for k, v in row.items() if isinstance(v, float)), flush=True))
+    check = learn_metric(mdp, render, args.method, args.distractors, args.steps, mode=args.mode,
+                         batch=args.batch, image_size=args.image_size, seed=args.seed, device=args.device,
+                         draws=args.draws, behaviour=behaviour, schedule=args.schedule,
+                         eval_every=args.eval_every, samples=args.samples, config=config, progress=progress)
     # everything computed: write into a fresh folder beside OUT, then move it into place
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))

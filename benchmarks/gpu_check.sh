@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# GPU checks for a lent CUDA machine that has torch but none of our other dependencies and no
+# GPU checks for a CUDA machine that has torch but none of our other dependencies and no
 # network. Run from the repository root:
 #
-#   bash benchmarks/gpu_check.sh session   # one call for a 15-minute GPU session (issue 12), under
+#   bash benchmarks/gpu_check.sh session   # every check in one call, under
 #                                          # SESSION_LIMIT seconds (570) in all: 50 drq-preset updates eager
 #                                          # vs from CUDA graphs (~30 s); the fidelity run (--preset drq,
 #                                          # cartpole-swingup, 100k env steps, two seeds side by side,
@@ -39,10 +39,10 @@
 # It expects (build them with benchmarks/make_devbundle.sh) .devbundle/site312.zip (mujoco 3.17.0,
 # dm_control 1.0.50 without its locomotion assets, distracting-control, dm-env, dm-tree, glfw, PyOpenGL,
 # POT 0.9.7 without ot.bsp, all for CPython 3.12, unzipped wheels) and .gl/*.deb (libglvnd EGL/GL
-# loaders). What comes back (the device tool returns at most 8 files from $OUT, default ./gpu-out): the
+# loaders). What it leaves in $OUT (default ./gpu-out): the
 # stage's log, $OUT/<stage>.log, written as it goes, and $OUT/results.tgz, every result file (JSON,
 # figures, run folders without replay buffers or checkpoints), repacked every 20 s during training, after
-# each step and on exit, so a call killed at its limit still returns what it had.
+# each step and on exit, so a call killed at its limit still leaves what it had.
 set -uo pipefail
 start=$(date +%s)
 stage=${1:-bench}
@@ -237,7 +237,7 @@ case "$stage" in
     left=$(( limit - ($(date +%s) - start) ))
     fidelity "$(( ${TRAIN_LIMIT:-540} < left - 40 ? ${TRAIN_LIMIT:-540} : left - 40 ))" 2>&1 | tee -a "$log"
     left=$(( limit - ($(date +%s) - start) ))
-    if [ "$left" -gt 150 ]; then  # the diagnosis the issue asks for, should a seed miss the mark
+    if [ "$left" -gt 150 ]; then  # the first diagnosis, should a seed miss the mark
       timeout 90 python3 -m benchmarks.drq_compare --device "$DEVICE" --updates 50 \
           --out "$RES/drq-compare.json" 2>&1 | tee -a "$log"
       pack

@@ -117,7 +117,7 @@ def verdict(eval_means: list[float], random: list[float]) -> tuple[bool, float, 
 def plot(out: Path, curves, random_mean: float, random_std: float, title: str, mark: float | None = None) -> Path:
     """Evaluation curves with a band of one std each, the random policy's band and the pass mark;
     ``curves``: (label, colour, steps, means, stds) per method."""
-    from figures.style import plt, return_curve_axes, save
+    from figures.style import plt, return_curve_axes, save  # matplotlib: only with a figure to draw
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
     for label, colour, steps, means, stds in curves:

@@ -43,7 +43,7 @@ def test_a_new_failure_is_a_surprise(tmp_path, monkeypatch):
 
 
 def test_a_finding_that_stops_reproducing_is_a_surprise(tmp_path, monkeypatch):
-    """Strict: if C4's witness no longer breaks C4, the job exits 1 and says which finding."""
+    """Strict: if C4's witness does not break C4, the job exits 1 and says which finding."""
     from validation import findings as F
 
     fixed = [F.Finding(**{**f.__dict__, "witness": F.two_absorbing_states, "witness_name": "absorbing"})

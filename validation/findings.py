@@ -5,7 +5,7 @@ finding names the claim row it covers (its label), what is expected of it, why,
 and a small **witness** MDP on which it must reproduce. A run passes (exit 0)
 when every other row holds and every finding's witness still reproduces; it
 fails (exit 1) on a surprise: a row not listed here that does not hold, or a
-finding that no longer reproduces. Sampled rows of a finding may fail or hold
+finding that does not reproduce. Sampled rows of a finding may fail or hold
 (few cases may miss it); the witness decides.
 
 This is the one place where findings are declared; ``docs/claims.md`` explains them.

@@ -6,7 +6,11 @@ scripts' own ``--budget 0`` mode: bisimkit's solve only, no baseline). It prints
 median seconds of each side, their ratio (this tree / other), and each side's last
 certificate and ``converged``, so a change to the solvers states what it costs.
 
-    python -m benchmarks.bench_revisions --against /path/to/other/checkout [--rounds 3]
+``--cpu`` times the process CPU seconds of ``solve`` instead of wall seconds, on one
+thread (``NUMBA_NUM_THREADS=1`` and one BLAS thread): on a machine shared with other
+work the wall clock measures the neighbours, the CPU time much less so.
+
+    python -m benchmarks.bench_revisions --against /path/to/other/checkout [--rounds 3] [--cpu]
                                          [--only pi-dense,bisim-sparse] [--out FILE.json]
 
 The default workloads are the smallest size of every family in ``benchmarks/run.py``
@@ -39,18 +43,40 @@ CASES = [
 ]
 
 
-def run_case(tree: Path, module: str, n: int, metric: str) -> dict:
+#: ``--cpu``: one solve of a workload's MDP (built by the tree's own benchmarks.common), timed in CPU seconds.
+CPU_PROBE = """
+import json, sys, time, warnings
+import benchmarks.common as common
+from bisimkit.solvers import solve
+common.warm_up()
+build = {"pi-dense": common.published_mdp, "mico-dense": common.published_mdp}.get(sys.argv[1], common.sparse_mdp)
+mdp = build(int(sys.argv[2]))
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    start = time.process_time()
+    sol = solve(mdp, sys.argv[3], tol=common.TOL)
+    seconds = time.process_time() - start
+print(json.dumps({"seconds": seconds, "certified_error": sol.certified_error, "converged": bool(sol.converged)}))
+"""
+
+
+def run_case(tree: Path, workload: str, module: str, n: int, metric: str, cpu: bool = False) -> dict:
     """One timed solve in a fresh process of ``tree``'s code."""
-    cmd = [sys.executable, "-m", module, "--n", str(n), "--budget", "0", "--metrics", metric]
-    proc = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, env=_env(tree))
+    if cpu:
+        cmd = [sys.executable, "-c", CPU_PROBE, workload, str(n), metric]
+    else:
+        cmd = [sys.executable, "-m", module, "--n", str(n), "--budget", "0", "--metrics", metric]
+    proc = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, env=_env(tree, cpu))
     if proc.returncode != 0:
         raise RuntimeError(f"{tree}: {' '.join(cmd[1:])} failed:\n{proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _env(tree: Path) -> dict:
+def _env(tree: Path, one_thread: bool) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(tree)
+    if one_thread:
+        env.update(NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     return env
 
 
@@ -59,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", required=True, help="root of the other checkout (a git worktree, say)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", default=None, help="comma-separated workload names")
+    parser.add_argument("--cpu", action="store_true", help="CPU seconds on one thread instead of wall seconds")
     parser.add_argument("--out", default=None, help="write the records as JSON")
     args = parser.parse_args(argv)
     other = Path(args.against).resolve()
@@ -73,14 +100,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--only: no workload named {args.only} (choose from {sorted({c[0] for c in CASES})})", file=sys.stderr)
         return 2
     rows = []
-    print("| workload | n | metric | this tree (s) | other (s) | ratio | this certificate | other certificate |")
+    unit = "CPU s" if args.cpu else "s"
+    print(f"| workload | n | metric | this tree ({unit}) | other ({unit}) | ratio | this certificate | other certificate |")
     print("|---|---|---|---|---|---|---|---|")
     for workload, module, n, metric in cases:
         runs: dict[str, list[dict]] = {"this": [], "other": []}
         for r in range(args.rounds):
             order = [("this", HERE), ("other", other)]
             for side, tree in (order if r % 2 == 0 else order[::-1]):
-                runs[side].append(run_case(tree, module, n, metric))
+                runs[side].append(run_case(tree, workload, module, n, metric, args.cpu))
         med = {side: statistics.median(x["seconds"] for x in recs) for side, recs in runs.items()}
         last = {side: recs[-1] for side, recs in runs.items()}
         row = {"workload": workload, "n": n, "metric": metric, "seconds": med, "ratio": med["this"] / med["other"],
@@ -91,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{last['this']['certified_error']:.2g}{'' if last['this']['converged'] else ' (not converged)'} | "
               f"{last['other']['certified_error']:.2g} |", flush=True)
     if args.out:
-        atomic_write_json(args.out, {"against": str(other), "rounds": args.rounds, "rows": rows})
+        atomic_write_json(args.out, {"against": str(other), "rounds": args.rounds, "cpu": args.cpu, "rows": rows})
     return 0
 
 

@@ -292,7 +292,7 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
                    help="eps family: reward (default), policy, or a file with an (n*m)x(n*m) pseudometric")
     p.add_argument("--tol", type=_positive_float, default=DEFAULT_TOL, help="certified error (default 1e-9)")
     p.add_argument("--method", default="auto", choices=METHODS + ("mc",),
-                   help="auto (default), exact or vi; Gaussian MDPs: auto, exact (series) or mc (Monte Carlo)")
+                   help=f"{', '.join(METHODS)} (default auto); Gaussian MDPs: auto, exact (series) or mc (Monte Carlo)")
     p.add_argument("--max-iterations", type=int, default=None, help="cap on value-iteration sweeps")
     p.add_argument("--out", default=None, metavar="FILE",
                    help="write FILE.npy, FILE.json or FILE.csv (Gaussian MDPs: .json or .csv)")

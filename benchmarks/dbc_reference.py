@@ -35,6 +35,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from benchmarks.drq_reference import copy_actor_critic
+
 #: run_local.sh: critic_tau 0.01, encoder_tau 0.05, init_temperature 0.1, alpha_lr 1e-4, alpha_beta 0.5,
 #: decoder_weight_lambda 1e-7; bisim_agent.py defaults: lr 1e-3 everywhere else, bisim_coef 0.5, discount 0.99.
 SETTINGS = dict(lr=1e-3, alpha_lr=1e-4, alpha_beta=0.5, critic_tau=0.01, encoder_tau=0.05, init_temperature=0.1,
@@ -229,23 +231,8 @@ class DBC:
 
 def load_from_agent(ref: DBC, agent) -> None:
     """Copy an agents.agent.Agent (``update_rule='dbc'``) into the reference, module by module."""
+    copy_actor_critic(ref, agent, lambda encoder: (encoder.fc, encoder.ln))
     with torch.no_grad():
-        def copy_encoder(dst: Encoder, trunk, head) -> None:
-            convs = [m for m in trunk.convs if isinstance(m, nn.Conv2d)]
-            for d, s in zip(dst.convs, convs):
-                d.weight.copy_(s.weight)
-                d.bias.copy_(s.bias)
-            dst.fc.load_state_dict(head.project.state_dict())
-            dst.ln.load_state_dict(head.norm.state_dict())
-
-        copy_encoder(ref.critic.encoder, agent.encoder.trunk, agent.encoder.head)
-        copy_encoder(ref.actor.encoder, agent.encoder.trunk, agent.actor_head)
-        copy_encoder(ref.critic_target.encoder, agent.encoder_target.trunk, agent.encoder_target.head)
-        ref.actor.trunk.load_state_dict(agent.actor.net.state_dict())
-        for dst, src in ((ref.critic, agent.critic), (ref.critic_target, agent.critic_target)):
-            dst.Q1.load_state_dict(src.q1.state_dict())
-            dst.Q2.load_state_dict(src.q2.state_dict())
         for name in ("fc", "ln", "fc_mu", "fc_sigma"):
             getattr(ref.transition, name).load_state_dict(getattr(agent.transition, name).state_dict())
         ref.reward_decoder.load_state_dict(agent.reward_model.net.state_dict())
-        ref.log_alpha.copy_(agent.log_alpha)

@@ -141,16 +141,20 @@ class DrQ:
         return critic_loss.detach(), actor_loss
 
 
-def load_from_agent(ref: DrQ, agent) -> None:
-    """Copy an agents.agent.Agent (drq preset) into the reference, module by module."""
+def copy_actor_critic(ref, agent, head_layers) -> None:
+    """Copy an agents.agent.Agent's encoders, actor trunk, critics and temperature into a transcription
+    laid out as DrQ and DBC lay theirs out: ``ref.critic``, ``ref.actor`` and ``ref.critic_target`` each
+    with an ``encoder`` (``convs`` plus the head layers ``head_layers(encoder) = (projection, norm)``),
+    ``Q1``/``Q2`` and ``actor.trunk``."""
     with torch.no_grad():
-        def copy_encoder(dst: Encoder, trunk, head) -> None:
+        def copy_encoder(dst, trunk, head) -> None:
             convs = [m for m in trunk.convs if isinstance(m, nn.Conv2d)]
             for d, s in zip(dst.convs, convs):
                 d.weight.copy_(s.weight)
                 d.bias.copy_(s.bias)
-            dst.head[0].load_state_dict(head.project.state_dict())
-            dst.head[1].load_state_dict(head.norm.state_dict())
+            projection, norm = head_layers(dst)
+            projection.load_state_dict(head.project.state_dict())
+            norm.load_state_dict(head.norm.state_dict())
 
         copy_encoder(ref.critic.encoder, agent.encoder.trunk, agent.encoder.head)
         copy_encoder(ref.actor.encoder, agent.encoder.trunk, agent.actor_head)
@@ -160,3 +164,8 @@ def load_from_agent(ref: DrQ, agent) -> None:
             dst.Q1.load_state_dict(src.q1.state_dict())
             dst.Q2.load_state_dict(src.q2.state_dict())
         ref.log_alpha.copy_(agent.log_alpha)
+
+
+def load_from_agent(ref: DrQ, agent) -> None:
+    """Copy an agents.agent.Agent (drq preset) into the reference, module by module."""
+    copy_actor_critic(ref, agent, lambda encoder: (encoder.head[0], encoder.head[1]))

@@ -28,7 +28,7 @@ from bisimkit.pairs import PairSpace
 from bisimkit.pseudometric import check_pseudometric
 from bisimkit.relations import blocks, eps_relation_labels, relation_labels, zero_set_labels
 from bisimkit.separable import monge_violation, separable_parts
-from bisimkit.solvers import ZeroGroundWarning, solve
+from bisimkit.solvers import PrecisionWarning, ZeroGroundWarning, solve
 from bisimkit.transport import optimal_transport
 
 from .families import Case
@@ -74,8 +74,9 @@ class FixedPoints:
         key = (metric, self._key(ground), full_diagonal, order, action_order)
         if key not in self._d:
             t = time.perf_counter()
-            with warnings.catch_warnings():  # cases with a vanishing ground are checked on purpose
-                warnings.simplefilter("ignore", ZeroGroundWarning)
+            with warnings.catch_warnings():  # cases with a vanishing ground are checked on purpose, and each
+                warnings.simplefilter("ignore", ZeroGroundWarning)  # check reads certified_error and notes
+                warnings.simplefilter("ignore", PrecisionWarning)  # a solve that missed its tolerance
                 self._d[key] = solve(self.case.mdp, metric, ground=ground, tol=SOLVE_TOL,
                                      full_diagonal=full_diagonal, order=list(order) if isinstance(order, tuple) else order,
                                      action_order=list(action_order) if isinstance(action_order, tuple) else action_order)

@@ -220,9 +220,17 @@ def bound(c: float, ev: Evaluation, returned: str = "value") -> Bound:
     if ev.value.size == 0:
         return Bound(0.0, 0.0)  # no unknowns (one state): nothing is computed, nothing is off
     step = float(np.max(np.abs(ev.value - ev.at), initial=0.0))
-    size = ev.scale + float(np.max(np.abs(ev.at), initial=0.0)) + float(np.max(np.abs(ev.value), initial=0.0))
-    rho = (ev.terms + 4) * EPS * size + ev.const_error
-    floor = (ev.gap + rho) / (1.0 - c)
+    return bound_from_norms(c, step, ev.scale, float(np.max(np.abs(ev.at), initial=0.0)),
+                            float(np.max(np.abs(ev.value), initial=0.0)), ev.terms, ev.gap, ev.const_error, returned)
+
+
+def bound_from_norms(c: float, step: float, scale: float, at_max: float, value_max: float, terms: int,
+                     gap: float = 0.0, const_error: float = 0.0, returned: str = "value") -> Bound:
+    """:func:`bound` from the sup norms of an evaluation (``step = ||value - at||``, ``max|at|``,
+    ``max|value|``) and its :class:`~bisimkit.operators.Evaluation` terms, for evaluations whose
+    arrays live elsewhere (a torch device, :mod:`bisimkit.engine_torch`)."""
+    rho = (terms + 4) * EPS * (scale + at_max + value_max) + const_error
+    floor = (gap + rho) / (1.0 - c)
     factor = c if returned == "value" else 1.0
     return Bound(factor * step / (1.0 - c) + floor, floor)
 

@@ -363,7 +363,9 @@ class SteinForm:
 
 
 def stein_form(mdp: FiniteMDP, name: str) -> SteinForm:
-    """The Stein form of ``mico`` or ``psm-sampled``."""
+    """The Stein form of ``mico`` or ``psm-sampled``, and of ``dbc-sampled`` when the policy's
+    next-state laws are point masses (:func:`point_mass_transitions`)."""
+    const_error = 0.0
     if name == "mico":
         A = np.abs(mdp.reward_pi[:, None] - mdp.reward_pi[None, :])
     elif name == "psm-sampled":
@@ -371,9 +373,27 @@ def stein_form(mdp: FiniteMDP, name: str) -> SteinForm:
         A = np.zeros((mdp.n_states, mdp.n_states))
         for k in range(abar.shape[1]):
             A += np.abs(abar[:, None, k] - abar[None, :, k])
+    elif name == "dbc-sampled" and point_mass_transitions(mdp):
+        # W2 between point masses at s' and t' is d(s', t') (d >= 0), so the transport rows become
+        # sum pi(a|s) pi(a'|t) d(s'_a, t'_a') = (Ppi d Ppi^T)(s, t): a Stein equation.
+        pi, R = mdp.policy, mdp.rewards
+        A = np.zeros((mdp.n_states, mdp.n_states))
+        for a in range(mdp.n_actions):
+            for b in range(mdp.n_actions):
+                A += np.outer(pi[:, a], pi[:, b]) * np.abs(R[:, a, None] - R[None, :, b])
+        # each of the m^2 terms is three rounded operations on values up to 2 max|R|, then summed
+        m = mdp.n_actions
+        const_error = 2.0 * (m * m + 4) * float(np.finfo(np.float64).eps) * float(np.max(np.abs(R), initial=0.0))
     else:
         raise ValueError(f"'{name}' has no Stein form")
-    return SteinForm(A, np.array(mdp.transition_pi), mdp.discount)
+    return SteinForm(A, np.array(mdp.transition_pi), mdp.discount, const_error)
+
+
+def point_mass_transitions(mdp: FiniteMDP) -> bool:
+    """Whether every next-state law the policy uses, P(s, a) with pi(a|s) > 0, is a point mass."""
+    pi = mdp.require_policy("the policy's next-state laws")
+    support = np.count_nonzero(mdp.transitions, axis=2)
+    return bool(np.all(support[pi > 0] == 1))
 
 
 # ------------------------------------------------------------- pair linear

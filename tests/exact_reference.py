@@ -14,11 +14,13 @@ point is computed without rounding:
   elimination; plans are switched only where another plan is strictly cheaper under
   that value. The values decrease strictly and the strategies are finite, so it ends
   at a strategy whose value d satisfies d = F(d) exactly;
-* the linear operators (eps-bar, mico, psm-sampled) and mico-reduced: one exact solve.
+* the linear operators (eps-bar, mico, psm-sampled) and mico-reduced: one exact solve;
+  dbc-sampled too when every next-state law the policy uses is a point mass (W2 between
+  point masses is d itself, so the operator is linear; ``solve`` refuses other MDPs).
 
 Transition and policy rows must sum to exactly 1 in floating point (dyadic masses do),
 so the reference solves the very MDP the solver sees. W2 operators (dbc, dbc-sampled)
-have irrational fixed points and are not covered.
+have irrational fixed points and are not covered (but for dbc-sampled's linear case above).
 """
 
 from __future__ import annotations
@@ -233,6 +235,12 @@ class _Reference:
             return self._eps_bar()
         if metric in ("mico", "psm-sampled"):
             return self._stein(metric)
+        if metric == "dbc-sampled":
+            n, m = self.n, self.m
+            if any(self.pi[s][a] > 0 and sum(1 for x in self.P[s][a] if x != 0) != 1
+                   for s in range(n) for a in range(m)):
+                raise ValueError("dbc-sampled is linear only when the policy's next-state laws are point masses")
+            return self._stein(metric)
         if metric == "mico-reduced":
             U = self._stein("mico")
             return [[U[s][t] - U[s][s] / 2 - U[t][t] / 2 for t in range(self.n)] for s in range(self.n)]
@@ -308,7 +316,13 @@ class _Reference:
         b = [Fraction(0)] * len(cells)
         for (s, t), k in where.items():
             A[k][k] += 1
-            b[k] = abs(self.Rpi[s] - self.Rpi[t]) if metric == "mico" else self._l1_abar(s, t)
+            if metric == "mico":
+                b[k] = abs(self.Rpi[s] - self.Rpi[t])
+            elif metric == "dbc-sampled":
+                b[k] = sum(self.pi[s][a] * self.pi[t][a2] * abs(self.R[s][a] - self.R[t][a2])
+                           for a in range(self.m) for a2 in range(self.m))
+            else:
+                b[k] = self._l1_abar(s, t)
             for i in range(n):
                 if self.Ppi[s][i] == 0:
                     continue

@@ -1,0 +1,140 @@
+"""Smith's doubling on torch tensors: the MICo-type fixed points on a CPU or a CUDA device.
+
+``bisimkit.solve(..., backend="torch", device=...)`` ends here for the operators whose
+fixed point is a Stein equation ``D = A + c P D P^T`` (:data:`bisimkit.solvers.TORCH_METRICS`:
+mico, psm-sampled, dbc-sampled when the policy's next-state laws are point masses, and
+mico-reduced through mico). The method is :func:`bisimkit.engine.stein_doubling`'s, step for
+step, with torch matrix products; only the arrays live on the device.
+
+Arithmetic: float64 throughout, on a CPU and on CUDA (the Hopper cards' float64 tensor cores
+make the products fast enough, and float64 iterates reach 1e-9 without refinement). The
+certificate is the one of the numpy path (``docs/operators.md#the-certificate``): one
+evaluation ``Y = A + c P D P^T`` at the result, in float64 on the device, then
+:func:`bisimkit.engine.bound_from_norms` with ``||Y - D||``, ``max|D|``, ``max|Y|``,
+``max|A|``, K = 2n and the one-step terms' round-off. The round-off bound holds for sums of K
+terms in any order with IEEE float64 fused or unfused multiply-adds, so it covers a GPU's
+blocked products too; nothing of it is assumed from the numpy run.
+
+Imported only for ``backend="torch"``: torch is the optional ``torch`` extra.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch  # the optional 'torch' extra: this module is imported only for backend="torch"
+
+from .engine import Solution, _Reporter, bound_from_norms
+from .errors import InputError
+from .mdp import FiniteMDP
+from .operators import SteinForm, constant_error, stein_form
+
+
+def resolve_device(device: str | None) -> torch.device:
+    """``device`` as a torch device (default cpu); an InputError naming ``device`` if torch does
+    not know it or cannot use it here."""
+    if device is None:
+        return torch.device("cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise InputError(f"unknown device '{device}' (cpu, cuda or cuda:N)", param="device") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise InputError(f"'{device}': no CUDA device is available to torch here", param="device")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise InputError(f"'{device}': this machine has {torch.cuda.device_count()} CUDA device(s)",
+                             param="device")
+    elif dev.type != "cpu":
+        raise InputError(f"unsupported device '{device}' (cpu, cuda or cuda:N)", param="device")
+    return dev
+
+
+def fixed_point_torch(mdp: FiniteMDP, metric: str, tol: float, device: str | None = None,
+                      progress=None) -> Solution:
+    """The fixed point of the Stein-form operator ``metric`` on ``mdp``, certified, computed with torch
+    on ``device``. Arguments are checked by :func:`bisimkit.solvers.solve`."""
+    start = time.perf_counter()
+    dev = resolve_device(device)
+    form = stein_form(mdp, metric)
+    form.const_error = max(form.const_error, constant_error(mdp, metric))
+    report = _Reporter(progress, start)
+    D, its, err, floor = stein_doubling_torch(form, tol, dev, report)
+    return Solution(metric=metric, distances=D, iterations=its, certified_error=float(err),
+                    seconds=time.perf_counter() - start,
+                    method=f"Smith doubling (Stein equation), torch float64 on {dev}", tolerance=tol,
+                    converged=bool(err <= tol), history=report.history, history_seconds=report.seconds,
+                    floor=float(floor))
+
+
+def stein_doubling_torch(form: SteinForm, tol: float, device: torch.device,
+                         report=None) -> tuple[np.ndarray, int, float, float]:
+    """:func:`bisimkit.engine.stein_doubling` with torch products on ``device``.
+
+    Returns ``(D, steps, certified_error, floor)`` with ``D`` a numpy array (negative round-off
+    clipped to 0 after the certificate, which only moves D closer to the non-negative fixed point).
+    """
+    c = float(form.discount)
+    n = form.A.shape[0]
+    A = torch.as_tensor(np.ascontiguousarray(form.A, dtype=np.float64)).to(device)
+    P = torch.as_tensor(np.ascontiguousarray(form.P, dtype=np.float64)).to(device)
+    a_max = float(A.abs().max()) if n else 0.0
+    scale = a_max / (1.0 - c)
+    D, M, coef, k = A.clone(), P.clone(), c, 0
+    err = coef * scale
+    while err > tol:
+        closed = _rank_one_tail(A, M, coef, c, a_max, tol)
+        if closed is not None:
+            D += closed[0]
+            err = closed[1]
+            k += 1
+            if report:
+                report(k, err)
+            break
+        step = torch.matmul(M, D)
+        step = torch.matmul(step, M.T)
+        D.add_(step, alpha=coef)
+        del step
+        k += 1
+        coef = coef * coef
+        err = coef * scale
+        if err > tol:
+            M = torch.matmul(M, M)
+        if report:
+            report(k, err)
+    del M
+    D = (D + D.T) / 2
+    b = _certificate(form, A, P, D, c)
+    if report:
+        report(k, b.error)
+    out = D.clamp_(min=0.0).cpu().numpy()
+    return out, k, b.error, b.floor
+
+
+def _certificate(form: SteinForm, A: torch.Tensor, P: torch.Tensor, D: torch.Tensor, c: float):
+    """The bound of ``D`` itself (``returned="at"``) from one float64 evaluation ``Y = A + c P D P^T``."""
+    n = A.shape[0]
+    if n == 0:
+        return bound_from_norms(c, 0.0, 0.0, 0.0, 0.0, 0)
+    Y = torch.matmul(P, D)
+    Y = torch.matmul(Y, P.T)
+    Y.mul_(c).add_(A)  # the order of SteinForm.apply: A + c * ((P @ D) @ P^T)
+    value_max = float(Y.abs().max())
+    at_max = float(D.abs().max())
+    step = float(Y.sub_(D).abs_().max())
+    del Y
+    return bound_from_norms(c, step, float(A.abs().max()), at_max, value_max, 2 * n, 0.0, form.const_error,
+                            returned="at")
+
+
+def _rank_one_tail(A: torch.Tensor, M: torch.Tensor, coef: float, c: float, a_max: float,
+                   tol: float) -> tuple[float, float] | None:
+    """:func:`bisimkit.engine._rank_one_tail` on the device: the Neumann tail closed as one constant
+    once ``M = P^N`` has nearly equal rows (the same bound, see there)."""
+    mu = M.mean(dim=0)
+    eps = float((M - mu).abs_().sum(dim=1).max())
+    bound = coef / (1.0 - c) * (2.0 * eps + eps * eps) * a_max
+    if bound > tol:
+        return None
+    return float(mu @ A @ mu) * coef / (1.0 - c), bound

@@ -36,7 +36,7 @@ from .order import resolve_order
 from .progress import solve_progress
 from .relations import RELATION_KINDS, relation_blocks
 from .separable import separability
-from .solvers import DEFAULT_TOL, METHODS, PrecisionWarning, Solution, ZeroGroundWarning, solve
+from .solvers import BACKENDS, DEFAULT_TOL, METHODS, TORCH_METRICS, PrecisionWarning, Solution, ZeroGroundWarning, solve
 from .warmup import compile_notice
 
 EXIT_INPUT = 2
@@ -146,7 +146,8 @@ def cmd_solve(args) -> int:
             warnings.simplefilter("always", PrecisionWarning)
             sol = solve(mdp, args.metric, ground=args.ground, tol=args.tol, method=args.method,
                         progress=None if args.quiet else report, max_iterations=args.max_iterations,
-                        order=args.order, action_order=args.action_order, quotient=not args.no_quotient)
+                        order=args.order, action_order=args.action_order, quotient=not args.no_quotient,
+                        backend=args.backend, device=args.device)
     finally:
         line.close()
     for w in caught:
@@ -170,6 +171,8 @@ def cmd_solve_gaussian(args) -> int:
                              f"diagonal noise, so their shared-noise coupling is the same in every coordinate order)")
     if args.no_quotient:
         raise InputError("--no-quotient: applies to finite MDPs only (Gaussian MDPs are solved pair by pair)")
+    if args.backend != BACKENDS[0] or args.device is not None:
+        raise InputError("--backend/--device: apply to finite MDPs only (Gaussian MDPs are solved pair by pair)")
     if args.pairs is None:
         raise InputError("--pairs: required for Gaussian MDPs (a .json list of [z, z'] pairs or a .npy array (P, 2, n))")
     if args.method == "vi":
@@ -307,6 +310,11 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     p.add_argument("--no-quotient", action="store_true",
                    help="pi, psm, bisim, eps: solve the MDP itself, not first its quotient by the largest relation "
                         "of the metric's kind (docs/operators.md)")
+    p.add_argument("--backend", default=BACKENDS[0], choices=BACKENDS,
+                   help=f"{', '.join(BACKENDS)} (default {BACKENDS[0]}); torch runs Smith's doubling with torch "
+                        f"products, for {', '.join(TORCH_METRICS)} (dbc-sampled: point-mass next states)")
+    p.add_argument("--device", default=None, metavar="DEVICE",
+                   help="with --backend torch: cpu (default), cuda or cuda:N")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     g = p.add_argument_group("Gaussian MDPs (a JSON file with \"kind\": \"linear-gaussian\")")
     g.add_argument("--pairs", default=None, metavar="FILE",

@@ -27,7 +27,8 @@ from .engine import DEFAULT_TOL, METHODS, PrecisionWarning, ProgressCallback, So
 from .errors import InputError
 from .ground import Ground, ground_label, resolve_ground, zero_ground_message, zero_ground_note
 from .mdp import FiniteMDP
-from .operators import operator_info
+from .extras import missing_extra
+from .operators import operator_info, point_mass_transitions
 from .order import OrderSpec, resolve_order
 from .quotient import DEVIATION_SHARE, QUOTIENT_METRICS, RELATION_ATOL, quotient as find_quotient
 
@@ -42,7 +43,8 @@ class ZeroGroundWarning(UserWarning):
 def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float = DEFAULT_TOL,
           method: str = "auto", progress: ProgressCallback | None = None,
           max_iterations: int | None = None, full_diagonal: bool = False, order: OrderSpec = "index",
-          action_order: OrderSpec = "index", quotient: bool = True) -> Solution:
+          action_order: OrderSpec = "index", quotient: bool = True, backend: str = "numpy",
+          device: str | None = None) -> Solution:
     """The fixed point of operator ``metric`` on ``mdp`` to certified error ``tol``.
 
     Parameters
@@ -67,10 +69,15 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
         certificate covers the tolerance the blocks were found with, and the MDP itself is
         solved when nothing merges or the lift cannot be certified within ``tol``.
         ``False`` always solves the MDP itself.
+    backend, device : ``"numpy"`` (default) or ``"torch"``: Smith's doubling with torch products
+        on ``device`` (``"cpu"``, the default, ``"cuda"``, ``"cuda:N"``), for the Stein-form
+        operators :data:`TORCH_METRICS` only (:mod:`bisimkit.engine_torch`; the same certificate).
     """
     g = _checked(mdp, metric, ground, tol, method)
+    _checked_backend(mdp, metric, method, backend, device)
     zero = zero_ground_note(mdp, metric, g)
-    sol = _pipeline(mdp, metric, g, tol, method, progress, max_iterations, full_diagonal, order, action_order, quotient)
+    sol = _pipeline(mdp, metric, g, tol, method, progress, max_iterations, full_diagonal, backend, device, order,
+                    action_order, quotient)
     if zero is not None:
         message = zero_ground_message(metric, *zero, float(np.max(sol.distances, initial=0.0)), sol.certified_error)
         if message:
@@ -92,9 +99,10 @@ def _checked(mdp: FiniteMDP, metric: str, ground: Ground | None, tol: float, met
 
 def _pipeline(mdp: FiniteMDP, metric: str, g: Ground | None, tol: float, method: str,
               progress: ProgressCallback | None, max_iterations: int | None, full_diagonal: bool,
-              order: OrderSpec, action_order: OrderSpec, quotient: bool) -> Solution:
+              backend: str, device: str | None, order: OrderSpec, action_order: OrderSpec,
+              quotient: bool) -> Solution:
     """Stages relabel -> reduce -> quotient -> engine, each handing the rest to the next."""
-    options = (method, progress, max_iterations, full_diagonal)
+    options = (method, progress, max_iterations, full_diagonal, backend, device)
     if not (_is_index(order) and _is_index(action_order)):
         return _relabelled(mdp, metric, g, tol, options, order, action_order, quotient)
     if metric == "mico-reduced":
@@ -103,7 +111,38 @@ def _pipeline(mdp: FiniteMDP, metric: str, g: Ground | None, tol: float, method:
         sol = solve_on_quotient(mdp, metric, g, tol, method, progress, max_iterations)
         if sol is not None:
             return sol
-    return fixed_point(mdp, metric, g, tol, *options)
+    if backend == "torch":
+        from .engine_torch import fixed_point_torch  # the optional torch extra, loaded only for backend="torch"
+        return fixed_point_torch(mdp, metric, tol, device, progress)
+    return fixed_point(mdp, metric, g, tol, method, progress, max_iterations, full_diagonal)
+
+
+#: The engines of :func:`solve`'s ``backend`` and the metrics the torch engine solves (Stein form;
+#: dbc-sampled when the policy's next-state laws are point masses, mico-reduced through mico).
+BACKENDS = ("numpy", "torch")
+TORCH_METRICS = ("mico", "mico-reduced", "psm-sampled", "dbc-sampled")
+
+
+def _checked_backend(mdp: FiniteMDP, metric: str, method: str, backend: str, device: str | None) -> None:
+    """Stage *check*, the engine: ``backend`` and ``device`` are valid for this metric and machine."""
+    if backend not in BACKENDS:
+        raise InputError(f"unknown backend '{backend}' (choose from {', '.join(BACKENDS)})", param="backend")
+    if backend == "numpy":
+        if device is not None:
+            raise InputError(f"'{device}' needs backend 'torch' (the numpy backend runs on the CPU)", param="device")
+        return
+    if metric not in TORCH_METRICS:
+        raise InputError(f"'torch' solves {', '.join(TORCH_METRICS)} only, not '{metric}'", param="backend")
+    if method == "vi":
+        raise InputError("'torch' runs Smith's doubling only; method 'vi' needs backend 'numpy'", param="backend")
+    if metric == "dbc-sampled" and not point_mass_transitions(mdp):
+        raise InputError("'torch' solves dbc-sampled only when every P(s, a) with pi(a|s) > 0 is a point mass "
+                         "(a Stein equation then); this MDP's are not", param="backend")
+    try:
+        from .engine_torch import resolve_device  # the optional torch extra, loaded only for backend="torch"
+    except ModuleNotFoundError as exc:
+        raise InputError(missing_extra(exc) or str(exc), param="backend") from None
+    resolve_device(device)
 
 
 def _is_index(order: OrderSpec) -> bool:

@@ -6,10 +6,12 @@ import argparse
 from pathlib import Path
 
 from bisimkit.cli import load_mdp_or_example
+from bisimkit.cluster import EXECUTORS
 from bisimkit.errors import InputError
 from validation.claims import claim_ids
 from validation.learning import loss_ids
 from validation.verify import DEFAULT_CASES, QUICK_CASES, console_summary, user_case, verify
+from validation.verify_shards import DEFAULT_JOBS, EXTRA, MAX_ATTEMPTS, TIME_MIN, check_sharding, verify_sharded
 
 
 def add_verify_command(sub: argparse._SubParsersAction) -> None:
@@ -40,6 +42,15 @@ def add_verify_command(sub: argparse._SubParsersAction) -> None:
                    help="hypothesis examples per counterexample search (0: no shrinking)")
     p.add_argument("--no-figures", action="store_true")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    cluster = p.add_argument_group("on a cluster (submitit, the '" + EXTRA + "' extra)")
+    cluster.add_argument("--executor", choices=EXECUTORS, default=None,
+                         help=f"split the cases into --jobs shards run as submitit jobs, {' or '.join(EXECUTORS)}, "
+                              f"and merge them into the report one process writes; a shard is tried "
+                              f"up to {MAX_ATTEMPTS} times; a rerun reuses the finished shards")
+    cluster.add_argument("--jobs", type=int, default=None, metavar="K", help=f"shards (default {DEFAULT_JOBS})")
+    cluster.add_argument("--time-min", type=int, default=TIME_MIN, metavar="M",
+                         help=f"time limit of one shard's job in minutes (default {TIME_MIN})")
+    cluster.add_argument("--partition", default=None, help="SLURM partition (default: the cluster's)")
     p.set_defaults(func=cmd_verify)
 
 
@@ -64,11 +75,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
     """Run the job, print the table and verdicts; the exit status is the report's."""
     if args.ground is not None and not args.mdp:
         raise InputError("applies with --mdp only (the generated families bring their own grounds)", param="ground")
+    check_sharding(args.mdp, args.jobs, args.executor)
     mdps = load_user_cases(args.mdp, args.ground) if args.mdp else None
     writer = None
     if not args.no_figures:
         from figures.verify_figures import draw_verify_figures as writer  # matplotlib: ~2 s of start-up
     claims = None if not args.claims else [c.strip() for c in args.claims.split(",") if c.strip()]
+    if args.executor:
+        report = verify_sharded(out=args.out, cases=args.cases, seed=args.seed, claims=claims, quick=args.quick,
+                                shrink_examples=args.shrink_examples, figures=writer, progress=not args.quiet,
+                                executor=args.executor, jobs=DEFAULT_JOBS if args.jobs is None else args.jobs,
+                                time_min=args.time_min, partition=args.partition)
+        print(console_summary(report, args.out))
+        return int(report["exit_status"])
     report = verify(out=args.out, cases=args.cases, seed=args.seed, claims=claims, quick=args.quick,
                     resume=args.resume, shrink_examples=args.shrink_examples, figures=writer,
                     progress=not args.quiet, mdps=mdps)

@@ -1,4 +1,5 @@
-"""Shared test set-up: hypothesis profiles and the headless matplotlib backend.
+"""Shared test set-up: hypothesis profiles, the headless matplotlib backend, and the one-node
+SLURM of ``agents/sweep/local_slurm.sh`` (fixture ``slurm``, for the sweeps and ``verify --executor slurm``).
 
 Profiles: ``ci`` (default, fast, derandomised) and ``thorough`` (long runs):
 ``pytest --hypothesis-profile thorough -m "slow or not slow"``.
@@ -6,10 +7,13 @@ Profiles: ``ci`` (default, fast, derandomised) and ``thorough`` (long runs):
 
 import contextlib
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import matplotlib
+import pytest
 from hypothesis import HealthCheck, settings
 
 matplotlib.use("Agg")
@@ -48,3 +52,41 @@ def procedural_environment(tmp_path_factory, **env: str):
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+SCRIPT = Path(__file__).resolve().parents[1] / "agents" / "sweep" / "local_slurm.sh"
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    """A one-node SLURM from agents/sweep/local_slurm.sh in its own folder and port; always stopped (its jobs
+    cancelled first) in the finalizer. Skipped, with the reason, when slurm-wlm / munge are not installed."""
+    missing = [tool for tool in ("slurmctld", "slurmd", "munged", "sbatch", "sinfo") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"SLURM tests skipped: {', '.join(missing)} not installed "
+                    f"(apt-get install -y slurm-wlm munge; .ci/run does it when it can)")
+    if os.geteuid() != 0:
+        pytest.skip("SLURM tests skipped: the local cluster runs its daemons as root (SlurmUser=root)")
+    folder = tmp_path_factory.mktemp("slurm")
+    env = {**os.environ, "BISIMKIT_SLURM_DIR": str(folder), "BISIMKIT_SLURM_PORT": str(7100 + os.getpid() % 800)}
+    saved = os.environ.get("SLURM_CONF")
+    try:
+        start = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=120)
+        assert start.returncode == 0, f"local SLURM did not start:\n{start.stdout}\n{start.stderr}"
+        again = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=60)
+        assert again.returncode == 0 and "already running" in again.stdout  # idempotent
+        os.environ["SLURM_CONF"] = str(folder / "slurm.conf")
+        yield folder
+    finally:
+        if (folder / "slurm.conf").is_file():
+            jobs = subprocess.run(["squeue", "-h", "-o", "%A"], capture_output=True, text=True, timeout=30,
+                                  env={**os.environ, "SLURM_CONF": str(folder / "slurm.conf")}).stdout.split()
+            if jobs:
+                subprocess.run(["scancel", *jobs], timeout=30, env={**os.environ,
+                                                                   "SLURM_CONF": str(folder / "slurm.conf")})
+        stop = subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, text=True, timeout=60)
+        if saved is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = saved
+        assert stop.returncode == 0, stop.stderr

@@ -5,8 +5,8 @@ count failures and read states without training. The sweep tests train a
 2 tasks x 2 methods x 2 seeds grid of tiny runs (32x32 pixels, 32 or 64 agent steps,
 batches of 4, one torch thread) through submitit's local executor and, when
 ``slurm-wlm`` and ``munge`` are installed, through a one-node SLURM started by
-``agents/sweep/local_slurm.sh`` (its own folder and port; stopped in the fixture's
-finalizer), where one job is preempted (``scancel --signal=USR2``, what submitit
+``agents/sweep/local_slurm.sh`` (the ``slurm`` fixture of ``conftest.py``: its own folder
+and port; stopped in the fixture's finalizer), where one job is preempted (``scancel --signal=USR2``, what submitit
 treats as preemption) mid-run, requeued, and must end with the same ``eval.csv`` as
 the uninterrupted local run. Without SLURM those tests are skipped with the reason.
 """
@@ -31,7 +31,6 @@ from agents.sweep.spec import load_spec  # noqa: E402
 from figures.sweep_report import gather  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "agents" / "sweep" / "local_slurm.sh"
 PAPER = ROOT / "agents" / "sweep" / "paper"
 #: 2 tasks x 2 methods x 2 seeds, tiny: cartpole (repeat 8) 32 agent steps, ball_in_cup (repeat 4) 64, episodes
 #: of 32 environment steps, a checkpoint every episode, an evaluation every 64 environment steps.
@@ -254,41 +253,6 @@ def test_local_sweep_runs_skips_finished_and_gathers(local_sweep, tmp_path, caps
     assert result["missing"] == [f"all: {PREEMPTED} (pending, no evaluation yet)"]
     table = (tmp_path / "out2" / "table-all.md").read_text()
     assert "seeds per cell: 2 (except ε-R/BiC: 1)" in table and "Missing: 1 of 8 runs" in table
-
-
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory):
-    """A one-node SLURM from agents/sweep/local_slurm.sh in its own folder and port; always stopped (its jobs
-    cancelled first) in the finalizer. Skipped, with the reason, when slurm-wlm / munge are not installed."""
-    missing = [tool for tool in ("slurmctld", "slurmd", "munged", "sbatch", "sinfo") if shutil.which(tool) is None]
-    if missing:
-        pytest.skip(f"SLURM tests skipped: {', '.join(missing)} not installed "
-                    f"(apt-get install -y slurm-wlm munge; .ci/run does it when it can)")
-    if os.geteuid() != 0:
-        pytest.skip("SLURM tests skipped: the local cluster runs its daemons as root (SlurmUser=root)")
-    folder = tmp_path_factory.mktemp("slurm")
-    env = {**os.environ, "BISIMKIT_SLURM_DIR": str(folder), "BISIMKIT_SLURM_PORT": str(7100 + os.getpid() % 800)}
-    saved = os.environ.get("SLURM_CONF")
-    try:
-        start = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=120)
-        assert start.returncode == 0, f"local SLURM did not start:\n{start.stdout}\n{start.stderr}"
-        again = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=60)
-        assert again.returncode == 0 and "already running" in again.stdout  # idempotent
-        os.environ["SLURM_CONF"] = str(folder / "slurm.conf")
-        yield folder
-    finally:
-        if (folder / "slurm.conf").is_file():
-            jobs = subprocess.run(["squeue", "-h", "-o", "%A"], capture_output=True, text=True, timeout=30,
-                                  env={**os.environ, "SLURM_CONF": str(folder / "slurm.conf")}).stdout.split()
-            if jobs:
-                subprocess.run(["scancel", *jobs], timeout=30, env={**os.environ,
-                                                                   "SLURM_CONF": str(folder / "slurm.conf")})
-        stop = subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, text=True, timeout=60)
-        if saved is None:
-            os.environ.pop("SLURM_CONF", None)
-        else:
-            os.environ["SLURM_CONF"] = saved
-        assert stop.returncode == 0, stop.stderr
 
 
 def _preempt_when_checkpointed(root: Path, name: str, timeout: float = 240) -> str:

@@ -1,7 +1,8 @@
 """The numbers behind the figures: computed here, drawn by :mod:`figures` (which takes arrays).
 
 * :func:`metric_heatmaps`: every operator's distances from one state of the mirrored rooms;
-* :func:`scatter_values`: d_pi, d_eps, d_eps-bar over all pairs of many cases;
+* :func:`scatter_values`: d_pi, d_eps, d_eps-bar over all pairs of many cases (:func:`scatter_columns`
+  and :func:`subsample_scatter`: the same from columns in parts, a sharded verify run's);
 * :func:`diagonal_curves`: self-distances of the sampled operators against policy entropy;
 * :func:`loss_curves`: the learned-loss training curves of a verify run;
 * :func:`order_values`: C4's zero part in index and class-contiguous order, and the C11 spreads;
@@ -60,9 +61,9 @@ def metric_heatmaps(state: int = 0, discount: float = 0.9, noise: float = 0.3, t
     return Heatmaps(list(MIRRORED_ROOMS_POLICY), state, list(HEATMAP_PANELS), rows, selfd, discount, noise)
 
 
-def scatter_values(fixed_points, max_points: int = 30_000) -> dict[str, np.ndarray]:
-    """Upper-triangle values of d_pi, d_eps, d_eps-bar (and the family) from
-    ``(family, FixedPoints)`` pairs; at most ``max_points`` pairs (a fixed random subset)."""
+def scatter_columns(fixed_points) -> dict[str, np.ndarray]:
+    """Every upper-triangle value of d_pi, d_eps, d_eps-bar (and the family) from
+    ``(family, FixedPoints)`` pairs, in their order."""
     cols = {"pi": [], "eps": [], "eps-bar": [], "family": []}
     for family, fp in fixed_points:
         n = fp.case.mdp.n_states
@@ -70,11 +71,39 @@ def scatter_values(fixed_points, max_points: int = 30_000) -> dict[str, np.ndarr
         for metric in ("pi", "eps", "eps-bar"):
             cols[metric].append(fp.d(metric)[iu])
         cols["family"].append(np.full(len(iu[0]), family, dtype=object))
-    out = {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()}
-    if len(out["pi"]) > max_points:
-        keep = np.random.default_rng(0).choice(len(out["pi"]), max_points, replace=False)
-        out = {k: v[keep] for k, v in out.items()}
+    return {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()}
+
+
+def subsample_scatter(parts: list, max_points: int = 30_000) -> dict[str, np.ndarray]:
+    """The scatter's points from columns given in consecutive parts (mappings like
+    :func:`scatter_columns`' result, or lazily loaded ones): all of them, or ``max_points`` chosen
+    at random (a fixed seed) among them all, the same whether the columns come whole or in parts.
+    One part's columns are in memory at a time."""
+    keys = ("pi", "eps", "eps-bar", "family")
+    sizes = [len(part["pi"]) for part in parts]
+    total = sum(sizes)
+    if total <= max_points:
+        out = {k: [np.asarray(part[k]) for part in parts] for k in keys}
+        out = {k: np.concatenate(v) if v else np.zeros(0) for k, v in out.items()}
+        if total:
+            out["family"] = out["family"].astype(object)
+        return out
+    keep = np.random.default_rng(0).choice(total, max_points, replace=False)
+    out = {k: np.empty(max_points, dtype=object if k == "family" else float) for k in keys}
+    start = 0
+    for part, size in zip(parts, sizes):
+        inside = (keep >= start) & (keep < start + size)
+        where = np.nonzero(inside)[0]
+        for k in keys:
+            out[k][where] = np.asarray(part[k])[keep[inside] - start]
+        start += size
     return out
+
+
+def scatter_values(fixed_points, max_points: int = 30_000) -> dict[str, np.ndarray]:
+    """Upper-triangle values of d_pi, d_eps, d_eps-bar (and the family) from
+    ``(family, FixedPoints)`` pairs; at most ``max_points`` pairs (a fixed random subset)."""
+    return subsample_scatter([scatter_columns(fixed_points)], max_points)
 
 
 def general_fixed_points(mdps: int = 10, seed: int = 0) -> list:
@@ -188,11 +217,17 @@ class VerifyFigureData:
 
 
 def verify_figure_data(fixed_points: list, quick: bool, loss_runs: list[dict], loss_tolerance: float,
-                       order: bool = False) -> VerifyFigureData:
+                       order: bool = False, scatter: dict | None = None,
+                       order_data: dict | None = None) -> VerifyFigureData:
     """The figures' data for a verify run (smaller settings with ``quick``); ``order``: also the
-    order-dependence figure's (when the run checked C11, whose solves it reuses)."""
-    return VerifyFigureData(metric_heatmaps(tol=1e-6 if quick else 1e-8),
-                            scatter_values(fixed_points) if fixed_points else None,
+    order-dependence figure's (when the run checked C11, whose solves it reuses). ``scatter`` and
+    ``order_data``: those two figures' values computed elsewhere (by the shards of a sharded run)
+    instead of from ``fixed_points``."""
+    if scatter is None and fixed_points:
+        scatter = scatter_values(fixed_points)
+    if order_data is None and order and fixed_points:
+        order_data = order_values(fixed_points)
+    return VerifyFigureData(metric_heatmaps(tol=1e-6 if quick else 1e-8), scatter,
                             diagonal_curves(mdps=2 if quick else 8, points=5 if quick else 9),
                             loss_curves(loss_runs) if loss_runs else None, loss_tolerance,
-                            order_values(fixed_points) if order and fixed_points else None)
+                            order_data if order else None)

@@ -74,8 +74,9 @@ from .verify_worker import (LOSS_CLAIMS, LOSS_SOURCE, TORCH_MISSING, LossWorker,
 __all__ = [  # the job's names, wherever they are defined
     "ALL_CLAIMS", "CLAIMS", "DEFAULT_CASES", "GAUSSIAN_CLAIMS", "LOSS_CLAIMS", "LOSS_READING", "LOSS_SOURCE",
     "QUICK_CASES", "READINGS", "SHRINK_SECONDS", "SHRINK_SECONDS_QUICK", "TORCH_MISSING", "USER_EXTRA_CLAIMS",
-    "USER_FAMILY", "Case", "Claim", "FigureWriter", "FixedPoints", "LossWorker", "Outcome", "PhaseTimer", "Plan",
-    "Row", "check_findings", "console_summary", "finding_markdown", "load_state", "loss_markdown", "loss_rows",
+    "USER_FAMILY", "CASE_BLOCK", "Case", "Claim", "FigureWriter", "FixedPoints", "LossWorker", "Outcome",
+    "PhaseTimer", "Plan", "Row", "check_findings", "checks_order", "console_summary", "family_size",
+    "finding_markdown", "load_state", "loss_markdown", "loss_rows",
     "make_figures", "markdown", "pending_loss_runs", "plan_run", "run_families", "run_family", "run_losses",
     "save_counterexample", "save_counterexamples", "save_state", "shrink", "start_losses", "start_warm_up",
     "surprises", "table", "user_case", "user_claims", "verdicts", "verify", "write_report",
@@ -86,16 +87,48 @@ __all__ = [  # the job's names, wherever they are defined
 FigureWriter = Callable[[Path, VerifyFigureData], list[Path]]
 
 
-def _family_cases(name: str, cases: int, seed: int, quick: bool = False, plan: Plan | None = None) -> list:
+#: Cases of a generated family come in blocks of this many, each block from its own seeded stream
+#: (the first from ``[seed, family]``, block ``b`` from ``[seed, family, b]``), so that a shard of a
+#: sharded run (:mod:`validation.verify_shards`) draws its cases without drawing all those before it.
+CASE_BLOCK = 1000
+
+
+def family_size(name: str, cases: int, quick: bool = False, plan: Plan | None = None) -> int:
+    """How many cases family ``name`` has in a run of ``cases`` cases per family."""
     if name == USER_FAMILY:
-        return [case for _, case in plan.user_cases]
+        return len(plan.user_cases)
     if name == "examples":
-        return example_cases()
+        return len(example_cases())
     if name in GAUSSIAN_FAMILIES:
-        return gaussian_cases(name, cases, seed, quick)
+        fam = GAUSSIAN_FAMILIES[name]
+        return min(cases, fam.max_cases_quick if quick else fam.max_cases)
+    return cases
+
+
+def _generated_cases(name: str, seed: int, start: int, stop: int) -> list:
+    """Cases ``start`` to ``stop - 1`` of a generated family (drawing at most ``CASE_BLOCK - 1`` before them)."""
     index = list(FAMILIES).index(name)
-    rng = np.random.default_rng([seed, index])
-    return [FAMILIES[name].make(rng) for _ in range(cases)]
+    out = []
+    for block in range(start // CASE_BLOCK, -(-stop // CASE_BLOCK)):
+        rng = np.random.default_rng([seed, index] if block == 0 else [seed, index, block])
+        for k in range(block * CASE_BLOCK, min((block + 1) * CASE_BLOCK, stop)):
+            case = FAMILIES[name].make(rng)
+            if k >= start:
+                out.append(case)
+    return out
+
+
+def _family_cases(name: str, cases: int, seed: int, quick: bool = False, plan: Plan | None = None,
+                  start: int = 0, stop: int | None = None) -> list:
+    """The cases of one family, or those numbered ``start`` to ``stop - 1`` (a shard's)."""
+    stop = family_size(name, cases, quick, plan) if stop is None else stop
+    if name == USER_FAMILY:
+        return [case for _, case in plan.user_cases][start:stop]
+    if name == "examples":
+        return example_cases()[start:stop]
+    if name in GAUSSIAN_FAMILIES:
+        return gaussian_cases(name, cases, seed, quick)[start:stop]
+    return _generated_cases(name, seed, start, stop)
 
 
 def run_family(name: str, cases: list, claims: list[Claim], bar: Progress | None = None,
@@ -156,13 +189,20 @@ def run_families(plan: Plan, state: dict, todo: dict[str, list], bar: Progress |
     return [row for fam in plan.families for row in by_family[fam]], keep
 
 
-def make_figures(writer: FigureWriter | None, plan: Plan, fixed_points: list, loss_runs: list) -> list[str]:
-    """Compute the figures' data and have ``writer`` draw them; paths relative to the output folder."""
+def make_figures(writer: FigureWriter | None, plan: Plan, fixed_points: list, loss_runs: list,
+                 scatter: dict | None = None, order_data: dict | None = None) -> list[str]:
+    """Compute the figures' data and have ``writer`` draw them; paths relative to the output folder.
+    ``scatter``, ``order_data``: those figures' values from a sharded run's shards."""
     if not writer:
         return []
     data = verify_figure_data(fixed_points, plan.quick, loss_runs, learning.RELATIVE_TOLERANCE,
-                              order=any(c.id == "C11" for c in plan.claims))
+                              order=checks_order(plan), scatter=scatter, order_data=order_data)
     return [str(Path(p).relative_to(plan.out)) for p in writer(plan.out, data)]
+
+
+def checks_order(plan: Plan) -> bool:
+    """Whether the run checks C11 (then the figures include the order dependence)."""
+    return any(c.id == "C11" for c in plan.claims)
 
 
 class PhaseTimer:

@@ -30,10 +30,14 @@ def surprises(rows: list[Row], witnesses: list[WitnessResult]) -> list[str]:
 
 
 def write_report(plan: Plan, rows: list[Row], losses: dict, figure_paths: list[str], phase_seconds: dict,
-                 seconds: float, witnesses: list[WitnessResult] | None = None) -> dict:
-    """Write ``report.json`` and ``report.md``; returns the report."""
+                 seconds: float, witnesses: list[WitnessResult] | None = None, shards: dict | None = None) -> dict:
+    """Write ``report.json`` and ``report.md``; returns the report. ``shards``: how a sharded run
+    ran (:mod:`validation.verify_shards`), kept as the report's ``shards``; each shard in its
+    ``failed`` list is a surprise (its cases are missing from the rows)."""
     witnesses = check_findings(plan) if witnesses is None else witnesses
     found = surprises(rows, witnesses)
+    found += [f"shard {f['shard']} ({f['what']}) failed {f['attempts']} times, its results are missing: "
+              f"{f['error']}" for f in (shards or {}).get("failed", [])]
     violated = [r for r in rows if r.asserted and r.expect == "holds" and r.held < r.cases]
     report = {
         "config": plan.config,
@@ -48,6 +52,8 @@ def write_report(plan: Plan, rows: list[Row], losses: dict, figure_paths: list[s
         "exit_status": 1 if found else 0,
         "violated_asserted": sorted({r.label for r in violated}),
     }
+    if shards is not None:
+        report["shards"] = shards
     atomic_write_json(plan.out / "report.json", report)
     atomic_write_text(plan.out / "report.md", markdown(report))
     return report

@@ -72,6 +72,19 @@ class Row:
         if margin < self.worst_margin:
             self.worst_margin, self.worst_detail = float(margin), detail
 
+    def merge(self, later: "Row") -> None:
+        """Add the outcomes of ``later``, the same row over the cases that follow this row's
+        (a sharded run's next shard): the counts add up, and the worst margin and the smallest
+        violation are the first such, as :meth:`record` keeps them case by case."""
+        self.seconds += later.seconds
+        self.cases += later.cases
+        self.held += later.held
+        if later.worst_margin < self.worst_margin:
+            self.worst_margin, self.worst_detail = later.worst_margin, later.worst_detail
+        if later.violation is not None and (self.violation is None
+                                            or later.violation["size"] < self.violation["size"]):
+            self.violation = later.violation
+
     def to_json(self) -> dict:
         c = self.claim
         return {"claim": c.id, "label": c.label, "statement": c.statement, "source": c.source, "family": self.family,

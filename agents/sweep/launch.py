@@ -20,12 +20,11 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 import socket
-import subprocess
 import time
 from pathlib import Path
 
+from bisimkit.cluster import check_slurm, slurm_queue
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json
 
@@ -90,19 +89,6 @@ def pid_alive(pid) -> bool:
         return True
 
 
-def slurm_queue() -> set[str] | None:
-    """The job ids in SLURM's queue (array elements as ``JOB_TASK``), None if squeue does not answer."""
-    if shutil.which("squeue") is None:
-        return None
-    try:
-        out = subprocess.run(["squeue", "-h", "-r", "-o", "%i"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if out.returncode != 0:
-        return None
-    return {line.strip() for line in out.stdout.splitlines() if line.strip()}
-
-
 def current_status(state: dict, queued: set[str] | None) -> str:
     """pending, running, done or failed: what a state means now (an active state whose job is gone is pending)."""
     status = state.get("status", "pending")
@@ -113,20 +99,6 @@ def current_status(state: dict, queued: set[str] | None) -> str:
     if status in ("submitted", "requeued", "retrying") and _alive(state, queued):
         return "queued"
     return "pending"
-
-
-def check_slurm() -> None:
-    """:class:`InputError` unless ``sinfo`` answers."""
-    if shutil.which("sinfo") is None:
-        raise InputError("executor: SLURM is not reachable: sinfo is not on PATH (install SLURM's client, or "
-                         "start the local cluster: bash agents/sweep/local_slurm.sh start)")
-    try:
-        out = subprocess.run(["sinfo", "-h"], capture_output=True, text=True, timeout=30)
-    except subprocess.TimeoutExpired:
-        raise InputError("executor: SLURM is not reachable: sinfo did not answer within 30 s") from None
-    if out.returncode != 0:
-        reason = (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
-        raise InputError(f"executor: SLURM is not reachable: sinfo failed ({reason})")
 
 
 # ------------------------------------------------------------------ launch

@@ -30,6 +30,12 @@
 #                                          # stay in RUNS (/tmp/gpu-distracted), so calling it again on the same
 #                                          # machine resumes unfinished runs (--resume); runs already filed under
 #                                          # benchmarks/results/gpu/*/distracted/ up to STEPS are skipped
+#   bash benchmarks/gpu_check.sh mico      # dense MICo with the torch backend (benchmarks/bench_mico_gpu.py): numpy
+#                                          # vs torch on DEVICE at n = MICO_SIZES (1000,2000,4000), the numpy time
+#                                          # fitted and extrapolated to MICO_TARGET (20000), then the MICO_TARGET
+#                                          # solve on DEVICE certified to 1e-9 with its time and peak memory, all
+#                                          # under MICO_LIMIT seconds (570): $OUT/mico.json, $OUT/mico.log; no
+#                                          # rendering, no bundle needed (numpy, scipy, numba and torch are there)
 #
 # Knobs (for a dry run on a CPU): DEVICE (cuda), STEPS (100000), SEEDS ("0 1"), TRAIN_LIMIT (seconds,
 # 400), TRAIN_ARGS (extra agents.train flags), BENCH_ARGS (extra bench_updates arguments), BENCH_LIMIT (150),
@@ -73,7 +79,7 @@ else
 fi
 export MUJOCO_GL=egl PYTHONUNBUFFERED=1
 probe='from agents.dcs import make_env; e = make_env("cartpole-swingup", background=False, camera=False, fast_render=False); e.reset(); e.close(); print("render ok")'
-if ! python3 -c "$probe" 2>"$RES/probe.err"; then
+if [ "$stage" != mico ] && ! python3 -c "$probe" 2>"$RES/probe.err"; then
   export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
   python3 -c "$probe" 2>>"$RES/probe.err" || { echo "rendering failed"; tail -20 "$RES/probe.err"; exit 1; }
 fi
@@ -284,11 +290,20 @@ case "$stage" in
     bench "${BENCH_LIMIT:-300}" | tee "$OUT/bench.log"
     smoke | tee -a "$OUT/bench.log"
     ;;
+  mico)  # one call: the numpy/torch comparison and the fit first, then the large solve; mico.json is rewritten
+         # after every step, so a call stopped at its limit still brings back what it measured
+    limit=${MICO_LIMIT:-570}
+    timeout "$limit" python3 -m benchmarks.bench_mico_gpu --device "$DEVICE" --sizes "${MICO_SIZES:-1000,2000,4000}" \
+        --target "${MICO_TARGET:-20000}" --run-target --limit "$(( limit - 30 ))" --out "$RES/mico.json" 2>&1 \
+        | tee "$OUT/mico.log"
+    cp -f "$RES/mico.json" "$OUT/mico.json" 2>/dev/null
+    pack
+    ;;
   distracted)  # a call of its own; called again on the same machine, it resumes what is unfinished
     distracted "${DISTRACTED_LIMIT:-570}" 2>&1 | tee "$OUT/distracted.log"
     ;;
   *)
-    echo "unknown stage $stage (session, fidelity, fp32, graphs, timings, bench or distracted)"
+    echo "unknown stage $stage (session, fidelity, fp32, graphs, timings, bench, distracted or mico)"
     exit 2
     ;;
 esac

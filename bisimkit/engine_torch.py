@@ -51,12 +51,31 @@ def resolve_device(device: str | None) -> torch.device:
     return dev
 
 
+#: n x n float64 arrays alive at once on the device at the peak of the doubling: A, P, D, M and
+#: two products (the certificate's evaluation needs fewer).
+DEVICE_ARRAYS = 6
+
+
+def check_device_memory(n: int, device: torch.device, free: int | None = None) -> None:
+    """An InputError naming ``device`` when the doubling's arrays cannot fit in its free memory (CUDA only;
+    ``free`` overrides the free bytes the device reports)."""
+    if device.type != "cuda" and free is None:
+        return
+    if free is None:
+        free, _ = torch.cuda.mem_get_info(device)
+    need = DEVICE_ARRAYS * 8 * n * n
+    if need > free:
+        raise InputError(f"n = {n} needs about {need / 2 ** 30:.1f} GiB on {device} ({DEVICE_ARRAYS} n x n float64 "
+                         f"arrays), {free / 2 ** 30:.1f} GiB are free there", param="device")
+
+
 def fixed_point_torch(mdp: FiniteMDP, metric: str, tol: float, device: str | None = None,
                       progress=None) -> Solution:
     """The fixed point of the Stein-form operator ``metric`` on ``mdp``, certified, computed with torch
     on ``device``. Arguments are checked by :func:`bisimkit.solvers.solve`."""
     start = time.perf_counter()
     dev = resolve_device(device)
+    check_device_memory(mdp.n_states, dev)
     form = stein_form(mdp, metric)
     form.const_error = max(form.const_error, constant_error(mdp, metric))
     report = _Reporter(progress, start)

@@ -140,6 +140,16 @@ def test_cuda_without_a_gpu_names_the_device():
     assert info.value.param == "device"
 
 
+def test_a_device_too_small_for_the_doubling_is_one_line_naming_the_device():
+    from bisimkit.engine_torch import DEVICE_ARRAYS, check_device_memory
+
+    need = DEVICE_ARRAYS * 8 * 20000 ** 2
+    check_device_memory(20000, torch.device("cuda"), free=need)
+    with pytest.raises(InputError, match="20000") as info:
+        check_device_memory(20000, torch.device("cuda"), free=need - 1)
+    assert info.value.param == "device" and "GiB" in str(info.value)
+
+
 def test_missing_torch_names_the_extra(monkeypatch):
     monkeypatch.delitem(sys.modules, "bisimkit.engine_torch", raising=False)
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now fails as if it were not installed

@@ -13,7 +13,8 @@ evaluation ``Y = A + c P D P^T`` at the result, in float64 on the device, then
 :func:`bisimkit.engine.bound_from_norms` with ``||Y - D||``, ``max|D|``, ``max|Y|``,
 ``max|A|``, K = 2n and the one-step terms' round-off. The round-off bound holds for sums of K
 terms in any order with IEEE float64 fused or unfused multiply-adds, so it covers a GPU's
-blocked products too; nothing of it is assumed from the numpy run.
+blocked products too (cuBLAS's default float64 products, on CUDA cores or float64 tensor cores;
+not an emulated-float64 math mode); nothing of it is assumed from the numpy run.
 
 Imported only for ``backend="torch"``: torch is the optional ``torch`` extra.
 """

@@ -12,6 +12,8 @@ Taxi): ``P[s][a]`` is a list of ``(probability, next_state, reward, terminated)`
   Taxi's passenger-at-destination states, are kept as listed and not counted);
   the time limit (truncation) is not part of the model;
 * ``state_shape``: the grid where the env has one (FrozenLake: its ``desc``; CliffWalking: 4 x 12);
+* ``initial_state``: where the env starts, when its ``initial_state_distrib`` is a point mass
+  (FrozenLake, CliffWalking; not Taxi, which starts anywhere);
 * policy: ``"uniform"`` (default), an n x m table (array, or a ``.npy`` / ``.json`` / ``.csv``
   file), ``"greedy:FILE"`` or ``q=`` a Q table (n x m): greedy, ties split evenly; ``None``: no policy.
 
@@ -191,7 +193,17 @@ def from_gymnasium(env_or_id: Any, policy: Any = "uniform", discount: float = DE
         P[t, :, t] = 1.0
         R[t] = 0.0
     pi = _policy(policy, q, n, m)
-    return FiniteMDP(P, R, discount, pi, state_shape=_grid_shape(base), name=name or where)
+    return FiniteMDP(P, R, discount, pi, state_shape=_grid_shape(base), name=name or where,
+                     initial_state=_initial_state(getattr(base, "initial_state_distrib", None), n))
+
+
+def _initial_state(initial: Any, n: int) -> int | None:
+    """The state the env starts in when its ``initial_state_distrib`` is a point mass (None otherwise)."""
+    if initial is None:
+        return None
+    start = np.asarray(initial, dtype=float).ravel()
+    support = np.nonzero(start > 0)[0]
+    return int(support[0]) if start.size == n and len(support) == 1 else None
 
 
 def _literal(text: str) -> Any:

@@ -3,7 +3,8 @@
 A :class:`FiniteMDP` holds ``transitions`` P (n x m x n), ``rewards`` R (n x m),
 an optional ``policy`` pi (n x m), a ``discount`` c in [0, 1), optional
 ``action_values`` (m x k, default the m x m identity) and an optional
-``state_shape`` (states are the C-order cells of a grid of that shape).
+``state_shape`` (states are the C-order cells of a grid of that shape) and an optional
+``initial_state`` (the state an episode starts in).
 
 Every construction validates its input. Bad input raises
 :class:`~bisimkit.errors.InputError` whose message names the field and the
@@ -32,7 +33,7 @@ from .files import atomic_write, atomic_write_bytes
 #: this negative) before they are rejected; accepted rows are then cleaned.
 ROW_TOLERANCE = 1e-9
 
-FIELDS = ("transitions", "rewards", "policy", "discount", "action_values", "state_shape", "name")
+FIELDS = ("transitions", "rewards", "policy", "discount", "action_values", "state_shape", "name", "initial_state")
 REQUIRED = ("transitions", "rewards", "discount")
 
 
@@ -52,6 +53,7 @@ class FiniteMDP:
     action_values: np.ndarray | None = None
     state_shape: tuple[int, ...] | None = None
     name: str | None = None
+    initial_state: int | None = None
 
     def __post_init__(self) -> None:
         P = _validate_transitions(self.transitions)
@@ -66,6 +68,8 @@ class FiniteMDP:
         shape = None if self.state_shape is None else _validate_state_shape(self.state_shape, n)
         if self.name is not None and not isinstance(self.name, str):
             raise InputError(f"name: expected a string, got {type(self.name).__name__}")
+        initial = None if self.initial_state is None else _validate_initial_state(self.initial_state, n)
+        object.__setattr__(self, "initial_state", initial)
         for field, value in (("transitions", P), ("rewards", R), ("discount", c),
                              ("policy", pi), ("action_values", av), ("state_shape", shape)):
             object.__setattr__(self, field, value)
@@ -140,12 +144,14 @@ class FiniteMDP:
             out["action_values"] = self.action_values.tolist()
         if self.state_shape is not None:
             out["state_shape"] = list(self.state_shape)
+        if self.initial_state is not None:
+            out["initial_state"] = self.initial_state
         return out
 
     def with_policy(self, policy: np.ndarray | None) -> "FiniteMDP":
         """A copy of this MDP with another policy (validated)."""
         return FiniteMDP(self.transitions, self.rewards, self.discount, policy,
-                         self.action_values, self.state_shape, self.name)
+                         self.action_values, self.state_shape, self.name, self.initial_state)
 
 
 # --------------------------------------------------------------- validation
@@ -207,6 +213,16 @@ def _validate_action_values(value: Any, m: int) -> np.ndarray:
     return av
 
 
+def _validate_initial_state(value: Any, n: int) -> int:
+    arr = np.asarray(value)
+    if arr.shape != () or arr.dtype.kind not in "iuf" or not np.isfinite(arr) or float(arr) != int(arr):
+        raise InputError(f"initial_state: expected a state index (an integer), got {value!r}"[:160])
+    state = int(arr)
+    if not 0 <= state < n:
+        raise InputError(f"initial_state: {state} is not a state (there are {n} states, 0..{n - 1})")
+    return state
+
+
 def _validate_state_shape(value: Any, n: int) -> tuple[int, ...]:
     arr = np.asarray(value)
     if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iuf":
@@ -240,6 +256,7 @@ def mdp_from_dict(data: Any, source: str = "input") -> FiniteMDP:
         action_values=data.get("action_values"),
         state_shape=data.get("state_shape"),
         name=name,
+        initial_state=data.get("initial_state"),
     )
 
 

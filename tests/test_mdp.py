@@ -1,7 +1,5 @@
 """The MDP model: validation messages, file formats, derived quantities."""
 
-import json
-
 import numpy as np
 import pytest
 
@@ -50,6 +48,8 @@ def test_derived_quantities():
     (lambda d: d.update(colour="red"), "unknown field 'colour'"),
     (lambda d: d.pop("rewards"), "missing field 'rewards'"),
     (lambda d: d.update(name=3), "name: expected a string"),
+    (lambda d: d.update(initial_state=2), "initial_state: 2 is not a state (there are 2 states, 0..1)"),
+    (lambda d: d.update(initial_state=0.5), "initial_state: expected a state index (an integer), got 0.5"),
 ])
 def test_bad_input_names_field_and_index(change, message):
     data = good()
@@ -91,6 +91,15 @@ def test_round_trip(tmp_path, name, suffix):
         assert back.policy is None
     else:
         np.testing.assert_array_equal(back.policy, mdp.policy)
+
+
+@pytest.mark.parametrize("suffix", [".json", ".npz"])
+def test_initial_state_round_trip(tmp_path, suffix):
+    mdp = mdp_from_dict({**good(), "initial_state": 1})
+    back = load_mdp(save_mdp(mdp, tmp_path / f"m{suffix}"))
+    assert back.initial_state == 1 and back.to_dict()["initial_state"] == 1
+    assert back.with_policy(None).initial_state == 1
+    assert "initial_state" not in mdp_from_dict(good()).to_dict()
 
 
 def test_unreadable_files(tmp_path):

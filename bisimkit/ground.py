@@ -75,6 +75,11 @@ def validate_ground_matrix(G, mdp: FiniteMDP, source: str = "ground", atol: floa
 
 def load_ground(path: str | Path, mdp: FiniteMDP) -> np.ndarray:
     """Read a user ground metric from ``.npy``, ``.npz`` (key ``ground``) or ``.json``."""
+    return validate_ground_matrix(read_ground_file(path), mdp, source=str(path))
+
+
+def read_ground_file(path: str | Path):
+    """The array in a ground-metric file (``.npy``, ``.npz`` key ``ground``, ``.json``), unchecked."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"'{path}' is neither reward, policy nor an existing file", param="ground")
@@ -96,7 +101,7 @@ def load_ground(path: str | Path, mdp: FiniteMDP) -> np.ndarray:
         if isinstance(exc, InputError):
             raise
         raise InputError(f"{path}: cannot read ground metric ({exc})") from None
-    return validate_ground_matrix(G, mdp, source=str(path))
+    return G
 
 
 def resolve_ground(mdp: FiniteMDP, ground: Ground | None) -> Ground:

@@ -29,6 +29,10 @@ readings are explained in ``docs/claims.md``.
    this module never imports ``figures``);
 8. :func:`write_report` (:mod:`validation.verify_report`): ``report.json`` and ``report.md``.
 
+A sharded run (``bisimkit verify --executor local|slurm --jobs K``) is
+:func:`validation.verify_shards.verify_sharded`: step 5 split into submitit jobs (and the loss
+checks one more), then steps 6-8 here on the merged rows, into the same report.
+
 With ``mdps`` (``bisimkit verify --mdp FILE ...``) the user's MDPs replace the generated
 families: one family, ``user``, with the claims that apply to any MDP (:func:`user_claims`),
 no loss checks and no figures.

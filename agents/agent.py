@@ -33,7 +33,7 @@ squashing of the noise).
 
 ``fast`` (default on CUDA): channels-last convolutions, the conv trunk and its
 projection in bfloat16 autocast, fused Adam; everything after the encoder's
-LayerNorm stays float32. ``tests/test_agent_update.py`` checks that 50 updates
+LayerNorm stays float32. ``tests/test_agent.py`` checks that 50 updates
 both ways agree, and that the plain update equals a transcription of DrQ's.
 
 ``update_rule='dbc'`` (``--preset dbc``) replaces steps 2-7 with DBC's own update
@@ -47,7 +47,7 @@ on the encoder and a third on DBC's transition and reward heads (weight decay 1e
 run_local.sh). The actor's log-probability takes DBC's ``log(relu(1 - tanh^2) + 1e-6)``
 Jacobian (sac_ae.py ``squash``) and the convolutions start delta-orthogonal (sac_ae.py
 ``weight_init``). ``benchmarks/dbc_reference.py`` transcribes DBC's update and
-``tests/test_agent_update.py`` holds the agent to it.
+``tests/test_agent.py`` holds the agent to it.
 
 ``compile``: the conv trunks run through ``torch.compile`` (bias add, ReLU and
 input scaling fused; :mod:`agents.encoder`), on any device.
@@ -59,7 +59,7 @@ temperature step or not, target update or not). A GPU update launches about a
 thousand small kernels; replaying a graph launches them in one call, so the
 update costs its device time instead of the host's launch time. The update
 has no host synchronisation to allow this (finiteness checks are deferred,
-``tests/test_agent_update.py`` audits the dispatched operations), and replays
+``tests/test_agent.py`` audits the dispatched operations), and replays
 draw the same random numbers eager execution would from the same generator
 state (``python -m benchmarks.bench_updates --check-graphs`` compares 50
 updates both ways on a GPU).

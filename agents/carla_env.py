@@ -29,7 +29,7 @@ destroyed on ``reset`` (before respawning), on ``close`` and on any error, and
 ``close`` switches synchronous mode off again (world and Traffic Manager).
 
 The logic lives in functions of plain values, tested without a server
-(``tests/test_carla.py``): :func:`split_action`, :func:`code_reward`,
+(``tests/test_carla_env.py``): :func:`split_action`, :func:`code_reward`,
 :func:`paper_reward`, :func:`lane_progress`, :func:`termination`, :func:`camera_yaws`,
 :func:`bgra_to_rgb`, :func:`stitch`, :func:`spawn_plan`, :func:`destroy_all`.
 ``carla`` is imported only when an environment is made, so ``import agents`` works

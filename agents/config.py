@@ -494,9 +494,9 @@ PRESETS: dict[str, Preset] = {
             "episode_steps": "dm_control (1000)", "texture_size": OURS + " (speed)", "fast_render": OURS + " (speed)",
             "aux": "paper, Alg. 2 (J_P, J_R, J_ID)", "bisim_samples": "paper, Alg. 1 (one draw)",
             "update_rule": "paper, Alg. 2 (one step on J_SAC + J_P + J_R + J_ID + beta J_bisim)",
-            "eval_every": OURS, "checkpoint_every": OURS, "fast": OURS + " (speed; tests/test_agent_update.py)",
+            "eval_every": OURS, "checkpoint_every": OURS, "fast": OURS + " (speed; tests/test_agent.py)",
             "graphs": OURS + " (speed, auto: on with CUDA; benchmarks/bench_updates.py --check-graphs)",
-            "compile": OURS + " (speed; tests/test_agent_update.py)",
+            "compile": OURS + " (speed; tests/test_agent.py)",
             "carla_host": OURS, "carla_port": "CARLA's default (2000)", "carla_timeout": OURS,
             "carla_town": DBC_CARLA + " (Town04)", "carla_cameras": DBC_CARLA + " (5 cameras, 84x420)",
             "carla_vehicles": DBC_CARLA + " (20)", "carla_reward": DBC_CARLA + " (the code's reward; the paper's is a "

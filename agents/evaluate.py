@@ -33,8 +33,6 @@ from .entry import run_command
 from .rollout import rollout
 from .videos import SPLITS
 
-SPLITS = ("eval", "train")
-
 
 def evaluate_checkpoint(path: str | os.PathLike, episodes: int = 10, split: str = "eval", seed: int = 0,
                         device: str = "auto") -> dict:
@@ -49,7 +47,7 @@ def evaluate_checkpoint(path: str | os.PathLike, episodes: int = 10, split: str 
     episodes = check_count("episodes", episodes)
     seed = check_count("seed", seed, low=0)
     if split not in SPLITS:
-        raise InputError(f"split: {split!r} is not one of {', '.join(SPLITS)}")
+        raise InputError(f"split: {split!r} is not one of {', '.join(sorted(SPLITS))}")
     from .restore import restore_agent  # torch (the agents' extra): --help and bad input need none
 
     restored = restore_agent(path, device, split=split)
@@ -99,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("path", metavar="RUN_OR_CHECKPOINT", help="a run folder (holding checkpoint.pt) or a checkpoint")
     p.add_argument("--episodes", type=int, default=10, help="evaluation episodes")
-    p.add_argument("--split", default="eval", choices=tuple(SPLITS), help="background videos: eval (held out) or train")
+    p.add_argument("--split", default="eval", choices=sorted(SPLITS), help="background videos: eval (held out) or train")
     p.add_argument("--seed", type=int, default=0, help="episode j is seeded with (seed, eval, j)")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:N")
     p.add_argument("--json", default=None, metavar="OUT", help="also write the summary as JSON to OUT")

@@ -1,7 +1,7 @@
 """A transcription of DBC's update (facebookresearch/deep_bisim4control: agent/bisim_agent.py ``BisimAgent``,
 sac_ae.py ``Actor``/``Critic``, encoder.py ``PixelEncoder``, transition_model.py
 ``ProbabilisticTransitionModel``, with run_local.sh's settings) in plain torch, to check
-``--preset dbc`` (agents.agent with ``update_rule='dbc'``) against it (tests/test_agent_update.py).
+``--preset dbc`` (agents.agent with ``update_rule='dbc'``) against it (tests/test_agent.py).
 
 Written from DBC's files, not from agents/, and in its layout: an encoder per actor and critic with
 tied convolutions, a target critic with its own encoder, five Adam optimisers as DBC builds them

@@ -1,5 +1,5 @@
 """A transcription of DrQ's update (denisyarats/drq, drq.py: Encoder, Actor, Critic, DRQAgent.update_critic,
-update_actor_and_alpha, update) in plain torch, to check agents.agent against it (tests/test_agent_update.py
+update_actor_and_alpha, update) in plain torch, to check agents.agent against it (tests/test_agent.py
 on a CPU, ``python -m benchmarks.drq_compare`` on any device).
 
 Written from the reference file, not from agents/: its own modules (an encoder per actor and critic

@@ -20,7 +20,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from agents.metric_check import markdown_table, meets_targets
 from bisimkit.files import atomic_write_bytes, atomic_write_json
+from figures.metric_check import load_run, plot_metric_check
 
 TARGETED = ("eps-r", "eps-pi")
 TARGET_SCENES = ("ring", "sprite")
@@ -45,8 +47,6 @@ def run_one(scene: str, method: str, out: Path, args, extra: list[str]) -> dict 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from agents.metric_check import markdown_table, meets_targets
-
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
@@ -81,8 +81,6 @@ def main(argv: list[str] | None = None) -> int:
                 f"{k} {'met' if v else 'missed'}" for k, v in met.items()))
     atomic_write_bytes(out / "table.md", ("\n".join(lines) + "\n").encode())
     atomic_write_json(out / "summary.json", summaries)
-    from figures.metric_check import load_run, plot_metric_check
-
     runs = [load_run(out / s["scene"] / s["method"]) for s in summaries]
     print(plot_metric_check(args.figure or out / "metric_check.png", runs))
     print("\n".join(lines))

@@ -3,7 +3,7 @@
 Two correct implementations of the same update (our agent and a transcription of a reference
 agent, or one update on two instruction sets or thread counts) differ only by rounding: oneDNN
 and MKL pick AVX2 or AVX-512 kernels, and the thread count changes the order of the sums. The
-checks in ``tests/test_agent_update.py`` use the bounds below, each stated in terms of float32's
+checks in ``tests/test_agent.py`` use the bounds below, each stated in terms of float32's
 epsilon (2^-23) and the sizes of the quantities compared.
 
 **Losses.** A loss computed through a network of ``depth`` weighted layers whose widest dot
@@ -31,13 +31,13 @@ changes the gradient, and so the step, of most entries. The mean absolute differ
 tensor may be that share of the drift, plus the rounding of the weights themselves
 (``4 eps |w|`` per step: the moments, the step and a Polyak average each round once). A dropped
 loss term, a wrong constant or a shared optimiser state exceeds some loss's or weight's
-tolerance by a factor of 100 to 10^4 (``tests/test_agent_update.py`` breaks updates on purpose
+tolerance by a factor of 100 to 10^4 (``tests/test_agent.py`` breaks updates on purpose
 and checks that).
 
 **Long sums.** Where a comparison rests on one long reduction (a weight gradient over a batch of
 feature maps), its relative error is bounded by :func:`reduction_rtol`, the worst case ``n eps``:
 blocked accumulations reach a sizeable part of it, as measured in
-``tests/test_encoder_layout.py``.
+``tests/test_encoder.py``.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def reduction_rtol(terms: int) -> float:
     """The worst-case relative error of a float32 sum of ``terms`` terms of one sign, ``n eps`` (Higham's
     gamma_n to first order), capped at 1. Kernels that accumulate long reductions in blocks come near it: a
     conv weight gradient over 20 172 positions was 4e-4 off its float64 value with one AVX2 kernel, where
-    the random-walk estimate ``sqrt(n) eps`` gives 1.7e-5 (tests/test_encoder_layout.py)."""
+    the random-walk estimate ``sqrt(n) eps`` gives 1.7e-5 (tests/test_encoder.py)."""
     return min(1.0, terms * EPS32)
 
 

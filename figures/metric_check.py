@@ -10,6 +10,7 @@ side by side.
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -60,8 +61,6 @@ def load_run(folder) -> dict:
 
 
 def main(argv=None) -> None:
-    import argparse
-
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", help="folders written by python -m agents.metric_check")
     parser.add_argument("--out", default="metric_check.png", help="the figure (default: metric_check.png)")

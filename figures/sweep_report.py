@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
 import re
 import sys
 from pathlib import Path

@@ -193,3 +193,42 @@ def test_core_never_imports_the_command_line():
     users = sorted(m for m, edges in graph.items()
                    if "bisimkit.cli" in edges and m.split(".")[0] == "bisimkit" and m != "bisimkit.cli")
     assert users == []
+
+
+def deferred_imports_without_reason(source: str) -> list[int]:
+    """Lines of imports inside a function with no comment saying why: on the line itself, on the line
+    above, or on the import just above it in the same group (one reason covers a block of imports)."""
+    import ast
+
+    lines = source.splitlines()
+
+    def reasoned(lineno: int) -> bool:
+        if "#" in lines[lineno - 1]:
+            return True
+        above = lineno - 2
+        while above >= 0 and not lines[above].strip():
+            above -= 1
+        text = lines[above].strip() if above >= 0 else ""
+        return text.startswith("#") or (text.startswith(("import ", "from ")) and reasoned(above + 1))
+
+    wrong = set()
+    for fn in ast.walk(ast.parse(source)):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            wrong |= {node.lineno for node in ast.walk(fn)
+                      if isinstance(node, ast.Import | ast.ImportFrom) and not reasoned(node.lineno)}
+    return sorted(wrong)
+
+
+def test_deferred_import_rule_reads_comments():
+    source = ("def f():\n    import torch  # the agents extra\n\n    from x import y\n\n"
+              "def g():\n    import json\n    return json\n\n"
+              "def h():\n    # start-up cost\n    import scipy\n")
+    assert deferred_imports_without_reason(source) == [7]
+
+
+def test_every_deferred_import_says_why():
+    """Imports inside functions only for an optional extra or a measured start-up cost, each with a
+    one-line reason (docs/development.md, "Imports")."""
+    wrong = [f"{path.relative_to(ROOT)}:{line}" for package in PROJECT for path in sorted((ROOT / package).rglob("*.py"))
+             for line in deferred_imports_without_reason(path.read_text())]
+    assert wrong == []

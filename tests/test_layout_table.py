@@ -55,3 +55,34 @@ def test_every_module_is_in_the_layout_table():
 def test_every_path_of_the_layout_table_exists():
     paths = table_paths((ROOT / "docs" / "development.md").read_text())
     assert [p for p in paths if not (ROOT / p).exists()] == []
+
+
+def feature_tests(text: str) -> list[str]:
+    """The feature test files listed in docs/development.md's Tests section (the first code name of each item)."""
+    block = text.split("<!-- feature tests -->", 1)[1].split("<!-- /feature tests -->", 1)[0]
+    return re.findall(r"`([a-z_0-9]+)`(?= \(| and )", block)
+
+
+def mirror_names() -> set[str]:
+    """What ``tests/test_<name>.py`` may mirror: each module's name, and ``<subpackage>_<module>``."""
+    names = set()
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            parts = parts[:-1] if parts[-1] in ("__init__", "__main__") else parts
+            names |= {parts[-1], "_".join(parts[-2:])} if len(parts) > 1 else {parts[-1]}
+    return names
+
+
+def test_the_feature_list_parser_reads_items():
+    text = "<!-- feature tests -->\n`a` (x), `b_c` and `d` (y `e` z),\n<!-- /feature tests -->"
+    assert feature_tests(text) == ["a", "b_c", "d"]
+
+
+def test_every_test_file_mirrors_a_module_or_is_a_listed_feature():
+    features = feature_tests((ROOT / "docs" / "development.md").read_text())
+    names = mirror_names()
+    stray = [t.name for t in sorted((ROOT / "tests").glob("test_*.py")) if t.stem[5:] not in names | set(features)]
+    assert stray == []
+    assert [f for f in features if not (ROOT / "tests" / f"test_{f}.py").exists()] == []
+    assert [f for f in features if f in names] == []   # a mirror is not a feature

@@ -9,7 +9,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from agents.checkpoint import CHECKPOINT, Checkpoint  # noqa: E402
+from agents.checkpoint import CHECKPOINT  # noqa: E402
 from agents.config import TrainConfig  # noqa: E402
 from agents.evaluate import main as evaluate_main  # noqa: E402
 from agents.train import main as train_main  # noqa: E402

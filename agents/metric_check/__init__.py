@@ -34,6 +34,7 @@ independent reward fixed point) is a reference, and ``target_exact`` says so.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import time
@@ -41,12 +42,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from scipy.optimize import linprog
+from scipy.stats import spearmanr
 
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_bytes, atomic_write_json
 from bisimkit.gaussian import LinearGaussianMDP, estimate_distance, save_gaussian
 from bisimkit.mdp import FiniteMDP, save_mdp
+from bisimkit.separable import separability
+from bisimkit.solvers import solve
 
+from ..config import TrainConfig
+from ..replay import ReplayBuffer
 from ..scenes import SCENES, Distractors, Scene, build_scene, check_distractors, finite_scene, gaussian_scene, \
     interval_probabilities
 
@@ -127,8 +134,6 @@ def exact_metric(scene: Scene, method: str, policy: tuple[np.ndarray, np.ndarray
 
 
 def _exact_finite(scene: Scene, method: str, operator: str, ground, policy) -> tuple[np.ndarray, dict]:
-    from bisimkit.solvers import solve
-
     mdp = scene.mdp
     mean, std = (scene.behaviour_mean[:, 0], scene.behaviour_std[:, 0]) if policy is None else policy
     mdp = mdp.with_policy(interval_probabilities(np.asarray(mean), np.asarray(std), mdp.n_actions))
@@ -136,7 +141,7 @@ def _exact_finite(scene: Scene, method: str, operator: str, ground, policy) -> t
     info = {"operator": operator, "ground": ground, "target_exact": True, "note": ""}
     mean_gap = float(np.max(np.abs(mdp.mean_action[:, 0] - squashed))) if mdp.action_values.shape[1] == 1 else math.inf
     if method == "eps-pi" and mean_gap > 1e-9:  # the agent's ground, as a matrix over (state, action) pairs
-        n, m = mdp.n_states, mdp.n_actions
+        m = mdp.n_actions
         g = np.abs(np.repeat(squashed, m)[:, None] - np.repeat(squashed, m)[None, :])
         ground = g
         info["ground"] = "|tanh mu(s) - tanh mu(t)| (matrix)"
@@ -151,8 +156,6 @@ def _exact_finite(scene: Scene, method: str, operator: str, ground, policy) -> t
     sol = solve(mdp, operator, ground=ground) if ground is not None else solve(mdp, operator)
     info.update(solver=sol.method, certified_error=float(sol.certified_error))
     if mdp.state_shape is not None and operator == "eps-bar" and isinstance(ground, str):
-        from bisimkit.separable import separability
-
         sep = separability(mdp, ground)  # bisimkit info's line: a head fed the grid coordinates
         info["separable_in_state_shape"] = sep.describe()
         info["separable_lower_bound"] = float(sep.lower / sep.scale) if sep.scale > 0 else 0.0
@@ -193,8 +196,6 @@ def _exact_gaussian(scene: Scene, method: str, samples: int, seed: int) -> tuple
 
 # ---------------------------------------------------------------- learning
 def _config(scene: Scene, method: str, image_size: int, batch: int, seed: int, device: str, overrides: dict):
-    from ..config import TrainConfig
-
     fields = dict(method=method, image_size=image_size, frame_stack=1, capacity="low", batch_size=batch,
                   discount=scene.discount, seed=seed, device=device, background=False, camera=False,
                   bisim_samples=4)
@@ -235,7 +236,7 @@ def learn_metric(mdp, render=None, method: str = "eps-r", distractors="all", ste
     (module doc). ``config``: more :class:`~agents.config.TrainConfig` fields (e.g. ``{"augment": False}``);
     ``eval_every``: also measure every that many steps (the ``curve``); ``progress(step, stats)`` is called
     then. Returns a :class:`MetricCheck`."""
-    import torch
+    import torch  # torch and the modules built on it: the agents extra (scenes and exact metrics work without)
 
     from ..agent import Agent, pick_device
 
@@ -286,7 +287,7 @@ def learn_metric(mdp, render=None, method: str = "eps-r", distractors="all", ste
 
 def _train_isolated(agent, scene, dist, rng, steps, batch, schedule, eval_every, kinds, draws, seed, curve,
                     progress, exact) -> None:
-    import torch
+    import torch  # the agents extra, as in learn_metric
 
     from ..mlp import soft_update
 
@@ -316,8 +317,6 @@ def _train_isolated(agent, scene, dist, rng, steps, batch, schedule, eval_every,
 def _train_agent(agent, scene, dist, rng, steps, batch, eval_every, kinds, draws, seed, curve, progress,
                  episode: int = 200) -> None:
     """The full update on the agent's own transitions: random actions for ``seed_steps``, then its policy."""
-    from ..replay import ReplayBuffer
-
     cfg = agent.config
     height, width = scene.image_shape
     buffer = ReplayBuffer(max(steps + cfg.seed_steps, 1000), (3, height, width), scene.action_dim)
@@ -376,7 +375,7 @@ def measure(agent, scene: Scene, distractors="all", draws: int = 8, seed: int = 
     distractor draws per state (every pair of draws; different draws on the diagonal), and the distractor
     invariance: the mean distance between renderings of the same state under different distractors over the
     mean distance between different states (0 is perfect). A frame-stacking agent sees the frame repeated."""
-    import torch
+    import torch  # the agents extra, as in learn_metric
 
     scene = as_scene(scene)
     if agent.distance is None:
@@ -402,7 +401,7 @@ def measure(agent, scene: Scene, distractors="all", draws: int = 8, seed: int = 
 def agent_policy(agent, scene: Scene, distractors="all", draws: int = 8, seed: int = 0
                  ) -> tuple[np.ndarray, np.ndarray]:
     """A finite scene's per-state pre-squash mean and std of the agent's actor, averaged over draws."""
-    import torch
+    import torch  # the agents extra, as in learn_metric
 
     obs = torch.as_tensor(_eval_frames(agent, scene, check_distractors(distractors), draws, seed))
     with torch.no_grad():
@@ -416,8 +415,6 @@ def agent_policy(agent, scene: Scene, distractors="all", draws: int = 8, seed: i
 def summarise(learned: np.ndarray, exact: np.ndarray, invariance: float) -> dict:
     """Errors over the pairs s < t relative to the largest exact distance, Spearman's rank correlation, the
     largest diagonal error (the sampled operators' self-distances), and the invariance."""
-    from scipy.stats import spearmanr
-
     n = len(exact)
     i, j = np.triu_indices(n, 1)
     scale = float(np.max(exact[i, j]))
@@ -435,8 +432,6 @@ def l1_head_floor(distances: np.ndarray, max_states: int = 12) -> float | None:
     ``sum_i w_i |z_i - z'_i|`` between any points z(s) (the agents' heads on latents of any dimension): the
     distance of ``distances`` to the cut cone, by linear programming over the 2^(n-1) - 1 cuts. 0 when the matrix
     is L1-embeddable; None above ``max_states`` states (the LP grows as 2^n)."""
-    from scipy.optimize import linprog
-
     d = np.asarray(distances, float)
     n = len(d)
     if n > max_states or n < 2:
@@ -494,8 +489,6 @@ def write_results(check: MetricCheck, out: str | Path) -> list[Path]:
 
 
 def _npy_bytes(array: np.ndarray) -> bytes:
-    import io
-
     buf = io.BytesIO()
     np.save(buf, np.asarray(array))
     return buf.getvalue()

@@ -26,7 +26,12 @@ import tempfile
 from pathlib import Path
 
 from bisimkit.errors import InputError
+from bisimkit.gaussian import load_gaussian
+from bisimkit.gaussian.model import is_gaussian_file
+from bisimkit.mdp import load_mdp
+from figures.metric_check import plot_metric_check
 
+from ..entry import run_command
 from . import METRIC_METHODS, MODES, MC_SAMPLES, learn_metric, meets_targets, write_results
 from ..scenes import DISTRACTORS, SCENES
 
@@ -63,10 +68,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _user_scene(args):
     """The MDP, renderer and behaviour of --mdp / --render / --behaviour."""
-    from bisimkit.gaussian import load_gaussian
-    from bisimkit.gaussian.model import is_gaussian_file
-    from bisimkit.mdp import load_mdp
-
     if args.render is None:
         raise InputError("render: --mdp needs --render MODULE:FUNCTION")
     module, _, name = args.render.partition(":")
@@ -92,8 +93,6 @@ def _user_scene(args):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..entry import run_command
-
     args = build_parser().parse_args(argv)
     return run_command(lambda: _run(args), interrupted="nothing was written",
                        bad_input=(InputError, ValueError))
@@ -111,7 +110,7 @@ def _run(args) -> int:
     if args.threads is not None:
         if args.threads < 1:
             raise InputError(f"threads: expected a positive integer, got {args.threads}")
-        import torch
+        import torch  # the agents extra: a missing one is reported by run_command, not at import
 
         torch.set_num_threads(args.threads)
     try:
@@ -136,8 +135,6 @@ def _run(args) -> int:
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         write_results(check, staging)
-        from figures.metric_check import plot_metric_check
-
         plot_metric_check(staging / "metric_check.png", [{
             "learned": check.learned, "exact": check.exact, "summary": check.summary,
             "title": f"{check.summary['scene']} {check.summary['method']} ({check.summary['mode']})"}])

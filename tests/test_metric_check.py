@@ -107,6 +107,31 @@ def test_l1_head_floor():
     assert l1_head_floor(k23) == pytest.approx(0.1, abs=1e-9)
 
 
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_entangled_metric_is_always_within_an_l1_heads_reach(seed):
+    """Under the shared-noise coupling d_eps-bar(s, t) = E_u[sum_k c^k |g(chain_s(u), k) - g(chain_t(u), k)|],
+    an L1 distance between functions of the noise, so it lies in the cut cone for every finite MDP, stochastic
+    ones included (docs/agents.md, "Which exact metrics a latent head can represent"); psm-sampled's self-distances
+    keep it out of reach of any head that is 0 on identical latents."""
+    from agents.metric_check import l1_head_floor
+    from bisimkit.generators import random_mdp
+
+    mdp = random_mdp(7, 3, seed=seed, action_dim=1)
+    for ground in ("reward", "policy"):
+        assert l1_head_floor(solve(mdp, "eps-bar", ground=ground, tol=1e-11).distances) == pytest.approx(0, abs=1e-9)
+    U = solve(mdp, "psm-sampled", tol=1e-11).distances
+    assert np.min(np.diag(U)) > 0.05 * np.max(U)
+
+
+def test_k23_breaks_the_pentagonal_inequality():
+    """Hand-computed: b = (-1, -1, 1, 1, 1) sums to 1, and sum_{i<j} b_i b_j d_ij = 2 (one pair inside {0, 1}) + 6
+    (three pairs inside {2, 3, 4}) - 6 (six pairs across) = 2 > 0, which no L1 metric allows."""
+    k23 = np.array([[0, 2, 1, 1, 1], [2, 0, 1, 1, 1], [1, 1, 0, 2, 2], [1, 1, 2, 0, 2], [1, 1, 2, 2, 0]], float)
+    b = np.array([-1, -1, 1, 1, 1])
+    i, j = np.triu_indices(5, 1)
+    assert float(np.sum(b[i] * b[j] * k23[i, j])) == 2.0
+
 def test_summary_numbers():
     exact = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 4.0], [2.0, 4.0, 0.0]])
     learned = exact.copy()

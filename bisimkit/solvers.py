@@ -2,7 +2,8 @@
 
     check -> relabel -> reduce -> quotient -> engine
 
-* **check** (:func:`_checked`): the metric, method and tolerance, and the ground resolved;
+* **check** (:func:`_checked`): the metric, method and tolerance, and the ground resolved; then the
+  solve's memory estimate against what the process may use (:mod:`bisimkit.memory`, ``force`` overrides);
 * **relabel** (:func:`_relabelled`): a state or action order other than the index order
   is applied to the MDP, solved there, and the result mapped back (:mod:`bisimkit.order`);
 * **reduce** (:func:`_reduced`): ``mico-reduced`` is derived from the ``mico`` fixed point;
@@ -28,6 +29,7 @@ from .errors import InputError
 from .ground import Ground, ground_label, resolve_ground, zero_ground_message, zero_ground_note
 from .mdp import FiniteMDP
 from .extras import missing_extra
+from .memory import check_memory
 from .operators import operator_info, point_mass_transitions
 from .order import OrderSpec, resolve_order
 from .quotient import DEVIATION_SHARE, QUOTIENT_METRICS, RELATION_ATOL, quotient as find_quotient
@@ -44,7 +46,7 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
           method: str = "auto", progress: ProgressCallback | None = None,
           max_iterations: int | None = None, full_diagonal: bool = False, order: OrderSpec = "index",
           action_order: OrderSpec = "index", quotient: bool = True, backend: str = "numpy",
-          device: str | None = None) -> Solution:
+          device: str | None = None, force: bool = False) -> Solution:
     """The fixed point of operator ``metric`` on ``mdp`` to certified error ``tol``.
 
     Parameters
@@ -72,9 +74,14 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
     backend, device : ``"numpy"`` (default) or ``"torch"``: Smith's doubling with torch products
         on ``device`` (``"cpu"``, the default, ``"cuda"``, ``"cuda:N"``), for the Stein-form
         operators :data:`TORCH_METRICS` only (:mod:`bisimkit.engine_torch`; the same certificate).
+    force : solve even when the memory estimate (:mod:`bisimkit.memory`) says the solve will not fit;
+        without it such a solve stops before anything is allocated, with
+        :class:`bisimkit.memory.NotEnoughMemory` naming the estimate, the limit and what would fit.
     """
     g = _checked(mdp, metric, ground, tol, method)
     _checked_backend(mdp, metric, method, backend, device)
+    if not force:
+        check_memory(mdp, metric, method, full_diagonal, quotient)
     zero = zero_ground_note(mdp, metric, g)
     sol = _pipeline(mdp, metric, g, tol, method, progress, max_iterations, full_diagonal, backend, device, order,
                     action_order, quotient)

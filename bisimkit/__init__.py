@@ -9,22 +9,43 @@ Quick use::
     mdp = from_gymnasium("FrozenLake-v1", policy="uniform")             # the 'gym' extra
 """
 
-from .comparison import Comparison, compare
-from .couplings import entangled_coupling, independent_coupling, optimal_coupling
-from .errors import InputError
-from .examples import EXAMPLES, example
-from .gym import from_gymnasium
-from .mdp import FiniteMDP, load_mdp, mdp_from_dict, save_mdp
-from .operators import METRIC_NAMES, OPERATORS, apply_operator
-from .pseudometric import check_pseudometric
-from .relations import relation_blocks, relation_labels
-from .solvers import Solution, solve
+from importlib import import_module
+
+#: Each public name and the module that defines it. They are imported on first use (module
+#: ``__getattr__``): numpy, scipy and numba take most of a second to load, which ``import bisimkit``
+#: and the command line's start-up do not pay for what they do not use (start-up cost).
+_PUBLIC = {
+    "Comparison": "comparison", "compare": "comparison",
+    "entangled_coupling": "couplings", "independent_coupling": "couplings", "optimal_coupling": "couplings",
+    "InputError": "errors",
+    "EXAMPLES": "examples", "example": "examples",
+    "from_gymnasium": "gym",
+    "FiniteMDP": "mdp", "load_mdp": "mdp", "mdp_from_dict": "mdp", "save_mdp": "mdp",
+    "METRIC_NAMES": "operators", "OPERATORS": "operators", "apply_operator": "operators",
+    "check_pseudometric": "pseudometric",
+    "relation_blocks": "relations", "relation_labels": "relations",
+    "Solution": "solvers", "solve": "solvers",
+    "BetweenSolution": "between", "solve_between": "between",
+}
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Comparison", "EXAMPLES", "FiniteMDP", "InputError", "METRIC_NAMES", "OPERATORS", "Solution",
+    "BetweenSolution", "Comparison", "EXAMPLES", "FiniteMDP", "InputError", "METRIC_NAMES", "OPERATORS", "Solution",
     "apply_operator", "check_pseudometric", "compare", "entangled_coupling", "example", "from_gymnasium",
     "independent_coupling", "load_mdp", "mdp_from_dict", "optimal_coupling",
-    "relation_blocks", "relation_labels", "save_mdp", "solve",
+    "relation_blocks", "relation_labels", "save_mdp", "solve", "solve_between",
 ]
+
+
+def __getattr__(name: str):
+    """Import the module of public name ``name`` on first use (see :data:`_PUBLIC`)."""
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'bisimkit' has no attribute '{name}'")
+    value = getattr(import_module(f".{_PUBLIC[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

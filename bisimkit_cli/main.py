@@ -2,20 +2,41 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from bisimkit import cli
 
-from .compare import add_compare_command
-from .verify import add_verify_command
+
+def add_verify(sub: argparse._SubParsersAction) -> None:
+    """Add ``verify`` (:func:`bisimkit_cli.verify.add_verify_command`)."""
+    from .verify import add_verify_command  # start-up cost: validation and hypothesis load in ~0.25 s
+    add_verify_command(sub)
+
+
+def add_compare(sub: argparse._SubParsersAction) -> None:
+    """Add ``compare`` (:func:`bisimkit_cli.compare.add_compare_command`)."""
+    from .compare import add_compare_command  # start-up cost: loads the comparison's modules
+    add_compare_command(sub)
+
 
 #: The subcommands this program adds to the core ones.
-COMMANDS = (add_verify_command, add_compare_command)
+COMMANDS = (add_verify, add_compare)
+
+
+def core_commands() -> set[str]:
+    """The names of the commands :mod:`bisimkit.cli` defines itself."""
+    parser = cli.build_parser()
+    return {name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+            for name in action.choices}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``bisimkit`` with ``argv``; returns the exit status."""
-    return cli.main(argv, commands=COMMANDS)
+    """Run ``bisimkit`` with ``argv``; returns the exit status. A core command (``solve``, ...) runs
+    without the modules the added commands need, which would only slow its start."""
+    args = sys.argv[1:] if argv is None else argv
+    core = bool(args) and args[0] in core_commands()
+    return cli.main(argv, commands=() if core else COMMANDS)
 
 
 def run() -> None:

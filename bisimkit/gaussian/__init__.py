@@ -13,13 +13,19 @@
   certified discretisation error).
 """
 
-from .closed_forms import (abs_moment, bures_squared, bures_wasserstein, entangled_squared_cost,
-                           folded_normal_mean, gaussian_monge_map, separable_cost, wasserstein_gaussian_1d,
-                           wasserstein_to_discrete)
-from .estimators import Estimate, estimate_distance, truncation_bound
-from .exact import Series, distance, exact_form, independent_policy_series
-from .model import (GaussianMDP, LinearGaussianMDP, PendulumMDP, QuadraticReward, linear_gaussian_from_dict,
-                    load_gaussian, save_gaussian)
+from importlib import import_module
+
+#: Each public name and the module that defines it, imported on first use (module ``__getattr__``):
+#: the closed forms load scipy.special, which ``bisimkit solve`` on a finite MDP does not need (start-up cost).
+_PUBLIC = {
+    **dict.fromkeys(("abs_moment", "bures_squared", "bures_wasserstein", "entangled_squared_cost", "folded_normal_mean",
+                     "gaussian_monge_map", "separable_cost", "wasserstein_gaussian_1d", "wasserstein_to_discrete"),
+                    "closed_forms"),
+    **dict.fromkeys(("Estimate", "estimate_distance", "truncation_bound"), "estimators"),
+    **dict.fromkeys(("Series", "distance", "exact_form", "independent_policy_series"), "exact"),
+    **dict.fromkeys(("GaussianMDP", "LinearGaussianMDP", "PendulumMDP", "QuadraticReward", "linear_gaussian_from_dict",
+                     "load_gaussian", "save_gaussian"), "model"),
+}
 
 __all__ = [
     "Estimate", "GaussianMDP", "LinearGaussianMDP", "PendulumMDP", "QuadraticReward", "Series", "abs_moment",
@@ -28,3 +34,16 @@ __all__ = [
     "load_gaussian", "save_gaussian", "separable_cost", "truncation_bound", "wasserstein_gaussian_1d",
     "wasserstein_to_discrete",
 ]
+
+
+def __getattr__(name: str):
+    """Import the module of public name ``name`` on first use (see :data:`_PUBLIC`)."""
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'bisimkit.gaussian' has no attribute '{name}'")
+    value = getattr(import_module(f".{_PUBLIC[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

@@ -265,15 +265,15 @@ def cgroup_room(root: Path = Path("/sys/fs/cgroup"), membership: Path = Path("/p
     usage there, reclaimable page cache counted as free), or None when no limit is set."""
     room = math.inf
     for folder, version in _cgroup_dirs(root, membership):
-        if version == "v2":
-            limit, usage = _read_number(folder / "memory.max"), _read_number(folder / "memory.current")
-            cache = _reclaimable(folder / "memory.stat", "inactive_file")
-        else:
-            limit, usage = _read_number(folder / "memory.limit_in_bytes"), _read_number(folder / "memory.usage_in_bytes")
-            cache = _reclaimable(folder / "memory.stat", "total_inactive_file")
-        if limit is None or usage is None or limit >= 2.0 ** 60:
+        names = (("memory.max", "memory.current", "inactive_file") if version == "v2" else
+                 ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"))
+        limit = _read_number(folder / names[0])
+        if limit is None or limit >= 2.0 ** 60:
+            continue  # no limit here ("max", or v1's page-rounded largest number)
+        usage = _read_number(folder / names[1])
+        if usage is None:
             continue
-        room = min(room, limit - usage + cache)
+        room = min(room, limit - usage + _reclaimable(folder / "memory.stat", names[2]))
     return None if math.isinf(room) else room
 
 

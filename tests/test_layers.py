@@ -232,3 +232,37 @@ def test_every_deferred_import_says_why():
     wrong = [f"{path.relative_to(ROOT)}:{line}" for package in PROJECT for path in sorted((ROOT / package).rglob("*.py"))
              for line in deferred_imports_without_reason(path.read_text())]
     assert wrong == []
+
+
+STARTUP_PROBE = """
+import json, sys
+{code}
+print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r} or m in {heavy!r})))
+"""
+
+
+def _loaded(code: str, heavy: tuple[str, ...]) -> list[str]:
+    proc = subprocess.run([sys.executable, "-c", STARTUP_PROBE.format(code=code, heavy=heavy)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_import_bisimkit_loads_no_heavy_library_and_its_names_on_first_use():
+    """``import bisimkit`` loads neither numpy, scipy, numba, torch nor matplotlib
+    (docs/performance.md#start-up); every name of ``__all__`` is still there."""
+    assert _loaded("import bisimkit", ("numpy", "scipy", "numba", "torch", "matplotlib")) == []
+    assert _loaded("import bisimkit.gaussian", ("scipy",)) == []
+    assert "scipy.special" in _loaded("from bisimkit.gaussian import *", ("scipy.special",))
+    names = _loaded("import bisimkit\nfrom bisimkit import *\nassert all(n in dir(bisimkit) for n in bisimkit.__all__)\n"
+                    "print(len([globals()[n] for n in bisimkit.__all__]))", ("numba",))
+    assert "numba" in names  # solve and the couplings came with their kernels
+
+
+def test_a_core_command_starts_without_the_added_commands_modules():
+    """``bisimkit solve`` and the other core commands do not import verify's and compare's
+    modules (validation, hypothesis, figures) or the Gaussian solvers (scipy.special)."""
+    code = "from bisimkit_cli.main import main\nassert main(['metrics']) == 0"
+    assert _loaded(code, ("validation", "hypothesis", "figures", "scipy.special")) == []
+    verify_help = "from bisimkit_cli.main import main\ntry:\n    main(['verify', '--help'])\nexcept SystemExit:\n    pass"
+    assert "validation" in _loaded(verify_help, ("validation",))

@@ -1,7 +1,9 @@
 """The core commands of the ``bisimkit`` command line: solve, relation, info, examples, metrics.
 
 Bad input never produces a traceback: it prints one line ``bisimkit: error: ...``
-naming the field and index, and exits with status 2.
+naming the field and index, and exits with status 2. So does a solve whose memory estimate does
+not fit (``--force`` overrides, :mod:`bisimkit.memory`); one that runs out of memory all the same
+prints one line and exits with status 3, with nothing half-written.
 
 This module knows only the core library. Commands built on higher layers (``verify``,
 which needs :mod:`validation` and :mod:`figures`) are added by the installed program,
@@ -27,7 +29,6 @@ from .errors import InputError
 from .examples import EXAMPLES, example
 from .files import atomic_write, atomic_write_json, atomic_write_text
 from .gaussian.model import is_gaussian_file, load_gaussian
-from .gaussian.pairs import describe_gaussian, format_pairs, load_pairs, solve_pairs
 from .ground import resolve_ground
 from .gym import load_gym_spec
 from .mdp import FiniteMDP, coordinate_independent, load_mdp
@@ -40,6 +41,8 @@ from .solvers import BACKENDS, DEFAULT_TOL, METHODS, TORCH_METRICS, PrecisionWar
 from .warmup import compile_notice
 
 EXIT_INPUT = 2
+#: A solve that ran out of memory all the same (one line; outputs are written atomically, so none is half-written).
+EXIT_MEMORY = 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -122,6 +125,8 @@ GAUSSIAN_ONLY = ("pairs", "samples", "horizon", "seed", "confidence")
 
 
 def cmd_solve(args) -> int:
+    if args.against is not None:
+        return cmd_solve_between(args)
     if is_gaussian_file(args.mdp):
         return cmd_solve_gaussian(args)
     for option in GAUSSIAN_ONLY:
@@ -147,7 +152,7 @@ def cmd_solve(args) -> int:
             sol = solve(mdp, args.metric, ground=args.ground, tol=args.tol, method=args.method,
                         progress=None if args.quiet else report, max_iterations=args.max_iterations,
                         order=args.order, action_order=args.action_order, quotient=not args.no_quotient,
-                        backend=args.backend, device=args.device)
+                        backend=args.backend, device=args.device, force=args.force)
     finally:
         line.close()
     for w in caught:
@@ -162,8 +167,92 @@ def cmd_solve(args) -> int:
     return 0 if sol.converged else 1
 
 
+#: Options of ``solve`` that do not apply with ``--against``, and their defaults.
+NOT_WITH_AGAINST = {"order": "index", "action_order": "index", "no_quotient": False, "backend": BACKENDS[0],
+                    "device": None, "pairs": None, "samples": None, "horizon": None, "seed": None,
+                    "confidence": None}
+
+
+def cmd_solve_between(args) -> int:
+    """``bisimkit solve A --against B --metric NAME``: the distances between the states of A and of B."""
+    from .between import BETWEEN_METRICS, check_between, solve_between  # start-up cost: only with --against
+
+    for option, default in NOT_WITH_AGAINST.items():
+        if getattr(args, option) != default:
+            raise InputError(f"--{option.replace('_', '-')}: does not apply with --against (distances between "
+                             f"two MDPs are solved on their cross pairs, in index order, with numpy)")
+    for spec in (args.mdp, args.against):
+        if is_gaussian_file(spec):
+            raise InputError(f"--against: applies to finite MDPs only ({spec} is a linear-Gaussian model)")
+    if args.method == "mc":
+        raise InputError("--method mc: applies to Gaussian MDP files only (finite MDPs are solved exactly or by vi)")
+    if args.metric not in BETWEEN_METRICS:
+        operator_info(args.metric)  # an unknown name is refused as such
+        raise InputError(f"--against: metric '{args.metric}' has no closed cross block between two MDPs (it needs "
+                         f"each MDP's own mico self-distances); use one of {', '.join(BETWEEN_METRICS)}")
+    mdp_a, mdp_b = load_mdp_or_example(args.mdp), load_mdp_or_example(args.against)
+    if args.out and Path(args.out).suffix.lower() not in (".npy", ".json", ".csv"):
+        raise InputError(f"--out: unsupported file type '{Path(args.out).suffix}' (use .npy, .json or .csv)")
+    # Bad input is refused before anything is announced or compiled; the second MDP is --against.
+    try:
+        check_between(mdp_a, mdp_b, args.metric, args.ground, args.tol, args.method)
+    except InputError as exc:
+        if exc.param == "mdp_b":
+            raise InputError(exc.detail, param="against") from None
+        if exc.param == "mdp_a":
+            raise InputError(f"{args.mdp}: {exc.detail}") from None
+        raise
+    line, report = solve_progress(args.metric, args.tol)
+    say = (lambda note: None) if args.quiet else (lambda note: print(f"bisimkit: {note}", file=sys.stderr, flush=True))
+    try:
+        with compile_notice(say), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", PrecisionWarning)
+            sol = solve_between(mdp_a, mdp_b, args.metric, ground=args.ground, tol=args.tol, method=args.method,
+                                progress=None if args.quiet else report, max_iterations=args.max_iterations)
+    finally:
+        line.close()
+    for w in caught:
+        if issubclass(w.category, PrecisionWarning):
+            print(f"bisimkit: warning: {w.message}", file=sys.stderr)
+    if args.out:
+        _write_solution(sol, Path(args.out))
+        print(f"wrote {args.out} ({sol.metric}, {mdp_a.n_states} x {mdp_b.n_states}, certified error "
+              f"{sol.certified_error:.3e}, {sol.seconds:.3f} s)")
+    else:
+        print(summarize_between(mdp_a, mdp_b, sol))
+    return 0 if sol.converged else 1
+
+
+def summarize_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, sol) -> str:
+    """Readable summary of a :class:`bisimkit.between.BetweenSolution` (values within the certificate
+    of 0 shown as 0)."""
+    D, threshold = shown_distances(sol)
+    ground = f", ground {sol.ground}" if sol.ground else ""
+    status = "" if sol.converged else "  ** NOT CONVERGED: raise the iteration cap or the tolerance **"
+    lines = [
+        f"{mdp_a.label} against {mdp_b.label}: metric {sol.metric}{ground}; n={mdp_a.n_states} x {mdp_b.n_states}, "
+        f"discount={mdp_a.discount:g}",
+        f"method: {sol.method}; iterations: {sol.iterations}; certified error: {sol.certified_error:.3e} "
+        f"(tolerance {sol.tolerance:.0e}); {sol.seconds:.3f} s{status}",
+    ]
+    if D.size:
+        lines.append(f"distances: min {D.min():.6g}, mean {D.mean():.6g}, max {D.max():.6g}; pairs at distance 0: "
+                     f"{int(np.sum(D == 0))} (values within {threshold:.1e} of 0, the certified error, are shown as 0)")
+    if sol.initial_states is not None:
+        i, j = sol.initial_states
+        lines.append(f"initial states: d({i}, {j}) = {D[i, j]:.9g}")
+    if max(D.shape) <= 12:
+        with np.printoptions(precision=6, suppress=True, linewidth=160):
+            lines.append(str(D))
+    else:
+        lines.append("(use --out FILE.npy|.json|.csv for the full matrix)")
+    return "\n".join(lines)
+
+
 def cmd_solve_gaussian(args) -> int:
     """``bisimkit solve MODEL.json --metric pi|psm|eps|eps-bar --pairs FILE``."""
+    # start-up cost: the Gaussian solvers load scipy.special, which a finite solve does not need
+    from .gaussian.pairs import format_pairs, load_pairs, solve_pairs
     model = load_gaussian(args.mdp)
     for option in ("order", "action_order"):
         if getattr(args, option) != "index":
@@ -246,6 +335,7 @@ def describe_mdp(mdp: FiniteMDP) -> str:
 
 def cmd_info(args) -> int:
     if is_gaussian_file(args.mdp):
+        from .gaussian.pairs import describe_gaussian  # start-up cost: loads scipy.special (see cmd_solve_gaussian)
         print(describe_gaussian(load_gaussian(args.mdp)))
         return 0
     print(describe_mdp(load_mdp_or_example(args.mdp)))
@@ -307,6 +397,9 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     p.add_argument("--action-order", default="index", metavar="ORDER",
                    help="action order of the entangled policy coupling (eps, eps-avg, eps-bar): index (default), "
                         "a list such as 1,0,2 or a permutation file")
+    p.add_argument("--against", default=None, metavar="MDP_B",
+                   help="a second finite MDP (file, example or gym:ID): solve the distances between the states of "
+                        "MDP and those of MDP_B, for every metric but mico-reduced (docs/operators.md#two-mdps)")
     p.add_argument("--no-quotient", action="store_true",
                    help="pi, psm, bisim, eps: solve the MDP itself, not first its quotient by the largest relation "
                         "of the metric's kind (docs/operators.md)")
@@ -315,6 +408,8 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
                         f"products, for {', '.join(TORCH_METRICS)} (dbc-sampled: point-mass next states)")
     p.add_argument("--device", default=None, metavar="DEVICE",
                    help="with --backend torch: cpu (default), cuda or cuda:N")
+    p.add_argument("--force", action="store_true",
+                   help="solve even when the memory estimate says it will not fit (docs/performance.md#memory)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     g = p.add_argument_group("Gaussian MDPs (a JSON file with \"kind\": \"linear-gaussian\")")
     g.add_argument("--pairs", default=None, metavar="FILE",
@@ -388,6 +483,10 @@ def main(argv: list[str] | None = None, commands: Sequence[AddCommand] = ()) -> 
     except InputError as exc:  # a library parameter is shown as the option that fed it
         print(f"bisimkit: error: {exc.for_option(option_strings(parser))}", file=sys.stderr)
         return EXIT_INPUT
+    except MemoryError:
+        print("bisimkit: error: out of memory (MemoryError); nothing was written (docs/performance.md#memory)",
+              file=sys.stderr)
+        return EXIT_MEMORY
     except KeyboardInterrupt:
         print("bisimkit: interrupted", file=sys.stderr)
         return 130

@@ -15,15 +15,16 @@ cross pairs, and the within blocks never need to be computed
   needs (a policy; the same actions where it pairs actions; the same action coordinates where
   it compares mean actions), one discount, and a ground between the two state sets;
 * **cross form**: the operator's computable form over the cross pairs
-  (:class:`CrossTerms` for the transport operators, :class:`CrossStein` for mico and
-  psm-sampled, a :class:`~bisimkit.operators.PairLinearForm` for eps-bar). The pairs are
+  (:class:`CrossTerms` for the transport operators, a two-sided
+  :class:`~bisimkit.operators.SteinForm` (``Q`` is B's ``P_pi``) for mico and psm-sampled, a
+  :class:`~bisimkit.operators.PairLinearForm` for eps-bar). The pairs are
   those of the union's numbering (B's states after A's), so the transport, coupling and
   pair-system machinery of the engine applies as it is; cross pairs never meet the
   diagonal, so the forms take ``zero_diagonal=False`` (no identical-law shortcut and no
   shared-mass reduction, whose closure argument needs a pseudometric on one state set);
-* **engine**: the method ``solve`` would use (coupling iteration, value iteration, a sparse
-  linear solve, or Smith's doubling for the two-sided Stein equation
-  ``U = A + c P_A U P_B^T``), with the certificate of ``docs/operators.md#the-certificate``.
+* **engine**: :func:`bisimkit.engine.solve_form`, the method ``solve`` would use (coupling
+  iteration, value iteration, a sparse linear solve, or Smith's doubling for the two-sided Stein
+  equation ``U = A + c P_A U P_B^T``), with the certificate of ``docs/operators.md#the-certificate``.
 """
 
 from __future__ import annotations
@@ -38,17 +39,17 @@ import scipy.sparse as sp
 
 from .compiled import eps_bar_matrix
 from .couplings import entangled_cells
-from .engine import (DEFAULT_TOL, METHODS, Evaluation, PrecisionWarning, ProgressCallback, Solution, _Reporter,
-                     bound, coupling_iteration, pair_linear_solve, precision_note, value_iteration)
+from .engine import (DEFAULT_TOL, METHODS, PrecisionWarning, ProgressCallback, Solution, _Reporter, precision_note,
+                     solve_form)
 from .errors import InputError
 from .ground import Ground, ground_label, read_ground_file
 from .mdp import FiniteMDP
-from .operators import (COMPILED_EPS_BAR_PAIRS, PairLinearForm, TransportTerms, constant_error, operator_info,
-                        pair_system)
+from .operators import (COMPILED_EPS_BAR_PAIRS, PairLinearForm, SteinForm, TransportTerms, constant_error,
+                        operator_info, pair_system)
 from .pairs import PairSpace
 from .transport import seed_line_starts
 
-__all__ = ["BETWEEN_METRICS", "BetweenSolution", "CrossStein", "CrossTerms", "check_between", "cross_pairs",
+__all__ = ["BETWEEN_METRICS", "BetweenSolution", "CrossTerms", "check_between", "cross_pairs",
            "disjoint_union", "solve_between"]
 
 #: Metrics whose cross block is closed (``docs/operators.md#two-mdps``); ``mico-reduced`` is not.
@@ -107,8 +108,9 @@ def solve_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, ground: Groun
     start = time.perf_counter()
     form = cross_form(mdp_a, mdp_b, metric, g)
     report = _Reporter(progress, start)
-    D, its, err, ok, floor, name = _run(form, metric, tol, method, report, max_iterations)
-    if not isinstance(form, CrossStein):
+    D, its, err, ok, floor, name = solve_form(form, metric, tol, method, report, max_iterations)
+    name = f"{name}, cross pairs only"
+    if not isinstance(form, SteinForm):
         D = D[:mdp_a.n_states, mdp_a.n_states:]  # the union-numbered matrix's cross block
     D = np.ascontiguousarray(D)
     initial = None
@@ -226,27 +228,6 @@ class CrossTerms(TransportTerms):
             seed_line_starts(self.dists, self.row_src, self.dists, self.row_dst, h, self.warm)
 
 
-@dataclass
-class CrossStein:
-    """``F(U) = A + c P U Q^T`` on n_A x n_B matrices: mico and psm-sampled between two MDPs
-    (``P = P_pi`` of A, ``Q = P_pi`` of B)."""
-
-    A: np.ndarray
-    P: np.ndarray
-    Q: np.ndarray
-    discount: float
-    const_error: float = 0.0
-
-    def apply(self, U: np.ndarray) -> np.ndarray:
-        """One application of the operator."""
-        return self.A + self.discount * ((self.P @ U) @ self.Q.T)
-
-    def evaluate(self, U: np.ndarray) -> Evaluation:
-        """``F(U)`` up to round-off: an n_A-term and an n_B-term sum per entry."""
-        return Evaluation(self.apply(U), U, 0.0, self.P.shape[0] + self.Q.shape[0],
-                          float(np.max(np.abs(self.A), initial=0.0)), self.const_error)
-
-
 def cross_form(a: FiniteMDP, b: FiniteMDP, metric: str, ground: Ground | None = "reward"):
     """The computable form of ``metric`` over the cross pairs of ``a`` and ``b`` (checked input)."""
     g = "reward" if ground is None else ground
@@ -256,7 +237,7 @@ def cross_form(a: FiniteMDP, b: FiniteMDP, metric: str, ground: Ground | None = 
             A = np.abs(a.reward_pi[:, None] - b.reward_pi[None, :])
         else:
             A = _l1_cross(a.mean_action, b.mean_action)
-        return CrossStein(A, np.array(a.transition_pi), np.array(b.transition_pi), a.discount, const_error)
+        return SteinForm(A, np.array(a.transition_pi), a.discount, const_error, Q=np.array(b.transition_pi))
     pairs = cross_pairs(a.n_states, b.n_states)
     form = _eps_bar_form(a, b, g, pairs) if metric == "eps-bar" else _transport_terms(a, b, metric, g, pairs)
     form.const_error = const_error
@@ -352,70 +333,6 @@ def _eps_bar_form(a: FiniteMDP, b: FiniteMDP, ground: Ground, pairs: PairSpace) 
     s, t = S[ge.problem], T[ge.problem]
     nxt = entangled_cells(rows, s * m + ge.i, rows, na * m + t * m + ge.j)
     return PairLinearForm(pairs, const, pair_system(pairs, ge.problem, ge.mass, nxt, len(ge)), a.discount)
-
-
-# ------------------------------------------------------------------ engine
-def _run(form, metric: str, tol: float, method: str, report, max_iterations: int | None):
-    """The method ``solve`` would use on this form: ``(D, iterations, error, converged, floor, name)``."""
-    c = form.discount
-    exact = method in ("auto", "exact") and not (isinstance(form, TransportTerms) and form.p != 1)
-    if method == "exact" and not exact:
-        raise InputError(f"'{metric}' has no exact method (W2 is not linear in the coupling); use vi", param="method")
-    if not exact:
-        stein = isinstance(form, CrossStein)
-        x0 = np.zeros_like(form.A) if stein else form.pairs.zeros()
-        x, its, err, ok, floor = value_iteration(form.evaluate, x0, c, tol, report, max_iterations)
-        name = "value iteration"
-    elif isinstance(form, CrossStein):
-        x, its, err, floor = cross_stein_doubling(form, tol, report)
-        ok, name, stein = err <= tol, "Smith doubling (Stein equation)", True
-    elif isinstance(form, PairLinearForm):
-        x, its, err, floor = pair_linear_solve(form, tol, report)
-        ok, name, stein = err <= tol, "sparse linear solve", False
-    else:
-        x, its, err, ok, floor = coupling_iteration(form, tol, report, max_iterations)
-        name, stein = "coupling iteration", False
-    D = x if stein else form.pairs.to_matrix(x)
-    # Every operator's fixed point is >= 0, so clipping round-off can only move x closer to it.
-    return np.maximum(D, 0.0), its, err, ok, floor, f"{name}, cross pairs only"
-
-
-def cross_stein_doubling(form: CrossStein, tol: float, report=None) -> tuple[np.ndarray, int, float, float]:
-    """Solve ``U = A + c P U Q^T`` by Smith's doubling, as :func:`bisimkit.engine.stein_doubling`
-    does for ``Q = P``: after k steps U holds the first 2^k terms of ``sum_j c^j P^j A Q^jT``.
-
-    The tail closes in one step once ``M = P^N`` and ``N_ = Q^N`` have nearly equal rows
-    (``M = 1 mu^T + E``, ``N_ = 1 nu^T + F``, row L1 norms of E and F at most ``e_p``, ``e_q``):
-    every later term is ``mu^T A nu`` up to ``(e_p + e_q + e_p e_q) max|A|``. The certificate
-    returned is a posteriori, from one evaluation at the result. Returns ``(U, steps, error, floor)``.
-    """
-    A, P, Q, c = form.A, form.P, form.Q, form.discount
-    a_max = float(np.max(np.abs(A), initial=0.0))
-    scale = a_max / (1.0 - c)
-    U, M, N, coef, k = A.copy(), P.copy(), Q.copy(), c, 0
-    err = coef * scale
-    while err > tol:
-        mu, nu = M.mean(axis=0), N.mean(axis=0)
-        e_p = float(np.max(np.abs(M - mu).sum(axis=1)))
-        e_q = float(np.max(np.abs(N - nu).sum(axis=1)))
-        tail = coef / (1.0 - c) * (e_p + e_q + e_p * e_q) * a_max
-        k += 1
-        if tail <= tol:
-            U = U + float(mu @ A @ nu) * coef / (1.0 - c)
-            if report:
-                report(k, tail)
-            break
-        U = U + coef * ((M @ U) @ N.T)
-        coef = coef * coef
-        err = coef * scale
-        if err > tol:
-            M, N = M @ M, N @ N
-        if report:
-            report(k, err)
-    b = bound(c, form.evaluate(U), returned="at")
-    if report:
-        report(k, b.error)
-    return U, k, b.error, b.floor
 
 
 # ------------------------------------------------------------------- union

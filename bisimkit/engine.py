@@ -142,27 +142,8 @@ def fixed_point(mdp: FiniteMDP, metric: str, g: Ground | None, tol: float, metho
     form = operator_form(mdp, metric, g if g is not None else "reward", pairs,
                          zero_diagonal=False if full_diagonal else None)
     c = mdp.discount
-    exact = method in ("auto", "exact") and not (isinstance(form, TransportTerms) and form.p != 1)
-    if method == "exact" and not exact:
-        raise InputError(f"'{metric}' has no exact method (W2 is not linear in the coupling); use vi",
-                         param="method")
     report = _Reporter(progress, start)
-    if not exact:
-        to_matrix = (lambda X: X) if isinstance(form, SteinForm) else form.pairs.to_matrix
-        x0 = np.zeros_like(form.A) if isinstance(form, SteinForm) else form.pairs.zeros()
-        x, its, err, ok, floor = value_iteration(form.evaluate, x0, c, tol, report, max_iterations)
-        name = "value iteration"
-    elif isinstance(form, SteinForm):
-        x, its, err, floor = stein_doubling(form, tol, report)
-        ok, name, to_matrix = err <= tol, "Smith doubling (Stein equation)", (lambda X: X)
-    elif isinstance(form, PairLinearForm):
-        x, its, err, floor = pair_linear_solve(form, tol, report)
-        ok, name, to_matrix = err <= tol, "sparse linear solve", form.pairs.to_matrix
-    else:
-        x, its, err, ok, floor = coupling_iteration(form, tol, report, max_iterations)
-        name, to_matrix = "coupling iteration", form.pairs.to_matrix
-    # Every operator's fixed point is >= 0, so clipping round-off can only move x closer to it.
-    D = np.maximum(to_matrix(x), 0.0)
+    D, its, err, ok, floor, name = solve_form(form, metric, tol, method, report, max_iterations)
     diag_res = 0.0
     if info.pseudometric and not full_diagonal:
         # The solvers stored only s < t with d(s, s) = 0. Check that F(D) really vanishes on the
@@ -178,6 +159,37 @@ def fixed_point(mdp: FiniteMDP, metric: str, g: Ground | None, tol: float, metho
                     history=report.history, history_seconds=report.seconds, diagonal_residual=diag_res,
                     floor=float(floor))
 
+
+def solve_form(form, metric: str, tol: float, method: str, report: Callable[[int, float], None] | None,
+               max_iterations: int | None = None) -> tuple[np.ndarray, int, float, bool, float, str]:
+    """The method for ``form`` (a :class:`~bisimkit.operators.SteinForm`, a
+    :class:`~bisimkit.operators.PairLinearForm` or :class:`~bisimkit.operators.TransportTerms`):
+    value iteration for ``vi`` and for W2, else Smith's doubling, one sparse linear solve or coupling
+    iteration. Returns ``(D, iterations, certified_error, converged, floor, method name)`` with ``D``
+    the matrix of the result (the pairs' matrix for pair forms), negative round-off clipped to 0.
+    ``metric`` only names the operator in the refusal of ``method="exact"`` for W2.
+    """
+    c = form.discount
+    exact = method in ("auto", "exact") and not (isinstance(form, TransportTerms) and form.p != 1)
+    if method == "exact" and not exact:
+        raise InputError(f"'{metric}' has no exact method (W2 is not linear in the coupling); use vi",
+                         param="method")
+    if not exact:
+        to_matrix = (lambda X: X) if isinstance(form, SteinForm) else form.pairs.to_matrix
+        x0 = np.zeros_like(form.A) if isinstance(form, SteinForm) else form.pairs.zeros()
+        x, its, err, ok, floor = value_iteration(form.evaluate, x0, c, tol, report, max_iterations)
+        name = "value iteration"
+    elif isinstance(form, SteinForm):
+        x, its, err, floor = stein_doubling(form, tol, report)
+        ok, name, to_matrix = err <= tol, "Smith doubling (Stein equation)", (lambda X: X)
+    elif isinstance(form, PairLinearForm):
+        x, its, err, floor = pair_linear_solve(form, tol, report)
+        ok, name, to_matrix = err <= tol, "sparse linear solve", form.pairs.to_matrix
+    else:
+        x, its, err, ok, floor = coupling_iteration(form, tol, report, max_iterations)
+        name, to_matrix = "coupling iteration", form.pairs.to_matrix
+    # Every operator's fixed point is >= 0, so clipping round-off can only move x closer to it.
+    return np.maximum(to_matrix(x), 0.0), its, err, ok, floor, name
 
 
 class _Reporter:
@@ -275,62 +287,74 @@ def _iteration_cap(c: float, tol: float) -> int:
 
 # ------------------------------------------------------------ Stein (mico)
 def stein_doubling(form: SteinForm, tol: float, report=None) -> tuple[np.ndarray, int, float, float]:
-    """Solve ``D = A + c P D P^T`` by Smith's doubling.
+    """Solve ``D = A + c P D Q^T`` (``Q = P`` when ``form.Q`` is None) by Smith's doubling.
 
-    After k steps ``D_k`` holds the first 2^k terms of ``sum_j c^j P^j A P^jT``;
-    the rest is ``c^(2^k) M D* M^T`` with M row-stochastic, so in exact arithmetic
+    After k steps ``D_k`` holds the first 2^k terms of ``sum_j c^j P^j A Q^jT``;
+    the rest is ``c^(2^k) M D* N^T`` with M and N row-stochastic, so in exact arithmetic
     ``||D_k - D*|| <= c^(2^k) ||A||_max / (1 - c)``, which decides when to stop. The
     certificate returned is a posteriori, from one evaluation of the operator at the
     result (:func:`bound` with ``returned="at"``), so the round-off of the products,
     which the squarings amplify, is measured rather than assumed away. In exact arithmetic
-    it is never above the a priori bound: ``F(D_k) - D_k = c^(2^k) P^(2^k) A P^(2^k)T``.
+    it is never above the a priori bound: ``F(D_k) - D_k = c^(2^k) P^(2^k) A Q^(2^k)T``.
+    With ``Q = P`` the result is symmetrised before the certificate.
     Returns ``(D, steps, certified_error, floor)``.
     """
     A, P, c = form.A, form.P, form.discount
+    one_sided = form.Q is None
     a_max = float(np.max(np.abs(A), initial=0.0))
     scale = a_max / (1.0 - c)
     D, M, coef, k = A.copy(), P.copy(), c, 0
+    N = M if one_sided else form.Q.copy()
     err = coef * scale
     while err > tol:
-        closed = _rank_one_tail(A, M, coef, c, a_max, tol)
+        closed = _rank_one_tail(A, M, N, coef, c, a_max, tol)
         if closed is not None:
             D, err = D + closed[0], closed[1]
             k += 1
             if report:
                 report(k, err)
             break
-        D = D + coef * ((M @ D) @ M.T)
+        D = D + coef * ((M @ D) @ N.T)
         k += 1
         coef = coef * coef
         err = coef * scale
         if err > tol:
             M = M @ M
+            N = M if one_sided else N @ N
         if report:
             report(k, err)
-    D = (D + D.T) / 2
+    if one_sided:
+        D = (D + D.T) / 2
     b = bound(c, form.evaluate(D), returned="at")
     if report:
         report(k, b.error)
     return D, k, b.error, b.floor
 
 
-def _rank_one_tail(A: np.ndarray, M: np.ndarray, coef: float, c: float, a_max: float,
+def _rank_one_tail(A: np.ndarray, M: np.ndarray, N: np.ndarray, coef: float, c: float, a_max: float,
                    tol: float) -> tuple[float, float] | None:
-    """Close the Neumann tail ``sum_{j >= N} c^j P^j A P^jT`` when ``M = P^N`` has (nearly) equal rows.
+    """Close the Neumann tail ``sum_{j >= K} c^j P^j A Q^jT`` when ``M = P^K`` and ``N = Q^K`` have
+    (nearly) equal rows (``N is M`` when ``Q = P``).
 
-    With ``M = 1 mu^T + E`` (``mu`` the mean row, ``eps`` the largest L1 norm of a row of E),
-    every later power is ``P^j = 1 mu^T + E_j`` with ``||E_j||_inf <= eps``, so each tail term is
-    ``mu^T A mu`` up to ``(2 eps + eps^2) max|A|`` and the tail is the constant
-    ``mu^T A mu c^N / (1 - c)`` up to ``c^N / (1 - c) (2 eps + eps^2) max|A|``. Fast-mixing chains
+    With ``M = 1 mu^T + E`` and ``N = 1 nu^T + F`` (``mu``, ``nu`` the mean rows, ``e_p``, ``e_q`` the
+    largest L1 norms of a row of E and of F), every later power is ``P^j = 1 mu^T + E_j`` with
+    ``||E_j||_inf <= e_p`` (likewise for Q), so each tail term is ``mu^T A nu`` up to
+    ``(e_p + e_q + e_p e_q) max|A|`` (``2 eps + eps^2`` when Q = P) and the tail is the constant
+    ``mu^T A nu c^K / (1 - c)`` up to ``c^K / (1 - c)`` times that. Fast-mixing chains
     (dense random MDPs) reach this after a few squarings instead of the ~8 the series needs.
     Returns ``(tail constant, error bound)`` when the bound is within ``tol``, else None.
     """
     mu = M.mean(axis=0)
-    eps = float(np.max(np.abs(M - mu).sum(axis=1)))
-    bound = coef / (1.0 - c) * (2.0 * eps + eps * eps) * a_max
+    e_p = float(np.max(np.abs(M - mu).sum(axis=1)))
+    if N is M:
+        nu, e_q = mu, e_p
+    else:
+        nu = N.mean(axis=0)
+        e_q = float(np.max(np.abs(N - nu).sum(axis=1)))
+    bound = coef / (1.0 - c) * (e_p + e_q + e_p * e_q) * a_max
     if bound > tol:
         return None
-    return float(mu @ A @ mu) * coef / (1.0 - c), bound
+    return float(mu @ A @ nu) * coef / (1.0 - c), bound
 
 
 # ------------------------------------------------------ linear pair systems

@@ -342,20 +342,29 @@ def _l1_pairs(X: np.ndarray, pairs: PairSpace, chunk: int = 1_000_000) -> np.nda
 # ------------------------------------------------------------------- stein
 @dataclass
 class SteinForm:
-    """``F(d) = A + c P d P^T`` on full n x n matrices (diagonal included)."""
+    """``F(d) = A + c P d Q^T`` on full matrices (diagonal included): ``Q`` None means ``Q = P``, the
+    symmetric n x n equation of one MDP; between two MDPs (:mod:`bisimkit.between`) P is A's
+    ``P_pi`` and Q is B's, on n_A x n_B matrices."""
 
     A: np.ndarray
     P: np.ndarray
     discount: float
     const_error: float = 0.0  # round-off bound of A (:func:`constant_error`)
+    Q: np.ndarray | None = None
+
+    @property
+    def right(self) -> np.ndarray:
+        """The right-hand factor ``Q`` (``P`` when Q is None)."""
+        return self.P if self.Q is None else self.Q
 
     def apply(self, D: np.ndarray) -> np.ndarray:
         """One application of the operator."""
-        return self.A + self.discount * (self.P @ D @ self.P.T)
+        return self.A + self.discount * (self.P @ D @ self.right.T)
 
     def evaluate(self, D: np.ndarray) -> Evaluation:
-        """``F(D)`` exactly up to round-off: two products of n-term sums."""
-        return Evaluation(self.apply(D), D, 0.0, 2 * self.P.shape[0], self.constant_scale(), self.const_error)
+        """``F(D)`` exactly up to round-off: a product of n_P-term sums, then one of n_Q-term sums."""
+        return Evaluation(self.apply(D), D, 0.0, self.P.shape[0] + self.right.shape[0], self.constant_scale(),
+                          self.const_error)
 
     def constant_scale(self) -> float:
         """``max |A|``."""

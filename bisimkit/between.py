@@ -44,6 +44,7 @@ from .engine import (DEFAULT_TOL, METHODS, PrecisionWarning, ProgressCallback, S
 from .errors import InputError
 from .ground import Ground, ground_label, read_ground_file
 from .mdp import FiniteMDP
+from .memory import check_memory_between
 from .operators import (COMPILED_EPS_BAR_PAIRS, PairLinearForm, SteinForm, TransportTerms, constant_error,
                         operator_info, pair_system)
 from .pairs import PairSpace
@@ -85,7 +86,7 @@ class BetweenSolution(Solution):
 
 def solve_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, ground: Ground | None = None,
                   tol: float = DEFAULT_TOL, method: str = "auto", progress: ProgressCallback | None = None,
-                  max_iterations: int | None = None) -> BetweenSolution:
+                  max_iterations: int | None = None, force: bool = False) -> BetweenSolution:
     """The distances between the states of ``mdp_a`` and those of ``mdp_b`` under ``metric``,
     to certified error ``tol``: the cross block of :func:`bisimkit.solve` on their disjoint union,
     computed on the n_A x n_B cross pairs only.
@@ -98,13 +99,16 @@ def solve_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, ground: Groun
         (``||abar_A(s) - abar_B(t)||_1``), or a ground between the two state-action sets: an
         (n_A*m) x (n_B*m) matrix (or n_A x m x n_B x m) indexed by ``s*m + a`` and ``t*m + b``, or a
         file holding one; it must be finite and non-negative.
-    tol, method, progress, max_iterations : as for :func:`bisimkit.solve`.
+    tol, method, progress, max_iterations, force : as for :func:`bisimkit.solve`; the memory estimate
+        is :func:`bisimkit.memory.estimate_between`'s.
 
     Bad input (a metric without a closed cross block, different discounts, different actions where
     the metric pairs them, a ground of the wrong shape) raises :class:`~bisimkit.errors.InputError`
     naming the parameter before anything is computed.
     """
     g = check_between(mdp_a, mdp_b, metric, ground, tol, method)
+    if not force:
+        check_memory_between(mdp_a, mdp_b, metric, method)
     start = time.perf_counter()
     form = cross_form(mdp_a, mdp_b, metric, g)
     report = _Reporter(progress, start)

@@ -143,27 +143,37 @@ def cmd_solve(args) -> int:
     resolve_order(mdp, args.order, args.action_order, ground if ground is not None else "reward")
     if args.out and Path(args.out).suffix.lower() not in (".npy", ".json", ".csv"):
         raise InputError(f"--out: unsupported file type '{Path(args.out).suffix}' (use .npy, .json or .csv)")
+    return solve_and_report(
+        args, lambda report: solve(mdp, args.metric, ground=args.ground, tol=args.tol, method=args.method,
+                                   progress=report, max_iterations=args.max_iterations, order=args.order,
+                                   action_order=args.action_order, quotient=not args.no_quotient,
+                                   backend=args.backend, device=args.device, force=args.force),
+        (ZeroGroundWarning, PrecisionWarning), f"n={mdp.n_states}", lambda sol: summarize(mdp, sol))
+
+
+def solve_and_report(args, run: Callable, warned: tuple[type[Warning], ...], size: str,
+                     summary: Callable[[Solution], str]) -> int:
+    """The end of ``solve``: ``run(progress)`` under the progress line and the compile notice, the
+    warnings of the classes ``warned`` as one line each, then ``--out`` written (its line names
+    ``size``) or ``summary(sol)`` printed. Returns the exit status: 0 converged, 1 not."""
     line, report = solve_progress(args.metric, args.tol)
     say = (lambda note: None) if args.quiet else (lambda note: print(f"bisimkit: {note}", file=sys.stderr, flush=True))
     try:
         with compile_notice(say), warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ZeroGroundWarning)
-            warnings.simplefilter("always", PrecisionWarning)
-            sol = solve(mdp, args.metric, ground=args.ground, tol=args.tol, method=args.method,
-                        progress=None if args.quiet else report, max_iterations=args.max_iterations,
-                        order=args.order, action_order=args.action_order, quotient=not args.no_quotient,
-                        backend=args.backend, device=args.device, force=args.force)
+            for category in warned:
+                warnings.simplefilter("always", category)
+            sol = run(None if args.quiet else report)
     finally:
         line.close()
     for w in caught:
-        if issubclass(w.category, (ZeroGroundWarning, PrecisionWarning)):
+        if issubclass(w.category, warned):
             print(f"bisimkit: warning: {w.message}", file=sys.stderr)
     if args.out:
         _write_solution(sol, Path(args.out))
-        print(f"wrote {args.out} ({sol.metric}, n={mdp.n_states}, certified error {sol.certified_error:.3e}, "
+        print(f"wrote {args.out} ({sol.metric}, {size}, certified error {sol.certified_error:.3e}, "
               f"{sol.seconds:.3f} s)")
     else:
-        print(summarize(mdp, sol))
+        print(summary(sol))
     return 0 if sol.converged else 1
 
 
@@ -202,25 +212,11 @@ def cmd_solve_between(args) -> int:
         if exc.param == "mdp_a":
             raise InputError(f"{args.mdp}: {exc.detail}") from None
         raise
-    line, report = solve_progress(args.metric, args.tol)
-    say = (lambda note: None) if args.quiet else (lambda note: print(f"bisimkit: {note}", file=sys.stderr, flush=True))
-    try:
-        with compile_notice(say), warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", PrecisionWarning)
-            sol = solve_between(mdp_a, mdp_b, args.metric, ground=args.ground, tol=args.tol, method=args.method,
-                                progress=None if args.quiet else report, max_iterations=args.max_iterations)
-    finally:
-        line.close()
-    for w in caught:
-        if issubclass(w.category, PrecisionWarning):
-            print(f"bisimkit: warning: {w.message}", file=sys.stderr)
-    if args.out:
-        _write_solution(sol, Path(args.out))
-        print(f"wrote {args.out} ({sol.metric}, {mdp_a.n_states} x {mdp_b.n_states}, certified error "
-              f"{sol.certified_error:.3e}, {sol.seconds:.3f} s)")
-    else:
-        print(summarize_between(mdp_a, mdp_b, sol))
-    return 0 if sol.converged else 1
+    return solve_and_report(
+        args, lambda report: solve_between(mdp_a, mdp_b, args.metric, ground=args.ground, tol=args.tol,
+                                           method=args.method, progress=report,
+                                           max_iterations=args.max_iterations, force=args.force),
+        (PrecisionWarning,), f"{mdp_a.n_states} x {mdp_b.n_states}", lambda sol: summarize_between(mdp_a, mdp_b, sol))
 
 
 def summarize_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, sol) -> str:

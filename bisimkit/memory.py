@@ -105,13 +105,16 @@ def _cells(rows: float, a: float, b: float) -> float:
 
 
 def estimate_shape(shape: Shape, metric: str, method: str = "auto", full_diagonal: bool = False,
-                   single_eps_bar: bool | None = None) -> Estimate:
-    """The estimate for an MDP of this :class:`Shape` (see :func:`estimate_solve`)."""
+                   single_eps_bar: bool | None = None, pairs: float | None = None) -> Estimate:
+    """The estimate for an MDP of this :class:`Shape` (see :func:`estimate_solve`); ``pairs``, when
+    given, is the number of unknown pairs (the cross pairs of :func:`estimate_between`) in place of
+    the pairs of ``shape.n`` states."""
     if metric == "mico-reduced":
         return estimate_shape(shape, "mico", method, full_diagonal)
     info = OPERATORS[metric]
     n, m = shape.n, shape.m
-    pairs = n * (n + 1) / 2 if (full_diagonal or not info.pseudometric) else n * (n - 1) / 2
+    if pairs is None:
+        pairs = n * (n + 1) / 2 if (full_diagonal or not info.pseudometric) else n * (n - 1) / 2
     square = 8.0 * n * n
     exact = method in ("auto", "exact")
     if info.form == "stein":
@@ -164,6 +167,40 @@ def estimate_solve(mdp: FiniteMDP, metric: str, method: str = "auto", full_diago
     given. ``metric`` and ``method`` are assumed checked.
     """
     return estimate_shape(Shape.of(mdp), metric, method, full_diagonal)
+
+
+#: Of the Stein form's :data:`STEIN_MATRICES`, those shaped like P (P, the policy's transitions and
+#: the power of P); the others are shaped like the distances (A, the iterate, the products).
+STEIN_FACTOR_MATRICES = 3
+
+
+def estimate_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, method: str = "auto") -> Estimate:
+    """The peak memory of :func:`bisimkit.between.solve_between` (``metric`` and ``method`` checked).
+
+    Smith's doubling holds the P-shaped matrices of each MDP (n_A x n_A and n_B x n_B) and the
+    n_A x n_B distance-shaped ones. The pair forms have n_A n_B unknowns (cross pairs, no shared-mass
+    reduction), while their pair index and distance matrices are over the union's n_A + n_B states,
+    as :func:`bisimkit.between.cross_pairs` numbers them; the supports are the two MDPs' averaged by
+    their states.
+    """
+    a, b = Shape.of(mdp_a), Shape.of(mdp_b)
+    na, nb = a.n, b.n
+    exact = method in ("auto", "exact")
+    if OPERATORS[metric].form == "stein":
+        factors = STEIN_FACTOR_MATRICES if exact else STEIN_FACTOR_MATRICES - 1  # no power of P
+        others = STEIN_MATRICES - STEIN_FACTOR_MATRICES - (0 if exact else 1)
+        total = 8.0 * (factors * (na * na + nb * nb) + others * na * nb)
+        return Estimate(total, "Smith doubling" if exact else "value iteration",
+                        f"{na} x {na}, {nb} x {nb} and {na} x {nb} matrices")
+    n = na + nb
+
+    def mean(x: float, y: float) -> float:
+        return (na * x + nb * y) / max(n, 1)
+
+    union = Shape(n, a.m, mean(a.transition_support, b.transition_support),
+                  mean(a.policy_support, b.policy_support), mean(a.pi_support, b.pi_support))
+    estimate = estimate_shape(union, metric, method, full_diagonal=True, pairs=float(na * nb))
+    return replace(estimate, sizes=f"{estimate.sizes.replace('pairs', 'cross pairs', 1)}, index over {n} states")
 
 
 # ---------------------------------------------------------------- available
@@ -367,12 +404,36 @@ def check_memory(mdp: FiniteMDP, metric: str, method: str = "auto", full_diagona
     available memory; return the estimate otherwise."""
     shape = Shape.of(mdp)
     estimate = estimate_shape(shape, metric, method, full_diagonal)
+    return _refuse_unless_fits(estimate, f"{metric} on {mdp.n_states} states", available,
+                               lambda room: would_fit(shape, metric, method, full_diagonal, quotient, room))
+
+
+def check_memory_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, method: str = "auto",
+                         available: Available | None = None) -> Estimate:
+    """:func:`check_memory` for :func:`bisimkit.between.solve_between` (:func:`estimate_between`);
+    value iteration is the one thing it suggests."""
+    estimate = estimate_between(mdp_a, mdp_b, metric, method)
+
+    def ideas(room: float) -> list[str]:
+        if method == "vi":
+            return []
+        vi = estimate_between(mdp_a, mdp_b, metric, "vi")
+        fits = vi.path == "value iteration" and MARGIN * vi.bytes <= room
+        return [f"method vi ({format_bytes(vi.bytes)})"] if fits else []
+
+    return _refuse_unless_fits(estimate, f"{metric} between {mdp_a.n_states} and {mdp_b.n_states} states",
+                               available, ideas)
+
+
+def _refuse_unless_fits(estimate: Estimate, what: str, available: Available | None, ideas) -> Estimate:
+    """``estimate`` when :data:`MARGIN` times it fits in ``available`` (read now when None), else
+    :class:`NotEnoughMemory` naming ``what``, the estimate, the limit and ``ideas(room)``."""
     available = available_memory() if available is None else available
     room = available.bytes
     if MARGIN * estimate.bytes <= room:
         return estimate
-    ideas = would_fit(shape, metric, method, full_diagonal, quotient, room)
-    fit = f"; would fit: {', '.join(ideas)}" if ideas else ""
-    raise NotEnoughMemory(f"memory: {metric} on {mdp.n_states} states needs about {estimate}, "
+    found = ideas(room)
+    fit = f"; would fit: {', '.join(found)}" if found else ""
+    raise NotEnoughMemory(f"memory: {what} needs about {estimate}, "
                           f"{MARGIN:g}x that is over the {format_bytes(room)} available "
                           f"({available.describe()}){fit}")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,9 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.bench_memory import FACTOR, WORKLOADS, measure_in_child
+from benchmarks.bench_memory import FACTOR, MALLOC_ENV, WORKLOADS, measure_in_child
+from bisimkit import memory
+from bisimkit.between import solve_between
+from bisimkit.cli import main
 from bisimkit.errors import InputError
 from bisimkit.generators import random_mdp
+from bisimkit.mdp import save_mdp
 from bisimkit.memory import (MARGIN, Available, NotEnoughMemory, Shape, cgroup_room, check_memory, estimate_shape,
                              estimate_solve, would_fit)
 from bisimkit.solvers import solve
@@ -168,3 +173,48 @@ def test_the_estimate_is_within_the_factor_of_the_measured_peak(workload, n):
 def test_every_path_at_three_sizes_is_within_the_factor_of_its_measured_peak(workload, n):
     record = measure_in_child(workload, n)
     assert 1 / FACTOR <= record["ratio"] <= FACTOR, json.dumps(record)
+
+
+# ------------------------------------------------------------- two MDPs
+def test_solve_between_refuses_what_does_not_fit_and_force_solves_it(monkeypatch, tmp_path, capsys):
+    a, b = random_mdp(6, 2, seed=0), random_mdp(5, 2, seed=1)
+    monkeypatch.setattr(memory, "available_memory", lambda: Available(1.0, None, None))
+    with pytest.raises(NotEnoughMemory) as info:
+        solve_between(a, b, "pi")
+    assert "pi between 6 and 5 states needs about" in str(info.value) and "cross pairs" in str(info.value)
+    assert solve_between(a, b, "pi", force=True).converged
+    save_mdp(a, tmp_path / "a.npz")
+    save_mdp(b, tmp_path / "b.npz")
+    out = tmp_path / "d.npy"
+    args = ["solve", str(tmp_path / "a.npz"), "--against", str(tmp_path / "b.npz"), "--metric", "mico",
+            "--out", str(out), "--quiet"]
+    assert main(args) == 2 and not out.exists()
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "mico between 6 and 5 states" in lines[0] and "--force tries anyway" in lines[0]
+    assert main(args + ["--force"]) == 0 and np.load(out).shape == (6, 5)
+
+
+BETWEEN_PROBE = """
+import json, sys
+from pathlib import Path
+from benchmarks.bench_memory import _status_bytes, build
+from bisimkit.between import solve_between
+from bisimkit.generators import random_mdp
+from bisimkit.memory import estimate_between
+metric, family, na, nb = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+solve_between(random_mdp(8, 2, seed=0, max_support=4), random_mdp(8, 2, seed=1, max_support=4), metric)  # kernels
+a, b = build(family, na), build(family, nb)
+estimate = estimate_between(a, b, metric)
+Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current resident size
+before = _status_bytes("VmRSS")
+solve_between(a, b, metric)
+print(json.dumps({"estimate": estimate.bytes, "measured": _status_bytes("VmHWM") - before}))
+"""
+
+
+@pytest.mark.parametrize("metric, family, na, nb", [("mico", "dense", 1000, 600), ("pi", "dense", 60, 40)])
+def test_the_between_estimate_is_within_the_factor_of_the_measured_peak(metric, family, na, nb):
+    out = subprocess.run([sys.executable, "-c", BETWEEN_PROBE, metric, family, str(na), str(nb)], capture_output=True,
+                         text=True, cwd=ROOT, timeout=600, check=True, env={**os.environ, **MALLOC_ENV})
+    record = json.loads(out.stdout.strip().splitlines()[-1])
+    assert 1 / FACTOR <= record["estimate"] / record["measured"] <= FACTOR, json.dumps(record)

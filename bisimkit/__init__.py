@@ -38,14 +38,21 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    """Import the module of public name ``name`` on first use (see :data:`_PUBLIC`)."""
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'bisimkit' has no attribute '{name}'")
-    value = getattr(import_module(f".{_PUBLIC[name]}", __name__), name)
-    globals()[name] = value
-    return value
+def lazy_attributes(package: str, namespace: dict, public: dict[str, str]):
+    """The module ``__getattr__`` and ``__dir__`` of ``package`` (its globals ``namespace``) that import
+    each name of ``public`` (name -> module of the package) on first use and keep it."""
+
+    def __getattr__(name: str):
+        if name not in public:
+            raise AttributeError(f"module '{package}' has no attribute '{name}'")
+        value = getattr(import_module(f".{public[name]}", package), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(public))
+
+    return __getattr__, __dir__
 
 
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _PUBLIC)

@@ -13,7 +13,7 @@
   certified discretisation error).
 """
 
-from importlib import import_module
+from .. import lazy_attributes
 
 #: Each public name and the module that defines it, imported on first use (module ``__getattr__``):
 #: the closed forms load scipy.special, which ``bisimkit solve`` on a finite MDP does not need (start-up cost).
@@ -36,14 +36,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    """Import the module of public name ``name`` on first use (see :data:`_PUBLIC`)."""
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'bisimkit.gaussian' has no attribute '{name}'")
-    value = getattr(import_module(f".{_PUBLIC[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _PUBLIC)

@@ -90,3 +90,11 @@ def slurm(tmp_path_factory):
         else:
             os.environ["SLURM_CONF"] = saved
         assert stop.returncode == 0, stop.stderr
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``-n 2 --dist loadgroup``), every test of the one-node SLURM runs in one worker, so
+    two clusters never start side by side on one host."""
+    for item in items:
+        if "slurm" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("slurm"))

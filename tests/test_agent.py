@@ -219,7 +219,10 @@ def critic_losses(method: str, fast: bool, updates: int = 50) -> np.ndarray:
     return np.array(out)
 
 
-@pytest.mark.parametrize("method", list(METHODS))
+#: sac (the actor-critic) and eps-r (world model and bisimulation loss on top) in the default suite; the other
+#: methods add no path of their own and run with -m slow.
+@pytest.mark.parametrize("method", [m if m in ("sac", "eps-r") else pytest.param(m, marks=pytest.mark.slow)
+                                    for m in METHODS])
 def test_fast_path_learns_what_the_plain_path_learns(method):
     """50 updates both ways (channels-last bf16 trunk and fused Adam, or float32): the critic losses agree
     within 3% on each of the first 10 updates and within 5% in median over all 50, and the mean of the
@@ -456,7 +459,7 @@ def test_reused_next_view_features_give_the_full_recomputations_loss(method, sta
     assert torch.allclose(loss, expected, rtol=1e-5), (float(loss), float(expected))
 
 
-@pytest.mark.parametrize("fast", [False, True])
+@pytest.mark.parametrize("fast", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_compiled_trunk_learns_what_the_eager_one_learns(fast):
     """``compile``: torch.compile'd conv trunks (bias, ReLU and scaling fused), on the plain and on the fast
     path: 50 updates of eps-r from one seed, the same batches and draws, against the eager trunks. The first

@@ -70,6 +70,7 @@ def test_a_folder_without_evaluations_is_one_error(tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith("error: runs: ") and "no evaluation rows" in err[0]
 
 
+@pytest.mark.slow  # the 84-pixel networks at 1024 units, twice; tests/test_agent.py holds the update to DrQ's
 def test_drq_compare_matches_drqs_update_on_the_plain_path_and_measures_the_fast_one():
     """benchmarks.drq_compare (the diagnosis, here on random pixels, batch 8, 10 updates): the
     float32 path gives DrQ's losses and Q values with the same weights, to float32's rounding along the

@@ -14,10 +14,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+#: under pytest-xdist, one worker runs this file (its module fixture imports every module once)
+pytestmark = pytest.mark.xdist_group("layers")
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = ("bisimkit", "bisimkit_cli", "validation", "figures", "agents")
@@ -64,11 +66,54 @@ def probe(module: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+#: One fresh interpreter loads the third-party libraries the modules share, then imports each project module in a
+#: forked child of its own: every child starts from an interpreter with no project module loaded, as a fresh
+#: process would, at a fraction of the cost. The checks read only project packages and ``os.environ``.
+FORK_PROBE = """
+import importlib, json, os, sys
+project = set(sys.argv[1].split(','))
+for lib in ("numpy", "scipy.sparse", "scipy.optimize", "scipy.stats", "numba", "matplotlib", "torch"):
+    try:
+        importlib.import_module(lib)
+    except ImportError:
+        pass
+assert not {m.split('.')[0] for m in sys.modules} & project
+results = {}
+for name in sys.argv[2:]:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            before = dict(os.environ)
+            importlib.import_module(name)
+            out = {"packages": sorted({m.split('.')[0] for m in sys.modules} & project), "environ_changed": sorted(
+                k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k))}
+        except BaseException as exc:
+            out = {"error": f"{type(exc).__name__}: {exc}"}
+        os.write(w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(w)
+    chunks = []
+    while chunk := os.read(r, 1 << 16):
+        chunks.append(chunk)
+    os.close(r)
+    os.waitpid(pid, 0)
+    results[name] = json.loads(b"".join(chunks))
+print(json.dumps(results))
+"""
+
+
 @pytest.fixture(scope="module")
 def imports() -> dict[str, dict]:
     names = [m for package in ALLOWED for m in modules(package)]
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        return dict(zip(names, pool.map(probe, names)))
+    proc = subprocess.run([sys.executable, "-c", FORK_PROBE, ",".join(PROJECT), *names], capture_output=True,
+                          text=True, cwd=ROOT, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    failed = {m: r["error"] for m, r in found.items() if "error" in r}
+    assert failed == {}, f"importing these modules failed: {failed}"
+    return found
 
 
 @pytest.mark.parametrize("package", list(ALLOWED))

@@ -240,19 +240,10 @@ def _read_number(path: Path) -> float | None:
         return None
 
 
-def _meminfo(key: str) -> float | None:
+def _proc_bytes(path: str, key: str) -> float | None:
+    """The ``key:`` line of a /proc file given in kB (``/proc/meminfo``, ``/proc/self/status``), in bytes."""
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return float(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def _status(key: str) -> float | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
+        for line in Path(path).read_text().splitlines():
             if line.startswith(key + ":"):
                 return float(line.split()[1]) * 1024
     except OSError:
@@ -319,13 +310,13 @@ def address_space_room() -> float | None:
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     if soft == resource.RLIM_INFINITY:
         return None
-    size = _status("VmSize")
+    size = _proc_bytes("/proc/self/status", "VmSize")
     return float(soft) - (size or 0.0)
 
 
 def available_memory() -> Available:
     """See :class:`Available`."""
-    return Available(_meminfo("MemAvailable"), cgroup_room(), address_space_room())
+    return Available(_proc_bytes("/proc/meminfo", "MemAvailable"), cgroup_room(), address_space_room())
 
 
 def format_bytes(value: float) -> str:

@@ -19,8 +19,9 @@ import io
 import json
 import sys
 import warnings
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -38,7 +39,7 @@ from .progress import solve_progress
 from .relations import RELATION_KINDS, relation_blocks
 from .separable import separability
 from .solvers import BACKENDS, DEFAULT_TOL, METHODS, TORCH_METRICS, PrecisionWarning, Solution, ZeroGroundWarning, solve
-from .warmup import compile_notice
+from .kernels import when_numba_loads
 
 EXIT_INPUT = 2
 #: A solve that ran out of memory all the same (one line; outputs are written atomically, so none is half-written).
@@ -151,6 +152,19 @@ def cmd_solve(args) -> int:
         (ZeroGroundWarning, PrecisionWarning), f"n={mdp.n_states}", lambda sol: summarize(mdp, sol))
 
 
+@contextmanager
+def compile_notice_once_loaded(say: Callable[[str], None]) -> Iterator[None]:
+    """:func:`bisimkit.warmup.compile_notice` from when a kernel loads numba: a small problem's solve
+    loads neither numba nor the notice (:mod:`bisimkit.kernels`), a larger one hears of every compile."""
+    with ExitStack() as stack:
+        def listen(numba) -> None:
+            from .warmup import compile_notice  # start-up cost: numba's event API, loaded once numba is
+            stack.enter_context(compile_notice(say))
+
+        with when_numba_loads(listen):
+            yield
+
+
 def solve_and_report(args, run: Callable, warned: tuple[type[Warning], ...], size: str,
                      summary: Callable[[Solution], str]) -> int:
     """The end of ``solve``: ``run(progress)`` under the progress line and the compile notice, the
@@ -159,7 +173,7 @@ def solve_and_report(args, run: Callable, warned: tuple[type[Warning], ...], siz
     line, report = solve_progress(args.metric, args.tol)
     say = (lambda note: None) if args.quiet else (lambda note: print(f"bisimkit: {note}", file=sys.stderr, flush=True))
     try:
-        with compile_notice(say), warnings.catch_warnings(record=True) as caught:
+        with compile_notice_once_loaded(say), warnings.catch_warnings(record=True) as caught:
             for category in warned:
                 warnings.simplefilter("always", category)
             sol = run(None if args.quiet else report)

@@ -12,14 +12,18 @@ The transportation simplex lives in :mod:`bisimkit.simplex`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
-from numba import njit, prange
 
 from .couplings import CSRLaws, merge_breakpoints
+from .kernels import kernel, prange
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _count_slots(off, ci, cj, mass, row_pair, index, counts):
     for p in range(len(off) - 1):
         r = row_pair[p]
@@ -28,7 +32,7 @@ def _count_slots(off, ci, cj, mass, row_pair, index, counts):
                 counts[r] += 1
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _fill_slots(off, ci, cj, mass, row_pair, row_weight, index, indptr, indices, data):
     fill = indptr[:-1].copy()
     for p in range(len(off) - 1):
@@ -42,7 +46,7 @@ def _fill_slots(off, ci, cj, mass, row_pair, row_weight, index, indptr, indices,
                 fill[r] += 1
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _eps_bar_pass(S, T, index, m, a_ptr, a_idx, a_bp, x_ptr, x_idx, x_bp, mode, counts, indptr, indices, data,
                   vec, out):
     """One pass over the pairs: counts (mode 0), entries (mode 1) or the product
@@ -90,7 +94,7 @@ def _eps_bar_pass(S, T, index, m, a_ptr, a_idx, a_bp, x_ptr, x_idx, x_bp, mode, 
             out[p] = acc
 
 
-@njit(cache=True, parallel=True)
+@kernel(cache=True, parallel=True)
 def _csr_matvec(indptr, indices, data, x, out):
     for r in prange(len(indptr) - 1):
         acc = 0.0  # float64 accumulation, also for float32 data
@@ -99,7 +103,7 @@ def _csr_matvec(indptr, indices, data, x, out):
         out[r] = acc
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _csr_matvec_serial(indptr, indices, data, x, out):
     for r in range(len(indptr) - 1):
         acc = 0.0
@@ -125,6 +129,8 @@ def pair_system_from_slots(offsets, ci, cj, mass, row_pair, row_weight, index, n
     indices = np.empty(int(indptr[-1]), dtype=np.int32)
     data = np.empty(int(indptr[-1]))
     _fill_slots(offsets, ci, cj, mass, row_pair, row_weight, index, indptr, indices, data)
+    import scipy.sparse as sp  # start-up cost: scipy.sparse is loaded only where a sparse matrix is built
+
     return sp.csr_matrix((data, indices, indptr), shape=(n, n))
 
 
@@ -160,6 +166,8 @@ def eps_bar_matrix(S: np.ndarray, T: np.ndarray, index: np.ndarray, policy, tran
     indices = np.empty(int(indptr[-1]), dtype=np.int32)
     data = np.empty(int(indptr[-1]), dtype=dtype)
     _eps_bar_pass(*args, 1, counts, indptr, indices, data, none, none)
+    import scipy.sparse as sp  # start-up cost: scipy.sparse is loaded only where a sparse matrix is built
+
     return sp.csr_matrix((data, indices, indptr), shape=(len(S), n_pairs))
 
 

@@ -33,9 +33,14 @@ Batched functions return *cells*: parallel arrays ``(problem, i, j, mass)``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
-from numba import njit
+
+from .kernels import DenseRows, kernel, on_small_path
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 def load_pot():
@@ -95,7 +100,7 @@ class Cells:
 
 
 # ------------------------------------------------------------------ kernel
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _row_breakpoints(data, lo, hi, out):
     """Breakpoints of the histogram ``data[lo:hi]`` into ``out[lo:hi]`` (sequential sums)."""
     total = 0.0
@@ -109,13 +114,13 @@ def _row_breakpoints(data, lo, hi, out):
         out[hi - 1] = 1.0  # the quantile function ends at 1 exactly: no crumb past the last atom
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _csr_breakpoints(indptr, data, out):
     for r in range(len(indptr) - 1):
         _row_breakpoints(data, indptr[r], indptr[r + 1], out)
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def merge_breakpoints(ia, ba, ib, bb, out_i, out_j, out_m):
     """The north-west-corner coupling of two histograms given by their breakpoints.
 
@@ -150,7 +155,7 @@ def merge_breakpoints(ia, ba, ib, bb, out_i, out_j, out_m):
     return n
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _merge_rows(xptr, xidx, xbp, src, yptr, yidx, ybp, dst, offsets, out_i, out_j, out_m, counts):
     for k in range(len(src)):
         r = src[k]
@@ -229,7 +234,7 @@ def entangled_coupling(p, q, shape: tuple[int, ...] | None = None) -> np.ndarray
     q = _as_histogram("q", q)
     if p.size != q.size:
         raise ValueError(f"p and q must share a support, got sizes {p.size} and {q.size}")
-    X = sp.csr_matrix(np.vstack([p, q]))
+    X = histogram_rows(np.vstack([p, q]))
     cells = entangled_cells(X, np.array([0]), X, np.array([1]), shape=shape)
     g = np.zeros((p.size, q.size))
     np.add.at(g, (cells.i, cells.j), cells.mass)
@@ -247,6 +252,17 @@ def optimal_coupling(p, q, cost) -> np.ndarray:
 
 
 # ----------------------------------------------------------------- batched
+def histogram_rows(X) -> sp.csr_matrix | DenseRows:
+    """``X`` (a dense array, rows last-axis histograms, or a sparse matrix) as CSR rows: a
+    ``scipy.sparse.csr_matrix``, or on the small-problem path (:mod:`bisimkit.kernels`) the numpy
+    :class:`~bisimkit.kernels.DenseRows` of a dense ``X``."""
+    if isinstance(X, DenseRows) or (on_small_path() and isinstance(X, np.ndarray)):
+        return X if isinstance(X, DenseRows) else DenseRows(X)
+    import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
+
+    return sp.csr_matrix(X)
+
+
 def padded_rows(X: sp.csr_matrix, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows ``X[rows]`` as padded arrays ``(index, mass, length)``.
 
@@ -264,7 +280,7 @@ def padded_rows(X: sp.csr_matrix, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
     return index, mass, lengths
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _gather_rows(indptr, indices, data, rows, index, mass):
     for k in range(len(rows)):
         lo = indptr[rows[k]]
@@ -306,7 +322,7 @@ class CSRLaws:
     """Histograms as the rows of a CSR matrix (sorted indices), with their breakpoints."""
 
     def __init__(self, X) -> None:
-        X = sp.csr_matrix(X)
+        X = X if isinstance(X, DenseRows) else histogram_rows(X)
         if not X.has_sorted_indices:
             X = X.sorted_indices()
         self.indptr = X.indptr.astype(np.int64)

@@ -51,11 +51,9 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from .compiled import matvec
 from .couplings import Cells
@@ -67,6 +65,9 @@ from .operators import (Evaluation, PairLinearForm, SteinForm, TransportTerms, d
                         operator_info, pair_system)
 from .pairs import PairSpace
 from .transport import plan_costs
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 #: Default certified tolerance ("exact" in this project).
 DEFAULT_TOL = 1e-9
@@ -374,10 +375,18 @@ def solve_fixed_point(T: sp.csr_matrix, b: np.ndarray, c: float, x0: np.ndarray 
     residuals still drive the error to ``tol``). Returns ``(x, bound)`` with
     ``||x - x*|| <= ||b + cTx - x|| / (1 - c) = bound``. ``product``, when given, is the
     exact float64 ``x -> T x`` and T itself may be a float32 copy (used for the inner solves only).
+    A dense T (the small-problem path, :mod:`bisimkit.kernels`) is solved with ``numpy.linalg``.
     """
     N = len(b)
     if N == 0:
         return np.zeros(0), 0.0
+    if isinstance(T, np.ndarray):
+        inverse = np.linalg.inv(np.eye(N) - c * T)
+        return _refine(lambda x: T @ x, lambda r: inverse @ r, b, c, x0, tol)
+    # start-up cost: scipy.sparse.linalg loads in ~0.3 s, which a small problem's solve does without
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spla
+
     if N <= DIRECT_LIMIT and product is None:
         step = spla.splu((sp.identity(N, format="csr") - c * T).tocsc()).solve
     else:
@@ -389,8 +398,14 @@ def solve_fixed_point(T: sp.csr_matrix, b: np.ndarray, c: float, x0: np.ndarray 
             dx, _ = spla.gmres(A, (r / scale).astype(np.float32), rtol=1e-5, atol=0.0, restart=20, maxiter=10)
             return dx.astype(np.float64) * scale
 
-    Tx = matvec(T) if product is None else product
-    x = np.zeros(N) if x0 is None else np.asarray(x0, dtype=np.float64).copy()
+    return _refine(matvec(T) if product is None else product, step, b, c, x0, tol)
+
+
+def _refine(Tx: Callable[[np.ndarray], np.ndarray], step: Callable[[np.ndarray], np.ndarray], b: np.ndarray, c: float,
+            x0: np.ndarray | None, tol: float) -> tuple[np.ndarray, float]:
+    """The iterative refinement of :func:`solve_fixed_point` with the exact product ``Tx`` and the
+    approximate solve ``step`` of ``(I - cT) dx = r``."""
+    x = np.zeros(len(b)) if x0 is None else np.asarray(x0, dtype=np.float64).copy()
     bound = np.inf
     for _ in range(60):
         r = b + c * Tx(x) - x

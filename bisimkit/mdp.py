@@ -20,14 +20,17 @@ import zipfile
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from .errors import InputError
 from .fields import check_finite, check_keys, format_index, to_float_array, validate_discount
 from .files import atomic_write, atomic_write_bytes
+from .kernels import DenseRows, on_small_path
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 #: Rows of ``transitions`` and ``policy`` may be off by this much (and entries
 #: this negative) before they are rejected; accepted rows are then cleaned.
@@ -119,14 +122,31 @@ class FiniteMDP:
         pi = self.require_policy("the mean action")
         return pi @ self.action_values
 
+    @property
+    def transition_rows(self) -> sp.csr_matrix | DenseRows:
+        """P as a sparse (n*m) x n matrix; row ``s*m + a`` is ``P[s, a]`` (on the small-problem path,
+        :mod:`bisimkit.kernels`, the same rows as numpy :class:`~bisimkit.kernels.DenseRows`)."""
+        if on_small_path():
+            return DenseRows(self.transitions)
+        return self._sparse_rows
+
+    @property
+    def transition_pi_rows(self) -> sp.csr_matrix | DenseRows:
+        """Ppi as a sparse n x n matrix (numpy :class:`~bisimkit.kernels.DenseRows` on the small-problem path)."""
+        if on_small_path():
+            return DenseRows(self.transition_pi)
+        return self._sparse_pi_rows
+
     @cached_property
-    def transition_rows(self) -> sp.csr_matrix:
-        """P as a sparse (n*m) x n matrix; row ``s*m + a`` is ``P[s, a]``."""
+    def _sparse_rows(self) -> sp.csr_matrix:
+        import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
+
         return sp.csr_matrix(self.transitions.reshape(-1, self.n_states))
 
     @cached_property
-    def transition_pi_rows(self) -> sp.csr_matrix:
-        """Ppi as a sparse n x n matrix."""
+    def _sparse_pi_rows(self) -> sp.csr_matrix:
+        import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
+
         return sp.csr_matrix(self.transition_pi)
 
     # ---------------------------------------------------------- conversion

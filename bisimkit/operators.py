@@ -19,19 +19,22 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
-import scipy.sparse as sp
 
-from .couplings import Cells, entangled_cells
+from .couplings import Cells, entangled_cells, histogram_rows
 from .errors import InputError
 from .ground import Ground, ground_values
 from .mdp import FiniteMDP
 from .pairs import PairSpace
 from .pseudometric import metric_closure
 from .compiled import eps_bar_counts, eps_bar_matrix, eps_bar_product, pair_system_from_slots
+from .kernels import on_small_path
 from .transport import WarmStarts, optimal_transport, seed_line_starts
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 #: From these sizes on (pairs for eps-bar, plan cells for the coupling systems), eps-bar and the
@@ -283,7 +286,7 @@ def policy_cells(mdp: FiniteMDP, pairs: PairSpace) -> Cells:
 
 def action_cells(mdp: FiniteMDP, s: np.ndarray, t: np.ndarray) -> Cells:
     """Entangled couplings of pi(s[k]) and pi(t[k]) (problem k; cells over actions)."""
-    pi = sp.csr_matrix(mdp.require_policy("the entangled policy coupling"))
+    pi = histogram_rows(mdp.require_policy("the entangled policy coupling"))
     return entangled_cells(pi, s, pi, t)
 
 
@@ -424,9 +427,10 @@ class PairLinearForm:
         return self.b + self.discount * (self.T @ x)
 
     def evaluate(self, x: np.ndarray) -> Evaluation:
-        """``F(x)`` exactly up to round-off: one sparse row sum per pair."""
-        return Evaluation(self.apply(x), x, 0.0, int(np.max(np.diff(self.T.indptr), initial=0)) + 1,
-                          self.constant_scale(), self.const_error)
+        """``F(x)`` exactly up to round-off: one sparse row sum per pair (a dense T of the small-problem
+        path: a sum over every pair, its entries each a sum of up to as many cells)."""
+        terms = 2 * self.T.shape[1] if isinstance(self.T, np.ndarray) else int(np.max(np.diff(self.T.indptr), initial=0))
+        return Evaluation(self.apply(x), x, 0.0, terms + 1, self.constant_scale(), self.const_error)
 
     def constant_scale(self) -> float:
         """``max |b|``."""
@@ -440,7 +444,14 @@ def pair_system(pairs: PairSpace, row_pair: np.ndarray, row_weight: np.ndarray,
     ``cells.problem`` indexes rows; cells on the diagonal (i == j) are dropped
     when the pair space has no diagonal (d(s, s) = 0 there), and so are empty cells.
     Duplicates are left in: the product T @ x adds them up, and summing them costs a sort.
+    On the small-problem path (:mod:`bisimkit.kernels`) T is a dense numpy array.
     """
+    if on_small_path():
+        col = pairs.index[cells.i, cells.j]
+        keep = (col >= 0) & (cells.mass > 0)
+        T = np.zeros((len(pairs), len(pairs)))
+        np.add.at(T, (row_pair[cells.problem[keep]], col[keep]), row_weight[cells.problem[keep]] * cells.mass[keep])
+        return T
     if cells.offsets is not None and len(cells) >= COMPILED_PAIR_SYSTEM_CELLS:
         return pair_system_from_slots(cells.offsets, cells.i, cells.j, cells.mass, row_pair, row_weight,
                                       pairs.index, len(pairs))
@@ -453,6 +464,8 @@ def pair_system(pairs: PairSpace, row_pair: np.ndarray, row_weight: np.ndarray,
 
 def csr_from_triplets(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n: int) -> sp.csr_matrix:
     """An n x n CSR matrix from (row, col, value) triplets, duplicates kept."""
+    import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
+
     order = np.argsort(rows, kind="stable")
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])

@@ -108,13 +108,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-import scipy.sparse as sp
+from typing import TYPE_CHECKING
 
-from .couplings import entangled_cells
+import numpy as np
+
+from .couplings import entangled_cells, histogram_rows
 from .ground import Ground
+from .kernels import on_small_path
 from .mdp import FiniteMDP
 from .relations import relation_labels
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 #: The metrics whose zero set is the largest relation of the same name.
 QUOTIENT_METRICS = ("pi", "psm", "bisim", "eps")
@@ -229,9 +234,9 @@ def quotient(mdp: FiniteMDP, metric: str, ground: Ground = "reward", atol: float
     if k == n:
         return None
     _, reps = np.unique(labels, return_index=True)  # canonical labels: block b's first state is its smallest
-    onehot = sp.csr_matrix((np.ones(n), (np.arange(n), labels)), shape=(n, k))
+    onehot = _onehot(labels, k)
     rep_rows = (reps[:, None] * m + np.arange(m)).ravel()
-    P = (mdp.transition_rows[rep_rows] @ onehot).toarray().reshape(k, m, k)
+    P = _dense(_transition_matrix(mdp, False)[rep_rows] @ onehot).reshape(k, m, k)
     policy = None if mdp.policy is None else mdp.policy[reps]
     q_mdp = FiniteMDP(P, mdp.rewards[reps], mdp.discount, policy, mdp.action_values,
                       name=f"quotient[{mdp.label}, {k} of {n} states]")
@@ -240,6 +245,38 @@ def quotient(mdp: FiniteMDP, metric: str, ground: Ground = "reward", atol: float
         q_ground = ground if isinstance(ground, str) else np.asarray(ground)[np.ix_(rep_rows, rep_rows)]
     g_dev, t_dev = _deviation_parts(mdp, q_mdp, metric, ground, labels, reps, onehot)
     return Quotient(metric, mdp, q_mdp, q_ground, labels, reps, g_dev, t_dev)
+
+
+def _onehot(labels: np.ndarray, k: int):
+    """The n x k indicator matrix of the blocks: dense on the small-problem path, else CSR."""
+    n = len(labels)
+    if on_small_path():  # bisimkit.kernels: numpy only
+        onehot = np.zeros((n, k))
+        onehot[np.arange(n), labels] = 1.0
+        return onehot
+    import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
+
+    return sp.csr_matrix((np.ones(n), (np.arange(n), labels)), shape=(n, k))
+
+
+def _transition_matrix(mdp: FiniteMDP, policy: bool):
+    """Ppi (``policy``) or P's (n*m) x n rows: a dense array on the small-problem path, else CSR."""
+    if on_small_path():
+        return mdp.transition_pi if policy else mdp.transitions.reshape(-1, mdp.n_states)
+    return mdp.transition_pi_rows if policy else mdp.transition_rows
+
+
+def _dense(X) -> np.ndarray:
+    return X if isinstance(X, np.ndarray) else X.toarray()
+
+
+def _aggregate(X, onehot):
+    """``X @ onehot`` (class masses of every row), CSR unless on the small-problem path."""
+    if isinstance(onehot, np.ndarray):
+        return X @ onehot
+    import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
+
+    return sp.csr_matrix(X @ onehot)
 
 
 def _row_tv(X: sp.csr_matrix, rows_x: np.ndarray, Y: sp.csr_matrix, rows_y: np.ndarray) -> np.ndarray:
@@ -253,23 +290,23 @@ def _deviation_parts(mdp: FiniteMDP, q: FiniteMDP, metric: str, ground: Ground, 
     """(ground part, transport part) of delta(s), compared with the quotient's own arrays."""
     n, m = mdp.n_states, mdp.n_actions
     if metric in ("pi", "psm"):
-        agg = sp.csr_matrix(mdp.transition_pi_rows @ onehot)
-        tv = _row_tv(agg, np.arange(n), q.transition_pi_rows, labels)
+        agg = _aggregate(_transition_matrix(mdp, True), onehot)
+        tv = _row_tv(agg, np.arange(n), _transition_matrix(q, True), labels)
         if metric == "pi":
             g = np.abs(mdp.reward_pi - q.reward_pi[labels])
         else:
             g = np.abs(mdp.mean_action - q.mean_action[labels]).sum(axis=1)
         return g[:, None], tv[:, None]
-    agg = sp.csr_matrix(mdp.transition_rows @ onehot)
+    agg = _aggregate(_transition_matrix(mdp, False), onehot)
     if metric == "bisim":
         q_rows = (labels[:, None] * m + np.arange(m)).ravel()
-        tv = _row_tv(agg, np.arange(n * m), q.transition_rows, q_rows).reshape(n, m)
+        tv = _row_tv(agg, np.arange(n * m), _transition_matrix(q, False), q_rows).reshape(n, m)
         return np.abs(mdp.rewards - q.rewards[labels]), tv
     # eps: the entangled coupling of pi(s) and pi~(B(s)), cell by cell (the merged breakpoint segments).
-    cells = entangled_cells(sp.csr_matrix(mdp.policy), np.arange(n), sp.csr_matrix(q.policy), labels)
+    cells = entangled_cells(histogram_rows(mdp.policy), np.arange(n), histogram_rows(q.policy), labels)
     s, a, b = cells.problem, cells.i, cells.j
     block = labels[s]
-    tv = _row_tv(agg, s * m + a, q.transition_rows, block * m + b)
+    tv = _row_tv(agg, s * m + a, _transition_matrix(q, False), block * m + b)
     if isinstance(ground, str) and ground == "reward":
         g = np.abs(mdp.rewards[s, a] - q.rewards[block, b])
     elif isinstance(ground, str):  # policy

@@ -20,11 +20,10 @@ absolute tolerance ``atol`` (default 1e-9) by single-linkage clustering.
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse.csgraph import connected_components
-import scipy.sparse as sp
 
 from .errors import InputError
 from .ground import Ground
+from .kernels import DenseRows, components, on_small_path
 from .mdp import FiniteMDP
 
 RELATION_KINDS = ("bisim", "pi", "psm", "eps")
@@ -93,8 +92,25 @@ def blocks(labels: np.ndarray) -> list[list[int]]:
 def _class_masses(P: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Mass each row of P puts on each block: rows x blocks."""
     k = int(labels.max()) + 1
-    onehot = sp.csr_matrix((np.ones(len(labels)), (np.arange(len(labels)), labels)), shape=(len(labels), k))
-    return np.asarray(sp.csr_matrix(P) @ onehot.toarray())
+    onehot = np.zeros((len(labels), k))
+    onehot[np.arange(len(labels)), labels] = 1.0
+    if isinstance(P, DenseRows):  # the small-problem path (bisimkit.kernels): numpy only
+        return P.toarray() @ onehot
+    import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
+
+    return np.asarray(sp.csr_matrix(P) @ onehot)
+
+
+def zero_components(adjacent: np.ndarray) -> np.ndarray:
+    """Component labels of the undirected graph of the boolean matrix ``adjacent``: scipy's
+    ``connected_components``, or on the small-problem path :func:`bisimkit.kernels.components`."""
+    if on_small_path():
+        return components(adjacent)
+    # start-up cost: scipy.sparse.csgraph loads in ~0.3 s, which a small problem's solve does without
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    return connected_components(sp.csr_matrix(adjacent), directed=False)[1]
 
 
 def _refine(n: int, signature) -> np.ndarray:
@@ -151,8 +167,7 @@ def ground_classes(mdp: FiniteMDP, ground: Ground, atol: float = 1e-9) -> np.nda
         if ground == "policy":
             return np.repeat(cluster_rows(mdp.mean_action, atol)[:, None], m, axis=1)
         raise InputError(f"unknown ground metric '{ground}'", param="ground")
-    _, ids = connected_components(sp.csr_matrix(np.asarray(ground) <= atol), directed=False)
-    return ids.reshape(n, m)
+    return zero_components(np.asarray(ground) <= atol).reshape(n, m)
 
 
 def eps_relation_labels(mdp: FiniteMDP, ground: Ground = "reward", atol: float = 1e-9,
@@ -218,5 +233,4 @@ def relation_blocks(mdp: FiniteMDP, kind: str, ground: Ground = "reward", atol: 
 def zero_set_labels(d: np.ndarray, atol: float = 1e-7) -> np.ndarray:
     """Blocks of the zero set of a distance matrix: components of ``d <= atol``."""
     d = np.asarray(d)
-    _, ids = connected_components(sp.csr_matrix(d <= atol), directed=False)
-    return canonical(ids)
+    return canonical(zero_components(d <= atol))

@@ -29,11 +29,11 @@ as (row, column) pairs.
 
 from __future__ import annotations
 
-import types
 from collections import namedtuple
 
 import numpy as np
-from numba import njit, prange
+
+from .kernels import kernel, prange, twins
 
 #: Flows below this are rounding crumbs of exact zeros; they are set to 0. Left in,
 #: a 1e-17 flow on a unit-cost cell would add 3e-9 to a W2 value through the square root.
@@ -51,7 +51,7 @@ PARALLEL_MIN_CELLS = 2_000_000
 BASIS_DTYPE = np.int16
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _add_edge(e, i, j, k, er, ec, adj, deg):
     er[e] = i
     ec[e] = j
@@ -61,7 +61,7 @@ def _add_edge(e, i, j, k, er, ec, adj, deg):
     deg[k + j] += 1
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _remove_from(node, e, adj, deg):
     for x in range(deg[node]):
         if adj[node, x] == e:
@@ -70,7 +70,7 @@ def _remove_from(node, e, adj, deg):
             return
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _find(parent, x):
     while parent[x] != x:
         parent[x] = parent[parent[x]]
@@ -78,7 +78,7 @@ def _find(parent, x):
     return x
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _join(parent, x, y):
     """Union-find: merge the sets of x and y; False when they were one set already."""
     rx = _find(parent, x)
@@ -89,7 +89,7 @@ def _join(parent, x, y):
     return True
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg):
     """Least-cost start: fill cells in increasing cost, then join the forest
     into a spanning tree with zero-flow cells. Returns False on failure."""
@@ -122,7 +122,7 @@ def _greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg):
     return edges == n - 1
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _warm_basis(a, b, k, l, flow, er, ec, adj, deg, br, bc, rs, rd, left, done, stack):
     """Flows of a given spanning tree by peeling leaves. Returns False if the
     cells are not a spanning tree or give negative flows. ``rs, rd, left, done,
@@ -177,7 +177,7 @@ def _warm_basis(a, b, k, l, flow, er, ec, adj, deg, br, bc, rs, rd, left, done, 
     return assigned == n - 1
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _smallest_even_flow(path, length, flow, er, ec, theta, leave):
     """The smallest flow on the even-numbered edges of ``path[:length]`` (the edges whose
     flow the pivot decreases), starting from ``(theta, leave)``; returns ``(flow, edge)``."""
@@ -190,7 +190,7 @@ def _smallest_even_flow(path, length, flow, er, ec, theta, leave):
     return theta, leave
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _hang(root, C, k, er, ec, adj, deg, parent_edge, depth, pot, stack):
     """Set parents, depths and potentials (``C[i, j] = u_i + v_j`` on tree cells) of the subtree
     below ``root``, whose own three values are set, by a DFS that never goes back up a parent edge."""
@@ -233,7 +233,7 @@ Scratch = namedtuple("Scratch", [
 ])
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _workspace(nmax, dmax):
     """A :class:`Scratch` for problems up to ``nmax`` nodes (allocated once per block of problems)."""
     def ints():
@@ -243,7 +243,7 @@ def _workspace(nmax, dmax):
                    ints(), np.empty(nmax), np.empty(nmax), np.empty(nmax), np.empty(nmax, dtype=np.bool_))
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _solve_one(a, b, C, k, l, flow, basis_row, basis_col, warm, ws):
     """Solve one transport problem by the network simplex.
 
@@ -397,7 +397,7 @@ def _solve_one(a, b, C, k, l, flow, basis_row, basis_col, warm, ws):
                                            ws.rest_row, ws.rest_col)
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _plan_gap(a, b, k, l, flow, edge_row, edge_col, pot, cost, violation, scale, floor, rows, cols):
     """A bound on ``|cost - OT(a, b; C)|`` for the plan ``flow`` with potentials ``pot``
     (``scale = max |C|``, ``floor = min C``).
@@ -441,7 +441,7 @@ def _plan_gap(a, b, k, l, flow, edge_row, edge_col, pot, cost, violation, scale,
     return gap if gap > 0.0 else 0.0
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _basis_from_flow(flow, C, k, l, br, bc):
     """A spanning-tree basis containing the positive cells of a basic plan,
     joined with cheapest zero cells. Returns False if the plan has a cycle."""
@@ -470,22 +470,11 @@ def _basis_from_flow(flow, C, k, l, br, bc):
     return edges == n - 1
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _basis_from_flow_at(flows, C, k, l, basis, off, ok, p):
     lo = off[p]
     hi = off[p] + k[p] + l[p] - 1
     ok[p] = _basis_from_flow(flows[p], C[p], k[p], l[p], basis[lo:hi, 0], basis[lo:hi, 1])
-
-
-def _twins(body):
-    """A batch kernel and its serial twin, compiled from one body: ``prange`` spreads the problems
-    over threads in the first and is a plain ``range`` in the second (a small batch, or its one-time
-    compilation, does not pay for waking the thread pool). The twin is a copy of the function under
-    its own name, so each has its own on-disk cache entry."""
-    serial = types.FunctionType(body.__code__, body.__globals__, f"{body.__name__}_serial", body.__defaults__,
-                                body.__closure__)
-    serial.__qualname__ = f"{body.__qualname__}_serial"
-    return njit(cache=True, parallel=True)(body), njit(cache=True)(serial)
 
 
 def _bases_from_flows_body(flows, C, k, l, basis, off, ok):
@@ -493,13 +482,13 @@ def _bases_from_flows_body(flows, C, k, l, basis, off, ok):
         _basis_from_flow_at(flows, C, k, l, basis, off, ok, p)
 
 
-_bases_from_flows, _bases_from_flows_serial = _twins(_bases_from_flows_body)
+_bases_from_flows, _bases_from_flows_serial = twins(_bases_from_flows_body)
 
 #: Problems per block of a batch; each block allocates its scratch arrays once.
 BLOCK = 256
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _solve_block(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm, blk, nmax, dmax):
     """Problems ``blk * BLOCK`` up to the next block of a padded batch (:func:`solve_padded`)."""
     ws = _workspace(nmax, dmax)
@@ -519,10 +508,10 @@ def _solve_batch_body(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off,
         _solve_block(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm, blk, nmax, dmax)
 
 
-_solve_batch, _solve_batch_serial = _twins(_solve_batch_body)
+_solve_batch, _solve_batch_serial = twins(_solve_batch_body)
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass,
                         x, cbuf, fbuf, ws):
     """Problem ``rows[x]`` of :func:`solve_supports`: gather its costs from ``D`` into ``cbuf``, solve,
@@ -552,7 +541,7 @@ def _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ga
     warm[p] = good
 
 
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _solve_supports_block(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass,
                           blk, nmax, dmax, cmax):
     cbuf = np.empty(cmax)
@@ -570,7 +559,7 @@ def _solve_supports_body(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, g
                               out_mass, blk, nmax, dmax, cmax)
 
 
-_solve_supports, _solve_supports_serial = _twins(_solve_supports_body)
+_solve_supports, _solve_supports_serial = twins(_solve_supports_body)
 
 
 def _sizes(k: np.ndarray, l: np.ndarray) -> tuple[int, int, int]:
@@ -665,7 +654,7 @@ def solve_padded(a: np.ndarray, b: np.ndarray, C: np.ndarray, k: np.ndarray, l: 
 
 
 # ------------------------------------------------------------ line-metric starts
-@njit(cache=True, nogil=True)
+@kernel(cache=True, nogil=True)
 def _line_basis(xs, a, k, ys, b, l, h, br, bc):
     """The north-west-corner staircase of the two histograms with atoms sorted by ``h``:
     the monotone coupling, optimal for the cost |h_i - h_j|, as a spanning tree of
@@ -692,7 +681,7 @@ def _line_basis(xs, a, k, ys, b, l, h, br, bc):
                 rd = b[oj[j]]
 
 
-@njit(cache=True)
+@kernel(cache=True)
 def _line_bases(xs, a, k, ys, b, l, h, basis, off, valid):
     for p in range(len(k)):
         if valid[p] or k[p] == 0 or l[p] == 0:

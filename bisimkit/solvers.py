@@ -29,6 +29,7 @@ from .errors import InputError
 from .ground import Ground, ground_label, resolve_ground, zero_ground_message, zero_ground_note
 from .mdp import FiniteMDP
 from .extras import missing_extra
+from .kernels import mdp_cells, small_path, small_problem
 from .memory import check_memory
 from .operators import operator_info, point_mass_transitions
 from .order import OrderSpec, resolve_order
@@ -83,8 +84,9 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
     if not force:
         check_memory(mdp, metric, method, full_diagonal, quotient)
     zero = zero_ground_note(mdp, metric, g)
-    sol = _pipeline(mdp, metric, g, tol, method, progress, max_iterations, full_diagonal, backend, device, order,
-                    action_order, quotient)
+    with small_path(small_solve(mdp, metric, method)):
+        sol = _pipeline(mdp, metric, g, tol, method, progress, max_iterations, full_diagonal, backend, device, order,
+                        action_order, quotient)
     if zero is not None:
         message = zero_ground_message(metric, *zero, float(np.max(sol.distances, initial=0.0)), sol.certified_error)
         if message:
@@ -92,6 +94,14 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
     if not sol.converged and sol.floor > tol:
         warnings.warn(precision_note(metric, tol, sol.floor), PrecisionWarning, stacklevel=2)
     return sol
+
+
+def small_solve(mdp: FiniteMDP, metric: str, method: str) -> bool:
+    """Whether this solve takes the small-problem path (numpy only, :mod:`bisimkit.kernels`): its MDP's
+    transport work is small (:data:`bisimkit.kernels.SMALL_PROBLEM_CELLS`), counted more for the methods
+    that sweep (value iteration, and W2, which has no other)."""
+    sweeps = method == "vi" or metric in ("dbc", "dbc-sampled")
+    return small_problem(mdp_cells(mdp.n_states, mdp.n_actions, mdp.transitions), sweeps)
 
 
 def _checked(mdp: FiniteMDP, metric: str, ground: Ground | None, tol: float, method: str) -> Ground | None:

@@ -23,11 +23,15 @@ arrays, which is why the plan of millions of problems is built without copies.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
 
 from .couplings import Cells, load_pot, padded_rows
 from .simplex import BASIS_DTYPE, FLOW_EPS, bases_from_flows, basis_offsets, line_bases, solve_supports
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 #: Problems per batch; bounds the memory of the padded support arrays.
 CHUNK = 200_000

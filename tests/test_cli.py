@@ -193,9 +193,19 @@ def test_compile_notice_speaks_only_when_numba_compiles():
 
 def test_second_fresh_process_is_silent(tmp_path):
     """Two ``bisimkit solve`` processes in a row on an empty kernel cache: the first compiles and says
-    so, the second loads the kernels from disk and says nothing."""
+    so, the second loads the kernels from disk and says nothing. A small problem compiles nothing
+    (bisimkit.kernels) and says nothing either."""
+    from bisimkit.generators import random_mdp
+    from bisimkit.kernels import mdp_cells, small_problem
+
+    mdp = random_mdp(30, 2, seed=0, max_support=4)
+    assert not small_problem(mdp_cells(mdp.n_states, mdp.n_actions, mdp.transitions))
+    path = save_mdp(mdp, tmp_path / "mdp.json")
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
-    runs = [subprocess.run([sys.executable, "-m", "bisimkit", "solve", "chain", "--metric", "pi"], env=env,
+    small = subprocess.run([sys.executable, "-m", "bisimkit", "solve", "chain", "--metric", "pi"], env=env,
+                           capture_output=True, text=True, timeout=900)
+    assert small.returncode == 0 and "compiling" not in small.stderr
+    runs = [subprocess.run([sys.executable, "-m", "bisimkit", "solve", str(path), "--metric", "pi"], env=env,
                            capture_output=True, text=True, timeout=900) for _ in range(2)]
     assert [r.returncode for r in runs] == [0, 0]
     assert runs[0].stderr.count("compiling the solver kernels") == 1

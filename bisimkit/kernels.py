@@ -1,0 +1,242 @@
+"""Kernels compiled by numba when first called, and the small-problem path that runs them as Python.
+
+A kernel is written once, as a plain Python function with numba's restrictions, and decorated
+with :func:`kernel` (in place of ``numba.njit``). Nothing is compiled, and numba is not imported,
+until a kernel is first called outside the small-problem path: numba then compiles the kernel
+(or loads it from its disk cache) from a copy of the function whose globals see the other
+kernels as numba dispatchers and :data:`prange` as ``numba.prange``. Importing numba and setting
+up its CPU target take about a second of a process's start (``docs/performance.md#start-up``),
+more than a tiny solve needs in all.
+
+**The small-problem path.** Inside ``with small_path(True):`` every kernel runs as the Python
+function it is written as (the same code, interpreted: seconds per million cells instead of
+milliseconds), and the stages of a solve that would build scipy's sparse matrices use numpy
+arrays instead: the transition rows as :class:`DenseRows`, the pair systems as dense matrices
+solved with ``numpy.linalg``, the zero-set components by a union-find (:func:`components`). A
+solve takes this path when its MDP is small (:func:`small_problem`,
+:data:`SMALL_PROBLEM_CELLS`); its process then imports neither numba nor scipy. Results are
+the same fixed points with the same certificates: only how the arithmetic is carried out
+differs (round-off aside, the same plans, systems and solutions).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import types
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+import numpy as np
+
+#: Work, in transport cells, up to which a solve takes the small-problem path: ``pairs x rows per pair
+#: x (largest support)^2`` (:func:`problem_cells`), the cells one evaluation of a coupling operator
+#: prices at most. Interpreted, the simplex prices about a million cells a second on one core; a
+#: process that compiles instead pays about 1.3 s for importing numba and scipy and loading the
+#: kernels from numba's disk cache before the first one runs. Measured on 2 shared cores
+#: (``docs/performance.md#start-up``): below this size the small path's whole process is the faster.
+SMALL_PROBLEM_CELLS = 20_000
+
+#: Stands for ``numba.prange`` in a kernel's body: ``range`` when the kernel runs as Python; the
+#: compiled copy sees ``numba.prange``.
+prange = range
+
+_local = threading.local()
+_on_load: list[Callable[[object], None]] = []
+
+
+#: Evaluations of the operator a solve makes, in units of coupling iteration's (about 5 rounds): value
+#: iteration sweeps about 50 times as often (``log(tol) / log(c)``, some hundred at c = 0.9).
+VALUE_ITERATION_FACTOR = 50
+
+
+def small_problem(cells: float, value_iteration: bool = False) -> bool:
+    """Whether a solve whose operator prices ``cells`` transport cells per evaluation (:func:`problem_cells`)
+    takes the small-problem path; ``value_iteration`` counts its evaluations :data:`VALUE_ITERATION_FACTOR` times."""
+    return cells * (VALUE_ITERATION_FACTOR if value_iteration else 1) <= SMALL_PROBLEM_CELLS
+
+
+def problem_cells(n_pairs: int, rows_per_pair: int, support: int) -> float:
+    """``n_pairs * rows_per_pair * support^2``: what one evaluation of a coupling operator prices at most."""
+    return float(n_pairs) * float(rows_per_pair) * float(support) ** 2
+
+
+def mdp_cells(n_states: int, n_actions: int, transitions: np.ndarray) -> float:
+    """:func:`problem_cells` of an MDP: pairs ``s < t``, up to ``2 m - 1`` rows (an entangled coupling of two
+    policies), the largest support of a next-state law ``P(s, a)`` times ``m`` (a policy's mixture)."""
+    pairs = n_states * (n_states - 1) // 2
+    rows = max(2 * n_actions - 1, 1)
+    if problem_cells(pairs, rows, 1) > SMALL_PROBLEM_CELLS:
+        return problem_cells(pairs, rows, 1)  # too large already: no need to look at the supports
+    support = int(np.max(np.count_nonzero(transitions, axis=-1), initial=1))
+    return problem_cells(pairs, rows, min(support * n_actions, n_states))
+
+
+@contextmanager
+def small_path(on: bool = True) -> Iterator[None]:
+    """Within the block, kernels run as Python and the solve stages use numpy containers (module doc)."""
+    before = getattr(_local, "small", False)
+    _local.small = bool(on)
+    try:
+        yield
+    finally:
+        _local.small = before
+
+
+def on_small_path() -> bool:
+    """Whether this thread is inside ``small_path(True)``."""
+    return getattr(_local, "small", False)
+
+
+class Kernel:
+    """A function compiled by numba on its first call (module doc); ``py_func`` is the function itself."""
+
+    def __init__(self, py_func: Callable, options: dict) -> None:
+        self.py_func = py_func
+        self.options = options
+        self._dispatcher = None
+        self.__name__, self.__qualname__, self.__doc__ = py_func.__name__, py_func.__qualname__, py_func.__doc__
+        self.__module__ = py_func.__module__
+
+    def __call__(self, *args):
+        if on_small_path():
+            return self.py_func(*args)
+        return self.dispatcher(*args)
+
+    @property
+    def dispatcher(self):
+        """numba's dispatcher of this kernel (numba imported now; it compiles or loads on the first call)."""
+        if self._dispatcher is None:
+            numba = load_numba()
+            f = self.py_func
+            scope = dict(f.__globals__)
+            for name in _global_names(f.__code__) - {f.__name__}:
+                value = scope.get(name)
+                if isinstance(value, Kernel):
+                    scope[name] = value.dispatcher  # the kernels it calls: their dispatchers (compiled with it)
+                elif value is prange:
+                    scope[name] = numba.prange
+            copy = types.FunctionType(f.__code__, scope, f.__name__, f.__defaults__, f.__closure__)
+            copy.__qualname__, copy.__module__, copy.__doc__ = f.__qualname__, f.__module__, f.__doc__
+            dispatcher = numba.njit(**self.options)(copy)
+            scope[f.__name__] = dispatcher
+            self._dispatcher = dispatcher
+        return self._dispatcher
+
+    def __repr__(self) -> str:
+        return f"<kernel {self.__module__}.{self.__qualname__}>"
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """The global names a function's code (nested functions included) may read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def kernel(**options) -> Callable[[Callable], Kernel]:
+    """``@kernel(cache=True, ...)``: ``numba.njit(**options)``, compiled on the first call (module doc)."""
+    def wrap(func: Callable) -> Kernel:
+        return Kernel(func, options)
+
+    return wrap
+
+
+def twins(body: Callable) -> tuple[Kernel, Kernel]:
+    """A batch kernel and its serial twin, from one body: :data:`prange` spreads the iterations over
+    threads in the first and is a plain ``range`` in the second (a small batch, or its one-time
+    compilation, does not pay for waking the thread pool). The twin is a copy of the function under
+    its own name, so each has its own on-disk cache entry."""
+    serial = types.FunctionType(body.__code__, body.__globals__, f"{body.__name__}_serial", body.__defaults__,
+                                body.__closure__)
+    serial.__qualname__ = f"{body.__qualname__}_serial"
+    serial.__module__ = body.__module__
+    return Kernel(body, {"cache": True, "parallel": True}), Kernel(serial, {"cache": True})
+
+
+def numba_loaded() -> bool:
+    """Whether numba is imported in this process."""
+    return "numba" in sys.modules
+
+
+def load_numba():
+    """numba, imported for a kernel about to be compiled or loaded from the cache; the callbacks of
+    :func:`when_numba_loads` waiting for it run now (each once)."""
+    import numba  # start-up cost: ~0.6 s, paid only when a kernel is compiled or loaded from the cache
+
+    while _on_load:
+        _on_load.pop(0)(numba)
+    return numba
+
+
+@contextmanager
+def when_numba_loads(callback: Callable[[object], None]) -> Iterator[None]:
+    """Within the block, ``callback(numba)`` runs once: at once if numba is loaded, else when a kernel
+    first needs it (a kernel's dispatcher is built before it compiles or loads anything)."""
+    if numba_loaded():
+        callback(sys.modules["numba"])
+        yield
+        return
+    _on_load.append(callback)
+    try:
+        yield
+    finally:
+        if callback in _on_load:
+            _on_load.remove(callback)
+
+
+# ------------------------------------------------------------------ numpy containers of the small path
+class DenseRows:
+    """The rows of a dense matrix in CSR layout (``indptr``, ``indices``, ``data``, sorted indices), as the
+    transport and coupling code reads a ``scipy.sparse.csr_matrix``, built with numpy alone."""
+
+    has_sorted_indices = True
+
+    def __init__(self, dense: np.ndarray) -> None:
+        dense = np.asarray(dense, dtype=np.float64)
+        dense = dense.reshape(-1, dense.shape[-1]) if dense.ndim != 2 else dense
+        self.shape = dense.shape
+        rows, self.indices = np.nonzero(dense)
+        self.indices = self.indices.astype(np.int32)
+        self.data = dense[rows, self.indices]
+        self.indptr = np.zeros(dense.shape[0] + 1, dtype=np.int32)
+        np.cumsum(np.bincount(rows, minlength=dense.shape[0]), out=self.indptr[1:])
+        self._dense = dense
+
+    @property
+    def nnz(self) -> int:
+        return int(self.data.size)
+
+    def __getitem__(self, rows) -> "DenseRows":
+        return DenseRows(self._dense[rows])
+
+    def toarray(self) -> np.ndarray:
+        return self._dense.copy()
+
+    def sorted_indices(self) -> "DenseRows":
+        return self
+
+
+def components(adjacent: np.ndarray) -> np.ndarray:
+    """Connected components of the undirected graph of the boolean matrix ``adjacent`` (an edge where
+    ``adjacent[i, j]`` or ``adjacent[j, i]``): a union-find with path halving over the edges; labels
+    0, 1, ... in order of each component's smallest vertex."""
+    adjacent = np.asarray(adjacent, dtype=bool)
+    n = adjacent.shape[0]
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i, j in zip(*np.nonzero(adjacent)):
+        ri, rj = find(int(i)), find(int(j))
+        if ri != rj:
+            parent[max(ri, rj)] = min(ri, rj)  # the root is the component's smallest vertex
+    roots = np.array([find(x) for x in range(n)], dtype=np.int64)
+    _, labels = np.unique(roots, return_inverse=True)
+    return labels.ravel().astype(np.int64)

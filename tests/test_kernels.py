@@ -1,0 +1,105 @@
+"""Kernels compiled on first call, and the small-problem path (numpy only) against the compiled one."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+import bisimkit.kernels as kernels
+from bisimkit.generators import random_mdp
+from bisimkit.kernels import DenseRows, components, small_path
+from bisimkit.solvers import solve
+from bisimkit.simplex import solve_padded
+
+ROOT = Path(__file__).resolve().parent.parent
+METRICS = ("pi", "psm", "bisim", "eps", "eps-avg", "eps-bar", "mico", "dbc")
+
+
+def _solve(mdp, metric, small: bool, monkeypatch, **kw):
+    monkeypatch.setattr(kernels, "SMALL_PROBLEM_CELLS", float("inf") if small else -1.0)
+    return solve(mdp, metric, **kw)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_small_path_agrees_with_the_compiled_one_within_the_certificates(seed, monkeypatch):
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(2, 8)), int(rng.integers(1, 4))
+    levels = [None, 2][seed % 2]  # tied rewards: relations that merge states, so the quotient stage runs
+    mdp = random_mdp(n, m, seed=seed, max_support=int(rng.integers(1, n + 1)), reward_levels=levels)
+    for metric in METRICS:
+        small = _solve(mdp, metric, True, monkeypatch)
+        compiled = _solve(mdp, metric, False, monkeypatch)
+        assert small.converged and compiled.converged, metric
+        assert small.method == compiled.method, metric
+        gap = np.max(np.abs(small.distances - compiled.distances))
+        assert gap <= small.certified_error + compiled.certified_error, (metric, gap)
+
+
+def test_small_path_with_a_ground_matrix_and_full_diagonal(monkeypatch):
+    mdp = random_mdp(5, 2, seed=7, max_support=3, reward_levels=2)
+    G = np.abs(mdp.rewards.reshape(-1)[:, None] - mdp.rewards.reshape(-1)[None, :])
+    for kw in ({"ground": G}, {"full_diagonal": True}):
+        small = _solve(mdp, "eps", True, monkeypatch, **kw)
+        compiled = _solve(mdp, "eps", False, monkeypatch, **kw)
+        assert np.max(np.abs(small.distances - compiled.distances)) <= small.certified_error + compiled.certified_error
+
+
+def test_interpreted_simplex_is_the_compiled_one():
+    rng = np.random.default_rng(3)
+    k = np.array([3, 5, 1, 4])
+    a = np.zeros((4, 5))
+    b = np.zeros((4, 5))
+    for p, size in enumerate(k):
+        a[p, :size] = rng.dirichlet(np.ones(size))
+        b[p, :size] = rng.dirichlet(np.ones(size))
+    C = rng.random((4, 5, 5))
+    compiled = solve_padded(a, b, C, k, k)
+    with small_path(True):
+        interpreted = solve_padded(a, b, C, k, k)
+    for x, y in zip(compiled, interpreted):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-15)
+
+
+def test_dense_rows_read_as_scipy_csr():
+    rng = np.random.default_rng(0)
+    X = rng.random((6, 5)) * (rng.random((6, 5)) < 0.5)
+    rows, csr = DenseRows(X), sp.csr_matrix(X)
+    for name in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(rows, name), getattr(csr, name))
+    assert rows.shape == csr.shape and rows.nnz == csr.nnz
+    np.testing.assert_array_equal(rows[[4, 1]].toarray(), X[[4, 1]])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_components_are_scipys(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 12))
+    A = rng.random((n, n)) < 0.15
+    _, expected = connected_components(sp.csr_matrix(A), directed=False)
+    np.testing.assert_array_equal(components(A), expected)
+
+
+def test_a_tiny_solve_process_imports_neither_numba_nor_scipy(tmp_path):
+    out = tmp_path / "d.json"
+    code = ("import sys\nfrom bisimkit_cli.main import main\n"
+            f"assert main(['solve', 'examples/tiny-rooms.json', '--metric', 'pi', '--out', {str(out)!r}, '--quiet']) == 0\n"
+            "print(sorted(m for m in ('numba', 'scipy') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
+    assert json.loads(out.read_text())["converged"] is True
+
+
+def test_numba_waits_for_a_kernel_and_then_hears_the_callback():
+    heard = []
+    with kernels.when_numba_loads(heard.append):
+        kernels.load_numba()
+    assert len(heard) == 1 and heard[0] is sys.modules["numba"]
+    with kernels.when_numba_loads(heard.append):  # loaded already: at once
+        pass
+    assert len(heard) == 2

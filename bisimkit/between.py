@@ -34,21 +34,26 @@ import time
 import warnings
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
 
 from .compiled import eps_bar_matrix
-from .couplings import entangled_cells
+from .couplings import entangled_cells, histogram_rows
 from .engine import (DEFAULT_TOL, METHODS, PrecisionWarning, ProgressCallback, Solution, _Reporter, precision_note,
                      solve_form)
 from .errors import InputError
 from .ground import Ground, ground_label, read_ground_file
+from .kernels import DenseRows, mdp_cells, small_path, small_problem
 from .mdp import FiniteMDP
 from .memory import check_memory_between
 from .operators import (COMPILED_EPS_BAR_PAIRS, PairLinearForm, SteinForm, TransportTerms, constant_error,
                         operator_info, pair_system)
 from .pairs import PairSpace
 from .transport import seed_line_starts
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = ["BETWEEN_METRICS", "BetweenSolution", "CrossTerms", "check_between", "cross_pairs",
            "disjoint_union", "solve_between"]
@@ -84,6 +89,15 @@ class BetweenSolution(Solution):
         return out
 
 
+def small_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, method: str) -> bool:
+    """Whether the cross pairs of A and B are few enough for the small-problem path (numpy only,
+    :mod:`bisimkit.kernels`; as :func:`bisimkit.solvers.small_solve` decides for one MDP)."""
+    sweeps = method == "vi" or metric in ("dbc", "dbc-sampled")
+    cells = max(mdp_cells(mdp.n_states, mdp.n_actions, mdp.transitions, mdp_a.n_states * mdp_b.n_states)
+                for mdp in (mdp_a, mdp_b))
+    return small_problem(cells, sweeps)
+
+
 def solve_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, ground: Ground | None = None,
                   tol: float = DEFAULT_TOL, method: str = "auto", progress: ProgressCallback | None = None,
                   max_iterations: int | None = None, force: bool = False) -> BetweenSolution:
@@ -110,9 +124,10 @@ def solve_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, ground: Groun
     if not force:
         check_memory_between(mdp_a, mdp_b, metric, method)
     start = time.perf_counter()
-    form = cross_form(mdp_a, mdp_b, metric, g)
-    report = _Reporter(progress, start)
-    D, its, err, ok, floor, name = solve_form(form, metric, tol, method, report, max_iterations)
+    with small_path(small_between(mdp_a, mdp_b, metric, method)):
+        form = cross_form(mdp_a, mdp_b, metric, g)
+        report = _Reporter(progress, start)
+        D, its, err, ok, floor, name = solve_form(form, metric, tol, method, report, max_iterations)
     name = f"{name}, cross pairs only"
     if not isinstance(form, SteinForm):
         D = D[:mdp_a.n_states, mdp_a.n_states:]  # the union-numbered matrix's cross block
@@ -267,7 +282,15 @@ def _ground_values(a: FiniteMDP, b: FiniteMDP, ground: Ground, s, i, t, j) -> np
 
 
 def _joint_rows(X: sp.csr_matrix, Y: sp.csr_matrix) -> sp.csr_matrix:
-    """A's rows over A's states, then B's rows over B's states shifted past A's: the union's numbering."""
+    """A's rows over A's states, then B's rows over B's states shifted past A's: the union's numbering
+    (numpy :class:`~bisimkit.kernels.DenseRows` on the small-problem path)."""
+    if isinstance(X, DenseRows):
+        joint = np.zeros((X.shape[0] + Y.shape[0], X.shape[1] + Y.shape[1]))
+        joint[:X.shape[0], :X.shape[1]] = X.toarray()
+        joint[X.shape[0]:, X.shape[1]:] = Y.toarray()
+        return DenseRows(joint)
+    import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
+
     return sp.block_diag((X, Y), format="csr")
 
 
@@ -298,7 +321,7 @@ def _transport_terms(a: FiniteMDP, b: FiniteMDP, metric: str, ground: Ground, pa
         return CrossTerms(pairs, row_pair, np.ones(len(row_pair)), const, s * ma + act, na * ma + t * mb + act,
                           rows, "max", 1, c, False)
     if metric in ("eps", "eps-avg"):
-        ge = entangled_cells(sp.csr_matrix(a.policy), S, sp.csr_matrix(b.policy), T)
+        ge = entangled_cells(histogram_rows(a.policy), S, histogram_rows(b.policy), T)
         s, t = S[ge.problem], T[ge.problem]
         G = _ground_values(a, b, ground, s, ge.i, t, ge.j)
         if metric == "eps":
@@ -321,7 +344,7 @@ def _eps_bar_form(a: FiniteMDP, b: FiniteMDP, ground: Ground, pairs: PairSpace) 
     laws, in index order within each MDP (the union's order keeps both)."""
     na, m, k = a.n_states, a.n_actions, len(pairs)
     S, T = pairs.s, pairs.t - na
-    pol_a, pol_b = sp.csr_matrix(a.policy), sp.csr_matrix(b.policy)
+    pol_a, pol_b = histogram_rows(a.policy), histogram_rows(b.policy)
     const = np.empty(k)
     for lo in range(0, k, 1_000_000):
         hi = min(lo + 1_000_000, k)

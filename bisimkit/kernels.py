@@ -61,10 +61,11 @@ def problem_cells(n_pairs: int, rows_per_pair: int, support: int) -> float:
     return float(n_pairs) * float(rows_per_pair) * float(support) ** 2
 
 
-def mdp_cells(n_states: int, n_actions: int, transitions: np.ndarray) -> float:
-    """:func:`problem_cells` of an MDP: pairs ``s < t``, up to ``2 m - 1`` rows (an entangled coupling of two
-    policies), the largest support of a next-state law ``P(s, a)`` times ``m`` (a policy's mixture)."""
-    pairs = n_states * (n_states - 1) // 2
+def mdp_cells(n_states: int, n_actions: int, transitions: np.ndarray, pairs: int | None = None) -> float:
+    """:func:`problem_cells` of an MDP: pairs ``s < t`` (or ``pairs``), up to ``2 m - 1`` rows (an entangled
+    coupling of two policies), the largest support of a next-state law ``P(s, a)`` times ``m`` (a policy's
+    mixture)."""
+    pairs = n_states * (n_states - 1) // 2 if pairs is None else pairs
     rows = max(2 * n_actions - 1, 1)
     if problem_cells(pairs, rows, 1) > SMALL_PROBLEM_CELLS:
         return problem_cells(pairs, rows, 1)  # too large already: no need to look at the supports

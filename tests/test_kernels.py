@@ -103,3 +103,16 @@ def test_numba_waits_for_a_kernel_and_then_hears_the_callback():
     with kernels.when_numba_loads(heard.append):  # loaded already: at once
         pass
     assert len(heard) == 2
+
+
+def test_small_path_between_two_mdps_agrees_with_the_compiled_one(monkeypatch):
+    from bisimkit.between import solve_between
+
+    a, b = random_mdp(3, 2, seed=1, max_support=2), random_mdp(5, 2, seed=2, max_support=3)
+    for metric in ("pi", "bisim", "eps", "eps-bar"):
+        monkeypatch.setattr(kernels, "SMALL_PROBLEM_CELLS", float("inf"))
+        small = solve_between(a, b, metric)
+        monkeypatch.setattr(kernels, "SMALL_PROBLEM_CELLS", -1.0)
+        compiled = solve_between(a, b, metric)
+        gap = np.max(np.abs(small.distances - compiled.distances))
+        assert gap <= small.certified_error + compiled.certified_error, (metric, gap)

@@ -14,7 +14,7 @@ milliseconds), and the stages of a solve that would build scipy's sparse matrice
 arrays instead: the transition rows as :class:`DenseRows`, the pair systems as dense matrices
 solved with ``numpy.linalg``, the zero-set components by a union-find (:func:`components`). A
 solve takes this path when its MDP is small (:func:`small_problem`,
-:data:`SMALL_PROBLEM_CELLS`); its process then imports neither numba nor scipy. Results are
+:data:`SMALL_PROBLEM_CELLS`) and numba is not loaded yet; its process then imports neither numba nor scipy. Results are
 the same fixed points with the same certificates: only how the arithmetic is carried out
 differs (round-off aside, the same plans, systems and solutions).
 """
@@ -31,10 +31,10 @@ import numpy as np
 
 #: Work, in transport cells, up to which a solve takes the small-problem path: ``pairs x rows per pair
 #: x (largest support)^2`` (:func:`problem_cells`), the cells one evaluation of a coupling operator
-#: prices at most. Interpreted, the simplex prices about a million cells a second on one core; a
-#: process that compiles instead pays about 1.3 s for importing numba and scipy and loading the
-#: kernels from numba's disk cache before the first one runs. Measured on 2 shared cores
-#: (``docs/performance.md#start-up``): below this size the small path's whole process is the faster.
+#: prices at most. A process that compiles pays about 1.5 s before its first kernel runs (numba and
+#: scipy imported, the kernels loaded from numba's disk cache); the interpreted kernels cost more per
+#: cell. Whole processes of one solve, each path forced, cross between about 30 000 and 47 000 cells
+#: (pi and eps, 2 shared cores; ``docs/performance.md#start-up``); the limit keeps below that.
 SMALL_PROBLEM_CELLS = 20_000
 
 #: Stands for ``numba.prange`` in a kernel's body: ``range`` when the kernel runs as Python; the
@@ -52,8 +52,11 @@ VALUE_ITERATION_FACTOR = 50
 
 def small_problem(cells: float, value_iteration: bool = False) -> bool:
     """Whether a solve whose operator prices ``cells`` transport cells per evaluation (:func:`problem_cells`)
-    takes the small-problem path; ``value_iteration`` counts its evaluations :data:`VALUE_ITERATION_FACTOR` times."""
-    return cells * (VALUE_ITERATION_FACTOR if value_iteration else 1) <= SMALL_PROBLEM_CELLS
+    takes the small-problem path; ``value_iteration`` counts its evaluations :data:`VALUE_ITERATION_FACTOR` times.
+
+    Only while numba is not loaded in this process: once it is (a larger solve before, a warm-up), the
+    start-up cost is paid and the compiled kernels are the faster at every size (2-13 times per tiny solve)."""
+    return not numba_loaded() and cells * (VALUE_ITERATION_FACTOR if value_iteration else 1) <= SMALL_PROBLEM_CELLS
 
 
 def problem_cells(n_pairs: int, rows_per_pair: int, support: int) -> float:

@@ -196,10 +196,10 @@ def test_second_fresh_process_is_silent(tmp_path):
     so, the second loads the kernels from disk and says nothing. A small problem compiles nothing
     (bisimkit.kernels) and says nothing either."""
     from bisimkit.generators import random_mdp
-    from bisimkit.kernels import mdp_cells, small_problem
+    from bisimkit.kernels import SMALL_PROBLEM_CELLS, mdp_cells
 
     mdp = random_mdp(30, 2, seed=0, max_support=4)
-    assert not small_problem(mdp_cells(mdp.n_states, mdp.n_actions, mdp.transitions))
+    assert mdp_cells(mdp.n_states, mdp.n_actions, mdp.transitions) > SMALL_PROBLEM_CELLS
     path = save_mdp(mdp, tmp_path / "mdp.json")
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
     small = subprocess.run([sys.executable, "-m", "bisimkit", "solve", "chain", "--metric", "pi"], env=env,

@@ -20,8 +20,14 @@ ROOT = Path(__file__).resolve().parent.parent
 METRICS = ("pi", "psm", "bisim", "eps", "eps-avg", "eps-bar", "mico", "dbc")
 
 
-def _solve(mdp, metric, small: bool, monkeypatch, **kw):
+def force(small: bool, monkeypatch) -> None:
+    """The small-problem path at every size (as in a process without numba), or never."""
     monkeypatch.setattr(kernels, "SMALL_PROBLEM_CELLS", float("inf") if small else -1.0)
+    monkeypatch.setattr(kernels, "numba_loaded", lambda: not small)
+
+
+def _solve(mdp, metric, small: bool, monkeypatch, **kw):
+    force(small, monkeypatch)
     return solve(mdp, metric, **kw)
 
 
@@ -95,6 +101,19 @@ def test_a_tiny_solve_process_imports_neither_numba_nor_scipy(tmp_path):
     assert json.loads(out.read_text())["converged"] is True
 
 
+def test_small_problems_take_the_compiled_path_once_numba_is_loaded(monkeypatch):
+    from bisimkit.kernels import mdp_cells, small_problem
+    from bisimkit.solvers import small_solve
+
+    mdp = random_mdp(4, 2, seed=0, max_support=2)
+    monkeypatch.setattr(kernels, "numba_loaded", lambda: False)
+    assert small_problem(mdp_cells(4, 2, mdp.transitions)) and small_solve(mdp, "pi", "auto")
+    assert not small_problem(kernels.SMALL_PROBLEM_CELLS + 1)
+    assert not small_problem(kernels.SMALL_PROBLEM_CELLS / 2, value_iteration=True)
+    monkeypatch.setattr(kernels, "numba_loaded", lambda: True)
+    assert not small_solve(mdp, "pi", "auto")
+
+
 def test_numba_waits_for_a_kernel_and_then_hears_the_callback():
     heard = []
     with kernels.when_numba_loads(heard.append):
@@ -110,9 +129,9 @@ def test_small_path_between_two_mdps_agrees_with_the_compiled_one(monkeypatch):
 
     a, b = random_mdp(3, 2, seed=1, max_support=2), random_mdp(5, 2, seed=2, max_support=3)
     for metric in ("pi", "bisim", "eps", "eps-bar"):
-        monkeypatch.setattr(kernels, "SMALL_PROBLEM_CELLS", float("inf"))
+        force(True, monkeypatch)
         small = solve_between(a, b, metric)
-        monkeypatch.setattr(kernels, "SMALL_PROBLEM_CELLS", -1.0)
+        force(False, monkeypatch)
         compiled = solve_between(a, b, metric)
         gap = np.max(np.abs(small.distances - compiled.distances))
         assert gap <= small.certified_error + compiled.certified_error, (metric, gap)

@@ -446,19 +446,18 @@ def pair_system(pairs: PairSpace, row_pair: np.ndarray, row_weight: np.ndarray,
     Duplicates are left in: the product T @ x adds them up, and summing them costs a sort.
     On the small-problem path (:mod:`bisimkit.kernels`) T is a dense numpy array.
     """
-    if on_small_path():
-        col = pairs.index[cells.i, cells.j]
-        keep = (col >= 0) & (cells.mass > 0)
-        T = np.zeros((len(pairs), len(pairs)))
-        np.add.at(T, (row_pair[cells.problem[keep]], col[keep]), row_weight[cells.problem[keep]] * cells.mass[keep])
-        return T
-    if cells.offsets is not None and len(cells) >= COMPILED_PAIR_SYSTEM_CELLS:
+    small = on_small_path()
+    if not small and cells.offsets is not None and len(cells) >= COMPILED_PAIR_SYSTEM_CELLS:
         return pair_system_from_slots(cells.offsets, cells.i, cells.j, cells.mass, row_pair, row_weight,
                                       pairs.index, len(pairs))
     col = pairs.index[cells.i, cells.j]
     keep = (col >= 0) & (cells.mass > 0)
     rows = row_pair[cells.problem[keep]]
     vals = row_weight[cells.problem[keep]] * cells.mass[keep]
+    if small:  # dense, solved with numpy.linalg
+        T = np.zeros((len(pairs), len(pairs)))
+        np.add.at(T, (rows, col[keep]), vals)
+        return T
     return csr_from_triplets(rows, col[keep], vals, len(pairs))
 
 

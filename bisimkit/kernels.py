@@ -9,14 +9,14 @@ up its CPU target take about a second of a process's start (``docs/performance.m
 more than a tiny solve needs in all.
 
 **The small-problem path.** Inside ``with small_path(True):`` every kernel runs as the Python
-function it is written as (the same code, interpreted: seconds per million cells instead of
-milliseconds), and the stages of a solve that would build scipy's sparse matrices use numpy
-arrays instead: the transition rows as :class:`DenseRows`, the pair systems as dense matrices
-solved with ``numpy.linalg``, the zero-set components by a union-find (:func:`components`). A
-solve takes this path when its MDP is small (:func:`small_problem`,
-:data:`SMALL_PROBLEM_CELLS`) and numba is not loaded yet; its process then imports neither numba nor scipy. Results are
-the same fixed points with the same certificates: only how the arithmetic is carried out
-differs (round-off aside, the same plans, systems and solutions).
+function it is written as (the same code, interpreted: a tiny solve takes 2-13 times as long as
+compiled), and the stages of a solve that would build scipy's sparse matrices use numpy arrays
+instead: the transition rows as :class:`DenseRows`, the pair systems as dense matrices solved with
+``numpy.linalg``, the zero-set components by a union-find (:func:`components`). A solve takes this
+path when its MDP is small (:func:`small_problem`, :data:`SMALL_PROBLEM_CELLS`) and numba is not
+loaded yet; its process then imports neither numba nor scipy. Results are the same fixed points
+with the same kind of certificate (the simplex's duality gaps, the residual bound of the linear
+solves): the same algorithms, with the arithmetic carried out by the interpreter and numpy.
 """
 
 from __future__ import annotations

@@ -314,12 +314,17 @@ class Agent(nn.Module):
             model_loss, model_stats = self.world_model_losses(z, latents[m * rows:], action, reward)
             loss = loss + model_loss
             stats.update(model_stats)
-        if self.method.bisim is not None and cfg.beta > 0 and not self.dbc_update:
+        if self.method.bisim is not None and cfg.beta > 0 and not self.dbc_update and self.bisim_active:
             with self.checks.collecting() if self.checks is not None else nullcontext():
                 bisim = self.bisimulation_loss(z)
             loss = loss + cfg.beta * bisim
             stats["bisim_loss"] = bisim.detach()
         return loss, stats, obs_views[0]
+
+    @property
+    def bisim_active(self) -> bool:
+        """Whether the bisimulation loss trains the encoder at this update (after ``bisim_warmup`` updates)."""
+        return self.updates >= self.config.bisim_warmup
 
     def world_model_losses(self, z: torch.Tensor, z_next_grad: torch.Tensor, action: torch.Tensor,
                            reward: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -346,6 +351,10 @@ class Agent(nn.Module):
         rows = obs.shape[0]
         z = latents[:rows]
         loss, stats = self.world_model_losses(z, latents[rows:], action, reward)
+        if not self.bisim_active:  # the world model alone first (bisim_warmup): the loss is measured, not trained
+            with torch.no_grad():
+                stats["bisim_loss"] = self.bisimulation_loss(z)
+            return loss, stats, z
         with self.checks.collecting() if self.checks is not None else nullcontext():
             bisim = self.bisimulation_loss(z)
         stats["bisim_loss"] = bisim.detach()
@@ -367,7 +376,8 @@ class Agent(nn.Module):
         with self.checks.collecting() if self.checks is not None else nullcontext():
             bisim = dbc_coordinate_loss(h, reward=reward, next_mean=mu.detach(), next_sigma=sigma.detach(),
                                         discount=self.config.discount)
-        return transition_loss + reward_loss + self.config.beta * bisim, {
+        weight = self.config.beta if self.bisim_active else 0.0  # bisim_warmup: the models alone first
+        return transition_loss + reward_loss + weight * bisim, {
             "transition_loss": transition_loss.detach(), "reward_loss": reward_loss.detach(),
             "bisim_loss": bisim.detach()}
 
@@ -488,11 +498,12 @@ class UpdateGraphs:
     def update(self, batch: dict, due: tuple[bool, bool]) -> dict[str, torch.Tensor]:
         """One update: a replay when ``due``'s graph exists, else a warm-up run or the capture."""
         inputs = self.stage(batch)
-        graph = self.graphs.get(due)
+        key = (*due, self.agent.bisim_active)  # the bisimulation term joins after bisim_warmup: its own graphs
+        graph = self.graphs.get(key)
         if graph is not None:
             graph.replay()
-            return self.outputs[due]
-        if self.failed is not None or self.eager_runs[due] < self.warmup:
+            return self.outputs[key]
+        if self.failed is not None or self.eager_runs[key] < self.warmup:
             return self._eager(inputs, due)
         graph = torch.cuda.CUDAGraph()
         try:
@@ -503,13 +514,13 @@ class UpdateGraphs:
             print(f"graphs: capturing the update failed ({self.failed}); eager updates from now on",
                   file=sys.stderr)
             return self._eager(inputs, due)
-        self.graphs[due], self.outputs[due] = graph, outputs
+        self.graphs[key], self.outputs[key] = graph, outputs
         graph.replay()
         return outputs
 
     def _eager(self, inputs: tuple[torch.Tensor, ...], due: tuple[bool, bool]) -> dict[str, torch.Tensor]:
         """An eager update on a side stream (PyTorch's warm-up recipe before a capture)."""
-        self.eager_runs[due] += 1
+        self.eager_runs[(*due, self.agent.bisim_active)] += 1
         device = inputs[0].device
         side = torch.cuda.Stream(device)
         side.wait_stream(torch.cuda.current_stream(device))

@@ -237,6 +237,9 @@ class TrainConfig:
     """Weight of the bisimulation loss (default 0.5 for the bisimulation methods, DBC's bisim_coef)."""
     bisim_samples: int = 1
     """Noise draws averaged per bisimulation target."""
+    bisim_warmup: int = 0
+    """Updates that train the world model (transition, reward, inverse dynamics) before the bisimulation loss
+    joins the encoder's loss (``beta`` counts from then on; 0: from the first update)."""
     # ------------------------------------------------------------- schedule
     seed_steps: int = 1000
     """Agent steps (environment steps / action repeat) of uniform random actions before learning starts."""
@@ -334,7 +337,7 @@ class TrainConfig:
                      "eval_every", "eval_episodes", "checkpoint_every", "bisim_samples", "image_size",
                      "frame_stack", "texture_size", "aug_k", "aug_m"):
             check_count(name, getattr(self, name))
-        for name in ("seed", "seed_steps", "pad"):
+        for name in ("seed", "seed_steps", "pad", "bisim_warmup"):
             check_count(name, getattr(self, name), low=0)
         if self.episode_steps is not None:
             check_count("episode_steps", self.episode_steps)
@@ -493,6 +496,7 @@ PRESETS: dict[str, Preset] = {
             "image_size": "silent; DrQ and DBC code (84)", "frame_stack": "paper, appendix C (F = 3)",
             "episode_steps": "dm_control (1000)", "texture_size": OURS + " (speed)", "fast_render": OURS + " (speed)",
             "aux": "paper, Alg. 2 (J_P, J_R, J_ID)", "bisim_samples": "paper, Alg. 1 (one draw)",
+            "bisim_warmup": "paper, Alg. 2 (the loss from the first update)",
             "update_rule": "paper, Alg. 2 (one step on J_SAC + J_P + J_R + J_ID + beta J_bisim)",
             "eval_every": OURS, "checkpoint_every": OURS, "fast": OURS + " (speed; tests/test_agent.py)",
             "graphs": OURS + " (speed, auto: on with CUDA; benchmarks/bench_updates.py --check-graphs)",

@@ -13,6 +13,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from agents.agent import Agent  # noqa: E402
+from bisimkit.errors import InputError  # noqa: E402
 from agents.config import METHODS, make_config  # noqa: E402
 from agents.encoder import conv_output_side  # noqa: E402
 
@@ -505,3 +506,35 @@ def test_fast_and_graphs_are_on_by_default_with_cuda_and_off_on_a_cpu():
     assert speed_defaults(make_config("drq", fast=True, graphs=False), "cpu") == (True, False)
     agent = Agent((9, SIDE, SIDE), ACTIONS, make_config("drq", capacity="low", image_size=SIDE, device="cpu"), "cpu")
     assert not agent.fast and not agent.graphs and agent.captured is None
+
+
+def eps_r_agent(**changes) -> Agent:
+    torch.manual_seed(0)
+    cfg = make_config("paper", method="eps-r", capacity="low", image_size=SIDE, batch_size=ROWS, device="cpu",
+                      fast=False, **changes)
+    return Agent((9, SIDE, SIDE), ACTIONS, cfg, "cpu")
+
+
+def test_bisim_warmup_trains_the_world_model_alone_first():
+    """Before ``bisim_warmup`` updates the update is the one without the bisimulation loss (beta 0), to the
+    bit; from then on the loss joins and the two agents part."""
+    warm, plain = eps_r_agent(bisim_warmup=2), eps_r_agent(beta=0.0)
+    batches = [random_batch(ROWS, seed=k) for k in range(3)]
+    for k, batch in enumerate(batches):
+        torch.manual_seed(100 + k)
+        stats = warm.update(batch)
+        torch.manual_seed(100 + k)
+        plain.update(batch)
+        same = all(torch.equal(a, b) for a, b in zip(warm.state_dict().values(), plain.state_dict().values()))
+        assert same == (k < 2), k
+        assert ("bisim_loss" in stats) == (k >= 2), k
+    isolated, plain = eps_r_agent(bisim_warmup=1), eps_r_agent(beta=0.0)  # the scene check's step, warming up
+    torch.manual_seed(7)
+    loss, stats, _ = isolated.metric_losses(batches[0])
+    torch.manual_seed(7)
+    assert torch.equal(loss, plain.metric_losses(batches[0])[0]) and "bisim_loss" in stats
+
+
+def test_bisim_warmup_must_be_a_count():
+    with pytest.raises(InputError, match="bisim_warmup"):
+        make_config("paper", method="eps-r", bisim_warmup=-1)

@@ -248,3 +248,10 @@ def test_cli_bad_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, args
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and field in err[0]
     assert not out.exists()
+
+
+@pytest.mark.parametrize("warmup, message", [(10, "warmup: 10 updates leave none of the 10 steps"),
+                                             (-1, "warmup: expected an integer >= 0")])
+def test_a_warmup_that_leaves_no_bisimulation_steps_is_refused(warmup, message):
+    with pytest.raises(InputError, match=message):
+        learn_metric("ring", steps=10, warmup=warmup)

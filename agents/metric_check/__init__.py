@@ -9,7 +9,8 @@ operator the method's loss targets:
 
 * **isolated** (``mode="isolated"``): each step is :meth:`Agent.metric_losses`
   (the world-model losses and ``beta`` x the bisimulation loss, the same code
-  the full update runs) and one Adam step of the encoder, world model and head;
+  the full update runs) and one Adam step of the encoder, world model and head,
+  the world model alone for the first ``warmup`` steps (``bisim_warmup``);
   the actor, whose samples and mean the loss reads, is fitted to the behaviour by
   maximum likelihood of its pre-squash actions on the detached latents. No critic.
 * **agent** (``mode="agent"``): the full :meth:`Agent.update` (critic, actor,
@@ -230,12 +231,14 @@ def learn_metric(mdp, render=None, method: str = "eps-r", distractors="all", ste
                  mode: str = "isolated", batch: int = 128, image_size: int = 32, seed: int = 0,
                  device: str = "cpu", draws: int = 8, behaviour=None, eval_states=None,
                  schedule: str = "decay", eval_every: int = 0, samples: int = MC_SAMPLES,
-                 config: dict | None = None, progress=None) -> MetricCheck:
+                 warmup: int | None = None, config: dict | None = None, progress=None) -> MetricCheck:
     """Train ``method``'s agent on ``mdp`` rendered by ``render`` (or a built-in scene name) with
     ``distractors`` for ``steps`` updates and measure the learned metric against the exact one
     (module doc). ``config``: more :class:`~agents.config.TrainConfig` fields (e.g. ``{"augment": False}``);
     ``eval_every``: also measure every that many steps (the ``curve``); ``progress(step, stats)`` is called
-    then. Returns a :class:`MetricCheck`."""
+    then. ``warmup``: updates of the world model alone before the bisimulation loss joins
+    (``TrainConfig.bisim_warmup``; default a third of ``steps``; a ``bisim_warmup`` in ``config`` wins).
+    Returns a :class:`MetricCheck`."""
     import torch  # torch and the modules built on it: the agents extra (scenes and exact metrics work without)
 
     from ..agent import Agent, pick_device
@@ -246,14 +249,17 @@ def learn_metric(mdp, render=None, method: str = "eps-r", distractors="all", ste
     if schedule not in ("constant", "decay"):
         raise InputError(f"schedule: {schedule!r} is not constant or decay")
     for name, value, low in (("steps", steps, 1), ("batch", batch, 2), ("draws", draws, 2),
-                             ("image_size", image_size, 16), ("eval_every", eval_every, 0)):
+                             ("image_size", image_size, 16), ("eval_every", eval_every, 0),
+                             ("warmup", steps // 3 if warmup is None else warmup, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise InputError(f"{name}: expected an integer >= {low}, got {value!r}")
+    if warmup is not None and warmup >= steps:
+        raise InputError(f"warmup: {warmup} updates leave none of the {steps} steps to the bisimulation loss")
     kinds = check_distractors(distractors)
     scene = as_scene(mdp, render, behaviour=behaviour, eval_states=eval_states, image_size=image_size)
     height, width = scene.image_shape
     cfg = _config(scene, method, height if height == width else (height, width), batch, seed, device,
-                  dict(config or {}))
+                  {"bisim_warmup": steps // 3 if warmup is None else warmup, **(config or {})})
     start, cpu_start = time.monotonic(), time.process_time()
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -281,7 +287,7 @@ def learn_metric(mdp, render=None, method: str = "eps-r", distractors="all", ste
                    batch=batch, image_size=height, distractors=list(kinds), draws=draws, seed=seed,
                    device=str(agent.device), schedule=schedule, exact=info,
                    config={k: v for k, v in cfg.to_dict().items() if k in (
-                       "augment", "beta", "bisim_samples", "capacity", "discount", "lr", "latent_squash")})
+                       "augment", "beta", "bisim_samples", "bisim_warmup", "capacity", "discount", "lr", "latent_squash")})
     return MetricCheck(learned, exact, np.asarray(scene.eval_states), summary, scene, agent, curve)
 
 

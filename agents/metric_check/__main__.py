@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-every", type=int, default=0, help="also measure every N updates (curve.json)")
     p.add_argument("--samples", type=int, default=MC_SAMPLES,
                    help=f"Monte Carlo rollout pairs per state pair on a Gaussian scene (default {MC_SAMPLES})")
+    p.add_argument("--warmup", type=int, default=None,
+                   help="updates of the world model alone before the bisimulation loss joins the encoder's loss "
+                        "(TrainConfig.bisim_warmup; default a third of --steps)")
     p.add_argument("--config", default=None,
                    help="more agents.config.TrainConfig fields as JSON, e.g. '{\"augment\": false, \"beta\": 1.0}'")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
@@ -129,7 +132,8 @@ def _run(args) -> int:
     check = learn_metric(mdp, render, args.method, args.distractors, args.steps, mode=args.mode,
                          batch=args.batch, image_size=args.image_size, seed=args.seed, device=args.device,
                          draws=args.draws, behaviour=behaviour, schedule=args.schedule,
-                         eval_every=args.eval_every, samples=args.samples, config=config, progress=progress)
+                         eval_every=args.eval_every, samples=args.samples, warmup=args.warmup, config=config,
+                         progress=progress)
     # everything computed: write into a fresh folder beside OUT, then move it into place
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))

@@ -409,8 +409,9 @@ def test_update_graphs_warm_up_capture_once_per_pattern_and_replay(monkeypatch, 
         assert agent.captured.inputs[0] is first  # one input tensor, refilled
     assert torch.equal(first, random_batch(ROWS, seed=11)["obs"])
     graphs = agent.captured.graphs
-    assert set(graphs) == {(True, True), (False, False)} and len(FakeGraph.captures) == 2
-    assert agent.captured.eager_runs == {(True, True): 3, (False, False): 3}
+    # one graph per pattern of due steps and of whether the bisimulation loss is on (always, for drq)
+    assert set(graphs) == {(True, True, True), (False, False, True)} and len(FakeGraph.captures) == 2
+    assert agent.captured.eager_runs == {(True, True, True): 3, (False, False, True): 3}
     # 12 updates: 6 per pattern = 3 warm-ups + the capture (replayed at once) + 2 replays
     assert [g.replays for g in graphs.values()] == [3, 3]
     assert len(steps) == 8 and agent.updates == 12

@@ -44,12 +44,13 @@ from .engine import (DEFAULT_TOL, METHODS, PrecisionWarning, ProgressCallback, S
                      solve_form)
 from .errors import InputError
 from .ground import Ground, ground_label, read_ground_file
-from .kernels import DenseRows, mdp_cells, small_path, small_problem
+from .kernels import DenseRows, small_path
 from .mdp import FiniteMDP
 from .memory import check_memory_between
 from .operators import (COMPILED_EPS_BAR_PAIRS, PairLinearForm, SteinForm, TransportTerms, constant_error,
                         operator_info, pair_system)
 from .pairs import PairSpace
+from .solvers import small_solve
 from .transport import seed_line_starts
 
 if TYPE_CHECKING:
@@ -91,11 +92,9 @@ class BetweenSolution(Solution):
 
 def small_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, method: str) -> bool:
     """Whether the cross pairs of A and B are few enough for the small-problem path (numpy only,
-    :mod:`bisimkit.kernels`; as :func:`bisimkit.solvers.small_solve` decides for one MDP)."""
-    sweeps = method == "vi" or metric in ("dbc", "dbc-sampled")
-    cells = max(mdp_cells(mdp.n_states, mdp.n_actions, mdp.transitions, mdp_a.n_states * mdp_b.n_states)
-                for mdp in (mdp_a, mdp_b))
-    return small_problem(cells, sweeps)
+    :mod:`bisimkit.kernels`): :func:`bisimkit.solvers.small_solve` of each MDP over the cross pairs."""
+    pairs = mdp_a.n_states * mdp_b.n_states
+    return all(small_solve(mdp, metric, method, pairs) for mdp in (mdp_a, mdp_b))
 
 
 def solve_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, ground: Ground | None = None,

@@ -96,12 +96,13 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
     return sol
 
 
-def small_solve(mdp: FiniteMDP, metric: str, method: str) -> bool:
+def small_solve(mdp: FiniteMDP, metric: str, method: str, pairs: int | None = None) -> bool:
     """Whether this solve takes the small-problem path (numpy only, :mod:`bisimkit.kernels`): its MDP's
-    transport work is small (:data:`bisimkit.kernels.SMALL_PROBLEM_CELLS`), counted more for the methods
-    that sweep (value iteration, and W2, which has no other)."""
+    transport work over ``pairs`` (default its own pairs s < t) is small
+    (:data:`bisimkit.kernels.SMALL_PROBLEM_CELLS`), counted more for the methods that sweep (value
+    iteration, and W2, which has no other)."""
     sweeps = method == "vi" or metric in ("dbc", "dbc-sampled")
-    return small_problem(mdp_cells(mdp.n_states, mdp.n_actions, mdp.transitions), sweeps)
+    return small_problem(mdp_cells(mdp.n_states, mdp.n_actions, mdp.transitions, pairs), sweeps)
 
 
 def _checked(mdp: FiniteMDP, metric: str, ground: Ground | None, tol: float, method: str) -> Ground | None:

@@ -67,11 +67,13 @@ pack() {  # each writer its own temporary (the 20 s packer's tar may outlive the
 }
 trap pack EXIT
 repo=$PWD
-if ls .gl/*.deb >/dev/null 2>&1; then
+# The mico stage renders nothing: it leaves the bundle and the loaders alone, so it can run beside a
+# training stage without rewriting the libraries that stage has loaded.
+if [ "$stage" != mico ] && ls .gl/*.deb >/dev/null 2>&1; then
   for f in .gl/*.deb; do dpkg -x "$f" /; done
   ldconfig
 fi
-if [ -f .devbundle/site312.zip ]; then
+if [ "$stage" != mico ] && [ -f .devbundle/site312.zip ]; then
   mkdir -p /tmp/site && python3 -m zipfile -e "$repo/.devbundle/site312.zip" /tmp/site
   export PYTHONPATH=/tmp/site:$repo
 else

@@ -1,6 +1,8 @@
 """File what a GPU session brought back: ``results.tgz`` of ``benchmarks/gpu_check.sh`` into the repository.
 
     python -m benchmarks.gpu_results RESULTS_TGZ --name h200-session [--figure docs/gpu_drq_fidelity.png]
+                                     [--distracted-figure docs/gpu_distracted.png]
+    python -m benchmarks.gpu_results --distracted [--distracted-figure docs/gpu_distracted.png]
 
 Unpacks the archive into ``benchmarks/results/gpu/NAME/`` (refused if that folder
 exists; members that are not plain files or folders, or whose paths leave the
@@ -21,7 +23,12 @@ README and ``docs/agents.md``:
 * the distracted runs (``gpu_check.sh distracted``: eps-r, drq+dbc and drq on
   cartpole-swingup with both distractions): one table of every such run filed so far
   under ``benchmarks/results/gpu/*/distracted/`` (:func:`distracted_table`), so the
-  table fills as the runs land over several calls.
+  table fills as the runs land over several calls; then each run judged by the CPU learning
+  check's rule (``benchmarks.learning_check.verdict``) against a uniform random policy on the
+  same evaluation episodes (computed once and cached in ``distracted_random.json``), written to
+  ``distracted.json``, and every curve drawn (``--distracted-figure``, default
+  ``distracted.png`` beside the filings). ``python -m benchmarks.gpu_results --distracted``
+  does that last step alone, from what is filed.
 
 Exit 0 when filed (whatever the verdicts say), 2 on bad input.
 """
@@ -34,6 +41,8 @@ import shutil
 import sys
 import tarfile
 from pathlib import Path
+
+import numpy as np
 
 from benchmarks.bench_updates import target_lines
 from bisimkit.errors import InputError
@@ -135,15 +144,134 @@ def distracted_table(root: Path) -> str:
     return "\n".join(lines)
 
 
+#: The uniform random policy's returns on the distracted runs' evaluation episodes, cached beside the filings.
+DISTRACTED_RANDOM = "distracted_random.json"
+#: What the random policy's returns depend on: the environment and the evaluation episodes, not the agent.
+RANDOM_KEYS = ("task", "action_repeat", "episode_steps", "seed", "eval_episodes", "background", "camera")
+
+
+def _random_key(cfg: dict) -> dict:
+    return {k: cfg.get(k) for k in RANDOM_KEYS}
+
+
+def distracted_random(root: Path, cfg: dict, episodes: int = 10) -> list[float]:
+    """Returns of a uniform random policy on the evaluation episodes of a distracted run with config ``cfg``
+    (``episodes`` of them, on the held-out videos), read from ``root/distracted_random.json`` when it holds
+    them for the same environment and episodes, else computed (``benchmarks.learning_check.random_returns``:
+    it renders, a minute or two on a CPU) and written there."""
+    path = Path(root) / DISTRACTED_RANDOM
+    key = _random_key(cfg)
+    try:
+        cached = json.loads(path.read_text())
+        if cached.get("key") == key and len(cached.get("returns", [])) == episodes:
+            return [float(r) for r in cached["returns"]]
+    except (OSError, ValueError, AttributeError):
+        pass
+    from agents.config import TrainConfig  # torch and the environments: only when the returns are not cached
+    from benchmarks.learning_check import random_returns
+    from bisimkit.files import atomic_write_json
+
+    print(f"the random policy's returns on {key['task']} with the distractions: {episodes} episodes ...", flush=True)
+    returns = random_returns(TrainConfig.from_dict(cfg), episodes)
+    atomic_write_json(path, {"key": key, "episodes": episodes, "returns": returns,
+                             "policy": "uniform actions in [-1, 1]^k (benchmarks.learning_check.RandomPolicy)"})
+    return returns
+
+
+#: Colours of the methods in the distracted figure (line style by seed).
+DISTRACTED_COLOURS = {"eps-r": "tab:orange", "drq+dbc": "tab:green", "drq": "tab:blue"}
+
+
+def distracted_summary(root: Path, figure: Path | None = None, random: list[float] | None = None) -> dict:
+    """Every distracted run filed under ``root`` judged by the CPU learning check's rule
+    (``benchmarks.learning_check.verdict``: the mean of the last three evaluations clears the uniform
+    random policy's mean by 100 and by 3 of its standard deviations) at the last step it reached, the
+    record written to ``root/distracted.json`` and, with ``figure``, every curve drawn against the random
+    policy's band and the pass mark. ``random``: the random policy's returns (default
+    :func:`distracted_random` for the first run's config)."""
+    from benchmarks.learning_check import LAST_EVALUATIONS, verdict  # the rule lives there, one place
+
+    runs = distracted_runs(root)
+    if not runs:
+        return {}
+    first_cfg = next(iter(runs.values()))[0]
+    rand = distracted_random(root, first_cfg) if random is None else [float(r) for r in random]
+    r_mean, r_std = float(np.mean(rand)), float(np.std(rand))
+    record: dict = {"rule": f"mean of the last {LAST_EVALUATIONS} evaluations >= random mean + max(100, 3 std)",
+                    "random_returns": rand, "random_mean": r_mean, "random_std": r_std, "runs": {}}
+    curves = []
+    for (method, seed), (cfg, rows, filing) in sorted(runs.items(), key=lambda kv: (
+            list(DISTRACTED_COLOURS).index(kv[0][0]) if kv[0][0] in DISTRACTED_COLOURS else 99, kv[0][1])):
+        steps, means, stds = (list(x) for x in zip(*rows))
+        passed, last, mark = verdict(means, rand)
+        record["pass_mark"] = mark
+        record["runs"][f"{method}-seed{seed}"] = {
+            "method": method, "seed": seed, "filing": filing, "steps": steps, "eval_mean": means, "eval_std": stds,
+            "reached": steps[-1], "planned": int(cfg.get("env_steps", steps[-1])), "eval_episodes": cfg.get("eval_episodes"),
+            "last_evaluations_mean": last, "passed": passed}
+        style = "-" if seed == 0 else "--"
+        curves.append((f"{method} seed {seed} (last {LAST_EVALUATIONS}: {last:.0f}, {'pass' if passed else 'fail'})",
+                       DISTRACTED_COLOURS.get(method, "tab:purple"), steps, means, stds, style))
+    from bisimkit.files import atomic_write_json
+
+    atomic_write_json(Path(root) / "distracted.json", record)
+    if figure is not None:
+        record["figure"] = str(_distracted_figure(Path(figure), curves, record, first_cfg))
+    return record
+
+
+def _distracted_figure(out: Path, curves, record: dict, cfg: dict) -> Path:
+    from figures.style import plt, return_curve_axes, save  # matplotlib: only with a figure to draw
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
+    for label, colour, steps, means, stds, style in curves:
+        steps, means, stds = map(np.asarray, (steps, means, stds))
+        ax.plot(steps, means, style, marker="o", color=colour, label=label)
+        ax.fill_between(steps, means - stds, means + stds, color=colour, alpha=0.15)
+    ax.axhline(record["random_mean"], color="grey", ls="--", label="uniform random policy")
+    ax.axhspan(record["random_mean"] - record["random_std"], record["random_mean"] + record["random_std"],
+               color="grey", alpha=0.2)
+    ax.axhline(record["pass_mark"], color="tab:red", ls=":", label="pass mark")
+    return_curve_axes(ax, f"{cfg.get('task')}, background + camera distractions, held-out videos (GPU runs)")
+    return save(fig, out, tight=True)
+
+
+def distracted_lines(record: dict) -> str:
+    """One line per run of :func:`distracted_summary`'s record: its verdict at the step it reached."""
+    lines = [f"- random policy {record['random_mean']:.1f} ± {record['random_std']:.1f} "
+             f"({len(record['random_returns'])} episodes); pass mark {record['pass_mark']:.1f}"]
+    for name, r in record["runs"].items():
+        lines.append(f"- {name}: {'PASS' if r['passed'] else 'FAIL'}, last three evaluations "
+                     f"{r['last_evaluations_mean']:.1f} at {_steps(r['reached'])} of {_steps(r['planned'])}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("archive", help="results.tgz from benchmarks/gpu_check.sh")
-    p.add_argument("--name", required=True, help="folder under benchmarks/results/gpu/ (e.g. h200-session)")
+    p.add_argument("archive", nargs="?", help="results.tgz from benchmarks/gpu_check.sh")
+    p.add_argument("--name", help="folder under benchmarks/results/gpu/ (e.g. h200-session); with an archive")
     p.add_argument("--figure", default=None, help="fidelity figure (default: in the new folder)")
+    p.add_argument("--distracted", action="store_true",
+                   help="without an archive: judge and draw the distracted runs filed so far")
+    p.add_argument("--distracted-figure", default=None,
+                   help="figure of the distracted runs (default distracted.png beside the filings)")
     p.add_argument("--root", default=str(GPU_RESULTS), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    dest = Path(args.root) / args.name
+    figure = Path(args.distracted_figure) if args.distracted_figure else Path(args.root) / "distracted.png"
+    if args.archive is None:
+        if not args.distracted:
+            print("error: archive: name a results.tgz, or pass --distracted", file=sys.stderr)
+            return 2
+        record = distracted_summary(Path(args.root), figure)
+        if not record:
+            print(f"error: no distracted runs filed under {args.root}", file=sys.stderr)
+            return 2
+        print(distracted_table(Path(args.root)) + "\n\n" + distracted_lines(record) + f"\n- figure {figure}")
+        return 0
+    dest = Path(args.root) / (args.name or "")
     try:
+        if not args.name:
+            raise InputError("name: give --name, the folder the archive is filed in")
         if not args.name or Path(args.name).name != args.name or args.name in (".", ".."):
             raise InputError(f"name: {args.name!r} is not a plain folder name")
         names = unpack(Path(args.archive), dest)
@@ -184,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     if (dest / "distracted").is_dir():
         print("\n## Distracted runs (gpu_check.sh distracted), held-out videos, every filing so far\n")
         print(distracted_table(Path(args.root)))
+        record = distracted_summary(Path(args.root), figure)
+        print("\n" + distracted_lines(record) + f"\n- figure {figure}")
     return 0
 
 

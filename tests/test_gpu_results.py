@@ -4,7 +4,7 @@ import io
 import json
 import tarfile
 
-from benchmarks.gpu_results import bench_table, main
+from benchmarks.gpu_results import DISTRACTED_RANDOM, _random_key, bench_table, main
 
 RECORD = {"device_name": "NVIDIA H200", "batch": 512, "torch": "2.11", "rounds": 5, "rounds_done": 5,
           "seconds_per_update": {"eps-r/plain": 0.040, "eps-r/fast": 0.020, "eps-r/graphs": 0.0125,
@@ -88,8 +88,16 @@ def distracted_run(method: str, seed: int, finals: list[tuple[int, float]]) -> d
     return {f"{name}/eval.csv": rows, f"{name}/config.json": json.dumps({"config": {"method": method, "seed": seed}})}
 
 
+def cache_random(root, returns, cfg=None):
+    """The random policy's returns as gpu_results caches them (so no environment is rendered here)."""
+    root.mkdir(parents=True, exist_ok=True)
+    key = _random_key(cfg or {"method": "drq", "seed": 0})
+    (root / DISTRACTED_RANDOM).write_text(json.dumps({"key": key, "returns": returns}))
+
+
 def test_the_distracted_table_fills_as_the_runs_land(tmp_path, capsys):
     root = tmp_path / "gpu"
+    cache_random(root, [0.0] * 10)
     first = {**distracted_run("eps-r", 0, [(0, 10), (20_000, 200), (40_000, 300)]),
              **distracted_run("drq", 0, [(0, 12), (20_000, 150), (40_000, 250), (60_000, 300), (80_000, 350),
                                          (100_000, 400)])}
@@ -108,3 +116,32 @@ def test_the_distracted_table_fills_as_the_runs_land(tmp_path, capsys):
     assert table.index("| eps-r | 0 |") < table.index("| drq+dbc | 1 |") < table.index("| drq | 0 |")
     assert table.count("| eps-r | 0 |") == 1 and "| eps-r | 0 | 10 ± 5 | 200 ± 5 | 300 ± 5 | 350 ± 5 |" in table
     assert "- eps-r: 1 of 1 filed seeds at 100k, mean 420" in out and "- from call-1, call-2" in out
+
+
+def test_distracted_runs_are_judged_by_the_learning_checks_rule(tmp_path, capsys):
+    root = tmp_path / "gpu"
+    cache_random(root, [100.0, 140.0] * 5)                    # mean 120, std 20: the mark is 120 + 100
+    runs = {**distracted_run("eps-r", 0, [(0, 10), (20_000, 150), (40_000, 230), (60_000, 240), (80_000, 215)]),
+            **distracted_run("drq", 0, [(0, 10), (20_000, 400), (40_000, 150), (60_000, 200), (80_000, 210)])}
+    figure = tmp_path / "distracted.png"
+    assert main([str(archive(tmp_path / "a.tgz", runs)), "--name", "call-1", "--root", str(root),
+                 "--distracted-figure", str(figure)]) == 0
+    out = capsys.readouterr().out
+    assert "random policy 120.0 ± 20.0 (10 episodes); pass mark 220.0" in out
+    assert "eps-r-seed0: PASS, last three evaluations 228.3 at 80k" in out      # (230 + 240 + 215) / 3
+    assert "drq-seed0: FAIL, last three evaluations 186.7 at 80k" in out        # one early 400 does not count
+    record = json.loads((root / "distracted.json").read_text())
+    assert record["runs"]["eps-r-seed0"]["passed"] and not record["runs"]["drq-seed0"]["passed"]
+    assert figure.stat().st_size > 0
+    # the same summary again without an archive, from what is filed
+    assert main(["--distracted", "--root", str(root), "--distracted-figure", str(figure)]) == 0
+    assert "eps-r-seed0: PASS" in capsys.readouterr().out
+
+
+def test_the_distracted_summary_needs_runs_and_an_archive_needs_a_name(tmp_path, capsys):
+    assert main(["--distracted", "--root", str(tmp_path)]) == 2
+    assert "no distracted runs filed" in capsys.readouterr().err
+    assert main(["--root", str(tmp_path)]) == 2
+    assert "archive:" in capsys.readouterr().err
+    assert main([str(tmp_path / "a.tgz"), "--root", str(tmp_path)]) == 2
+    assert "name:" in capsys.readouterr().err

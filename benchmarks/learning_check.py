@@ -12,7 +12,9 @@ evaluation episodes and plots the evaluation curve against it.
 ``--method eps-r`` trains eps-r with the same configuration (its bisimulation
 loss reads the online latents through the world model, so it needs no target
 encoder; beta 0.5 and the world-model heads as in the paper preset);
-``--distractions`` turns the dynamic video backgrounds and the camera
+``--bisim-warmup N`` trains eps-r's world model alone for its first N updates before the
+bisimulation loss joins (``TrainConfig.bisim_warmup``, as the scene check of ``agents.metric_check``
+does); ``--distractions`` turns the dynamic video backgrounds and the camera
 distraction on (training on the 2 training videos, evaluation, and the random
 policy, on the 30 held-out ones; procedural videos unless ``$BISIMKIT_DAVIS``
 points at DAVIS-2017). ``--method eps-r,drq`` trains each
@@ -20,7 +22,8 @@ method in ``OUT/<method>`` and draws every curve on one figure in ``OUT``.
 
     python -m benchmarks.learning_check [--out runs/learning-check] [--task walker-stand]
                                         [--method drq|eps-r|eps-r,drq] [--distractions]
-                                        [--env-steps 40000] [--eval-every 5000] [--seed 0] [--resume]
+                                        [--env-steps 40000] [--eval-every 5000] [--seed 0]
+                                        [--bisim-warmup 0] [--resume]
 
 Writes ``learning.png`` and ``learning.json`` into the output folder and prints a
 verdict per method: the check passes when the mean of the last three evaluations
@@ -146,6 +149,9 @@ def build_parser() -> ConfigParser:
                    help="environment steps between evaluations, and between checkpoints (a resumed check may "
                         "change it)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--bisim-warmup", type=int, default=CHECK_CONFIG.bisim_warmup,
+                   help="eps-r: updates of the world model alone before the bisimulation loss joins "
+                        f"(TrainConfig.bisim_warmup; default {CHECK_CONFIG.bisim_warmup}, the paper's)")
     p.add_argument("--resume", action="store_true")
     return p
 
@@ -155,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         methods = parse_methods(args.method)
         configs = {m: check_config(m, args.distractions, task=args.task, env_steps=args.env_steps, seed=args.seed,
-                                   eval_every=args.eval_every, checkpoint_every=args.eval_every) for m in methods}
+                                   eval_every=args.eval_every, checkpoint_every=args.eval_every,
+                                   bisim_warmup=args.bisim_warmup) for m in methods}
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

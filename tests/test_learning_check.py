@@ -79,6 +79,7 @@ def test_both_methods_under_distractions_on_one_figure(tmp_path, monkeypatch, ca
     (["--env-steps", "1000"], "seed_steps:"),                                          # the run would never update
     (["--env-steps", "many"], "env_steps: invalid int value"),
     (["--distractions", "yes"], "unrecognized arguments: yes"),
+    (["--method", "eps-r", "--bisim-warmup", "-1"], "bisim_warmup:"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, args, message):
     out = tmp_path / "check"
@@ -86,3 +87,17 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, args, messag
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
     assert not out.exists()
+
+
+def test_the_warm_up_reaches_the_trained_configuration(tmp_path, monkeypatch):
+    seen = {}
+
+    def fake_train(cfg, folder, **kwargs):
+        seen[cfg.method] = cfg
+        raise learning_check.InputError("stop here", param="out")       # nothing trained, nothing written
+
+    monkeypatch.setattr(learning_check, "train", fake_train)
+    argv = ["--method", "eps-r", "--distractions", "--bisim-warmup", "2000", "--out", str(tmp_path / "c")]
+    assert learning_check.main(argv) == 2
+    assert seen["eps-r"].bisim_warmup == 2000 and seen["eps-r"].background
+    assert replace(seen["eps-r"], bisim_warmup=0) == check_config("eps-r", distractions=True)

@@ -44,7 +44,7 @@ from .engine import (DEFAULT_TOL, METHODS, PrecisionWarning, ProgressCallback, S
                      solve_form)
 from .errors import InputError
 from .ground import Ground, ground_label, read_ground_file
-from .kernels import DenseRows, small_path
+from .kernels import DenseRows, between_cells, small_path
 from .mdp import FiniteMDP
 from .memory import check_memory_between
 from .operators import (COMPILED_EPS_BAR_PAIRS, PairLinearForm, SteinForm, TransportTerms, constant_error,
@@ -92,9 +92,9 @@ class BetweenSolution(Solution):
 
 def small_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, method: str) -> bool:
     """Whether the cross pairs of A and B are few enough for the small-problem path (numpy only,
-    :mod:`bisimkit.kernels`): :func:`bisimkit.solvers.small_solve` of each MDP over the cross pairs."""
-    pairs = mdp_a.n_states * mdp_b.n_states
-    return all(small_solve(mdp, metric, method, pairs) for mdp in (mdp_a, mdp_b))
+    :mod:`bisimkit.kernels`): :func:`bisimkit.solvers.small_solve`'s rule on their transport cells, each
+    pair's problem between a law of A and one of B (:func:`bisimkit.kernels.between_cells`)."""
+    return small_solve(mdp_a, metric, method, between_cells(mdp_a.transitions, mdp_b.transitions))
 
 
 def solve_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, ground: Ground | None = None,

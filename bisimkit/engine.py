@@ -59,6 +59,7 @@ from .compiled import matvec
 from .couplings import Cells
 from .errors import InputError
 from .ground import Ground, ground_label
+from .kernels import dense_inverse
 from .mdp import FiniteMDP
 from .order import ACTION_ORDER_METRICS
 from .operators import (Evaluation, PairLinearForm, SteinForm, TransportTerms, diagonal_values, operator_form,
@@ -375,13 +376,13 @@ def solve_fixed_point(T: sp.csr_matrix, b: np.ndarray, c: float, x0: np.ndarray 
     residuals still drive the error to ``tol``). Returns ``(x, bound)`` with
     ``||x - x*|| <= ||b + cTx - x|| / (1 - c) = bound``. ``product``, when given, is the
     exact float64 ``x -> T x`` and T itself may be a float32 copy (used for the inner solves only).
-    A dense T (the small-problem path, :mod:`bisimkit.kernels`) is solved with ``numpy.linalg``.
+    A dense T (the small-problem path) is inverted by :func:`bisimkit.kernels.dense_inverse`.
     """
     N = len(b)
     if N == 0:
         return np.zeros(0), 0.0
     if isinstance(T, np.ndarray):
-        inverse = np.linalg.inv(np.eye(N) - c * T)
+        inverse = dense_inverse(np.eye(N) - c * T)
         return _refine(lambda x: T @ x, lambda r: inverse @ r, b, c, x0, tol)
     # start-up cost: scipy.sparse.linalg loads in ~0.3 s, which a small problem's solve does without
     import scipy.sparse as sp

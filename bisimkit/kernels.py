@@ -11,12 +11,13 @@ more than a tiny solve needs in all.
 **The small-problem path.** Inside ``with small_path(True):`` every kernel runs as the Python
 function it is written as (the same code, interpreted: a tiny solve takes 2-13 times as long as
 compiled), and the stages of a solve that would build scipy's sparse matrices use numpy arrays
-instead: the transition rows as :class:`DenseRows`, the pair systems as dense matrices solved with
-``numpy.linalg``, the zero-set components by a union-find (:func:`components`). A solve takes this
-path when its MDP is small (:func:`small_problem`, :data:`SMALL_PROBLEM_CELLS`) and numba is not
-loaded yet; its process then imports neither numba nor scipy. Results are the same fixed points
-with the same kind of certificate (the simplex's duality gaps, the residual bound of the linear
-solves): the same algorithms, with the arithmetic carried out by the interpreter and numpy.
+instead: the transition rows as :class:`DenseRows`, the pair systems as dense matrices inverted by
+elimination in numpy (:func:`dense_inverse`), the zero-set components by a union-find
+(:func:`components`). A solve takes this path when its MDP is small (:func:`small_problem`,
+:data:`SMALL_PROBLEM_CELLS`) and numba is not loaded yet; its process then imports neither numba
+nor scipy. Results are the same fixed points with the same kind of certificate (the simplex's
+duality gaps, the residual bound of the linear solves): the same algorithms, with the arithmetic
+carried out by the interpreter and numpy.
 """
 
 from __future__ import annotations
@@ -30,11 +31,12 @@ from typing import Callable, Iterator
 import numpy as np
 
 #: Work, in transport cells, up to which a solve takes the small-problem path: ``pairs x rows per pair
-#: x (largest support)^2`` (:func:`problem_cells`), the cells one evaluation of a coupling operator
-#: prices at most. A process that compiles pays about 1.5 s before its first kernel runs (numba and
-#: scipy imported, the kernels loaded from numba's disk cache); the interpreted kernels cost more per
-#: cell. Whole processes of one solve, each path forced, cross between about 30 000 and 47 000 cells
-#: (pi and eps, 2 shared cores; ``docs/performance.md#start-up``); the limit keeps below that.
+#: x (largest support)^2`` (:func:`problem_cells`; two MDPs' cross pairs: A's largest support times B's,
+#: :func:`between_cells`), the cells one evaluation of a coupling operator prices at most. A process
+#: that compiles pays about 1.5 s before its first kernel runs (numba and scipy imported, the kernels
+#: loaded from numba's disk cache); the interpreted kernels cost more per cell. Whole processes of one
+#: solve, each path forced, cross between about 30 000 and 47 000 cells (pi and eps, 2 shared cores;
+#: ``docs/performance.md#start-up``); the limit keeps below that.
 SMALL_PROBLEM_CELLS = 20_000
 
 #: Stands for ``numba.prange`` in a kernel's body: ``range`` when the kernel runs as Python; the
@@ -59,9 +61,11 @@ def small_problem(cells: float, value_iteration: bool = False) -> bool:
     return not numba_loaded() and cells * (VALUE_ITERATION_FACTOR if value_iteration else 1) <= SMALL_PROBLEM_CELLS
 
 
-def problem_cells(n_pairs: int, rows_per_pair: int, support: int) -> float:
-    """``n_pairs * rows_per_pair * support^2``: what one evaluation of a coupling operator prices at most."""
-    return float(n_pairs) * float(rows_per_pair) * float(support) ** 2
+def problem_cells(n_pairs: int, rows_per_pair: int, support: int, other_support: int | None = None) -> float:
+    """``n_pairs * rows_per_pair * support^2``: what one evaluation of a coupling operator prices at most
+    (``support * other_support`` when the two laws of a pair have different largest supports)."""
+    other = support if other_support is None else other_support
+    return float(n_pairs) * float(rows_per_pair) * float(support) * float(other)
 
 
 def mdp_cells(n_states: int, n_actions: int, transitions: np.ndarray, pairs: int | None = None) -> float:
@@ -72,8 +76,27 @@ def mdp_cells(n_states: int, n_actions: int, transitions: np.ndarray, pairs: int
     rows = max(2 * n_actions - 1, 1)
     if problem_cells(pairs, rows, 1) > SMALL_PROBLEM_CELLS:
         return problem_cells(pairs, rows, 1)  # too large already: no need to look at the supports
+    return problem_cells(pairs, rows, _mixture_support(n_states, n_actions, transitions))
+
+
+def between_cells(transitions_a: np.ndarray, transitions_b: np.ndarray) -> float:
+    """The transport cells of the cross pairs ``(s, t)`` of two MDPs (transitions ``n x m x n``): ``n_A n_B``
+    pairs, up to ``m_A + m_B - 1`` rows (an entangled coupling), each a problem between a law of A (its
+    largest mixture support, as in :func:`mdp_cells`) and one of B: ``support_A x support_B`` cells, not
+    the square of the larger (6 and 18 states of full support: 108 pairs of 6 x 18 cells)."""
+    (n_a, m_a, _), (n_b, m_b, _) = transitions_a.shape, transitions_b.shape
+    rows = max(m_a + m_b - 1, 1)
+    if problem_cells(n_a * n_b, rows, 1) > SMALL_PROBLEM_CELLS:
+        return problem_cells(n_a * n_b, rows, 1)  # too large already: no need to look at the supports
+    return problem_cells(n_a * n_b, rows, _mixture_support(n_a, m_a, transitions_a),
+                         _mixture_support(n_b, m_b, transitions_b))
+
+
+def _mixture_support(n_states: int, n_actions: int, transitions: np.ndarray) -> int:
+    """The largest support of a policy's mixture of next-state laws: ``m`` times that of one ``P(s, a)``,
+    at most ``n``."""
     support = int(np.max(np.count_nonzero(transitions, axis=-1), initial=1))
-    return problem_cells(pairs, rows, min(support * n_actions, n_states))
+    return min(support * n_actions, n_states)
 
 
 @contextmanager
@@ -192,6 +215,39 @@ def when_numba_loads(callback: Callable[[object], None]) -> Iterator[None]:
 
 
 # ------------------------------------------------------------------ numpy containers of the small path
+#: Unknowns up to which :func:`dense_inverse` eliminates with numpy's elementwise operations; above it,
+#: ``numpy.linalg.inv``. The elimination's N passes cost about N^3 elementwise steps: 4-6 ms at 108
+#: unknowns, 22 ms at 200, 0.15 s at 400, where LAPACK's blocked inverse takes 0.1 s with its threads.
+DENSE_ELIMINATION_MAX = 256
+
+
+def dense_inverse(A: np.ndarray) -> np.ndarray:
+    """The inverse of the square matrix ``A`` (the small path's dense systems, ``I - cT``): Gauss-Jordan
+    elimination with partial pivoting in numpy's elementwise operations up to :data:`DENSE_ELIMINATION_MAX`
+    rows, ``numpy.linalg.inv`` above.
+
+    LAPACK's inverse runs on OpenBLAS's threads, which sleep while the interpreted kernels run between
+    two systems: on 2 shared cores a 108 x 108 inverse then took about 50 ms waiting for them (0.5 ms once
+    awake), and the woken thread spins on the other core afterwards. The elimination wakes no thread.
+    Rounding as with LAPACK's partial pivoting; the solves refine on the exact residual anyway."""
+    A = np.asarray(A, dtype=np.float64)
+    n = A.shape[0]
+    if n > DENSE_ELIMINATION_MAX:
+        return np.linalg.inv(A)
+    M = np.concatenate([A, np.eye(n)], axis=1)
+    for k in range(n):
+        p = k + int(np.argmax(np.abs(M[k:, k])))
+        if M[p, k] == 0.0:
+            raise np.linalg.LinAlgError("Singular matrix")
+        if p != k:
+            M[[k, p]] = M[[p, k]]
+        M[k] /= M[k, k]
+        column = M[:, k].copy()
+        column[k] = 0.0
+        M -= np.multiply.outer(column, M[k])
+    return M[:, n:].copy()
+
+
 class DenseRows:
     """The rows of a dense matrix in CSR layout (``indptr``, ``indices``, ``data``, sorted indices), as the
     transport and coupling code reads a ``scipy.sparse.csr_matrix``, built with numpy alone."""

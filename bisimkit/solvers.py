@@ -96,13 +96,14 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
     return sol
 
 
-def small_solve(mdp: FiniteMDP, metric: str, method: str, pairs: int | None = None) -> bool:
-    """Whether this solve takes the small-problem path (numpy only, :mod:`bisimkit.kernels`): its MDP's
-    transport work over ``pairs`` (default its own pairs s < t) is small
+def small_solve(mdp: FiniteMDP, metric: str, method: str, cells: float | None = None) -> bool:
+    """Whether this solve takes the small-problem path (numpy only, :mod:`bisimkit.kernels`): its transport
+    work, ``cells`` (default its MDP's, :func:`bisimkit.kernels.mdp_cells`), is small
     (:data:`bisimkit.kernels.SMALL_PROBLEM_CELLS`), counted more for the methods that sweep (value
     iteration, and W2, which has no other)."""
     sweeps = method == "vi" or metric in ("dbc", "dbc-sampled")
-    return small_problem(mdp_cells(mdp.n_states, mdp.n_actions, mdp.transitions, pairs), sweeps)
+    cells = mdp_cells(mdp.n_states, mdp.n_actions, mdp.transitions) if cells is None else cells
+    return small_problem(cells, sweeps)
 
 
 def _checked(mdp: FiniteMDP, metric: str, ground: Ground | None, tol: float, method: str) -> Ground | None:

@@ -135,3 +135,46 @@ def test_small_path_between_two_mdps_agrees_with_the_compiled_one(monkeypatch):
         compiled = solve_between(a, b, metric)
         gap = np.max(np.abs(small.distances - compiled.distances))
         assert gap <= small.certified_error + compiled.certified_error, (metric, gap)
+
+
+def test_between_cells_price_each_cross_pair_as_a_law_of_a_against_one_of_b():
+    from bisimkit.kernels import between_cells, mdp_cells
+
+    full_a, full_b = np.full((6, 1, 6), 1 / 6), np.full((18, 1, 18), 1 / 18)
+    assert between_cells(full_a, full_b) == 6 * 18 * 6 * 18  # 108 pairs of 6 x 18 cells, not 18 x 18
+    a, b = random_mdp(6, 1, seed=0, max_support=2), random_mdp(18, 1, seed=1, max_support=3)
+    support_a = np.max(np.count_nonzero(a.transitions, axis=-1))
+    support_b = np.max(np.count_nonzero(b.transitions, axis=-1))
+    assert between_cells(a.transitions, b.transitions) == 6 * 18 * support_a * support_b
+    assert between_cells(a.transitions, b.transitions) == between_cells(b.transitions, a.transitions)
+    c = random_mdp(7, 3, seed=2, max_support=2)  # a policy mixes three laws: support up to 6 of 7, 5 rows
+    assert between_cells(c.transitions, c.transitions) == mdp_cells(7, 3, c.transitions, pairs=49)
+
+
+def test_dense_two_mdps_of_svi_shape_take_the_small_path_and_agree_with_the_compiled_one(monkeypatch):
+    """6 and 18 states of full support (SVI's smallest pair's shape): 11 664 cross cells, the small path."""
+    from bisimkit.between import small_between, solve_between
+    from bisimkit.mdp import FiniteMDP
+
+    rng = np.random.default_rng(0)
+    a, b = (FiniteMDP(rng.dirichlet(np.ones(n), size=(n, 1)), rng.random((n, 1)), 0.95, np.ones((n, 1)))
+            for n in (6, 18))
+    monkeypatch.setattr(kernels, "numba_loaded", lambda: False)
+    assert small_between(a, b, "pi", "auto") and not small_between(a, b, "pi", "vi")
+    small = solve_between(a, b, "pi")
+    force(False, monkeypatch)
+    compiled = solve_between(a, b, "pi")
+    assert small.converged and compiled.converged
+    gap = np.max(np.abs(small.distances - compiled.distances))
+    assert gap <= small.certified_error + compiled.certified_error, gap
+
+
+@pytest.mark.parametrize("n", [1, 5, 108, 200])
+def test_dense_inverse_is_numpys(n):
+    rng = np.random.default_rng(n)
+    T = rng.dirichlet(np.ones(n), size=n) * (rng.random((n, n)) < 0.3)  # substochastic, as a pair system's
+    A = np.eye(n) - 0.95 * T
+    A[[0, -1]] = A[[-1, 0]]  # a row order that needs pivoting
+    np.testing.assert_allclose(kernels.dense_inverse(A), np.linalg.inv(A), rtol=0, atol=1e-10)
+    with pytest.raises(np.linalg.LinAlgError):
+        kernels.dense_inverse(np.ones((3, 3)))

@@ -88,6 +88,8 @@ class Distractors:
 
     def __init__(self, kinds, size: int, rng: np.random.Generator):
         self.kinds, self.size, self.rng = check_distractors(kinds), int(size), rng
+        self._buffers: dict[str, np.ndarray] = {}
+        self._outline_pixels: tuple[tuple[int, int], np.ndarray] | None = None
 
     def initial(self, rows: int) -> DistractorState:
         """A draw from each chain's stationary law (gains: run the AR(1) chain 30 steps from 1)."""
@@ -105,54 +107,86 @@ class Distractors:
         cell = np.clip(state.cell + move, 0, SPRITE_LATTICE - 1)
         return DistractorState(gains, cell)
 
-    def compose(self, images: np.ndarray, alpha: np.ndarray, state: DistractorState) -> np.ndarray:
-        """Frames (B, 3, H, W) uint8 of the states' ``images`` (B, H, W, 3) float in [0, 255] with their
-        ``alpha`` (B, H, W, 1) in [0, 1] over the distractors of ``state``."""
-        rows, size = images.shape[0], images.shape[1:3]
-        back = np.zeros((rows, *size, 3), np.float32)
+    def compose(self, rgb: np.ndarray, alpha: np.ndarray, state: DistractorState) -> np.ndarray:
+        """Frames (B, 3, H, W) uint8 of the states' images ``rgb`` (B, 3, H, W) float in [0, 255] with their
+        ``alpha`` (B, 1, H, W) in [0, 1] over the distractors of ``state``.
+
+        Per pixel and channel: ``back + (image - back) * alpha``, times the colour gain, plus 0.5, clipped to
+        [0, 255] and truncated, where ``back`` is the background (black without it) with the distractor sprite
+        painted over it. The canvas is laid out channels first, like the frames, and worked on in place."""
+        rows, size = rgb.shape[0], tuple(rgb.shape[2:])
         if "background" in self.kinds:
-            back = self._background(rows, size)
+            canvas = self._background(rows, size)
+        else:
+            canvas = self._buffer("canvas", (rows, 3, *size), np.float32)
+            canvas.fill(0.0)
         if "sprite" in self.kinds:
-            back = self._sprite(back, state.cell)
-        out = back + (images - back) * alpha
+            self._paint_sprite(canvas, state.cell)
+        blend = np.subtract(rgb, canvas, out=self._buffer("blend", canvas.shape, canvas.dtype))
+        blend *= alpha
+        canvas += blend
         if "colour" in self.kinds:
-            out *= state.gains[:, None, None, :].astype(np.float32)
-        out += 0.5
-        np.clip(out, 0, 255, out=out)
-        return np.ascontiguousarray(out.astype(np.uint8).transpose(0, 3, 1, 2))
+            canvas *= state.gains[:, :, None, None].astype(np.float32)
+        canvas += 0.5
+        np.clip(canvas, 0, 255, out=canvas)
+        return canvas.astype(np.uint8)
 
     def _background(self, rows: int, size: tuple[int, int]) -> np.ndarray:
-        """A 4 x 4 field of random colours, bilinearly upsampled, plus pixel noise: values in [0, 180]."""
+        """A 4 x 4 field of random colours, bilinearly upsampled, plus pixel noise: values in [0, 180], float64,
+        channels first (B, 3, H, W)."""
         coarse = (150 * self.rng.random((rows, 4, 4, 3), np.float32))
         ys, xs = (np.linspace(0, 3, n, dtype=np.float32) for n in size)
         wy = np.maximum(0, 1 - np.abs(ys[:, None] - np.arange(4)[None, :]))  # (H, 4) hat weights
         wx = np.maximum(0, 1 - np.abs(xs[:, None] - np.arange(4)[None, :]))  # (W, 4)
         field = np.einsum("hi,bijc,wj->bhwc", wy, coarse, wx, optimize=True)
-        return field + 30 * self.rng.random((rows, *size, 3), np.float32)
+        noise = self._buffer("noise", (rows, *size, 3), np.float32)
+        self.rng.random(out=noise, dtype=np.float32)
+        noise *= 30
+        return np.add(field.transpose(0, 3, 1, 2), noise.transpose(0, 3, 1, 2),
+                      out=self._buffer("canvas", (rows, 3, *size), np.float64))
 
-    def _sprite(self, back: np.ndarray, cell: np.ndarray) -> np.ndarray:
-        """A hollow square (side 30% of the frame, dark with a red rim) at each row's lattice cell."""
-        masks = self._sprite_masks(back.shape[1:3])
-        mask = masks[cell[:, 0] * SPRITE_LATTICE + cell[:, 1]]  # (B, H, W, 1)
-        return back + (np.array([230.0, 40.0, 40.0], np.float32) - back) * mask
+    def _buffer(self, name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+        """A work array of :meth:`compose` kept between calls (fresh arrays of a frame batch's size cost the
+        kernel's page faults, about as much time as the arithmetic on them); new when the shape or dtype
+        changes."""
+        array = self._buffers.get(name)
+        if array is None or array.shape != tuple(shape) or array.dtype != dtype:
+            array = self._buffers[name] = np.empty(shape, dtype)
+        return array
 
-    def _sprite_masks(self, size: tuple[int, int]) -> np.ndarray:
-        """The square's outline at every lattice cell, (cells, H, W, 1), computed once per frame size."""
-        cached = getattr(self, "_masks", None)
-        if cached is not None and cached.shape[1:3] == tuple(size):
-            return cached
+    def _paint_sprite(self, canvas: np.ndarray, cell: np.ndarray) -> None:
+        """Paint a hollow square (side 30% of the frame, dark with a red rim) at each row's lattice ``cell`` on
+        ``canvas`` (B, 3, H, W) in place: ``back + (colour - back)`` on the pixels of its outline."""
+        rows, _, height, width = canvas.shape
+        outline = self._outlines((height, width))[cell[:, 0] * SPRITE_LATTICE + cell[:, 1]]  # (B, L)
+        planes = (np.arange(rows)[:, None] * 3 + np.arange(3)[None, :]) * (height * width)  # (B, 3) plane starts
+        index = planes[:, :, None] + outline[:, None, :]  # (B, 3, L) into the flat canvas
+        flat = canvas.reshape(-1)
+        back = flat[index]
+        flat[index] = back + (SPRITE_COLOUR[:, None] - back)
+
+    def _outlines(self, size: tuple[int, int]) -> np.ndarray:
+        """The square's outline at every lattice cell as pixel indices into one (H, W) plane, (cells, L),
+        computed once per frame size (every cell's square lies inside the frame: L is the same)."""
+        if self._outline_pixels is not None and self._outline_pixels[0] == tuple(size):
+            return self._outline_pixels[1]
         h, w = size
         side = max(3, int(round(0.3 * min(h, w))))
         thick = max(1, side // 5)
-        masks = np.zeros((SPRITE_LATTICE ** 2, h, w, 1), np.float32)
+        masks = np.zeros((SPRITE_LATTICE ** 2, h, w), bool)
         for k in range(SPRITE_LATTICE ** 2):
             cy, cx = divmod(k, SPRITE_LATTICE)
             y = int(round(cy * (h - side) / (SPRITE_LATTICE - 1)))
             x = int(round(cx * (w - side) / (SPRITE_LATTICE - 1)))
-            masks[k, y:y + side, x:x + side] = 1.0
-            masks[k, y + thick:y + side - thick, x + thick:x + side - thick] = 0.0
-        self._masks = masks
-        return masks
+            masks[k, y:y + side, x:x + side] = True
+            masks[k, y + thick:y + side - thick, x + thick:x + side - thick] = False
+        pixels = np.stack([np.flatnonzero(mask) for mask in masks])
+        self._outline_pixels = (tuple(size), pixels)
+        return pixels
+
+
+#: The distractor sprite's rim colour.
+SPRITE_COLOUR = np.array([230.0, 40.0, 40.0], np.float32)
 
 
 # ------------------------------------------------------------------ scenes
@@ -162,7 +196,8 @@ class Scene:
 
     ``behaviour_mean`` / ``behaviour_std``: the pre-squash behaviour policy (n x k arrays per state for a
     finite scene; for a Gaussian one the model's ``K`` and ``policy_std`` are used). ``eval_states``: the
-    states the metric is measured on (all states of a finite scene)."""
+    states the metric is measured on (all states of a finite scene). ``render_batch``: optional, the images of
+    many states of a Gaussian scene at once, (B, H, W, 3|4) uint8, the same as ``render`` one at a time."""
 
     name: str
     kind: str
@@ -173,6 +208,7 @@ class Scene:
     behaviour_std: np.ndarray | None = None
     start_box: float = 0.7
     image_shape: tuple[int, int] = field(default=(0, 0))
+    render_batch: Callable[[np.ndarray], np.ndarray] | None = field(default=None, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -216,19 +252,27 @@ class Scene:
 
     # ---------------------------------------------------------- drawing
     def images(self, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Clean images (B, H, W, 3) float and alpha (B, H, W, 1) of ``states`` (finite: cached per state)."""
+        """Clean images (B, H, W, 3) float and alpha (B, H, W, 1) of ``states`` (views of :meth:`layers`)."""
+        rgb, alpha = self.layers(states)
+        return rgb.transpose(0, 2, 3, 1), alpha.transpose(0, 2, 3, 1)
+
+    def layers(self, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Clean images (B, 3, H, W) float32 and alpha (B, 1, H, W) of ``states``, channels first like the frames
+        (finite: every state drawn once and cached)."""
         if self.kind == "finite":
-            if "all" not in self._cache:
-                self._cache["all"] = split_alpha(np.stack([checked_image(self.render(int(s)), s, self.image_shape)
-                                                           for s in range(self.mdp.n_states)]))
-            rgb, alpha = self._cache["all"]
+            if "layers" not in self._cache:
+                self._cache["layers"] = channels_first(np.stack([
+                    checked_image(self.render(int(s)), s, self.image_shape) for s in range(self.mdp.n_states)]))
+            rgb, alpha = self._cache["layers"]
             return rgb[states], alpha[states]
-        return split_alpha(np.stack([checked_image(self.render(s), i, self.image_shape)
-                                     for i, s in enumerate(states)]))
+        if self.render_batch is not None:
+            return channels_first(self.render_batch(np.asarray(states)))
+        return channels_first(np.stack([checked_image(self.render(s), i, self.image_shape)
+                                        for i, s in enumerate(states)]))
 
     def frames(self, states: np.ndarray, distractors: Distractors, state: DistractorState) -> np.ndarray:
         """Observations (B, 3, H, W) uint8 of ``states`` under the distractor ``state``."""
-        rgb, alpha = self.images(states)
+        rgb, alpha = self.layers(states)
         return distractors.compose(rgb, alpha, state)
 
 
@@ -249,11 +293,13 @@ def checked_image(image, index, shape: tuple[int, int]) -> np.ndarray:
     return image
 
 
-def split_alpha(images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """RGB float and alpha in [0, 1] (RGB input: black pixels are transparent)."""
+def channels_first(images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Images (B, H, W, 3|4) uint8 as RGB (B, 3, H, W) float32 and alpha (B, 1, H, W) in [0, 1], channels
+    first like the frames (RGB input: black pixels are transparent)."""
+    rgb = images[..., :3].transpose(0, 3, 1, 2).astype(np.float32, order="C")
     if images.shape[-1] == 4:
-        return images[..., :3].astype(np.float32), images[..., 3:].astype(np.float32) / 255.0
-    return images.astype(np.float32), (images.max(axis=-1, keepdims=True) > 0).astype(np.float32)
+        return rgb, images[:, None, :, :, 3].astype(np.float32) / 255.0
+    return rgb, (images.max(axis=-1) > 0)[:, None].astype(np.float32)
 
 
 def discrete_actions(a: np.ndarray, m: int) -> np.ndarray:
@@ -307,9 +353,11 @@ def finite_scene(mdp: FiniteMDP, render: Callable[[int], np.ndarray], behaviour_
 
 
 def gaussian_scene(model: LinearGaussianMDP, render: Callable[[np.ndarray], np.ndarray],
-                   eval_states=None, name: str | None = None, start_box: float = 0.7) -> Scene:
+                   eval_states=None, name: str | None = None, start_box: float = 0.7,
+                   render_batch: Callable[[np.ndarray], np.ndarray] | None = None) -> Scene:
     """A scene of a linear-Gaussian MDP (module doc): a squashed policy with action scale 1, and a reward of
-    the mean next state. ``eval_states`` (N x n) default to a 5-per-side grid on [-0.6, 0.6]^n (n <= 2)."""
+    the mean next state. ``eval_states`` (N x n) default to a 5-per-side grid on [-0.6, 0.6]^n (n <= 2).
+    ``render_batch``: ``render`` of many states at once (:class:`Scene`)."""
     if not isinstance(model, LinearGaussianMDP):
         raise InputError(f"mdp: expected a bisimkit LinearGaussianMDP, got {type(model).__name__}")
     if not model.squash or model.action_scale != 1.0:
@@ -326,7 +374,7 @@ def gaussian_scene(model: LinearGaussianMDP, render: Callable[[np.ndarray], np.n
     if eval_states.ndim != 2 or eval_states.shape[1] != n or len(eval_states) < 3:
         raise InputError(f"eval_states: expected an (N, {n}) array with N >= 3, got shape {eval_states.shape}")
     return Scene(name or model.label, "gaussian", model, render, eval_states, start_box=float(start_box),
-                 image_shape=_first_shape(render, np.zeros(n)))
+                 image_shape=_first_shape(render, np.zeros(n)), render_batch=render_batch)
 
 
 def _check_mean_next_reward(model: LinearGaussianMDP) -> None:
@@ -371,12 +419,31 @@ def _canvas(size: int) -> np.ndarray:
 
 def disc(size: int, centre: tuple[float, float], radius: float, colour=(255, 230, 40)) -> np.ndarray:
     """An RGBA image with an anti-aliased disc at ``centre`` (pixels, y then x) over the built-in canvas."""
-    img = _canvas(size)
-    yy, xx = np.mgrid[0:size, 0:size] + 0.5
-    cover = np.clip(radius + 0.5 - np.hypot(yy - centre[0], xx - centre[1]), 0.0, 1.0)
-    inside = cover > 0
-    img[inside, :3] = np.asarray(colour, np.uint8)
-    img[..., 3] = np.maximum(img[..., 3], (cover * 255).round().astype(np.uint8))
+    return discs(size, np.asarray([centre], float), radius, colour)[0]
+
+
+def discs(size: int, centres: np.ndarray, radius: float, colour=(255, 230, 40)) -> np.ndarray:
+    """Images (B, size, size, 4) of one anti-aliased disc each, at ``centres`` (B, 2) in pixels, y then x.
+
+    A pixel's cover is ``clip(radius + 0.5 - |pixel centre - disc centre|, 0, 1)``: its alpha is the larger of
+    the canvas's and ``round(255 cover)``, and its colour ``colour`` where the cover is positive. Only a
+    window of each image around its disc is computed (the cover is 0 outside it)."""
+    centres = np.asarray(centres, float).reshape(-1, 2)
+    rows = len(centres)
+    img = np.repeat(_canvas(size)[None], rows, axis=0)
+    span = int(math.ceil(2 * radius)) + 3  # every pixel p with p + 0.5 within radius + 0.5 of the centre
+    start = np.clip(np.floor(centres - radius - 1.0), -span, size).astype(int)  # far-away discs: any window
+    ys = start[:, 0, None] + np.arange(span)  # (B, span) pixel rows of each window
+    xs = start[:, 1, None] + np.arange(span)
+    dist = np.hypot((ys + 0.5 - centres[:, 0, None])[:, :, None], (xs + 0.5 - centres[:, 1, None])[:, None, :])
+    cover = np.clip(radius + 0.5 - dist, 0.0, 1.0)  # (B, span, span)
+    shown = ((ys >= 0) & (ys < size))[:, :, None] & ((xs >= 0) & (xs < size))[:, None, :]
+    b, i, j = np.nonzero(shown)
+    pixel = (b * size + ys[b, i]) * size + xs[b, j]  # into the (B * size * size, 4) pixels
+    c = cover[b, i, j]
+    pixels = img.reshape(-1, 4)
+    pixels[pixel, 3] = np.maximum(pixels[pixel, 3], (c * 255).round().astype(np.uint8))
+    pixels[pixel[c > 0], :3] = np.asarray(colour, np.uint8)
     return img
 
 
@@ -481,7 +548,10 @@ def build_scene(name: str, image_size: int = IMAGE_SIZE, discount: float = 0.9) 
         model = sprite_model(discount)
 
         def render(s: np.ndarray) -> np.ndarray:
-            y, x = np.asarray(s, float)[:2]
-            return disc(size, (size / 2 + 0.4 * size * y, size / 2 + 0.4 * size * x), 0.12 * size)
-        return gaussian_scene(model, render, name="sprite")
+            return render_batch(np.asarray(s, float)[None])[0]
+
+        def render_batch(states: np.ndarray) -> np.ndarray:
+            y, x = np.asarray(states, float)[:, 0], np.asarray(states, float)[:, 1]
+            return discs(size, np.stack([size / 2 + 0.4 * size * y, size / 2 + 0.4 * size * x], 1), 0.12 * size)
+        return gaussian_scene(model, render, name="sprite", render_batch=render_batch)
     raise InputError(f"scene: {name!r} is not one of {', '.join(SCENES)}")

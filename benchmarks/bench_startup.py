@@ -1,8 +1,7 @@
 """Start-up: ``import bisimkit`` and small solves' whole processes, this tree beside another checkout.
 
     python -m benchmarks.bench_startup [--against /path/to/other/checkout] [--rounds 7]
-                                       [--svi-repo /path/to/SVI] [--bytecode]
-                                       [--out benchmarks/results/startup.json]
+                                       [--svi-repo /path/to/SVI] [--out benchmarks/results/startup.json]
 
 Every sample is a fresh interpreter, timed from the outside (wall seconds of the child process):
 
@@ -24,10 +23,6 @@ Every sample is a fresh interpreter, timed from the outside (wall seconds of the
 
 Each sample records wall seconds and the child's CPU seconds (user + system, ``os.wait4``); on a
 machine shared with other work the wall clock also measures the neighbours, the CPU time much less.
-
-Where ``PYTHONDONTWRITEBYTECODE`` is set (it is on the machine the figures come from), every child
-compiles bisimkit's modules from source (about 0.1 s); ``--bytecode`` compiles both trees' packages
-once into a temporary ``PYTHONPYCACHEPREFIX`` first, as an installed package has its ``.pyc`` files.
 
 Rounds alternate which tree goes first; the medians are printed and written to ``--out``. The
 targets (``docs/performance.md#start-up``) are checked here, never in the tests.
@@ -70,21 +65,18 @@ LIBRARIES = {"python": "pass", "numpy": "import numpy", "scipy.sparse": "import 
              "bisimkit.cli": "import bisimkit.cli"}
 
 
-def _env(tree: Path, pycache: Path | None = None) -> dict:
+def _env(tree: Path) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(tree)  # this checkout's bisimkit, ahead of the installed one
-    if pycache is not None:
-        env["PYTHONPYCACHEPREFIX"] = str(pycache)
     return env
 
 
-def timed(cmd: list[str], tree: Path, pycache: Path | None = None) -> tuple[float, float]:
+def timed(cmd: list[str], tree: Path) -> tuple[float, float]:
     """Wall seconds and CPU seconds (user + system) of one child process running ``cmd`` in ``tree``
-    (it must succeed), reading bytecode from ``pycache`` when given. On a machine shared with other
-    work the CPU seconds move much less."""
+    (it must succeed). On a machine shared with other work the CPU seconds move much less."""
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=tree, env=_env(tree, pycache), stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(cmd, cwd=tree, env=_env(tree), stdout=subprocess.DEVNULL, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -124,17 +116,11 @@ def write_pairs(folder: Path, svi_repo: Path | None) -> dict[str, tuple[Path, Pa
     return pairs
 
 
-def measure(trees: dict[str, Path], rounds: int, svi_repo: Path | None = None, bytecode: bool = False) -> dict:
-    """Samples per tree and per library, ``rounds`` of each, alternating the trees' order; with
-    ``bytecode``, each tree's packages are compiled first into a temporary ``PYTHONPYCACHEPREFIX``
-    that every child reads (as an installed package's ``.pyc`` files are)."""
+def measure(trees: dict[str, Path], rounds: int, svi_repo: Path | None = None) -> dict:
+    """Samples per tree and per library, ``rounds`` of each, alternating the trees' order."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.json"
         pairs = write_pairs(Path(tmp), svi_repo)
-        pycache = Path(tmp) / "pycache" if bytecode else None
-        if pycache is not None:
-            for tree in trees.values():
-                timed([sys.executable, "-m", "compileall", "-q", "bisimkit", "bisimkit_cli"], tree, pycache)
         commands = {"import": lambda tree: [sys.executable, "-c", "import bisimkit"],
                     "tiny_solve": lambda tree: tiny_solve(tree, out)}
         commands.update({key: (lambda tree, a=a, b=b: two_mdp_solve(a, b, out)) for key, (a, b) in pairs.items()})
@@ -143,17 +129,17 @@ def measure(trees: dict[str, Path], rounds: int, svi_repo: Path | None = None, b
         for tree in trees.values():
             for key in commands:
                 if key != "import":
-                    timed(commands[key](tree), tree, pycache)  # fills numba's disk cache of that tree
+                    timed(commands[key](tree), tree)  # fills numba's disk cache of that tree
         names = list(trees)
         for r in range(rounds):
             for name in (names if r % 2 == 0 else names[::-1]):
                 tree = trees[name]
                 for key, command in commands.items():
-                    wall, cpu = timed(command(tree), tree, pycache)
+                    wall, cpu = timed(command(tree), tree)
                     samples[name][key].append(wall)
                     samples[name][f"{key}_cpu"].append(cpu)
             for lib, code in LIBRARIES.items():
-                wall, cpu = timed([sys.executable, "-c", code], HERE, pycache)
+                wall, cpu = timed([sys.executable, "-c", code], HERE)
                 samples["libraries"][lib].append(wall)
                 samples["libraries"][f"{lib}_cpu"].append(cpu)
     return samples
@@ -165,10 +151,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7, help="fresh processes per measurement (default 7)")
     parser.add_argument("--svi-repo", default=None, metavar="PATH",
                         help="a checkout of SergioCalo/SVI: also time the two-MDP solve of its smallest pair")
-    parser.add_argument("--bytecode", action="store_true",
-                        help="compile both trees' packages to bytecode first (in a temporary folder) and time "
-                             "processes that read it, as from an installed package (without it, a process under "
-                             "PYTHONDONTWRITEBYTECODE=1 compiles bisimkit's modules from source)")
     parser.add_argument("--out", default=None, metavar="FILE.json", help="write the samples and medians here")
     args = parser.parse_args(argv)
     svi_repo = None if args.svi_repo is None else Path(args.svi_repo).resolve()
@@ -179,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     trees = {"this": HERE}
     if args.against:
         trees["other"] = Path(args.against).resolve()
-    samples = measure(trees, args.rounds, svi_repo, args.bytecode)
+    samples = measure(trees, args.rounds, svi_repo)
     medians = {name: {key: statistics.median(values) for key, values in group.items()}
                for name, group in samples.items()}
     for name in trees:
@@ -201,8 +183,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'met' if met else 'NOT met'}")
     if args.out:
         atomic_write_json(args.out, {"rounds": args.rounds, "machine": platform.machine(), "cpus": os.cpu_count(),
-                                     "python": platform.python_version(), "bytecode": args.bytecode,
-                                     "dont_write_bytecode": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")),
+                                     "python": platform.python_version(),
                                      "trees": {name: str(path) for name, path in trees.items()},
                                      "medians": medians, "samples": samples,
                                      "stand_ins": STAND_INS, "svi_pair": None if svi_repo is None else list(SVI_PAIR),

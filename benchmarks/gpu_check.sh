@@ -36,6 +36,13 @@
 #                                          # solve on DEVICE certified to 1e-9 with its time and peak memory, all
 #                                          # under MICO_LIMIT seconds (570): $OUT/mico.json, $OUT/mico.log; no
 #                                          # rendering, no bundle needed (numpy, scipy, numba and torch are there)
+#   bash benchmarks/gpu_check.sh scene84   # the scene check at 84 px (python -m agents.metric_check, isolated,
+#                                          # batch SCENE_BATCH (64), SCENE_STEPS (1500) updates, an evaluation every
+#                                          # 250): ring eps-r beside ring eps-pi, then sprite eps-r beside sprite
+#                                          # eps-pi, under SCENE_LIMIT seconds (540) in all, the first pair at most
+#                                          # half of it; SCENE_ARGS: more flags. Each run's folder and log in
+#                                          # $RES/scene84/<scene>-<method>(.log). No bundle needed: our code draws
+#                                          # the scenes
 #
 # Knobs (for a dry run on a CPU): DEVICE (cuda), STEPS (100000), SEEDS ("0 1"), TRAIN_LIMIT (seconds,
 # 400), TRAIN_ARGS (extra agents.train flags), BENCH_ARGS (extra bench_updates arguments), BENCH_LIMIT (150),
@@ -67,13 +74,14 @@ pack() {  # each writer its own temporary (the 20 s packer's tar may outlive the
 }
 trap pack EXIT
 repo=$PWD
-# The mico stage renders nothing: it leaves the bundle and the loaders alone, so it can run beside a
-# training stage without rewriting the libraries that stage has loaded.
-if [ "$stage" != mico ] && ls .gl/*.deb >/dev/null 2>&1; then
+# The mico and scene84 stages render nothing with MuJoCo: they leave the bundle and the loaders alone, so
+# they can run beside a training stage without rewriting the libraries that stage has loaded.
+case "$stage" in mico|scene84) bundle=no ;; *) bundle=yes ;; esac
+if [ "$bundle" = yes ] && ls .gl/*.deb >/dev/null 2>&1; then
   for f in .gl/*.deb; do dpkg -x "$f" /; done
   ldconfig
 fi
-if [ "$stage" != mico ] && [ -f .devbundle/site312.zip ]; then
+if [ "$bundle" = yes ] && [ -f .devbundle/site312.zip ]; then
   mkdir -p /tmp/site && python3 -m zipfile -e "$repo/.devbundle/site312.zip" /tmp/site
   export PYTHONPATH=/tmp/site:$repo
 else
@@ -81,7 +89,7 @@ else
 fi
 export MUJOCO_GL=egl PYTHONUNBUFFERED=1
 probe='from agents.dcs import make_env; e = make_env("cartpole-swingup", background=False, camera=False, fast_render=False); e.reset(); e.close(); print("render ok")'
-if [ "$stage" != mico ] && ! python3 -c "$probe" 2>"$RES/probe.err"; then
+if [ "$bundle" = yes ] && ! python3 -c "$probe" 2>"$RES/probe.err"; then
   export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
   python3 -c "$probe" 2>>"$RES/probe.err" || { echo "rendering failed"; tail -20 "$RES/probe.err"; exit 1; }
 fi
@@ -235,6 +243,42 @@ distracted() {  # $1: seconds allowed; see the usage line. Results: $RES/distrac
   pack
 }
 
+scene84() {  # $1: seconds allowed; see the usage line. Results: $RES/scene84/<scene>-<method>/ and .log
+  local t0 left pair run name pid rc
+  local -a pids
+  mkdir -p "$RES/scene84"
+  t0=$(date +%s)
+  ( while sleep 20; do pack; done ) &
+  local packer=$!
+  for pair in "ring:eps-r ring:eps-pi" "sprite:eps-r sprite:eps-pi"; do
+    left=$(( $1 - ($(date +%s) - t0) ))
+    [[ "$pair" == ring* ]] && left=$(( $1 / 2 ))
+    if [ "$left" -le 30 ]; then echo "scene84: no time left for $pair"; continue; fi
+    echo "scene84: $pair side by side, at most $left s each, flags: ${SCENE_ARGS:-none}"
+    pids=()
+    for run in $pair; do
+      name=${run%%:*}-${run##*:}
+      rm -rf "${RES:?}/scene84/$name"
+      timeout "$left" python3 -m agents.metric_check --scene "${run%%:*}" --method "${run##*:}" --mode isolated \
+          --image-size 84 --steps "${SCENE_STEPS:-1500}" --batch "${SCENE_BATCH:-64}" --eval-every 250 \
+          --device "$DEVICE" --out "$RES/scene84/$name" ${SCENE_ARGS:-} > "$RES/scene84/$name.log" 2>&1 &
+      pids+=("$!:$name")
+    done
+    for pid in "${pids[@]}"; do
+      wait "${pid%%:*}"; rc=$?
+      name=${pid#*:}
+      if [ "$rc" = 124 ]; then  # stopped at its limit: the last progress line says how far it came
+        echo "$name stopped at its limit after $(( $(date +%s) - t0 )) s: $(grep '^step' "$RES/scene84/$name.log" | tail -n 1)"
+      else
+        echo "$name exited with $rc after $(( $(date +%s) - t0 )) s: $(tail -n 2 "$RES/scene84/$name.log" | head -n 1)"
+      fi
+    done
+    pack
+  done
+  kill $packer 2>/dev/null
+  pack
+}
+
 case "$stage" in
   session)
     limit=${SESSION_LIMIT:-570}
@@ -304,8 +348,11 @@ case "$stage" in
   distracted)  # a call of its own; called again on the same machine, it resumes what is unfinished
     distracted "${DISTRACTED_LIMIT:-570}" 2>&1 | tee "$OUT/distracted.log"
     ;;
+  scene84)  # the scene check at DCS image size, its runs two at a time
+    scene84 "${SCENE_LIMIT:-540}" 2>&1 | tee "$OUT/scene84.log"
+    ;;
   *)
-    echo "unknown stage $stage (session, fidelity, fp32, graphs, timings, bench, distracted or mico)"
+    echo "unknown stage $stage (session, fidelity, fp32, graphs, timings, bench, distracted, mico or scene84)"
     exit 2
     ;;
 esac

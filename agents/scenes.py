@@ -84,7 +84,8 @@ class DistractorState:
 
 
 class Distractors:
-    """The distractor process of a batch of images (see the module doc); ``rng`` is its own stream."""
+    """The distractor process of a batch of images (see the module doc); ``rng`` is its own stream. One
+    batch at a time: :meth:`compose` keeps its work arrays between calls."""
 
     def __init__(self, kinds, size: int, rng: np.random.Generator):
         self.kinds, self.size, self.rng = check_distractors(kinds), int(size), rng

@@ -189,7 +189,7 @@ def distracted_summary(root: Path, figure: Path | None = None, random: list[floa
     record written to ``root/distracted.json`` and, with ``figure``, every curve drawn against the random
     policy's band and the pass mark. ``random``: the random policy's returns (default
     :func:`distracted_random` for the first run's config)."""
-    from benchmarks.learning_check import LAST_EVALUATIONS, verdict  # the rule lives there, one place
+    from benchmarks.learning_check import LAST_EVALUATIONS, plot, verdict  # the rule and its figure live there
 
     runs = distracted_runs(root)
     if not runs:
@@ -216,24 +216,9 @@ def distracted_summary(root: Path, figure: Path | None = None, random: list[floa
 
     atomic_write_json(Path(root) / "distracted.json", record)
     if figure is not None:
-        record["figure"] = str(_distracted_figure(Path(figure), curves, record, first_cfg))
+        title = f"{first_cfg.get('task')}, background + camera distractions, held-out videos (GPU runs)"
+        record["figure"] = str(plot(Path(figure), curves, r_mean, r_std, title, record["pass_mark"]))
     return record
-
-
-def _distracted_figure(out: Path, curves, record: dict, cfg: dict) -> Path:
-    from figures.style import plt, return_curve_axes, save  # matplotlib: only with a figure to draw
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
-    for label, colour, steps, means, stds, style in curves:
-        steps, means, stds = map(np.asarray, (steps, means, stds))
-        ax.plot(steps, means, style, marker="o", color=colour, label=label)
-        ax.fill_between(steps, means - stds, means + stds, color=colour, alpha=0.15)
-    ax.axhline(record["random_mean"], color="grey", ls="--", label="uniform random policy")
-    ax.axhspan(record["random_mean"] - record["random_std"], record["random_mean"] + record["random_std"],
-               color="grey", alpha=0.2)
-    ax.axhline(record["pass_mark"], color="tab:red", ls=":", label="pass mark")
-    return_curve_axes(ax, f"{cfg.get('task')}, background + camera distractions, held-out videos (GPU runs)")
-    return save(fig, out, tight=True)
 
 
 def distracted_lines(record: dict) -> str:

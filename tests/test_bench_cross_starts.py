@@ -1,0 +1,44 @@
+"""The starts of ``benchmarks.bench_cross_starts`` (its pivot counts and times are the benchmark's, not a test's)."""
+
+import json
+
+import numpy as np
+
+from benchmarks.bench_cross_starts import main, monotone_basis, solve_from, tree_duals
+
+
+def _random_problem(rng, k, l):
+    a, b = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(l))
+    return a, b, rng.uniform(0.0, 1.0, (k, l))
+
+
+def test_monotone_basis_is_a_spanning_tree_carrying_the_marginals():
+    rng = np.random.default_rng(0)
+    a, b, _ = _random_problem(rng, 5, 7)
+    ha, hb = rng.normal(size=5), rng.normal(size=7)
+    basis = monotone_basis(a, b, ha, hb)
+    assert basis.shape == (5 + 7 - 1, 2)
+    assert len({tuple(c) for c in basis}) == len(basis)  # distinct cells
+    assert set(basis[:, 0]) == set(range(5)) and set(basis[:, 1]) == set(range(7))  # every node touched
+    _, _, cost, _ = solve_from(a, b, np.abs(ha[:, None] - hb[None, :]), basis)
+    # on the line cost the monotone coupling is optimal: the simplex from it keeps its cost
+    _, _, greedy_cost, _ = solve_from(a, b, np.abs(ha[:, None] - hb[None, :]), None)
+    assert abs(cost - greedy_cost) < 1e-12
+
+
+def test_tree_duals_are_tight_on_the_tree_and_feasible_at_the_optimum():
+    rng = np.random.default_rng(1)
+    a, b, C = _random_problem(rng, 6, 4)
+    _, _, _, basis = solve_from(a, b, C, None)
+    u, v = tree_duals(C, basis)
+    assert np.allclose(u[basis[:, 0]] + v[basis[:, 1]], C[basis[:, 0], basis[:, 1]])
+    assert np.all(C - u[:, None] - v[None, :] >= -1e-12)  # optimal basis: no negative reduced cost
+
+
+def test_every_start_reaches_the_same_optimum(tmp_path, capsys):
+    out = tmp_path / "starts.json"
+    assert main(["--n", "12", "--pairs", "20", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert record == json.loads(capsys.readouterr().out)
+    assert set(record["median_pivots"]) == {"greedy", "reward line", "fitted line", "neighbour duals"}
+    assert record["certified_error"] <= 1e-9

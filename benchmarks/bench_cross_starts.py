@@ -39,24 +39,13 @@ from bisimkit.files import atomic_write_json
 
 
 def monotone_basis(a: np.ndarray, b: np.ndarray, ha: np.ndarray, hb: np.ndarray) -> np.ndarray:
-    """The north-west corner coupling after sorting both sides by their keys: a spanning tree of
-    ``k + l - 1`` cells (row, column)."""
-    ia, ib = np.argsort(ha, kind="stable"), np.argsort(hb, kind="stable")
-    ra, rb = a.astype(float).copy(), b.astype(float).copy()
-    i = j = 0
-    cells = []
-    while i < len(ia) and j < len(ib):
-        cells.append((ia[i], ib[j]))
-        f = min(ra[ia[i]], rb[ib[j]])
-        ra[ia[i]] -= f
-        rb[ib[j]] -= f
-        if i == len(ia) - 1:
-            j += 1
-        elif j == len(ib) - 1 or ra[ia[i]] <= rb[ib[j]]:
-            i += 1
-        else:
-            j += 1
-    return np.array(cells[:len(a) + len(b) - 1], dtype=np.int64)
+    """The solver's line start (:func:`bisimkit.simplex.line_bases`): the monotone coupling of the
+    rows keyed ``ha`` and the columns keyed ``hb``, as ``k + l - 1`` basis cells (row, column)."""
+    k, l = len(a), len(b)
+    basis = np.zeros((k + l - 1, 2), dtype=simplex.BASIS_DTYPE)
+    simplex.line_bases(np.arange(k)[None], a[None], np.array([k]), k + np.arange(l)[None], b[None],
+                       np.array([l]), np.concatenate([ha, hb]), basis, np.zeros(1, dtype=np.bool_))
+    return basis.astype(np.int64)
 
 
 def greedy_basis(a: np.ndarray, b: np.ndarray, C: np.ndarray) -> np.ndarray:

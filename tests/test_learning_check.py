@@ -80,6 +80,10 @@ def test_both_methods_under_distractions_on_one_figure(tmp_path, monkeypatch, ca
     (["--env-steps", "many"], "env_steps: invalid int value"),
     (["--distractions", "yes"], "unrecognized arguments: yes"),
     (["--method", "eps-r", "--bisim-warmup", "-1"], "bisim_warmup:"),
+    (["--method", "eps-r", "--beta", "-0.1"], "beta:"),
+    (["--method", "eps-r", "--beta", "nan"], "beta:"),
+    (["--method", "drq", "--beta", "0.1"], "beta: 0.1 is given, and drq has no bisimulation loss"),
+    (["--method", "eps-r,drq", "--beta", "0.1"], "drq has no bisimulation loss"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, args, message):
     out = tmp_path / "check"
@@ -101,3 +105,18 @@ def test_the_warm_up_reaches_the_trained_configuration(tmp_path, monkeypatch):
     assert learning_check.main(argv) == 2
     assert seen["eps-r"].bisim_warmup == 2000 and seen["eps-r"].background
     assert replace(seen["eps-r"], bisim_warmup=0) == check_config("eps-r", distractions=True)
+
+
+def test_beta_reaches_the_trained_configuration(tmp_path, monkeypatch):
+    seen = {}
+
+    def fake_train(cfg, folder, **kwargs):
+        seen[cfg.method] = cfg
+        raise learning_check.InputError("stop here", param="out")
+
+    monkeypatch.setattr(learning_check, "train", fake_train)
+    assert learning_check.main(["--method", "eps-r", "--beta", "0.1", "--out", str(tmp_path / "c")]) == 2
+    assert seen["eps-r"].beta == 0.1
+    assert replace(seen["eps-r"], beta=None) == check_config("eps-r")
+    assert learning_check.main(["--method", "eps-r", "--out", str(tmp_path / "d")]) == 2
+    assert seen["eps-r"].resolved().beta == 0.5                  # the presets' weight when none is given

@@ -275,9 +275,22 @@ class Agent(nn.Module):
         observations for the actor step)."""
         return self._critic_losses(self._batch(batch))
 
-    def _critic_losses(self, tensors: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, dict[str, torch.Tensor],
-                                                                          torch.Tensor]:
-        """:meth:`critic_losses` of a batch already on the device (:meth:`_batch`)."""
+    def loss_terms(self, batch: dict) -> dict[str, torch.Tensor]:
+        """The joint update's loss (steps 1-6) split into its weighted terms, each with its graph: 'critic',
+        and where the method trains them, 'transition', 'reward', 'inverse' and 'bisim' (``beta`` times the
+        bisimulation loss). Their sum is the loss :meth:`update` steps on; a term's gradient on
+        ``self.encoder`` shows how much of the encoder's update it drives."""
+        if self.dbc_update:
+            raise ValueError("update_rule: DBC's update steps on two losses in turn; loss_terms splits the joint one")
+        terms: dict[str, torch.Tensor] = {}
+        self._critic_losses(self._batch(batch), terms)
+        return terms
+
+    def _critic_losses(self, tensors: tuple[torch.Tensor, ...], terms: dict[str, torch.Tensor] | None = None
+                       ) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
+        """:meth:`critic_losses` of a batch already on the device (:meth:`_batch`); ``terms``, when given,
+        receives the weighted terms of the loss with their graphs (:meth:`loss_terms`)."""
+        terms = {} if terms is None else terms
         cfg = self.config
         obs, next_obs, action, reward, discount = tensors
         rows = obs.shape[0]
@@ -309,15 +322,17 @@ class Agent(nn.Module):
         target = q_target.repeat(m)
         loss = m * (F.mse_loss(q1, target) + F.mse_loss(q2, target))  # DrQ: the sum over the M views
         stats = {"critic_loss": loss.detach(), "q": q1[:rows].detach().mean()}
+        terms["critic"] = loss
 
         if self.joint_world:
-            model_loss, model_stats = self.world_model_losses(z, latents[m * rows:], action, reward)
+            model_loss, model_stats = self.world_model_losses(z, latents[m * rows:], action, reward, terms)
             loss = loss + model_loss
             stats.update(model_stats)
         if self.method.bisim is not None and cfg.beta > 0 and not self.dbc_update and self.bisim_active:
             with self.checks.collecting() if self.checks is not None else nullcontext():
                 bisim = self.bisimulation_loss(z)
-            loss = loss + cfg.beta * bisim
+            terms["bisim"] = cfg.beta * bisim
+            loss = loss + terms["bisim"]
             stats["bisim_loss"] = bisim.detach()
         return loss, stats, obs_views[0]
 
@@ -327,14 +342,18 @@ class Agent(nn.Module):
         return self.updates >= self.config.bisim_warmup
 
     def world_model_losses(self, z: torch.Tensor, z_next_grad: torch.Tensor, action: torch.Tensor,
-                           reward: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+                           reward: torch.Tensor, terms: dict[str, torch.Tensor] | None = None
+                           ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Step 5: transition NLL of the detached next latent, reward regression on a sample of the predicted
-        next latent, inverse dynamics (gradient into ``z_next_grad``); (their sum, the terms detached)."""
+        next latent, inverse dynamics (gradient into ``z_next_grad``); (their sum, the terms detached).
+        ``terms``, when given, receives the three with their graphs."""
         z_next = z_next_grad.detach()
         mu, sigma = self.transition(z, action)
         transition_loss = (0.5 * ((z_next - mu) / sigma) ** 2 + sigma.log()).mean()
         reward_loss = F.mse_loss(self.reward_model(mu + sigma * torch.randn_like(mu)), reward)
         inverse_loss = F.mse_loss(self.inverse(z, z_next_grad), action)
+        if terms is not None:
+            terms.update(transition=transition_loss, reward=reward_loss, inverse=inverse_loss)
         return transition_loss + reward_loss + inverse_loss, {
             "transition_loss": transition_loss.detach(), "reward_loss": reward_loss.detach(),
             "inverse_loss": inverse_loss.detach()}

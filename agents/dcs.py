@@ -93,6 +93,7 @@ class DCSEnv:
         self._frames: deque[np.ndarray] = deque(maxlen=frame_stack)
         self._steps = 0
         self._done = True
+        self._task_obs = None
 
     @property
     def observation_shape(self) -> tuple[int, int, int]:
@@ -105,6 +106,26 @@ class DCSEnv:
         if self._background is None or self._background._background is None:  # pylint: disable=protected-access
             return None
         return os.path.basename(str(self._background._current_video))  # pylint: disable=protected-access
+
+    @property
+    def task_state(self) -> np.ndarray:
+        """The task's own state observation behind the current pixels (what a state-based agent of
+        the suite reads: for walker, torso orientations, height and joint velocities), flattened in
+        the order of :attr:`task_state_names`; distractors never enter it."""
+        if self._task_obs is None:
+            raise RuntimeError("task_state: no episode has started; call reset()")
+        return np.concatenate([np.asarray(v, np.float64).ravel() for v in self._task_obs.values()])
+
+    @property
+    def task_state_names(self) -> list[str]:
+        """A name per entry of :attr:`task_state`: ``key`` or ``key[i]``."""
+        if self._task_obs is None:
+            raise RuntimeError("task_state_names: no episode has started; call reset()")
+        names = []
+        for key, value in self._task_obs.items():
+            size = int(np.asarray(value).size)
+            names += [key] if size == 1 else [f"{key}[{i}]" for i in range(size)]
+        return names
 
     def _frame(self) -> np.ndarray:
         if self._background is not None:
@@ -139,7 +160,7 @@ class DCSEnv:
         observation (the first frame repeated)."""
         if seed is not None:
             self.reseed(seed)
-        self._env.reset()
+        self._task_obs = self._env.reset().observation
         frame = self._frame()
         for _ in range(self.frame_stack):
             self._frames.append(frame)
@@ -159,6 +180,7 @@ class DCSEnv:
         reward, discount, last = 0.0, 1.0, False
         for _ in range(self.action_repeat):
             time_step = self._env.step(action)
+            self._task_obs = time_step.observation
             reward += float(time_step.reward or 0.0)
             discount = float(time_step.discount if time_step.discount is not None else 1.0)
             if time_step.last():

@@ -539,3 +539,32 @@ def test_bisim_warmup_trains_the_world_model_alone_first():
 def test_bisim_warmup_must_be_a_count():
     with pytest.raises(InputError, match="bisim_warmup"):
         make_config("paper", method="eps-r", bisim_warmup=-1)
+
+
+@pytest.mark.parametrize("method, names", [
+    ("drq", {"critic"}),
+    ("eps-r", {"critic", "transition", "reward", "inverse", "bisim"}),
+    ("eps-pi", {"critic", "transition", "reward", "inverse", "bisim"}),
+    ("drq+pse", {"critic", "transition", "reward", "inverse", "bisim"}),
+])
+def test_loss_terms_add_up_to_the_loss_the_update_steps_on(method, names):
+    torch.manual_seed(0)
+    cfg = make_config("paper", method=method, capacity="low", image_size=SIDE, batch_size=ROWS, device="cpu",
+                      fast=False)
+    agent, batch = Agent((9, SIDE, SIDE), ACTIONS, cfg, "cpu"), random_batch(ROWS)
+    torch.manual_seed(3)
+    loss, stats, _ = agent.critic_losses(batch)
+    torch.manual_seed(3)
+    terms = agent.loss_terms(batch)
+    assert set(terms) == names
+    assert torch.allclose(sum(terms.values()), loss, rtol=1e-6, atol=0)
+    assert torch.equal(terms["critic"].detach(), stats["critic_loss"])
+    if "bisim" in terms:
+        assert torch.equal(terms["bisim"].detach(), cfg.resolved().beta * stats["bisim_loss"])
+    grads = torch.autograd.grad(terms["critic"], list(agent.encoder.parameters()))
+    assert any(g.abs().sum() > 0 for g in grads)                      # each term reaches the encoder
+
+
+def test_loss_terms_refuse_dbcs_two_step_update():
+    with pytest.raises(ValueError, match="update_rule"):
+        dbc_agent().loss_terms(random_batch(ROWS))

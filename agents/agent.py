@@ -345,10 +345,11 @@ class Agent(nn.Module):
                            reward: torch.Tensor, terms: dict[str, torch.Tensor] | None = None
                            ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Step 5: transition NLL of the detached next latent, reward regression on a sample of the predicted
-        next latent, inverse dynamics (gradient into ``z_next_grad``); (their sum, the terms detached).
+        next latent (both on a detached ``z`` when ``model_grad`` is off), inverse dynamics (gradient into
+        ``z_next_grad``); (their sum, the terms detached).
         ``terms``, when given, receives the three with their graphs."""
         z_next = z_next_grad.detach()
-        mu, sigma = self.transition(z, action)
+        mu, sigma = self.transition(z if self.config.model_grad else z.detach(), action)
         transition_loss = (0.5 * ((z_next - mu) / sigma) ** 2 + sigma.log()).mean()
         reward_loss = F.mse_loss(self.reward_model(mu + sigma * torch.randn_like(mu)), reward)
         inverse_loss = F.mse_loss(self.inverse(z, z_next_grad), action)

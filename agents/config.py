@@ -240,6 +240,12 @@ class TrainConfig:
     bisim_warmup: int = 0
     """Updates that train the world model (transition, reward, inverse dynamics) before the bisimulation loss
     joins the encoder's loss (``beta`` counts from then on; 0: from the first update)."""
+    model_grad: bool = True
+    """Whether the transition and reward losses train the encoder, through the latent they read (the paper's
+    J_P and J_R do). Off: those heads learn on detached latents, and the encoder learns from the critic,
+    inverse dynamics and the bisimulation loss. The Gaussian NLL with a learned sigma on a target from the
+    same encoder pays without bound for a latent that maps every frame to one point (docs/agents.md,
+    "Why eps-r's encoder collapses")."""
     # ------------------------------------------------------------- schedule
     seed_steps: int = 1000
     """Agent steps (environment steps / action repeat) of uniform random actions before learning starts."""
@@ -360,10 +366,13 @@ class TrainConfig:
         if self.distance_scale is not None:
             _positive("distance_scale", self.distance_scale)
         self._validate_update_rule()
+        if self.model_grad is False and not self.world_model:
+            raise InputError(f"model_grad: {self.method} trains no transition or reward model here (aux "
+                             f"{self.aux}), so model_grad off changes nothing")
         if self.beta is not None and not (_is_number(self.beta) and 0 <= self.beta < math.inf):
             raise InputError(f"beta: {self.beta!r} is not a non-negative finite number")
         for name in ("background", "camera", "stacked_frames", "actor_head", "target_encoder", "fast_render",
-                     "eval_train_videos", "compile"):
+                     "eval_train_videos", "compile", "model_grad"):
             if not isinstance(getattr(self, name), bool):
                 raise InputError(f"{name}: {getattr(self, name)!r} is not true or false")
         for name in ("aux", "fast", "augment", "graphs"):
@@ -394,6 +403,9 @@ class TrainConfig:
             raise InputError("augment: update_rule dbc is DBC's update on unshifted observations, and augment is on")
         if self.aux is False:
             raise InputError("aux: update_rule dbc trains DBC's transition and reward models, and aux is off")
+        if self.model_grad is False:
+            raise InputError("model_grad: update_rule dbc is DBC's update, whose model losses train the encoder, "
+                             "and model_grad is off")
         if self.distance_scale is not None:
             raise InputError("distance_scale: update_rule dbc compares latents coordinate by coordinate "
                              "(no distance head), and distance_scale is set")
@@ -497,6 +509,7 @@ PRESETS: dict[str, Preset] = {
             "episode_steps": "dm_control (1000)", "texture_size": OURS + " (speed)", "fast_render": OURS + " (speed)",
             "aux": "paper, Alg. 2 (J_P, J_R, J_ID)", "bisim_samples": "paper, Alg. 1 (one draw)",
             "bisim_warmup": "paper, Alg. 2 (the loss from the first update)",
+            "model_grad": "paper, Alg. 2 (J_P and J_R read h(o_t) with its gradient)",
             "update_rule": "paper, Alg. 2 (one step on J_SAC + J_P + J_R + J_ID + beta J_bisim)",
             "eval_every": OURS, "checkpoint_every": OURS, "fast": OURS + " (speed; tests/test_agent.py)",
             "graphs": OURS + " (speed, auto: on with CUDA; benchmarks/bench_updates.py --check-graphs)",

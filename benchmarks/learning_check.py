@@ -15,7 +15,8 @@ encoder; beta 0.5 and the world-model heads as in the paper preset);
 ``--bisim-warmup N`` trains eps-r's world model alone for its first N updates before the
 bisimulation loss joins (``TrainConfig.bisim_warmup``, as the scene check of ``agents.metric_check``
 does); ``--beta B`` sets eps-r's bisimulation weight (the paper tunes it per task and reports no
-value; the check's default is the presets' 0.5); ``--distractions`` turns the dynamic video backgrounds and the camera
+value; the check's default is the presets' 0.5); ``--no-model-grad`` trains eps-r's transition and
+reward heads on detached latents (``TrainConfig.model_grad``); ``--distractions`` turns the dynamic video backgrounds and the camera
 distraction on (training on the 2 training videos, evaluation, and the random
 policy, on the 30 held-out ones; procedural videos unless ``$BISIMKIT_DAVIS``
 points at DAVIS-2017). ``--method eps-r,drq`` trains each
@@ -24,7 +25,8 @@ method in ``OUT/<method>`` and draws every curve on one figure in ``OUT``.
     python -m benchmarks.learning_check [--out runs/learning-check] [--task walker-stand]
                                         [--method drq|eps-r|eps-r,drq] [--distractions]
                                         [--env-steps 40000] [--eval-every 5000] [--seed 0]
-                                        [--bisim-warmup 0] [--beta 0.5] [--resume]
+                                        [--bisim-warmup 0] [--beta 0.5] [--no-model-grad]
+                                        [--resume]
 
 Writes ``learning.png`` and ``learning.json`` into the output folder and prints a
 verdict per method: the check passes when the mean of the last three evaluations
@@ -166,6 +168,9 @@ def build_parser() -> ConfigParser:
     p.add_argument("--beta", type=float, default=None,
                    help="eps-r: the weight of the bisimulation loss (TrainConfig.beta; default the presets' "
                         "0.5, which the paper tunes per task)")
+    p.add_argument("--no-model-grad", dest="model_grad", action="store_false",
+                   help="eps-r: the transition and reward losses do not train the encoder (TrainConfig.model_grad; "
+                        "the paper's do)")
     p.add_argument("--resume", action="store_true")
     return p
 
@@ -176,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         methods = parse_methods(args.method)
         configs = {m: check_config(m, args.distractions, task=args.task, env_steps=args.env_steps, seed=args.seed,
                                    eval_every=args.eval_every, checkpoint_every=args.eval_every,
-                                   bisim_warmup=args.bisim_warmup, **beta_field(m, args.beta)) for m in methods}
+                                   bisim_warmup=args.bisim_warmup, **beta_field(m, args.beta),
+                                   **({} if args.model_grad else {"model_grad": False})) for m in methods}
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

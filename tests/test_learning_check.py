@@ -84,6 +84,7 @@ def test_both_methods_under_distractions_on_one_figure(tmp_path, monkeypatch, ca
     (["--method", "eps-r", "--beta", "nan"], "beta:"),
     (["--method", "drq", "--beta", "0.1"], "beta: 0.1 is given, and drq has no bisimulation loss"),
     (["--method", "eps-r,drq", "--beta", "0.1"], "drq has no bisimulation loss"),
+    (["--method", "drq", "--no-model-grad"], "model_grad: drq trains no transition or reward model"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, args, message):
     out = tmp_path / "check"
@@ -107,7 +108,7 @@ def test_the_warm_up_reaches_the_trained_configuration(tmp_path, monkeypatch):
     assert replace(seen["eps-r"], bisim_warmup=0) == check_config("eps-r", distractions=True)
 
 
-def test_beta_reaches_the_trained_configuration(tmp_path, monkeypatch):
+def test_beta_and_model_grad_reach_the_trained_configuration(tmp_path, monkeypatch):
     seen = {}
 
     def fake_train(cfg, folder, **kwargs):
@@ -119,4 +120,6 @@ def test_beta_reaches_the_trained_configuration(tmp_path, monkeypatch):
     assert seen["eps-r"].beta == 0.1
     assert replace(seen["eps-r"], beta=None) == check_config("eps-r")
     assert learning_check.main(["--method", "eps-r", "--out", str(tmp_path / "d")]) == 2
-    assert seen["eps-r"].resolved().beta == 0.5                  # the presets' weight when none is given
+    assert seen["eps-r"].resolved().beta == 0.5 and seen["eps-r"].model_grad  # the presets' when none is given
+    assert learning_check.main(["--method", "eps-r", "--no-model-grad", "--out", str(tmp_path / "e")]) == 2
+    assert seen["eps-r"].model_grad is False

@@ -244,8 +244,8 @@ class TrainConfig:
     """Whether the transition and reward losses train the encoder, through the latent they read (the paper's
     J_P and J_R do). Off: those heads learn on detached latents, and the encoder learns from the critic,
     inverse dynamics and the bisimulation loss. The Gaussian NLL with a learned sigma on a target from the
-    same encoder pays without bound for a latent that maps every frame to one point (docs/agents.md,
-    "Why eps-r's encoder collapses")."""
+    same encoder is lowest when every frame has one latent, and holds the encoder there (docs/agents.md, "Why
+    ε-R's encoder collapses in the learning check")."""
     # ------------------------------------------------------------- schedule
     seed_steps: int = 1000
     """Agent steps (environment steps / action repeat) of uniform random actions before learning starts."""

@@ -568,3 +568,26 @@ def test_loss_terms_add_up_to_the_loss_the_update_steps_on(method, names):
 def test_loss_terms_refuse_dbcs_two_step_update():
     with pytest.raises(ValueError, match="update_rule"):
         dbc_agent().loss_terms(random_batch(ROWS))
+
+
+@pytest.mark.parametrize("model_grad", [True, False])
+def test_model_grad_decides_whether_the_world_model_trains_the_encoder(model_grad):
+    agent, batch = eps_r_agent(model_grad=model_grad), random_batch(ROWS)
+    terms = agent.loss_terms(batch)
+    encoder, heads = list(agent.encoder.parameters()), list(agent.transition.parameters())
+    for name in ("transition", "reward"):
+        on_encoder = torch.autograd.grad(terms[name], encoder, retain_graph=True, allow_unused=True)
+        reach = any(g is not None and g.abs().sum() > 0 for g in on_encoder)
+        assert reach == model_grad, name
+        on_heads = torch.autograd.grad(terms[name], heads, retain_graph=True, allow_unused=True)
+        assert any(g is not None and g.abs().sum() > 0 for g in on_heads), name     # the heads learn either way
+    for name in ("inverse", "bisim", "critic"):                                         # the others always reach it
+        grads = torch.autograd.grad(terms[name], encoder, retain_graph=True, allow_unused=True)
+        assert any(g is not None and g.abs().sum() > 0 for g in grads), name
+
+
+def test_model_grad_off_needs_a_joint_world_model():
+    with pytest.raises(InputError, match="model_grad: drq trains no transition"):
+        make_config("drq", model_grad=False).validated()
+    with pytest.raises(InputError, match="model_grad: update_rule dbc"):
+        make_config("dbc", model_grad=False).validated()

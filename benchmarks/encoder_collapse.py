@@ -52,32 +52,32 @@ VARIANTS: dict[str, tuple[str, dict, str]] = {
 PROBE_FRAMES = 512
 
 
+class StoredActions:
+    """The learning check's random policy, each action rounded to float32 (the dtype transitions store)
+    before it acts, so the stored action is exactly the one the environment received."""
+
+    def __init__(self, policy):
+        self.policy = policy
+
+    def act(self, obs, explore: bool = False) -> np.ndarray:
+        return np.asarray(self.policy.act(obs, explore), np.float32)
+
+
 def collect(cfg, transitions: int, seed: int) -> dict[str, np.ndarray]:
-    """``transitions`` transitions of a uniformly random policy in the configuration's environment."""
-    from agents.rollout import episode_seed, make_run_env
+    """``transitions`` transitions of the learning check's uniformly random policy in the configuration's
+    environment (training videos; episodes seeded as training episodes)."""
+    from agents.rollout import TRAIN_STREAM, make_run_env
+    from benchmarks.learning_check import RandomPolicy
+    from benchmarks.learning_check_diagnosis import record_transitions
 
     env = make_run_env(cfg, "train")
-    rng = np.random.default_rng(seed)
-    spec = env.action_spec
-    rows: dict[str, list] = {k: [] for k in ("obs", "next_obs", "action", "reward", "discount", "episode")}
-    episode = 0
     try:
-        while len(rows["obs"]) < transitions:
-            obs, done = env.reset(seed=episode_seed(seed, episode)), False
-            while not done and len(rows["obs"]) < transitions:
-                action = rng.uniform(spec.minimum, spec.maximum).astype(np.float32)
-                next_obs, reward, done, info = env.step(action)
-                for key, value in (("obs", obs), ("next_obs", next_obs), ("action", action), ("reward", reward),
-                                   ("discount", info["discount"]), ("episode", episode)):
-                    rows[key].append(value)
-                obs = next_obs
-            episode += 1
-        shape, actions = env.observation_shape, int(spec.shape[0])
+        actions = int(env.action_spec.shape[0])
+        data = record_transitions(env, StoredActions(RandomPolicy(actions, seed)), seed, stream=TRAIN_STREAM,
+                                  limit=transitions)
+        data["shape"], data["actions"] = np.asarray(env.observation_shape), np.asarray(actions)
     finally:
         env.close()
-    data = {k: np.asarray(v, np.float32) if k in ("action", "reward", "discount") else np.asarray(v)
-            for k, v in rows.items()}
-    data["shape"], data["actions"] = np.asarray(shape), np.asarray(actions)
     return data
 
 

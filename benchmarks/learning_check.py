@@ -16,8 +16,8 @@ encoder; beta 0.5 and the world-model heads as in the paper preset);
 bisimulation loss joins (``TrainConfig.bisim_warmup``, as the scene check of ``agents.metric_check``
 does); ``--beta B`` sets eps-r's bisimulation weight (the paper tunes it per task and reports no
 value; the check's default is the presets' 0.5); ``--no-model-grad`` trains eps-r's transition and
-reward heads on detached latents (``TrainConfig.model_grad``); ``--distractions`` turns the dynamic video backgrounds and the camera
-distraction on (training on the 2 training videos, evaluation, and the random
+reward heads on detached latents (``TrainConfig.model_grad``); ``--distractions`` turns the dynamic
+video backgrounds and the camera distraction on (training on the 2 training videos, evaluation, and the random
 policy, on the 30 held-out ones; procedural videos unless ``$BISIMKIT_DAVIS``
 points at DAVIS-2017). ``--method eps-r,drq`` trains each
 method in ``OUT/<method>`` and draws every curve on one figure in ``OUT``.

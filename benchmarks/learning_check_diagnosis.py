@@ -46,28 +46,31 @@ FIT_FRACTION = 2 / 3
 ROLLOUT_STREAM = 7  # episode seeds of their own, apart from training (0) and evaluation (1)
 
 
-def collect(restored, episodes: int, seed: int) -> dict[str, np.ndarray]:
-    """``episodes`` episodes of the restored agent's exploring policy: transitions, the physical state
-    behind each observation, and the episode each belongs to."""
+def record_transitions(env, policy, seed: int, stream: int = ROLLOUT_STREAM, episodes: int | None = None,
+                       limit: int | None = None) -> dict[str, np.ndarray]:
+    """Transitions of ``policy`` (``act(obs, explore=True)``) in the DCS environment ``env``: ``episodes``
+    whole episodes, or episodes until ``limit`` transitions; episode j seeded with (``seed``, ``stream``, j).
+    Rows: obs, next_obs, action, reward, discount, the task's state behind obs (``state``) and the episode."""
     from agents.rollout import episode_seed
 
-    env, agent = restored.env, restored.agent
     rows: dict[str, list] = {k: [] for k in ("obs", "next_obs", "action", "reward", "discount", "state",
                                              "episode")}
-    for j in range(episodes):
-        obs, done = env.reset(seed=episode_seed(seed, j, stream=ROLLOUT_STREAM)), False
+    j = 0
+    while (episodes is None or j < episodes) and (limit is None or len(rows["obs"]) < limit):
+        obs, done = env.reset(seed=episode_seed(seed, j, stream=stream)), False
         state = env.task_state
-        while not done:
-            action = agent.act(obs, explore=True)
+        while not done and (limit is None or len(rows["obs"]) < limit):
+            action = policy.act(obs, explore=True)
             next_obs, reward, done, info = env.step(action)
             for key, value in (("obs", obs), ("next_obs", next_obs), ("action", action), ("reward", reward),
                                ("discount", info["discount"]), ("state", state), ("episode", j)):
                 rows[key].append(value)
             obs, state = next_obs, env.task_state
+        j += 1
     return {"obs": np.stack(rows["obs"]), "next_obs": np.stack(rows["next_obs"]),
             "action": np.asarray(rows["action"], np.float32), "reward": np.asarray(rows["reward"], np.float32),
             "discount": np.asarray(rows["discount"], np.float32), "state": np.stack(rows["state"]),
-            "episode": np.asarray(rows["episode"]), "fit": np.asarray(rows["episode"]) < episodes * FIT_FRACTION}
+            "episode": np.asarray(rows["episode"])}
 
 
 def pool(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -172,7 +175,9 @@ def diagnose(runs: list[str], episodes: int = 6, batches: int = 16, ridge: float
         restored.append(r)
         print(f"[{i + 1}/{len(runs)}] {run}: {r.config.method}, {r.env_steps} env steps; "
               f"{episodes} episodes of its policy", flush=True)
-        parts.append(collect(r, episodes, seed))
+        part = record_transitions(r.env, r.agent, seed, episodes=episodes)
+        part["fit"] = part["episode"] < episodes * FIT_FRACTION
+        parts.append(part)
     names = restored[0].env.task_state_names
     data = pool(parts)
     torch.manual_seed(seed)

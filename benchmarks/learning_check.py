@@ -181,8 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         methods = parse_methods(args.method)
         configs = {m: check_config(m, args.distractions, task=args.task, env_steps=args.env_steps, seed=args.seed,
                                    eval_every=args.eval_every, checkpoint_every=args.eval_every,
-                                   bisim_warmup=args.bisim_warmup, **beta_field(m, args.beta),
-                                   **({} if args.model_grad else {"model_grad": False})) for m in methods}
+                                   bisim_warmup=args.bisim_warmup, model_grad=args.model_grad,
+                                   **beta_field(m, args.beta)) for m in methods}
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -170,6 +170,9 @@ class Agent(nn.Module):
             scale = latent ** -0.5 if config.distance_scale is None else config.distance_scale
             self.distance = LatentL1Distance(scale) if self.method.head == "latent-l1" else \
                 SeparableDistance(latent, init=scale)
+        if config.spread_units:  # a bias-corrected running mean of the batch spread, for evaluations
+            self.register_buffer("spread_sum", torch.zeros(()))
+            self.register_buffer("spread_weight", torch.zeros(()))
         self.log_alpha = nn.Parameter(torch.tensor(math.log(config.init_temperature)))
         self.target_entropy = -float(action_dim)
         if self.fast or config.compile:
@@ -241,19 +244,44 @@ class Agent(nn.Module):
     def _mean_action(self, z: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.actor(z)[0])
 
+    #: Weight of a batch in the running mean of the latent spread (``spread_units``).
+    SPREAD_MOMENTUM = 0.01
+
+    def latent_distance(self, z: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
+        """The learned distance of the rows of ``z`` and ``z2``: the distance head's, divided by the running
+        mean of the batch spread under ``spread_units`` (the units the bisimulation loss trains it in)."""
+        if self.distance is None:
+            raise ValueError(f"method: {self.config.method} has no distance head")
+        d = self.distance(z, z2)
+        if self.config.spread_units:
+            d = d / (self.spread_sum / self.spread_weight.clamp_min(1e-12)).clamp_min(1e-12)
+        return d
+
     def bisimulation_loss(self, z: torch.Tensor) -> torch.Tensor:
-        """The method's loss from :mod:`bisimkit.losses` on latents ``z`` (gradient flows into ``z``)."""
+        """The method's loss from :mod:`bisimkit.losses` on latents ``z`` (gradient flows into ``z``); under
+        ``spread_units`` on distances divided by the batch's latent spread (with its gradient)."""
+        if not self.config.spread_units:
+            return self._bisimulation_loss(z, self.distance)
+        spread = z.float().std(0).mean().clamp_min(1e-6)
+        with torch.no_grad():  # in place: no host synchronisation, safe inside a CUDA graph
+            w = self.SPREAD_MOMENTUM
+            self.spread_sum.mul_(1 - w).add_(w * spread.detach())
+            self.spread_weight.mul_(1 - w).add_(w)
+        head = self.distance
+        return self._bisimulation_loss(z, lambda a, b: head(a, b) / spread)
+
+    def _bisimulation_loss(self, z: torch.Tensor, distance) -> torch.Tensor:
         kind, c, k = self.method.bisim, self.config.discount, self.config.bisim_samples
         policy = gaussian_policy(self.actor, self.action_dim, squash=True)
         if kind == "dbc":
-            return dbc_loss(z, distance=self.distance, policy=policy, reward=self._next_reward,
+            return dbc_loss(z, distance=distance, policy=policy, reward=self._next_reward,
                             next_w2=gaussian_w2(self.transition), discount=c, samples=k)
         transition = gaussian_transition(self.transition, self.latent_dim)
         if kind == "psm":
-            return psm_loss(z, distance=self.distance, policy=policy, transition=transition,
+            return psm_loss(z, distance=distance, policy=policy, transition=transition,
                             mean_action=self._mean_action, discount=c, samples=k)
         ground = reward_ground(self._next_reward) if kind == "entangled-reward" else policy_ground(self._mean_action)
-        return entangled_loss(z, distance=self.distance, policy=policy, transition=transition, ground=ground,
+        return entangled_loss(z, distance=distance, policy=policy, transition=transition, ground=ground,
                               discount=c, samples=k)
 
     # ------------------------------------------------------------ update

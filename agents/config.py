@@ -246,6 +246,13 @@ class TrainConfig:
     inverse dynamics and the bisimulation loss. The Gaussian NLL with a learned sigma on a target from the
     same encoder is lowest when every frame has one latent, and holds the encoder there (docs/agents.md, "Why
     ε-R's encoder collapses in the learning check")."""
+    spread_units: bool = False
+    """The bisimulation loss reads latent distances in units of the batch's latent spread (the standard
+    deviation of the latent over the batch, averaged over coordinates): ``d(z, z') / spread``. The loss then
+    cannot lower its error by shrinking every latent at once, and the distance head's weights carry the metric's
+    scale. Evaluations (:meth:`agents.agent.Agent.latent_distance`) divide by a running mean of the spread.
+    Off: the loss reads ``d(z, z')`` (the paper); docs/agents.md, "Why ε-R's encoder collapses in the learning
+    check"."""
     # ------------------------------------------------------------- schedule
     seed_steps: int = 1000
     """Agent steps (environment steps / action repeat) of uniform random actions before learning starts."""
@@ -369,10 +376,13 @@ class TrainConfig:
         if self.model_grad is False and not self.world_model:
             raise InputError(f"model_grad: {self.method} trains no transition or reward model here (aux "
                              f"{self.aux}), so model_grad off changes nothing")
+        if self.spread_units is True and (self.spec.bisim is None or self.update_rule == "dbc"):
+            raise InputError(f"spread_units: {self.method}" + (" under update_rule dbc" if self.spec.bisim else "")
+                             + " has no distance head for a bisimulation loss, so spread_units changes nothing")
         if self.beta is not None and not (_is_number(self.beta) and 0 <= self.beta < math.inf):
             raise InputError(f"beta: {self.beta!r} is not a non-negative finite number")
         for name in ("background", "camera", "stacked_frames", "actor_head", "target_encoder", "fast_render",
-                     "eval_train_videos", "compile", "model_grad"):
+                     "eval_train_videos", "compile", "model_grad", "spread_units"):
             if not isinstance(getattr(self, name), bool):
                 raise InputError(f"{name}: {getattr(self, name)!r} is not true or false")
         for name in ("aux", "fast", "augment", "graphs"):
@@ -510,6 +520,7 @@ PRESETS: dict[str, Preset] = {
             "aux": "paper, Alg. 2 (J_P, J_R, J_ID)", "bisim_samples": "paper, Alg. 1 (one draw)",
             "bisim_warmup": "paper, Alg. 2 (the loss from the first update)",
             "model_grad": "paper, Alg. 2 (J_P and J_R read h(o_t) with its gradient)",
+            "spread_units": "paper, Alg. 2 (J_bisim reads d(z, z') as it is)",
             "update_rule": "paper, Alg. 2 (one step on J_SAC + J_P + J_R + J_ID + beta J_bisim)",
             "eval_every": OURS, "checkpoint_every": OURS, "fast": OURS + " (speed; tests/test_agent.py)",
             "graphs": OURS + " (speed, auto: on with CUDA; benchmarks/bench_updates.py --check-graphs)",

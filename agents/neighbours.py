@@ -76,7 +76,7 @@ def distance_to_all(agent: Agent, latents: torch.Tensor, index: int) -> torch.Te
         query = latents[index:index + 1].expand_as(latents)
         if agent.distance is None:
             return (query - latents).abs().sum(dim=1)
-        return agent.distance(query, latents)
+        return agent.latent_distance(query, latents)
 
 
 def find_neighbours(agent: Agent, latents: torch.Tensor, episode: np.ndarray, queries: int, neighbours: int,

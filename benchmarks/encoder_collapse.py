@@ -48,6 +48,10 @@ VARIANTS: dict[str, tuple[str, dict, str]] = {
                                       "model_grad off and a fifth of the bisimulation weight"),
     "eps-r no model grad bisim after 400": ("eps-r", {"model_grad": False, "bisim_warmup": 400},
                                              "model_grad off and the bisimulation loss from update 400"),
+    "eps-r spread units": ("eps-r", {"spread_units": True},
+                           "the bisimulation loss in units of the batch's latent spread (spread_units)"),
+    "eps-r no model grad spread units": ("eps-r", {"model_grad": False, "spread_units": True},
+                                         "model_grad off and spread_units"),
 }
 PROBE_FRAMES = 512
 

@@ -16,7 +16,9 @@ encoder; beta 0.5 and the world-model heads as in the paper preset);
 bisimulation loss joins (``TrainConfig.bisim_warmup``, as the scene check of ``agents.metric_check``
 does); ``--beta B`` sets eps-r's bisimulation weight (the paper tunes it per task and reports no
 value; the check's default is the presets' 0.5); ``--no-model-grad`` trains eps-r's transition and
-reward heads on detached latents (``TrainConfig.model_grad``); ``--distractions`` turns the dynamic
+reward heads on detached latents (``TrainConfig.model_grad``); ``--spread-units`` has eps-r's
+bisimulation loss read distances in units of the batch's latent spread (``TrainConfig.spread_units``);
+``--distractions`` turns the dynamic
 video backgrounds and the camera distraction on (training on the 2 training videos, evaluation, and the random
 policy, on the 30 held-out ones; procedural videos unless ``$BISIMKIT_DAVIS``
 points at DAVIS-2017). ``--method eps-r,drq`` trains each
@@ -26,7 +28,7 @@ method in ``OUT/<method>`` and draws every curve on one figure in ``OUT``.
                                         [--method drq|eps-r|eps-r,drq] [--distractions]
                                         [--env-steps 40000] [--eval-every 5000] [--seed 0]
                                         [--bisim-warmup 0] [--beta 0.5] [--no-model-grad]
-                                        [--resume]
+                                        [--spread-units] [--resume]
 
 Writes ``learning.png`` and ``learning.json`` into the output folder and prints a
 verdict per method: the check passes when the mean of the last three evaluations
@@ -171,6 +173,9 @@ def build_parser() -> ConfigParser:
     p.add_argument("--no-model-grad", dest="model_grad", action="store_false",
                    help="eps-r: the transition and reward losses do not train the encoder (TrainConfig.model_grad; "
                         "the paper's do)")
+    p.add_argument("--spread-units", action="store_true",
+                   help="eps-r: the bisimulation loss reads distances in units of the batch's latent spread "
+                        "(TrainConfig.spread_units; the paper's reads them as they are)")
     p.add_argument("--resume", action="store_true")
     return p
 
@@ -182,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         configs = {m: check_config(m, args.distractions, task=args.task, env_steps=args.env_steps, seed=args.seed,
                                    eval_every=args.eval_every, checkpoint_every=args.eval_every,
                                    bisim_warmup=args.bisim_warmup, model_grad=args.model_grad,
+                                   spread_units=args.spread_units,
                                    **beta_field(m, args.beta)) for m in methods}
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -591,3 +591,37 @@ def test_model_grad_off_needs_a_joint_world_model():
         make_config("drq", model_grad=False).validated()
     with pytest.raises(InputError, match="model_grad: update_rule dbc"):
         make_config("dbc", model_grad=False).validated()
+
+
+def test_spread_units_reads_distances_in_units_of_the_batch_spread(monkeypatch):
+    import agents.agent as module
+
+    agent, seen, real = eps_r_agent(spread_units=True), [], module.entangled_loss
+
+    def spy(z, *, distance, **kwargs):
+        seen.append(distance)
+        return real(z, distance=distance, **kwargs)
+
+    monkeypatch.setattr(module, "entangled_loss", spy)
+    z = torch.randn(ROWS, agent.latent_dim, generator=torch.Generator().manual_seed(1))
+    for k in (1.0, 3.0):
+        agent.bisimulation_loss(k * z)
+    a, b, spread = z[:4], z[4:], z.std(0).mean()
+    with torch.no_grad():
+        expected = agent.distance(a, b) / spread
+        torch.testing.assert_close(seen[0](a, b), expected)
+        torch.testing.assert_close(seen[1](3 * a, 3 * b), expected)  # a latent three times wider reads the same
+        w = Agent.SPREAD_MOMENTUM                                      # evaluations: the running mean of the spread
+        running = ((1 - w) * w * spread + w * 3 * spread) / ((1 - w) * w + w)
+        torch.testing.assert_close(agent.latent_distance(a, b), agent.distance(a, b) / running)
+        plain = eps_r_agent()
+        torch.testing.assert_close(plain.latent_distance(a, b), plain.distance(a, b))
+
+
+def test_spread_units_needs_a_distance_head():
+    with pytest.raises(InputError, match="spread_units: drq has no distance head"):
+        make_config("drq", spread_units=True).validated()
+    with pytest.raises(InputError, match="spread_units: drq\\+dbc under update_rule dbc"):
+        make_config("dbc", spread_units=True).validated()
+    with pytest.raises(InputError, match="spread_units: 1 is not true or false"):
+        make_config("paper", method="eps-r", spread_units=1).validated()

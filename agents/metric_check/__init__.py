@@ -394,7 +394,7 @@ def measure(agent, scene: Scene, distractors="all", draws: int = 8, seed: int = 
         rows = len(z)
         left = z.repeat_interleave(rows, 0)
         right = z.repeat(rows, 1)
-        d = agent.distance(left, right).reshape(n, draws, n, draws).double().cpu().numpy()
+        d = agent.latent_distance(left, right).reshape(n, draws, n, draws).double().cpu().numpy()
     learned = d.mean(axis=(1, 3))
     off_draws = ~np.eye(draws, dtype=bool)
     same = np.array([d[s, :, s, :][off_draws].mean() for s in range(n)])

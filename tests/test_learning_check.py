@@ -85,6 +85,7 @@ def test_both_methods_under_distractions_on_one_figure(tmp_path, monkeypatch, ca
     (["--method", "drq", "--beta", "0.1"], "beta: 0.1 is given, and drq has no bisimulation loss"),
     (["--method", "eps-r,drq", "--beta", "0.1"], "drq has no bisimulation loss"),
     (["--method", "drq", "--no-model-grad"], "model_grad: drq trains no transition or reward model"),
+    (["--method", "drq", "--spread-units"], "spread_units: drq has no distance head"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, args, message):
     out = tmp_path / "check"
@@ -108,7 +109,7 @@ def test_the_warm_up_reaches_the_trained_configuration(tmp_path, monkeypatch):
     assert replace(seen["eps-r"], bisim_warmup=0) == check_config("eps-r", distractions=True)
 
 
-def test_beta_and_model_grad_reach_the_trained_configuration(tmp_path, monkeypatch):
+def test_beta_model_grad_and_spread_units_reach_the_trained_configuration(tmp_path, monkeypatch):
     seen = {}
 
     def fake_train(cfg, folder, **kwargs):
@@ -123,3 +124,6 @@ def test_beta_and_model_grad_reach_the_trained_configuration(tmp_path, monkeypat
     assert seen["eps-r"].resolved().beta == 0.5 and seen["eps-r"].model_grad  # the presets' when none is given
     assert learning_check.main(["--method", "eps-r", "--no-model-grad", "--out", str(tmp_path / "e")]) == 2
     assert seen["eps-r"].model_grad is False
+    assert not seen["eps-r"].spread_units                                           # the paper's when not asked
+    assert learning_check.main(["--method", "eps-r", "--spread-units", "--out", str(tmp_path / "f")]) == 2
+    assert seen["eps-r"].spread_units is True and seen["eps-r"].model_grad

@@ -26,7 +26,8 @@
 #   bash benchmarks/gpu_check.sh bench     # the update benchmark alone (all methods) + a training smoke run
 #   bash benchmarks/gpu_check.sh distracted  # eps-r, drq+dbc and drq (paper preset) on cartpole-swingup with
 #                                          # background + camera distractions, STEPS (100000) env steps, SEEDS each,
-#                                          # PARALLEL (2) at a time, under DISTRACTED_LIMIT seconds (570); run folders
+#                                          # PARALLEL (1) at a time (one run alone reaches 100k in one call, two side
+#                                          # by side do not), under DISTRACTED_LIMIT seconds (570); run folders
 #                                          # stay in RUNS (/tmp/gpu-distracted), so calling it again on the same
 #                                          # machine resumes unfinished runs (--resume); runs already filed under
 #                                          # benchmarks/results/gpu/*/distracted/ up to STEPS are skipped
@@ -48,7 +49,7 @@
 # 400), TRAIN_ARGS (extra agents.train flags), BENCH_ARGS (extra bench_updates arguments), BENCH_LIMIT (150),
 # SESSION_LIMIT (570).
 # The distracted stage also reads RUNS, PARALLEL, DISTRACTED_LIMIT, DISTRACTED_METHODS ("eps-r drq+dbc drq"),
-# EVAL_EVERY (20000), EVAL_EPISODES (10), CHECKPOINT_EVERY (10000), FILED (benchmarks/results/gpu) and TRAIN_ARGS.
+# EVAL_EVERY (10000), EVAL_EPISODES (5: the filed runs' setting), CHECKPOINT_EVERY (10000), FILED (benchmarks/results/gpu) and TRAIN_ARGS.
 # It expects (build them with benchmarks/make_devbundle.sh) .devbundle/site312.zip (mujoco 3.17.0,
 # dm_control 1.0.50 without its locomotion assets, distracting-control, dm-env, dm-tree, glfw, PyOpenGL,
 # POT 0.9.7 without ot.bsp, all for CPython 3.12, unzipped wheels) and .gl/*.deb (libglvnd EGL/GL
@@ -162,7 +163,7 @@ smoke() {  # a 2k-step eps-r training run; $@: extra flags
 }
 
 distracted() {  # $1: seconds allowed; see the usage line. Results: $RES/distracted/<method>-seed<s>/
-  local runs=${RUNS:-/tmp/gpu-distracted} steps=${STEPS:-100000} width=${PARALLEL:-2} t0 name folder rc left
+  local runs=${RUNS:-/tmp/gpu-distracted} steps=${STEPS:-100000} width=${PARALLEL:-1} t0 name folder rc left
   local -a queue=()
   local -A running=() flags=()
   mkdir -p "$runs" "$RES/distracted"
@@ -206,7 +207,7 @@ distracted() {  # $1: seconds allowed; see the usage line. Results: $RES/distrac
     [ -f "$runs/$name.nographs" ] && more=${more//--graphs/}
     echo "$name: ${resume:+resumed from its checkpoint, }at most $left s, flags: ${more:-none}"
     timeout "$left" python3 -m agents.train --task cartpole-swingup --method "$1" --seed "$2" \
-        --env-steps "$steps" --eval-every "${EVAL_EVERY:-20000}" --eval-episodes "${EVAL_EPISODES:-10}" \
+        --env-steps "$steps" --eval-every "${EVAL_EVERY:-10000}" --eval-episodes "${EVAL_EPISODES:-5}" \
         --no-eval-train-videos --checkpoint-every "${CHECKPOINT_EVERY:-10000}" --device "$DEVICE" --out "$runs/$name" --no-tensorboard \
         --quiet $resume $more >> "$runs/$name.log" 2>&1 &
     running[$name]=$!

@@ -249,12 +249,15 @@ class Agent(nn.Module):
 
     def latent_distance(self, z: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
         """The learned distance of the rows of ``z`` and ``z2``: the distance head's, divided by the running
-        mean of the batch spread under ``spread_units`` (the units the bisimulation loss trains it in)."""
+        mean of the batch spread under ``spread_units`` (the units the bisimulation loss trains it in; 1 before
+        the loss has read a batch)."""
         if self.distance is None:
             raise ValueError(f"method: {self.config.method} has no distance head")
         d = self.distance(z, z2)
         if self.config.spread_units:
-            d = d / (self.spread_sum / self.spread_weight.clamp_min(1e-12)).clamp_min(1e-12)
+            seen = self.spread_weight > 0
+            spread = torch.where(seen, self.spread_sum / self.spread_weight.clamp_min(1e-12), torch.ones_like(d[:1]))
+            d = d / spread.clamp_min(1e-12)
         return d
 
     def bisimulation_loss(self, z: torch.Tensor) -> torch.Tensor:

@@ -604,6 +604,8 @@ def test_spread_units_reads_distances_in_units_of_the_batch_spread(monkeypatch):
 
     monkeypatch.setattr(module, "entangled_loss", spy)
     z = torch.randn(ROWS, agent.latent_dim, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():                                              # no batch read yet: the head's distance
+        torch.testing.assert_close(agent.latent_distance(z[:4], z[4:]), agent.distance(z[:4], z[4:]))
     for k in (1.0, 3.0):
         agent.bisimulation_loss(k * z)
     a, b, spread = z[:4], z[4:], z.std(0).mean()

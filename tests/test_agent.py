@@ -323,8 +323,9 @@ def test_the_audit_sees_a_host_read():
     assert {"_local_scalar_dense", "lift_fresh"} <= set(audit.ops) & HOST_SYNCS, audit.ops
 
 
-@pytest.mark.parametrize("preset, method", [("paper", m) for m in METHODS] + [("drq", "drq"), ("dbc", "drq+dbc")])
-def test_the_update_never_waits_for_the_device(preset, method):
+@pytest.mark.parametrize("preset, method, fields", [("paper", m, {}) for m in METHODS] +
+                         [("drq", "drq", {}), ("dbc", "drq+dbc", {}), ("paper", "eps-r", {"spread_units": True})])
+def test_the_update_never_waits_for_the_device(preset, method, fields):
     """An update on a staged batch (what UpdateGraphs captures) dispatches no host synchronisation and
     no host-to-device copy, for every method, actor step and target update included; the bisimulation
     losses' finiteness checks go to the deferred collector (as on a GPU) and are really made.
@@ -334,7 +335,8 @@ def test_the_update_never_waits_for_the_device(preset, method):
     from bisimkit.losses import DeferredChecks
 
     torch.manual_seed(0)
-    cfg = make_config(preset, method=method, capacity="low", image_size=SIDE, batch_size=ROWS, device="cpu")
+    cfg = make_config(preset, method=method, capacity="low", image_size=SIDE, batch_size=ROWS, device="cpu",
+                      **fields)
     agent = Agent((9, SIDE, SIDE), ACTIONS, cfg, "cpu")
     agent.checks = DeferredChecks()
     tensors = agent._batch(random_batch(ROWS))  # pylint: disable=protected-access

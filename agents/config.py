@@ -250,9 +250,9 @@ class TrainConfig:
     """The bisimulation loss reads latent distances in units of the batch's latent spread (the standard
     deviation of the latent over the batch, averaged over coordinates): ``d(z, z') / spread``. The loss then
     cannot lower its error by shrinking every latent at once, and the distance head's weights carry the metric's
-    scale. Evaluations (:meth:`agents.agent.Agent.latent_distance`) divide by a running mean of the spread.
-    Off: the loss reads ``d(z, z')`` (the paper); docs/agents.md, "Why ε-R's encoder collapses in the learning
-    check"."""
+    scale; it can widen coordinates the head ignores, and the metric it learns is further from the exact one.
+    Evaluations (:meth:`agents.agent.Agent.latent_distance`) divide by a running mean of the spread. Off: the loss
+    reads ``d(z, z')`` (the paper); docs/agents.md, "Why ε-R's encoder collapses in the learning check"."""
     # ------------------------------------------------------------- schedule
     seed_steps: int = 1000
     """Agent steps (environment steps / action repeat) of uniform random actions before learning starts."""

@@ -134,7 +134,8 @@ def gradient_norms(agent, data: dict[str, np.ndarray], batches: int, rows: int, 
         batch = {k: data[k][idx] for k in ("obs", "next_obs", "action", "reward", "discount")}
         for name, loss in agent.loss_terms(batch).items():
             grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
-            norm = torch.sqrt(sum((g.double() ** 2).sum() for g in grads if g is not None)).item()
+            squares = [(g.double() ** 2).sum() for g in grads if g is not None]  # none: the term skips the encoder
+            norm = float(torch.stack(squares).sum().sqrt()) if squares else 0.0
             seen.setdefault(name, []).append(norm)
     return {name: float(np.median(v)) for name, v in seen.items()}
 

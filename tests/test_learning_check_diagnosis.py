@@ -85,3 +85,26 @@ def test_bad_input_is_one_line_and_writes_nothing(tiny_run, tmp_path, capsys, ar
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
     assert not out.exists()
+
+
+@pytest.mark.parametrize("model_grad", [True, False])
+def test_gradient_norms_of_terms_that_skip_the_encoder_are_zero(model_grad):
+    import torch
+
+    from agents.agent import Agent
+    from agents.config import make_config
+
+    torch.manual_seed(0)
+    cfg = make_config("paper", method="eps-r", capacity="low", image_size=32, batch_size=8, device="cpu",
+                      fast=False, model_grad=model_grad)
+    agent = Agent((9, 32, 32), 2, cfg, "cpu")
+    rng = np.random.default_rng(0)
+    data = {"obs": rng.integers(0, 256, (16, 9, 32, 32), dtype=np.uint8),
+            "next_obs": rng.integers(0, 256, (16, 9, 32, 32), dtype=np.uint8),
+            "action": rng.uniform(-1, 1, (16, 2)).astype(np.float32),
+            "reward": rng.uniform(0, 1, 16).astype(np.float32), "discount": np.ones(16, np.float32)}
+    norms = diagnosis.gradient_norms(agent, data, batches=2, rows=8, seed=0)
+    assert set(norms) == {"critic", "transition", "reward", "inverse", "bisim"}
+    for name in ("transition", "reward"):
+        assert (norms[name] > 0) == model_grad, (name, norms[name])
+    assert norms["critic"] > 0 and norms["inverse"] > 0 and norms["bisim"] > 0

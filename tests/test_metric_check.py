@@ -146,9 +146,12 @@ def test_summary_numbers():
 def test_quick_isolated_run_writes_what_rechecks_it(tmp_path):
     """A few updates of the eps-r agent on the ring: the files reproduce the summary, the MDP file gives the
     exact matrix back, and the same measurement runs on the trained agent."""
-    check = learn_metric("ring", method="eps-r", steps=6, batch=16, image_size=16, draws=3)
+    check = learn_metric("ring", method="eps-r", steps=6, batch=16, image_size=16, draws=3,
+                         config={"model_grad": False, "beta": 0.1})
     write_results(check, tmp_path)
     saved = load_results(tmp_path)
+    config = saved["summary"]["config"]
+    assert (config["model_grad"], config["beta"], config["spread_units"]) == (False, 0.1, False)
     assert saved["learned"].shape == saved["exact"].shape == (8, 8)
     again = summarise(saved["learned"], saved["exact"], saved["summary"]["distractor_invariance"])
     for key in ("mean_relative_error", "max_relative_error", "spearman"):

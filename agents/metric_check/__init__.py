@@ -287,7 +287,8 @@ def learn_metric(mdp, render=None, method: str = "eps-r", distractors="all", ste
                    batch=batch, image_size=height, distractors=list(kinds), draws=draws, seed=seed,
                    device=str(agent.device), schedule=schedule, exact=info,
                    config={k: v for k, v in cfg.to_dict().items() if k in (
-                       "augment", "beta", "bisim_samples", "bisim_warmup", "capacity", "discount", "lr", "latent_squash")})
+                       "augment", "beta", "bisim_samples", "bisim_warmup", "capacity", "discount", "lr", "latent_squash",
+                       "model_grad", "spread_units")})
     return MetricCheck(learned, exact, np.asarray(scene.eval_states), summary, scene, agent, curve)
 
 

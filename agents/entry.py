@@ -6,6 +6,8 @@
   input) into ``error: <its first line>`` on stderr and exit status 2;
 * a missing optional module into the line naming the extra that brings it
   (:func:`bisimkit.extras.report_missing`) and exit status 2;
+* a file error during the work (a full disk; output paths are checked before the work by
+  :func:`bisimkit.files.check_output`) into one line and exit status 4;
 * Ctrl-C into the command's hint (how to resume, when it can) and exit status 130.
 """
 
@@ -17,7 +19,7 @@ from typing import Callable
 from bisimkit.errors import InputError
 from bisimkit.extras import report_missing
 
-EXIT_INPUT, EXIT_INTERRUPTED = 2, 130
+EXIT_INPUT, EXIT_IO, EXIT_INTERRUPTED = 2, 4, 130
 
 
 def one_line(exc: BaseException) -> str:
@@ -37,6 +39,12 @@ def run_command(body: Callable[[], int], interrupted: str | None = None,
         return EXIT_INPUT
     except ModuleNotFoundError as exc:
         return report_missing(exc)
+    except BrokenPipeError:
+        return 0
+    except OSError as exc:  # a file that failed during the work (disk full): output paths are checked up front
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_IO
     except KeyboardInterrupt:
         if interrupted:
             print(f"interrupted: {interrupted}", file=sys.stderr)

@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from bisimkit.errors import InputError
-from bisimkit.files import atomic_write_json, atomic_write_text
+from bisimkit.files import atomic_write_json, atomic_write_text, check_output
 from bisimkit.progress import Progress
 
 from .checkpoint import CHECKPOINT, Checkpoint, Counters
@@ -421,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         args = build_parser().parse_args(argv)
         explicit = explicit_fields(args)
-        out = args.out or default_out(explicit)
+        out = str(check_output(args.out or default_out(explicit), folder=True))
         if args.resume and (Path(out) / CHECKPOINT).exists():
             cfg = None  # the run's own configuration, checked against the flags given
         else:

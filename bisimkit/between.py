@@ -29,7 +29,6 @@ cross pairs, and the within blocks never need to be computed
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
 from dataclasses import dataclass
@@ -40,8 +39,8 @@ import numpy as np
 
 from .compiled import eps_bar_matrix
 from .couplings import entangled_cells, histogram_rows
-from .engine import (DEFAULT_TOL, METHODS, PrecisionWarning, ProgressCallback, Solution, _Reporter, precision_note,
-                     solve_form)
+from .engine import (DEFAULT_TOL, PrecisionWarning, ProgressCallback, Solution, _Reporter, check_run_options,
+                     precision_note, solve_form)
 from .errors import InputError
 from .ground import Ground, ground_label, read_ground_file
 from .kernels import DenseRows, between_cells, small_path
@@ -119,7 +118,7 @@ def solve_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, ground: Groun
     the metric pairs them, a ground of the wrong shape) raises :class:`~bisimkit.errors.InputError`
     naming the parameter before anything is computed.
     """
-    g = check_between(mdp_a, mdp_b, metric, ground, tol, method)
+    g = check_between(mdp_a, mdp_b, metric, ground, tol, method, max_iterations)
     if not force:
         check_memory_between(mdp_a, mdp_b, metric, method)
     start = time.perf_counter()
@@ -147,7 +146,7 @@ def solve_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, ground: Groun
 
 # ------------------------------------------------------------------- check
 def check_between(a: FiniteMDP, b: FiniteMDP, metric: str, ground: Ground | None, tol: float,
-             method: str) -> Ground | None:
+                  method: str, max_iterations: int | None = None) -> Ground | None:
     """Stage *check*: refuse what has no closed cross block or does not fit (an :class:`InputError`
     naming ``metric``, ``method``, ``tol``, ``mdp_a``, ``mdp_b`` or ``ground``); returns the ground."""
     info = operator_info(metric)
@@ -155,10 +154,7 @@ def check_between(a: FiniteMDP, b: FiniteMDP, metric: str, ground: Ground | None
         raise InputError(f"'{metric}' has no closed cross block between two MDPs: it needs each MDP's own mico "
                          f"self-distances U(s, s), which lie outside it (solve 'mico' between the two, and each "
                          f"MDP's own 'mico'); choose from {', '.join(BETWEEN_METRICS)}", param="metric")
-    if method not in METHODS:
-        raise InputError(f"unknown method '{method}' (choose from {', '.join(METHODS)})", param="method")
-    if not (isinstance(tol, int | float) and math.isfinite(tol) and tol > 0):
-        raise InputError(f"must be a positive number, got {tol}", param="tol")
+    check_run_options(method, tol, max_iterations)
     for mdp, param in ((a, "mdp_a"), (b, "mdp_b")):
         if not isinstance(mdp, FiniteMDP):
             raise InputError(f"expected a FiniteMDP, got {type(mdp).__name__}", param=param)

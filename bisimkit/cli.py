@@ -28,7 +28,7 @@ import numpy as np
 from . import __version__
 from .errors import InputError
 from .examples import EXAMPLES, example
-from .files import atomic_write, atomic_write_json, atomic_write_text
+from .files import atomic_write, atomic_write_json, atomic_write_text, check_output
 from .gaussian.model import is_gaussian_file, load_gaussian
 from .ground import resolve_ground
 from .gym import load_gym_spec
@@ -44,6 +44,8 @@ from .kernels import when_numba_loads
 EXIT_INPUT = 2
 #: A solve that ran out of memory all the same (one line; outputs are written atomically, so none is half-written).
 EXIT_MEMORY = 3
+#: A file that could not be read or written during the work (disk full, a folder removed meanwhile): one line.
+EXIT_IO = 4
 
 
 class _Parser(argparse.ArgumentParser):
@@ -144,6 +146,8 @@ def cmd_solve(args) -> int:
     resolve_order(mdp, args.order, args.action_order, ground if ground is not None else "reward")
     if args.out and Path(args.out).suffix.lower() not in (".npy", ".json", ".csv"):
         raise InputError(f"--out: unsupported file type '{Path(args.out).suffix}' (use .npy, .json or .csv)")
+    if args.out:
+        check_output(args.out)
     return solve_and_report(
         args, lambda report: solve(mdp, args.metric, ground=args.ground, tol=args.tol, method=args.method,
                                    progress=report, max_iterations=args.max_iterations, order=args.order,
@@ -217,9 +221,11 @@ def cmd_solve_between(args) -> int:
     mdp_a, mdp_b = load_mdp_or_example(args.mdp), load_mdp_or_example(args.against)
     if args.out and Path(args.out).suffix.lower() not in (".npy", ".json", ".csv"):
         raise InputError(f"--out: unsupported file type '{Path(args.out).suffix}' (use .npy, .json or .csv)")
+    if args.out:
+        check_output(args.out)
     # Bad input is refused before anything is announced or compiled; the second MDP is --against.
     try:
-        check_between(mdp_a, mdp_b, args.metric, args.ground, args.tol, args.method)
+        check_between(mdp_a, mdp_b, args.metric, args.ground, args.tol, args.method, args.max_iterations)
     except InputError as exc:
         if exc.param == "mdp_b":
             raise InputError(exc.detail, param="against") from None
@@ -278,6 +284,8 @@ def cmd_solve_gaussian(args) -> int:
         raise InputError("--method vi: does not apply to Gaussian MDPs (use auto, exact or mc)")
     if args.out and Path(args.out).suffix.lower() not in (".json", ".csv"):
         raise InputError(f"--out: unsupported file type '{Path(args.out).suffix}' for Gaussian MDPs (use .json or .csv)")
+    if args.out:
+        check_output(args.out)
     z, z2 = load_pairs(args.pairs, model.state_dim)
     samples = 2000 if args.samples is None else args.samples
     confidence = 0.95 if args.confidence is None else args.confidence
@@ -354,7 +362,7 @@ def cmd_info(args) -> int:
 
 def cmd_examples(args) -> int:
     if args.write:
-        out = Path(args.write)
+        out = check_output(args.write, "write", folder=True)
         for name in EXAMPLES:
             path = out / f"{name}.json"
             atomic_write_json(path, example(name).to_dict())
@@ -396,7 +404,7 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     p.add_argument("--tol", type=_positive_float, default=DEFAULT_TOL, help="certified error (default 1e-9)")
     p.add_argument("--method", default="auto", choices=METHODS + ("mc",),
                    help=f"{', '.join(METHODS)} (default auto); Gaussian MDPs: auto, exact (series) or mc (Monte Carlo)")
-    p.add_argument("--max-iterations", type=int, default=None, help="cap on value-iteration sweeps")
+    p.add_argument("--max-iterations", type=_positive_int, default=None, help="cap on value-iteration sweeps")
     p.add_argument("--out", default=None, metavar="FILE",
                    help="write FILE.npy, FILE.json or FILE.csv (Gaussian MDPs: .json or .csv)")
     p.add_argument("--order", default="index", metavar="ORDER",
@@ -497,11 +505,15 @@ def main(argv: list[str] | None = None, commands: Sequence[AddCommand] = ()) -> 
         print("bisimkit: error: out of memory (MemoryError); nothing was written (docs/performance.md#memory)",
               file=sys.stderr)
         return EXIT_MEMORY
+    except BrokenPipeError:
+        return 0
+    except OSError as exc:  # output paths are checked up front (check_output); this is what happens after
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"bisimkit: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_IO
     except KeyboardInterrupt:
         print("bisimkit: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 def run(commands: Sequence[AddCommand] = ()) -> None:

@@ -57,7 +57,7 @@ import numpy as np
 
 from .compiled import matvec
 from .couplings import Cells
-from .errors import InputError
+from .errors import InputError, check_count
 from .ground import Ground, ground_label
 from .kernels import dense_inverse
 from .mdp import FiniteMDP
@@ -85,6 +85,17 @@ class PrecisionWarning(UserWarning):
 
 #: Machine epsilon of float64, the unit of the round-off floor.
 EPS = float(np.finfo(np.float64).eps)
+
+
+def check_run_options(method: str, tol, max_iterations) -> None:
+    """The options every solve shares: a known ``method``, a positive finite ``tol`` and, when given,
+    a positive integer ``max_iterations``; otherwise :class:`InputError` naming the parameter."""
+    if method not in METHODS:
+        raise InputError(f"unknown method '{method}' (choose from {', '.join(METHODS)})", param="method")
+    if isinstance(tol, bool) or not (isinstance(tol, int | float) and math.isfinite(tol) and tol > 0):
+        raise InputError(f"must be a positive number, got {tol}", param="tol")
+    if max_iterations is not None:
+        check_count("max_iterations", max_iterations)
 
 
 @dataclass

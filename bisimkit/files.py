@@ -1,4 +1,4 @@
-"""Atomic file writes: results appear whole or not at all."""
+"""Atomic file writes: results appear whole or not at all; output paths checked before any work."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
+
+from .errors import InputError
 
 
 def atomic_write(path: str | os.PathLike, writer: Callable) -> Path:
@@ -38,3 +40,27 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 def atomic_write_json(path: str | os.PathLike, data: Any) -> Path:
     """Write ``data`` as indented JSON to ``path`` atomically."""
     return atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+
+
+def check_output(path: str | os.PathLike, param: str = "out", folder: bool = False) -> Path:
+    """``path`` as a :class:`Path` if a result can be written there (a file, or a folder when
+    ``folder``); otherwise :class:`InputError` naming ``param``. Run before any work, so that a
+    path that cannot take the result stops the command at once. It writes nothing that stays: the
+    nearest existing folder above ``path`` is probed with a temporary file, deleted at once."""
+    path = Path(path)
+    if path.exists():
+        if folder and not path.is_dir():
+            raise InputError(f"{str(path)!r} exists and is not a folder", param=param)
+        if not folder and path.is_dir():
+            raise InputError(f"{str(path)!r} is a folder, not a file", param=param)
+    here = path if folder else path.parent
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    if not here.is_dir():
+        raise InputError(f"cannot write {str(path)!r}: {str(here)!r} is not a folder", param=param)
+    try:
+        with tempfile.TemporaryFile(dir=here):
+            pass
+    except OSError as exc:
+        raise InputError(f"cannot write {str(path)!r}: {exc.strerror or exc} in {str(here)!r}", param=param) from None
+    return path

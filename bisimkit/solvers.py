@@ -18,13 +18,13 @@ The certificate and the methods are described in :mod:`bisimkit.engine`.
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
 
 import numpy as np
 
-from .engine import DEFAULT_TOL, METHODS, PrecisionWarning, ProgressCallback, Solution, fixed_point, precision_note
+from .engine import (DEFAULT_TOL, METHODS, PrecisionWarning, ProgressCallback, Solution, check_run_options, fixed_point,
+                     precision_note)
 from .errors import InputError
 from .ground import Ground, ground_label, resolve_ground, zero_ground_message, zero_ground_note
 from .mdp import FiniteMDP
@@ -79,7 +79,7 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
         without it such a solve stops before anything is allocated, with
         :class:`bisimkit.memory.NotEnoughMemory` naming the estimate, the limit and what would fit.
     """
-    g = _checked(mdp, metric, ground, tol, method)
+    g = _checked(mdp, metric, ground, tol, method, max_iterations)
     _checked_backend(mdp, metric, method, backend, device)
     if not force:
         check_memory(mdp, metric, method, full_diagonal, quotient)
@@ -106,13 +106,11 @@ def small_solve(mdp: FiniteMDP, metric: str, method: str, cells: float | None = 
     return small_problem(cells, sweeps)
 
 
-def _checked(mdp: FiniteMDP, metric: str, ground: Ground | None, tol: float, method: str) -> Ground | None:
+def _checked(mdp: FiniteMDP, metric: str, ground: Ground | None, tol: float, method: str,
+             max_iterations: int | None = None) -> Ground | None:
     """Stage *check*: the arguments are valid; returns the resolved ground (None if the metric has none)."""
     info = operator_info(metric)
-    if method not in METHODS:
-        raise InputError(f"unknown method '{method}' (choose from {', '.join(METHODS)})", param="method")
-    if not (isinstance(tol, int | float) and math.isfinite(tol) and tol > 0):
-        raise InputError(f"must be a positive number, got {tol}", param="tol")
+    check_run_options(method, tol, max_iterations)
     return resolve_ground(mdp, ground) if info.uses_ground else None
 
 

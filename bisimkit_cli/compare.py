@@ -13,6 +13,7 @@ import sys
 from bisimkit.cli import load_mdp_or_example
 from bisimkit.comparison import check_compare, compare
 from bisimkit.errors import InputError
+from bisimkit.files import check_output
 from bisimkit.operators import METRIC_NAMES
 from bisimkit.solvers import DEFAULT_TOL
 
@@ -58,6 +59,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     tol = DEFAULT_TOL if args.tol is None else args.tol
     if not tol > 0:
         raise InputError(f"expected a positive number, got {args.tol}", param="tol")
+    check_output(args.out, folder=True)
     cmp = compare(mdp, names, ground=args.ground, tol=tol, order=args.order, action_order=args.action_order,
                   progress=not args.quiet)
     paths = write_comparison(cmp, args.out, diff, args.state)

@@ -8,6 +8,7 @@ from pathlib import Path
 from bisimkit.cli import load_mdp_or_example
 from bisimkit.cluster import EXECUTORS
 from bisimkit.errors import InputError
+from bisimkit.files import check_output
 from validation.claims import claim_ids
 from validation.learning import loss_ids
 from validation.verify import DEFAULT_CASES, QUICK_CASES, console_summary, user_case, verify
@@ -81,6 +82,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if not args.no_figures:
         from figures.verify_figures import draw_verify_figures as writer  # matplotlib: ~2 s of start-up
     claims = None if not args.claims else [c.strip() for c in args.claims.split(",") if c.strip()]
+    check_output(args.out, folder=True)
     if args.executor:
         report = verify_sharded(out=args.out, cases=args.cases, seed=args.seed, claims=claims, quick=args.quick,
                                 shrink_examples=args.shrink_examples, figures=writer, progress=not args.quiet,

@@ -166,6 +166,7 @@ def test_gym_envs_declare_their_start_state():
     ("mico-reduced", "metric", "closed cross block"),
     ("no-policy", "mdp_b", "needs a policy"),
     ("action-values", "mdp_b", "coordinates"),
+    ("max-iterations", "max_iterations", "not a positive integer"),
 ])
 def test_bad_input_names_the_parameter(case, param, words):
     a, b = random_mdp(3, 2, seed=1), random_mdp(4, 2, seed=2)
@@ -185,8 +186,9 @@ def test_bad_input_names_the_parameter(case, param, words):
     elif case == "action-values":
         b = FiniteMDP(b.transitions, b.rewards, b.discount, b.policy, action_values=[[0.0], [1.0]])
         metric = "psm"
+    cap = 0 if case == "max-iterations" else None
     with pytest.raises(InputError) as info:
-        solve_between(a, b, metric, ground=ground)
+        solve_between(a, b, metric, ground=ground, max_iterations=cap)
     assert info.value.param == param and words in str(info.value)
 
 
@@ -211,6 +213,7 @@ def test_cli_against_writes_the_cross_block(tmp_path, capsys):
     (["--metric", "eps", "--against", "B", "--ground", "G"], "--ground: "),
     (["--metric", "mico-reduced", "--against", "B"], "--against: metric 'mico-reduced'"),
     (["--metric", "pi", "--against", "B", "--order", "1,0,2"], "--order: does not apply with --against"),
+    (["--metric", "pi", "--against", "B", "--max-iterations", "0"], "--max-iterations: expected a positive integer"),
 ])
 def test_cli_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys, args, flag):
     files = {"A": random_mdp(3, 2, seed=1), "B": random_mdp(4, 2, seed=2), "B3": random_mdp(4, 3, seed=2),

@@ -87,6 +87,8 @@ def test_bad_files_exit_2_with_one_line(tmp_path, case):
     (["solve", "missing.json", "--metric", "pi"], "missing.json: no such file"),
     (["solve", "four-state"], "--metric"),
     (["solve", "four-state", "--metric", "pi", "--tol", "-3"], "expected a positive number"),
+    (["solve", "four-state", "--metric", "pi", "--max-iterations", "0"], "--max-iterations: expected a positive integer"),
+    (["solve", "four-state", "--metric", "pi", "--max-iterations", "-2"], "--max-iterations: expected a positive integer"),
     (["solve", "four-state", "--metric", "pi", "--out", "x.txt"], "--out: unsupported file type"),
     (["solve", "mirrored-rooms", "--metric", "pi"], "needs a policy"),
     (["solve", "four-state", "--metric", "eps", "--ground", "nofile"], "neither reward, policy nor an existing file"),

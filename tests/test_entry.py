@@ -36,3 +36,10 @@ def test_ctrl_c_prints_the_hint_and_exits_130(capsys):
 
 def test_one_line_of_an_empty_message_is_the_type():
     assert one_line(RuntimeError()) == "RuntimeError" and one_line(OSError("\n a\nb")) == "a"
+
+
+def test_a_file_error_during_the_work_is_one_line_and_exit_4(capsys):
+    disk_full = OSError(28, "No space left on device", "runs/x/summary.json")
+    assert run_command(raising(disk_full)) == 4
+    assert capsys.readouterr().err == "error: runs/x/summary.json: No space left on device\n"
+    assert run_command(raising(BrokenPipeError())) == 0  # output piped into head

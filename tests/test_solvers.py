@@ -69,6 +69,9 @@ def test_bad_solver_arguments():
         solve(mdp, "dbc", method="exact")
     with pytest.raises(InputError, match="^tol:"):
         solve(mdp, "pi", tol=-1)
+    for cap in (0, -3, 2.5, True):
+        with pytest.raises(InputError, match="^max_iterations: .* is not a positive integer"):
+            solve(mdp, "pi", max_iterations=cap)
     with pytest.raises(InputError, match="needs a policy"):
         solve(example("mirrored-rooms"), "pi")
 

@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 from bisimkit.errors import InputError
+from bisimkit.files import check_output
 from bisimkit.gaussian import load_gaussian
 from bisimkit.gaussian.model import is_gaussian_file
 from bisimkit.mdp import load_mdp
@@ -110,6 +111,7 @@ def _run(args) -> int:
         raise InputError("scene: give --scene or --mdp, not both")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError(f"out: {out} already exists and is not an empty folder")
+    check_output(out, folder=True)
     if args.threads is not None:
         if args.threads < 1:
             raise InputError(f"threads: expected a positive integer, got {args.threads}")

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
+
+from bisimkit.errors import InputError
+from bisimkit.files import check_output
 
 from .style import plt, save
 
@@ -54,19 +58,28 @@ def plot_metric_check(path, runs: list[dict]):
 def load_run(folder) -> dict:
     """The arrays and summary of a run folder, titled ``scene method (mode)``."""
     folder = Path(folder)
+    if not (folder / "summary.json").is_file():
+        raise InputError(f"{folder} is not a folder written by python -m agents.metric_check (no summary.json)",
+                         param="runs")
     summary = json.loads((folder / "summary.json").read_text())
     return {"learned": np.load(folder / "learned.npy"), "exact": np.load(folder / "exact.npy"), "summary": summary,
             "title": f"{summary['scene']} {summary['method']} ({summary['mode']}"
                      f"{', no DrQ shifts' if summary.get('config', {}).get('augment') is False else ''})"}
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", help="folders written by python -m agents.metric_check")
     parser.add_argument("--out", default="metric_check.png", help="the figure (default: metric_check.png)")
     args = parser.parse_args(argv)
-    print(plot_metric_check(args.out, [load_run(r) for r in args.runs]))
+    try:
+        check_output(args.out)
+        print(plot_metric_check(args.out, [load_run(r) for r in args.runs]))
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -163,6 +163,16 @@ def test_quick_isolated_run_writes_what_rechecks_it(tmp_path):
     assert np.all(np.isfinite(learned)) and invariance >= 0
 
 
+def test_figure_cli_bad_input_is_one_line_exit_2(tmp_path, capsys):
+    from figures.metric_check import main as figure_main
+
+    assert figure_main([str(tmp_path / "none"), "--out", str(tmp_path / "f.png")]) == 2
+    assert "runs: " in capsys.readouterr().err and not (tmp_path / "f.png").exists()
+    (tmp_path / "file").write_text("x")
+    assert figure_main([str(tmp_path), "--out", str(tmp_path / "file" / "f.png")]) == 2
+    assert capsys.readouterr().err.startswith("error: out: cannot write")
+
+
 def test_quick_agent_mode_and_gaussian_scene(tmp_path):
     check = learn_metric("sprite", method="eps-pi", steps=3, batch=8, image_size=16, draws=2, samples=50,
                          mode="agent", config={"seed_steps": 8})

@@ -99,6 +99,14 @@ def test_bad_grid_is_one_line_exit_2_nothing_written(tmp_path, capsys, args, mes
     assert not root.exists()
 
 
+def test_a_root_that_cannot_be_written_is_refused_even_in_a_dry_run(tmp_path, capsys):
+    (tmp_path / "f").write_text("x")
+    root = tmp_path / "f" / "sweep"
+    code, out, err = run_cli(["launch", "--root", root, "--grid", "seed=0,1", "--dry-run"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("error: root: cannot write") and "is not a folder" in err, err
+
+
 def test_bad_spec_file_fields(tmp_path, capsys):
     spec = tmp_path / "s.toml"
     spec.write_text('[grid]\ntask = ["cartpole-swingup"]\n[config]\nbogus = 1\n')

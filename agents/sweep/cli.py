@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from bisimkit.errors import InputError
+from bisimkit.files import check_output
 
 from ..entry import run_command
 from .launch import EXECUTORS, launch, status_lines, wait
@@ -106,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             root = Path("sweeps") / spec.name
         else:
             raise InputError("root: give --root (no spec file to name the sweep)")
+        check_output(root, "root", folder=True)  # a dry run too: it says whether the launch would work
         spec.name = spec.name or root.name
         options = options_from_args(args, spec)
         result = launch(spec, root, args.executor, options, dry_run=args.dry_run, retry_failed=args.retry_failed)

@@ -118,7 +118,7 @@ def solve_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, ground: Groun
     the metric pairs them, a ground of the wrong shape) raises :class:`~bisimkit.errors.InputError`
     naming the parameter before anything is computed.
     """
-    g = check_between(mdp_a, mdp_b, metric, ground, tol, method, max_iterations)
+    g = check_between(mdp_a, mdp_b, metric, ground, tol, method, max_iterations, progress)
     if not force:
         check_memory_between(mdp_a, mdp_b, metric, method)
     start = time.perf_counter()
@@ -146,7 +146,8 @@ def solve_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, ground: Groun
 
 # ------------------------------------------------------------------- check
 def check_between(a: FiniteMDP, b: FiniteMDP, metric: str, ground: Ground | None, tol: float,
-                  method: str, max_iterations: int | None = None) -> Ground | None:
+                  method: str, max_iterations: int | None = None,
+                  progress: ProgressCallback | None = None) -> Ground | None:
     """Stage *check*: refuse what has no closed cross block or does not fit (an :class:`InputError`
     naming ``metric``, ``method``, ``tol``, ``mdp_a``, ``mdp_b`` or ``ground``); returns the ground."""
     info = operator_info(metric)
@@ -154,7 +155,7 @@ def check_between(a: FiniteMDP, b: FiniteMDP, metric: str, ground: Ground | None
         raise InputError(f"'{metric}' has no closed cross block between two MDPs: it needs each MDP's own mico "
                          f"self-distances U(s, s), which lie outside it (solve 'mico' between the two, and each "
                          f"MDP's own 'mico'); choose from {', '.join(BETWEEN_METRICS)}", param="metric")
-    check_run_options(method, tol, max_iterations)
+    check_run_options(method, tol, max_iterations, progress)
     for mdp, param in ((a, "mdp_a"), (b, "mdp_b")):
         if not isinstance(mdp, FiniteMDP):
             raise InputError(f"expected a FiniteMDP, got {type(mdp).__name__}", param=param)

@@ -87,15 +87,19 @@ class PrecisionWarning(UserWarning):
 EPS = float(np.finfo(np.float64).eps)
 
 
-def check_run_options(method: str, tol, max_iterations) -> None:
+def check_run_options(method: str, tol, max_iterations, progress=None) -> None:
     """The options every solve shares: a known ``method``, a positive finite ``tol`` and, when given,
-    a positive integer ``max_iterations``; otherwise :class:`InputError` naming the parameter."""
+    a positive integer ``max_iterations`` and a callable ``progress``; otherwise :class:`InputError`
+    naming the parameter."""
     if method not in METHODS:
-        raise InputError(f"unknown method '{method}' (choose from {', '.join(METHODS)})", param="method")
+        raise InputError(f"unknown method {method!r} (choose from {', '.join(METHODS)})", param="method")
     if isinstance(tol, bool) or not (isinstance(tol, int | float) and math.isfinite(tol) and tol > 0):
-        raise InputError(f"must be a positive number, got {tol}", param="tol")
+        raise InputError(f"must be a positive number, got {tol!r}", param="tol")
     if max_iterations is not None:
         check_count("max_iterations", max_iterations)
+    if progress is not None and not callable(progress):
+        raise InputError(f"expected a function progress(iteration, certified_error, seconds), got "
+                         f"{type(progress).__name__}", param="progress")
 
 
 @dataclass

@@ -79,7 +79,7 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
         without it such a solve stops before anything is allocated, with
         :class:`bisimkit.memory.NotEnoughMemory` naming the estimate, the limit and what would fit.
     """
-    g = _checked(mdp, metric, ground, tol, method, max_iterations)
+    g = _checked(mdp, metric, ground, tol, method, max_iterations, progress)
     _checked_backend(mdp, metric, method, backend, device)
     if not force:
         check_memory(mdp, metric, method, full_diagonal, quotient)
@@ -107,10 +107,14 @@ def small_solve(mdp: FiniteMDP, metric: str, method: str, cells: float | None = 
 
 
 def _checked(mdp: FiniteMDP, metric: str, ground: Ground | None, tol: float, method: str,
-             max_iterations: int | None = None) -> Ground | None:
+             max_iterations: int | None = None, progress: ProgressCallback | None = None) -> Ground | None:
     """Stage *check*: the arguments are valid; returns the resolved ground (None if the metric has none)."""
+    if not isinstance(mdp, FiniteMDP):
+        hint = (" (a Gaussian model's distances: bisimkit.gaussian.solve_pairs)"
+                if type(mdp).__module__.startswith("bisimkit.gaussian") else "")
+        raise InputError(f"expected a FiniteMDP, got {type(mdp).__name__}{hint}", param="mdp")
     info = operator_info(metric)
-    check_run_options(method, tol, max_iterations)
+    check_run_options(method, tol, max_iterations, progress)
     return resolve_ground(mdp, ground) if info.uses_ground else None
 
 

@@ -69,6 +69,12 @@ def test_bad_solver_arguments():
         solve(mdp, "dbc", method="exact")
     with pytest.raises(InputError, match="^tol:"):
         solve(mdp, "pi", tol=-1)
+    with pytest.raises(InputError, match="^mdp: expected a FiniteMDP, got dict"):
+        solve({"transitions": []}, "pi")
+    with pytest.raises(InputError, match="^progress: expected a function"):
+        solve(mdp, "pi", progress=3)
+    with pytest.raises(InputError, match="^tol: must be a positive number, got '1e-9'"):
+        solve(mdp, "pi", tol="1e-9")
     for cap in (0, -3, 2.5, True):
         with pytest.raises(InputError, match="^max_iterations: .* is not a positive integer"):
             solve(mdp, "pi", max_iterations=cap)

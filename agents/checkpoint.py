@@ -86,6 +86,9 @@ def _load_data(path: Path, device) -> object:
         return torch.load(path, map_location=device, weights_only=True)
     except pickle.UnpicklingError as exc:
         found = re.search(r"GLOBAL ([\w.]+)", str(exc))
+        if not found and re.search(r"Unsupported operand|invalid load key", str(exc)):
+            raise InputError(f"checkpoint: cannot read {path}: not a file written by torch.save (its bytes are not "
+                             f"a pickle stream)") from None
         what = found.group(1) if found else "an object that is not plain data"
         raise InputError(f"checkpoint: {path} holds {what} (code, not data); refusing to load it "
                          f"(checkpoints hold only tensors, numbers, strings, lists and dicts)") from None

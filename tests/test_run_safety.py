@@ -53,6 +53,15 @@ def test_a_truncated_checkpoint_is_one_line(tmp_path, capsys):
     one_error(capsys, "checkpoint: cannot read", str(run / CHECKPOINT))
 
 
+def test_a_file_that_is_not_a_torch_file_is_one_line_saying_so(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / CHECKPOINT).write_text("not a checkpoint\n")
+    assert evaluate_main([str(run), "--device", "cpu"]) == 2
+    line = one_error(capsys, "checkpoint: cannot read", "not a file written by torch.save")
+    assert "code" not in line
+
+
 def test_a_checkpoint_config_with_an_unknown_field_or_a_wrong_type_is_one_line(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()

@@ -282,6 +282,9 @@ def cmd_solve_gaussian(args) -> int:
         raise InputError("--pairs: required for Gaussian MDPs (a .json list of [z, z'] pairs or a .npy array (P, 2, n))")
     if args.method == "vi":
         raise InputError("--method vi: does not apply to Gaussian MDPs (use auto, exact or mc)")
+    if args.max_iterations is not None:
+        raise InputError("--max-iterations: applies to finite MDPs only (a Gaussian pair's series is summed to "
+                         "its certified tail, a Monte Carlo rollout to --horizon)")
     if args.out and Path(args.out).suffix.lower() not in (".json", ".csv"):
         raise InputError(f"--out: unsupported file type '{Path(args.out).suffix}' for Gaussian MDPs (use .json or .csv)")
     if args.out:

@@ -92,6 +92,7 @@ def test_csv_output_and_info(files, tmp_path, capsys):
     ("linear-2d", ["--metric", "bisim"], "has no exact form on Gaussian MDPs"),
     ("linear-2d", ["--metric", "eps-bar", "--ground", "value"], "unknown ground metric 'value'"),
     ("linear-2d", ["--metric", "eps-bar", "--method", "vi"], "does not apply to Gaussian MDPs"),
+    ("linear-2d", ["--metric", "pi", "--max-iterations", "3"], "--max-iterations: applies to finite MDPs only"),
     ("linear-2d", ["--metric", "eps-bar", "--out", "x.npy"], "unsupported file type '.npy'"),
     ("linear-2d", ["--metric", "eps-bar", "--samples", "0"], "expected a positive integer"),
 ])
@@ -104,6 +105,7 @@ def test_bad_requests_exit_2_with_one_line(files, capsys, model, extra, message)
 
 @pytest.mark.parametrize("content, message", [
     ([[[0, 0], [1, 0, 2]]], "pairs[0][1]: expected 2 numbers (the state dimension), got 3 numbers"),
+    ([[[0, 0], [1]]], "pairs[0][1]: expected 2 numbers (the state dimension), got 1 number"),
     ([[[0, 0]]], "pairs[0]: expected a pair [z, z']"),
     ([], "pairs: the file holds no pairs"),
     ([[[0, "a"], [1, 0]]], "pairs[0][0][1]: expected a number"),

@@ -103,7 +103,8 @@ def pairs_from_data(data, state_dim: int) -> tuple[np.ndarray, np.ndarray]:
                 if state_dim == 1 and isinstance(state, int | float) and not isinstance(state, bool):
                     continue
                 if not isinstance(state, list) or len(state) != state_dim:
-                    got = f"{len(state)} numbers" if isinstance(state, list) else json.dumps(state)[:40]
+                    got = (f"{len(state)} number{'s' if len(state) != 1 else ''}" if isinstance(state, list)
+                           else json.dumps(state)[:40])
                     raise InputError(f"pairs[{i}][{j}]: expected {state_dim} numbers (the state dimension), got {got}")
         data = [[s if isinstance(s, list) else [s] for s in pair] for pair in data]
     X = to_float_array("pairs", data)

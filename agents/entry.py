@@ -18,6 +18,7 @@ from typing import Callable
 
 from bisimkit.errors import InputError
 from bisimkit.extras import report_missing
+from bisimkit.files import file_error_line
 
 EXIT_INPUT, EXIT_IO, EXIT_INTERRUPTED = 2, 4, 130
 
@@ -42,8 +43,7 @@ def run_command(body: Callable[[], int], interrupted: str | None = None,
     except BrokenPipeError:
         return 0
     except OSError as exc:  # a file that failed during the work (disk full): output paths are checked up front
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"error: {file_error_line(exc)}", file=sys.stderr)
         return EXIT_IO
     except KeyboardInterrupt:
         if interrupted:

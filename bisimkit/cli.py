@@ -28,7 +28,7 @@ import numpy as np
 from . import __version__
 from .errors import InputError
 from .examples import EXAMPLES, example
-from .files import atomic_write, atomic_write_json, atomic_write_text, check_output
+from .files import atomic_write, atomic_write_json, atomic_write_text, check_output, file_error_line
 from .gaussian.model import is_gaussian_file, load_gaussian
 from .ground import resolve_ground
 from .gym import load_gym_spec
@@ -68,6 +68,16 @@ def load_mdp_or_example(spec: str) -> FiniteMDP:
 
 
 # ------------------------------------------------------------------- solve
+def _checked_out(out: str | None, suffixes: tuple[str, ...] = (".npy", ".json", ".csv"), kind: str = "") -> None:
+    """Refuse an ``--out`` of another file type, or one that cannot be written (before any work)."""
+    if not out:
+        return
+    if Path(out).suffix.lower() not in suffixes:
+        raise InputError(f"--out: unsupported file type '{Path(out).suffix}'{kind} (use {', '.join(suffixes[:-1])} "
+                         f"or {suffixes[-1]})")
+    check_output(out)
+
+
 def _write_solution(sol: Solution, path: Path) -> None:
     suffix = path.suffix.lower()
     if suffix == ".npy":
@@ -144,10 +154,7 @@ def cmd_solve(args) -> int:
         mdp.require_policy(f"metric '{args.metric}'")
     ground = resolve_ground(mdp, args.ground) if info.uses_ground else None
     resolve_order(mdp, args.order, args.action_order, ground if ground is not None else "reward")
-    if args.out and Path(args.out).suffix.lower() not in (".npy", ".json", ".csv"):
-        raise InputError(f"--out: unsupported file type '{Path(args.out).suffix}' (use .npy, .json or .csv)")
-    if args.out:
-        check_output(args.out)
+    _checked_out(args.out)
     return solve_and_report(
         args, lambda report: solve(mdp, args.metric, ground=args.ground, tol=args.tol, method=args.method,
                                    progress=report, max_iterations=args.max_iterations, order=args.order,
@@ -219,10 +226,7 @@ def cmd_solve_between(args) -> int:
         raise InputError(f"--against: metric '{args.metric}' has no closed cross block between two MDPs (it needs "
                          f"each MDP's own mico self-distances); use one of {', '.join(BETWEEN_METRICS)}")
     mdp_a, mdp_b = load_mdp_or_example(args.mdp), load_mdp_or_example(args.against)
-    if args.out and Path(args.out).suffix.lower() not in (".npy", ".json", ".csv"):
-        raise InputError(f"--out: unsupported file type '{Path(args.out).suffix}' (use .npy, .json or .csv)")
-    if args.out:
-        check_output(args.out)
+    _checked_out(args.out)
     # Bad input is refused before anything is announced or compiled; the second MDP is --against.
     try:
         check_between(mdp_a, mdp_b, args.metric, args.ground, args.tol, args.method, args.max_iterations)
@@ -285,10 +289,7 @@ def cmd_solve_gaussian(args) -> int:
     if args.max_iterations is not None:
         raise InputError("--max-iterations: applies to finite MDPs only (a Gaussian pair's series is summed to "
                          "its certified tail, a Monte Carlo rollout to --horizon)")
-    if args.out and Path(args.out).suffix.lower() not in (".json", ".csv"):
-        raise InputError(f"--out: unsupported file type '{Path(args.out).suffix}' for Gaussian MDPs (use .json or .csv)")
-    if args.out:
-        check_output(args.out)
+    _checked_out(args.out, (".json", ".csv"), " for Gaussian MDPs")
     z, z2 = load_pairs(args.pairs, model.state_dim)
     samples = 2000 if args.samples is None else args.samples
     confidence = 0.95 if args.confidence is None else args.confidence
@@ -511,8 +512,7 @@ def main(argv: list[str] | None = None, commands: Sequence[AddCommand] = ()) -> 
     except BrokenPipeError:
         return 0
     except OSError as exc:  # output paths are checked up front (check_output); this is what happens after
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(f"bisimkit: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"bisimkit: error: {file_error_line(exc)}", file=sys.stderr)
         return EXIT_IO
     except KeyboardInterrupt:
         print("bisimkit: interrupted", file=sys.stderr)

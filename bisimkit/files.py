@@ -64,3 +64,8 @@ def check_output(path: str | os.PathLike, param: str = "out", folder: bool = Fal
     except OSError as exc:
         raise InputError(f"cannot write {str(path)!r}: {exc.strerror or exc} in {str(here)!r}", param=param) from None
     return path
+
+
+def file_error_line(exc: OSError) -> str:
+    """The one line a command prints for a file error during its work: ``FILE: reason``."""
+    return f"{exc.filename}: {exc.strerror or exc}" if exc.filename else str(exc.strerror or exc)

@@ -208,6 +208,16 @@ NOT_WITH_AGAINST = {"order": "index", "action_order": "index", "no_quotient": Fa
                     "confidence": None}
 
 
+def _load_side(spec: str, option: str = "") -> FiniteMDP:
+    """One of the two MDPs of ``--against``; a message about its content names the file (and the
+    option that gave it), so it is clear which of the two MDPs is at fault."""
+    try:
+        return load_mdp_or_example(spec)
+    except InputError as exc:
+        message = str(exc) if str(exc).startswith(spec) else f"{spec}: {exc}"
+        raise InputError(f"{option} {message}" if option else message) from None
+
+
 def cmd_solve_between(args) -> int:
     """``bisimkit solve A --against B --metric NAME``: the distances between the states of A and of B."""
     from .between import BETWEEN_METRICS, check_between, solve_between  # start-up cost: only with --against
@@ -225,7 +235,7 @@ def cmd_solve_between(args) -> int:
         operator_info(args.metric)  # an unknown name is refused as such
         raise InputError(f"--against: metric '{args.metric}' has no closed cross block between two MDPs (it needs "
                          f"each MDP's own mico self-distances); use one of {', '.join(BETWEEN_METRICS)}")
-    mdp_a, mdp_b = load_mdp_or_example(args.mdp), load_mdp_or_example(args.against)
+    mdp_a, mdp_b = _load_side(args.mdp), _load_side(args.against, "--against")
     _checked_out(args.out)
     # Bad input is refused before anything is announced or compiled; the second MDP is --against.
     try:

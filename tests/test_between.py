@@ -229,3 +229,20 @@ def test_cli_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys, args, f
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and flag in err[0], err
     assert not (tmp_path / "d.npy").exists()
+
+
+@pytest.mark.parametrize("side", ["A", "B"])
+def test_cli_bad_file_content_names_which_mdp(tmp_path, capsys, side):
+    good = random_mdp(3, 2, seed=1).to_dict()
+    bad = json.loads(json.dumps(good))
+    bad["rewards"][0][0] = "x"
+    paths = {}
+    for name, data in (("good", good), ("bad", bad)):
+        paths[name] = tmp_path / f"{name}.json"
+        paths[name].write_text(json.dumps(data))
+    a, b = (paths["bad"], paths["good"]) if side == "A" else (paths["good"], paths["bad"])
+    assert main(["solve", str(a), "--against", str(b), "--metric", "pi", "--out", str(tmp_path / "d.npy")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    prefix = f"{paths['bad']}: " if side == "A" else f"--against {paths['bad']}: "
+    assert len(err) == 1 and prefix in err[0] and "rewards" in err[0], err
+    assert not (tmp_path / "d.npy").exists()

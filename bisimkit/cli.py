@@ -33,7 +33,7 @@ from .gaussian.model import is_gaussian_file, load_gaussian
 from .ground import resolve_ground
 from .gym import load_gym_spec
 from .mdp import FiniteMDP, coordinate_independent, load_mdp
-from .operators import METRIC_NAMES, OPERATORS, operator_info
+from .operators import GROUND_METRICS, METRIC_NAMES, OPERATORS, operator_info
 from .order import resolve_order
 from .progress import solve_progress
 from .relations import RELATION_KINDS, relation_blocks
@@ -137,7 +137,15 @@ def summarize(mdp: FiniteMDP, sol: Solution) -> str:
 GAUSSIAN_ONLY = ("pairs", "samples", "horizon", "seed", "confidence")
 
 
+def _ground_applies(metric: str, ground: str | None) -> None:
+    """Refuse ``--ground`` with a metric that has no ground term (it would be ignored)."""
+    if ground is not None and not operator_info(metric).uses_ground:
+        raise InputError(f"--ground: metric '{metric}' has no ground term; --ground applies to "
+                         f"{', '.join(GROUND_METRICS)}")
+
+
 def cmd_solve(args) -> int:
+    _ground_applies(args.metric, args.ground)
     if args.against is not None:
         return cmd_solve_between(args)
     if is_gaussian_file(args.mdp):
@@ -324,6 +332,8 @@ def cmd_solve_gaussian(args) -> int:
 
 # ---------------------------------------------------------- relation / info
 def cmd_relation(args) -> int:
+    if args.ground is not None and args.kind != "eps":
+        raise InputError(f"--ground: applies to --kind eps only (the {args.kind} relation has no ground term)")
     mdp = load_mdp_or_example(args.mdp)
     ground = resolve_ground(mdp, args.ground) if args.kind == "eps" else "reward"
     print(json.dumps(relation_blocks(mdp, args.kind, ground, atol=args.atol)))

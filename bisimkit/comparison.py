@@ -28,7 +28,7 @@ import numpy as np
 from .errors import InputError
 from .ground import Ground, ground_label, resolve_ground
 from .mdp import FiniteMDP
-from .operators import operator_info
+from .operators import GROUND_METRICS, operator_info
 from .order import resolve_order
 from .progress import solve_progress
 from .relations import cluster_values, zero_set_labels
@@ -148,6 +148,9 @@ def check_compare(mdp: FiniteMDP, metrics: str | Sequence[str], ground: Ground |
     needs = [m for m in names if operator_info(m).uses_policy]
     if needs:
         mdp.require_policy(f"metric '{needs[0]}'")
+    if ground is not None and not any(operator_info(m).uses_ground for m in names):
+        raise InputError(f"none of {', '.join(names)} has a ground term (it applies to {', '.join(GROUND_METRICS)})",
+                         param="ground")
     resolved = resolve_ground(mdp, ground)
     resolve_order(mdp, order, action_order, resolved)
     return names, resolved

@@ -102,6 +102,8 @@ OPERATORS: dict[str, OperatorInfo] = {info.name: info for info in [
 ]}
 
 METRIC_NAMES = tuple(OPERATORS)
+#: The metrics with a ground term between state-action pairs (the ``ground`` argument).
+GROUND_METRICS = tuple(name for name, info in OPERATORS.items() if info.uses_ground)
 
 
 def operator_info(name: str) -> OperatorInfo:

@@ -93,6 +93,10 @@ def test_bad_files_exit_2_with_one_line(tmp_path, case):
     (["solve", "mirrored-rooms", "--metric", "pi"], "needs a policy"),
     (["solve", "four-state", "--metric", "eps", "--ground", "nofile"], "neither reward, policy nor an existing file"),
     (["relation", "four-state", "--kind", "weird"], "invalid choice"),
+    (["solve", "four-state", "--metric", "pi", "--ground", "policy"], "--ground: metric 'pi' has no ground term"),
+    (["solve", "four-state", "--against", "four-state", "--metric", "mico", "--ground", "reward"],
+     "--ground: metric 'mico' has no ground term"),
+    (["relation", "four-state", "--kind", "pi", "--ground", "policy"], "--ground: applies to --kind eps only"),
     (["frobnicate"], "invalid choice"),
 ])
 def test_bad_arguments_exit_2(tmp_path, args, message):

@@ -154,7 +154,8 @@ def test_compare_python_api_on_a_grid():
     (["--metrics", "pi,nope"], "--metrics: unknown metric 'nope'"),
     (["--metrics", "pi", "--diff", "pi,mico"], "--diff: 'mico' is not among"),
     (["--metrics", "pi", "--state", "99"], "--state: 99 is not a state"),
-    (["--metrics", "pi", "--ground", "nofile.npy"], "nofile.npy"),
+    (["--metrics", "pi,eps", "--ground", "nofile.npy"], "nofile.npy"),
+    (["--metrics", "pi,mico", "--ground", "policy"], "--ground: none of pi, mico has a ground term"),
 ])
 def test_compare_bad_input(tmp_path, capsys, args, expected):
     out = tmp_path / "never"

@@ -195,14 +195,15 @@ def _cross_ground(a: FiniteMDP, b: FiniteMDP, ground: Ground | None) -> Ground:
         source = ground
         ground = read_ground_file(ground)
     (na, m), nb = a.rewards.shape, b.n_states
+    where = "" if source == "ground" else f"{source}: "  # the parameter already names an in-memory ground
     try:
         G = np.asarray(ground, dtype=np.float64)
     except (TypeError, ValueError):
-        raise InputError(f"{source}: not a rectangular array of numbers", param="ground") from None
+        raise InputError(f"{where}not a rectangular array of numbers", param="ground") from None
     if G.shape == (na, m, nb, m):
         G = G.reshape(na * m, nb * m)
     if G.shape != (na * m, nb * m):
-        raise InputError(f"{source}: a ground between the two MDPs has shape (n_A*m, n_B*m) = {(na * m, nb * m)} "
+        raise InputError(f"{where}a ground between the two MDPs has shape (n_A*m, n_B*m) = {(na * m, nb * m)} "
                          f"or (n_A, m, n_B, m) = {(na, m, nb, m)}, got {G.shape}", param="ground")
     for bad, what in ((~np.isfinite(G), "is not finite"), (G < 0, "is negative")):
         found = np.argwhere(bad)

@@ -190,6 +190,7 @@ def test_bad_input_names_the_parameter(case, param, words):
     with pytest.raises(InputError) as info:
         solve_between(a, b, metric, ground=ground, max_iterations=cap)
     assert info.value.param == param and words in str(info.value)
+    assert not str(info.value).startswith(f"{param}: {param}:")  # the parameter is named once
 
 
 # ------------------------------------------------------------ command line

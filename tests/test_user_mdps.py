@@ -24,6 +24,12 @@ def test_verify_mdp_reproduces_a_saved_counterexample(quick_run, tmp_path, capsy
     assert saved
     path = saved[0]
     detail = json.loads(path.read_text())["name"].split(": ", 1)[1]  # "counterexample to ...: DETAIL"
+    # the quick run's report states the saved case's own outcome beside its file (not the row's worst case)
+    listed = {r["counterexample"]: r for r in json.loads((quick_run / "report.json").read_text())["rows"]}
+    rel = str(path.relative_to(quick_run))
+    assert listed[rel]["counterexample_detail"] == detail
+    assert f"]({rel}){' (shrunk by hypothesis)' if listed[rel]['shrunk'] else ''}: {detail}" in (
+        quick_run / "report.md").read_text()
     out = tmp_path / "mine"
     status = main(["verify", "--mdp", str(path), "--claims", "C10", "--out", str(out), "--quiet"])
     capsys.readouterr()

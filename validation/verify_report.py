@@ -210,10 +210,13 @@ def markdown(report: dict) -> str:
     ces = [r for r in report["rows"] if r["counterexample"]]
     if ces:
         lines += ["## Counterexamples", "",
-                  "Each is an MDP JSON file (`bisimkit info FILE`, `bisimkit solve FILE --metric ...`).", ""]
+                  "Each is an MDP JSON file (`bisimkit info FILE`, `bisimkit solve FILE --metric ...`) holding one "
+                  "case of its row: the one hypothesis shrank, or else the row's smallest failing case, so its "
+                  "margin (shown here, and what `bisimkit verify --mdp FILE` reproduces) can be milder than the "
+                  "row's worst in the table.", ""]
         for r in ces:
             lines.append(f"- {r['label']} on {r['family']}: [{r['counterexample']}]({r['counterexample']})"
-                         f"{' (shrunk by hypothesis)' if r['shrunk'] else ''}: {r['worst_detail']}")
+                         f"{' (shrunk by hypothesis)' if r['shrunk'] else ''}: {r['counterexample_detail']}")
         lines.append("")
     if report["figures"]:
         lines += ["## Figures", ""]

@@ -28,6 +28,7 @@ class Row:
     seconds: float = 0.0
     counterexample: str | None = None
     shrunk: bool = False
+    counterexample_detail: str = ""  # the saved case's own outcome (the shrunk or smallest case, not the worst)
     violation: dict | None = field(default=None, repr=False)  # smallest violating case seen
 
     @property
@@ -91,7 +92,7 @@ class Row:
                 "asserted": c.asserted, "expect": c.expect, "cases": self.cases, "held": self.held,
                 "worst_margin": None if math.isinf(self.worst_margin) else self.worst_margin,
                 "worst_detail": self.worst_detail, "seconds": self.seconds, "counterexample": self.counterexample,
-                "shrunk": self.shrunk, "status": self.status}
+                "counterexample_detail": self.counterexample_detail, "shrunk": self.shrunk, "status": self.status}
 
     def to_state(self) -> dict:
         """What ``--resume`` keeps of the row (the claim by its label)."""
@@ -107,7 +108,8 @@ class Row:
             raise KeyError(f"no claim {data['label']} on {data['family']}")
         margin = math.inf if data["worst_margin"] is None else data["worst_margin"]
         return cls(claim, data["family"], data["cases"], data["held"], margin, data["worst_detail"],
-                   data["seconds"], data["counterexample"], data["shrunk"], data.get("violation"))
+                   data["seconds"], data["counterexample"], data["shrunk"], data.get("counterexample_detail", ""),
+                   data.get("violation"))
 
 
 def _case_dict(case: Case) -> dict:

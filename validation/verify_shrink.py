@@ -47,8 +47,9 @@ def shrink(claim: Claim, family: str, max_examples: int, seconds: float) -> Case
     return best[-1] if best else None
 
 
-def save_counterexample(row: Row, case: Case, out: Path, shrunk: bool) -> str:
-    """Write the case as an MDP JSON file (plus the ground metric when it is a matrix)."""
+def save_counterexample(row: Row, case: Case, out: Path, shrunk: bool) -> tuple[str, str]:
+    """Write the case as an MDP JSON file (plus the ground metric when it is a matrix); returns the
+    file's path relative to ``out`` and the case's own outcome (what ``verify --mdp FILE`` reproduces)."""
     slug = f"{row.label.replace(' ', '-').replace('(', '').replace(')', '')}-{row.family}"
     outcome = row.claim.check(FixedPoints(case))
     data = case.mdp.to_dict()
@@ -57,7 +58,7 @@ def save_counterexample(row: Row, case: Case, out: Path, shrunk: bool) -> str:
     atomic_write_json(path, data)
     if not isinstance(case.ground, str):
         atomic_write(path.with_suffix(".ground.npy"), lambda fh: np.save(fh, np.asarray(case.ground)))
-    return str(path.relative_to(out))
+    return str(path.relative_to(out)), outcome.detail
 
 
 def save_counterexamples(rows: list[Row], plan: Plan, shrink_examples: int | None) -> None:
@@ -82,4 +83,4 @@ def save_counterexamples(rows: list[Row], plan: Plan, shrink_examples: int | Non
         row.shrunk = case is not None
         if case is None:
             case = _case_from_dict(row.violation["case"])
-        row.counterexample = save_counterexample(row, case, plan.out, row.shrunk)
+        row.counterexample, row.counterexample_detail = save_counterexample(row, case, plan.out, row.shrunk)

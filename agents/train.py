@@ -391,7 +391,8 @@ def build_parser() -> ConfigParser:
     run.add_argument("--out", default=None, help="run folder (default runs/TASK/METHOD/seedN)")
     run.add_argument("--resume", action="store_true",
                      help="continue the run in --out from its checkpoint, with its own configuration "
-                          "(only --env-steps, --eval-every, --checkpoint-every and --device may change)")
+                          f"(only {', '.join('--' + f.replace('_', '-') for f in sorted(RESUMABLE_CHANGES))} "
+                          "may change)")
     run.add_argument("--no-tensorboard", dest="tensorboard", action="store_false",
                      help="no tb/ events (on when the tensorboard extra is installed)")
     run.add_argument("--wandb", default=None, metavar="PROJECT",

@@ -2,8 +2,8 @@
 # GPU checks for a CUDA machine that has torch but none of our other dependencies and no
 # network. Run from the repository root:
 #
-#   bash benchmarks/gpu_check.sh session   # every check in one call, under
-#                                          # SESSION_LIMIT seconds (570) in all: 50 drq-preset updates eager
+#   bash benchmarks/gpu_check.sh all       # every check in one call, under
+#                                          # ALL_LIMIT seconds (570) in all: 50 drq-preset updates eager
 #                                          # vs from CUDA graphs (~30 s); the fidelity run (--preset drq,
 #                                          # cartpole-swingup, 100k env steps, two seeds side by side,
 #                                          # each final eval >= 667), with --graphs if that check passed (a seed whose graphs run fails restarts without);
@@ -22,7 +22,7 @@
 #                                          # trunk and Adam, CUDA graphs on) on cartpole-swingup to STEPS (100000)
 #                                          # side by side under TRAIN_LIMIT (540 s), then drq_fidelity on them
 #                                          # alone (the verdict) and beside the filed fast-path seeds FAST_RUNS
-#                                          # (benchmarks/results/gpu/h200-session/fidelity): fp32.png, fp32.json
+#                                          # (benchmarks/results/gpu/h200-all/fidelity): fp32.png, fp32.json
 #   bash benchmarks/gpu_check.sh bench     # the update benchmark alone (all methods) + a training smoke run
 #   bash benchmarks/gpu_check.sh distracted  # eps-r, drq+dbc and drq (paper preset) on cartpole-swingup with
 #                                          # background + camera distractions, STEPS (100000) env steps, SEEDS each,
@@ -47,7 +47,7 @@
 #
 # Knobs (for a dry run on a CPU): DEVICE (cuda), STEPS (100000), SEEDS ("0 1"), TRAIN_LIMIT (seconds,
 # 400), TRAIN_ARGS (extra agents.train flags), BENCH_ARGS (extra bench_updates arguments), BENCH_LIMIT (150),
-# SESSION_LIMIT (570).
+# ALL_LIMIT (570).
 # The distracted stage also reads RUNS, PARALLEL, DISTRACTED_LIMIT, DISTRACTED_METHODS ("eps-r drq+dbc drq"),
 # EVAL_EVERY (10000), EVAL_EPISODES (5: the filed runs' setting), CHECKPOINT_EVERY (10000), FILED (benchmarks/results/gpu) and TRAIN_ARGS.
 # It expects (build them with benchmarks/make_devbundle.sh) .devbundle/site312.zip (mujoco 3.17.0,
@@ -281,9 +281,9 @@ scene84() {  # $1: seconds allowed; see the usage line. Results: $RES/scene84/<s
 }
 
 case "$stage" in
-  session)
-    limit=${SESSION_LIMIT:-570}
-    log=$OUT/session.log
+  all)
+    limit=${ALL_LIMIT:-570}
+    log=$OUT/all.log
     check_graphs drq | tee "$log"
     if [ "${PIPESTATUS[0]}" = 0 ]; then TRAIN_ARGS="--graphs ${TRAIN_ARGS:-}"; else TRAIN_ARGS="--no-graphs ${TRAIN_ARGS:-}"; fi
     pack
@@ -324,7 +324,7 @@ case "$stage" in
     extra="--no-fast"
     [[ "$DEVICE" == cuda* ]] && extra="$extra --graphs"  # a seed whose graphs run fails restarts without
     FIDELITY_DIR=fp32 TRAIN_ARGS="$extra ${TRAIN_ARGS:-}" fidelity "${TRAIN_LIMIT:-540}" 2>&1 | tee "$OUT/fp32.log"
-    fast_runs=${FAST_RUNS:-$repo/benchmarks/results/gpu/h200-session/fidelity}
+    fast_runs=${FAST_RUNS:-$repo/benchmarks/results/gpu/h200-all/fidelity}
     echo "== float32 seeds beside the fast-path seeds of $fast_runs" | tee -a "$OUT/fp32.log"
     python3 -m benchmarks.drq_fidelity "$RES"/fp32/drq-seed* "$fast_runs"/drq-seed* --out "$RES/fp32-beside-fast.png" \
         --json "$RES/fp32-beside-fast.json" 2>&1 | tee -a "$OUT/fp32.log"
@@ -353,7 +353,7 @@ case "$stage" in
     scene84 "${SCENE_LIMIT:-540}" 2>&1 | tee "$OUT/scene84.log"
     ;;
   *)
-    echo "unknown stage $stage (session, fidelity, fp32, graphs, timings, bench, distracted, mico or scene84)"
+    echo "unknown stage $stage (all, fidelity, fp32, graphs, timings, bench, distracted, mico or scene84)"
     exit 2
     ;;
 esac

@@ -1,6 +1,6 @@
-"""File what a GPU session brought back: ``results.tgz`` of ``benchmarks/gpu_check.sh`` into the repository.
+"""File what a GPU machine brought back: ``results.tgz`` of ``benchmarks/gpu_check.sh`` into the repository.
 
-    python -m benchmarks.gpu_results RESULTS_TGZ --name h200-session [--figure docs/gpu_drq_fidelity.png]
+    python -m benchmarks.gpu_results RESULTS_TGZ --name h200-all [--figure docs/gpu_drq_fidelity.png]
                                      [--distracted-figure docs/gpu_distracted.png]
     python -m benchmarks.gpu_results --distracted [--distracted-figure docs/gpu_distracted.png]
 
@@ -234,7 +234,7 @@ def distracted_lines(record: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("archive", nargs="?", help="results.tgz from benchmarks/gpu_check.sh")
-    p.add_argument("--name", help="folder under benchmarks/results/gpu/ (e.g. h200-session); with an archive")
+    p.add_argument("--name", help="folder under benchmarks/results/gpu/ (e.g. h200-all); with an archive")
     p.add_argument("--figure", default=None, help="fidelity figure (default: in the new folder)")
     p.add_argument("--distracted", action="store_true",
                    help="without an archive: judge and draw the distracted runs filed so far")

@@ -1,4 +1,4 @@
-"""Filing a GPU session's results.tgz (benchmarks/gpu_results.py): unpacked safely, summarised for the docs."""
+"""Filing a GPU machine's results.tgz (benchmarks/gpu_results.py): unpacked safely, summarised for the docs."""
 
 import io
 import json
@@ -32,16 +32,16 @@ def eval_run(seed: int, finals: list[tuple[int, float]]) -> dict[str, str]:
             f"./fidelity/drq-seed{seed}/config.json": json.dumps({"config": {"seed": seed, "preset": "drq"}})}
 
 
-def test_a_session_is_filed_and_summarised(tmp_path, capsys):
+def test_an_archive_is_filed_and_summarised(tmp_path, capsys):
     files = {**eval_run(0, [(0, 10), (100_000, 700)]), **eval_run(1, [(0, 12), (100_000, 800)]),
              "./updates-cuda.json": json.dumps(RECORD),
              "./graphs-check.json": json.dumps({"checks": {"drq": {"passed": True, "max_rel": 1e-6,
                                                                    "same_draws": True}}})}
     tgz = archive(tmp_path / "results.tgz", files)
     root = tmp_path / "gpu"
-    assert main([str(tgz), "--name", "h200-session", "--root", str(root)]) == 0
+    assert main([str(tgz), "--name", "h200-all", "--root", str(root)]) == 0
     out = capsys.readouterr().out
-    dest = root / "h200-session"
+    dest = root / "h200-all"
     assert (dest / "fidelity" / "drq-seed1" / "eval.csv").is_file() and (dest / "fidelity.png").stat().st_size > 0
     assert json.loads((dest / "fidelity.json").read_text())["passed"] is True
     assert "seed 0: 700.0" in out and "PASS" in out and "| env steps | 0 | 100k |" in out
@@ -51,7 +51,7 @@ def test_a_session_is_filed_and_summarised(tmp_path, capsys):
     assert "fastest path eps-r/graphs, 12.5 ms per update (target <= 14 ms on an H200: met)" in out
     assert "graphs check, drq: pass" in out
     # a second filing under the same name is refused, nothing changed
-    assert main([str(tgz), "--name", "h200-session", "--root", str(root)]) == 2
+    assert main([str(tgz), "--name", "h200-all", "--root", str(root)]) == 2
     assert capsys.readouterr().err.strip().startswith("error: name: ")
 
 

@@ -9,10 +9,10 @@ graphs and replayed, :class:`agents.agent.UpdateGraphs`); ``--paths`` may add
 ``compiled`` (the graphs path with the conv trunks through ``torch.compile``;
 on a CPU, the fast path compiled). Two reference rows come with them:
 
-* ``eps-r@legacy``: the update as it was before the presets (one augmentation,
-  K = M = 1, no target encoder, no actor head): its plain path is the "28.6 ms
-  on an H200" row of the earlier README, measured again on the same card, and
-  its fast and graphs paths say how much faster the same work has become;
+* ``eps-r@legacy``: the lighter eps-r update (one augmentation, K = M = 1, no
+  target encoder, no actor head), the work the speed target is set on (28.6 ms
+  plain on an H200 in its first timing): its fast and graphs paths say how much
+  faster the same work runs;
 * ``drq@drq``: the ``drq`` preset (DrQ's agent, stacked encoder) that the GPU
   fidelity check trains.
 

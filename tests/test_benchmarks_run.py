@@ -45,7 +45,7 @@ def test_targets_exponents_and_docs_block(tmp_path):
     assert "a-priori c (upper bound)" in run.table(records)
 
 
-def test_legacy_records_get_a_basis():
+def test_records_without_a_basis_field_get_one():
     assert run.basis({"finished": True}) == "measured"
     assert run.basis({"finished": False, "sweeps": 1}) == run.APRIORI
     assert run.basis({"finished": False, "sweeps": 7}) == "extrapolated from this run"

@@ -97,6 +97,8 @@ UPDATE_RULES = ("joint", "dbc")
 #: The transition's starting standard deviation under the joint update (ours: the bisimulation losses start on
 #: the critic loss's scale; docs/agents.md, Fair baselines).
 SIGMA_INIT = 0.5
+#: The transition's standard deviation is clamped to this range (DBC's transition model).
+SIGMA_BOUNDS = (1e-4, 10.0)
 
 
 def task_names() -> tuple[str, ...]:
@@ -183,9 +185,9 @@ class TrainConfig:
     """tanh or none after the encoder's LayerNorm (default: none for drq+dbc, as in DBC; tanh otherwise)."""
     aux: bool | None = None
     """Train the world-model heads (default: exactly for the bisimulation methods)."""
-    transition_sigma_min: float = 1e-4
+    transition_sigma_min: float = SIGMA_BOUNDS[0]
     """Lower bound of the latent transition's standard deviation (DBC: 1e-4)."""
-    transition_sigma_max: float = 10.0
+    transition_sigma_max: float = SIGMA_BOUNDS[1]
     """Upper bound of the latent transition's standard deviation (DBC: 10)."""
     transition_sigma_init: float | None = None
     """Standard deviation the transition starts from (default 0.5; under update_rule dbc, DBC's own init: PyTorch's
@@ -221,7 +223,7 @@ class TrainConfig:
     alpha_lr: float = 1e-4
     """Adam learning rate of the entropy temperature."""
     alpha_beta1: float = 0.5
-    """Adam beta1 of the temperature (DBC 0.5; DrQ's default 0.9)."""
+    """Adam beta1 of the temperature (DBC 0.5; DrQ 0.9)."""
     init_temperature: float = 0.1
     """Initial entropy temperature."""
     augment: bool | None = None

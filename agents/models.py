@@ -24,10 +24,8 @@ import math
 import torch
 from torch import nn
 
+from .config import SIGMA_BOUNDS, SIGMA_INIT
 from .mlp import HIDDEN, mlp
-
-SIGMA_BOUNDS = (1e-4, 10.0)
-SIGMA_INIT = 0.5
 
 
 class TransitionModel(nn.Module):

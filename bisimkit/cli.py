@@ -135,6 +135,9 @@ def summarize(mdp: FiniteMDP, sol: Solution) -> str:
 
 
 GAUSSIAN_ONLY = ("pairs", "samples", "horizon", "seed", "confidence")
+#: The Monte Carlo settings a Gaussian ``solve`` uses when they are not given: those of
+#: :func:`bisimkit.gaussian.pairs.solve_pairs` (imported only when a Gaussian MDP is solved).
+MC_DEFAULTS = {"samples": 2000, "seed": 0, "confidence": 0.95}
 
 
 def _ground_applies(metric: str, ground: str | None) -> None:
@@ -309,10 +312,8 @@ def cmd_solve_gaussian(args) -> int:
                          "its certified tail, a Monte Carlo rollout to --horizon)")
     _checked_out(args.out, (".json", ".csv"), " for Gaussian MDPs")
     z, z2 = load_pairs(args.pairs, model.state_dim)
-    samples = 2000 if args.samples is None else args.samples
-    confidence = 0.95 if args.confidence is None else args.confidence
-    result = solve_pairs(model, args.metric, z, z2, ground=args.ground, method=args.method, samples=samples,
-                         horizon=args.horizon, seed=0 if args.seed is None else args.seed, confidence=confidence)
+    mc = {name: MC_DEFAULTS[name] if getattr(args, name) is None else getattr(args, name) for name in MC_DEFAULTS}
+    result = solve_pairs(model, args.metric, z, z2, ground=args.ground, method=args.method, horizon=args.horizon, **mc)
     if args.out:
         path = Path(args.out)
         if path.suffix.lower() == ".json":
@@ -456,11 +457,11 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     g = p.add_argument_group("Gaussian MDPs (a JSON file with \"kind\": \"linear-gaussian\")")
     g.add_argument("--pairs", default=None, metavar="FILE",
                    help="state pairs: .json list of [z, z'] or .npy of shape (P, 2, n) (required)")
-    g.add_argument("--samples", type=_positive_int, default=None, help="Monte Carlo rollout pairs (default 2000)")
+    g.add_argument("--samples", type=_positive_int, default=None, help=f"Monte Carlo rollout pairs (default {MC_DEFAULTS['samples']})")
     g.add_argument("--horizon", type=_positive_int, default=None,
                    help="Monte Carlo rollout length (default: certified truncation bound <= 1e-3)")
-    g.add_argument("--seed", type=int, default=None, help="Monte Carlo seed (default 0)")
-    g.add_argument("--confidence", type=_probability, default=None, help="Monte Carlo confidence level (default 0.95)")
+    g.add_argument("--seed", type=int, default=None, help=f"Monte Carlo seed (default {MC_DEFAULTS['seed']})")
+    g.add_argument("--confidence", type=_probability, default=None, help=f"Monte Carlo confidence level (default {MC_DEFAULTS['confidence']})")
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("relation", help="largest bisimulation relation by partition refinement")

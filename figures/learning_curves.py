@@ -159,7 +159,7 @@ def plot_learning_curves(runs_root: PathLike | Iterable[PathLike], out_png: Path
     if reference is not None and reference not in REFERENCES:
         raise InputError(f"reference: {reference!r} is not one of {', '.join(REFERENCES)}")
     if reference is not None and metric != "mean_return":
-        raise InputError(f"reference: DrQ's curves are evaluation returns; it goes with --metric mean_return, "
+        raise InputError(f"reference: DrQ's curves are evaluation returns; it goes with metric 'mean_return', "
                          f"not {metric!r}")
     all_curves = curves(find_runs(runs_root), metric)
     tasks = ordered((c.task for c in all_curves), TASK_ORDER)

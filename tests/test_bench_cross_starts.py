@@ -12,6 +12,23 @@ def _random_problem(rng, k, l):
     return a, b, rng.uniform(0.0, 1.0, (k, l))
 
 
+def _northwest_corner(a, b, ha, hb):
+    """The monotone coupling by the north-west corner rule on the key-sorted rows and columns: {cell: mass}."""
+    ra, rb = list(np.argsort(ha, kind="stable")), list(np.argsort(hb, kind="stable"))
+    left_a, left_b, flow, i, j = a.copy(), b.copy(), {}, 0, 0
+    while i < len(ra) and j < len(rb):
+        m = min(left_a[ra[i]], left_b[rb[j]])
+        if m > 0:
+            flow[ra[i], rb[j]] = m
+        left_a[ra[i]] -= m
+        left_b[rb[j]] -= m
+        if left_a[ra[i]] <= 1e-15:
+            i += 1
+        else:
+            j += 1
+    return flow
+
+
 def test_monotone_basis_is_a_spanning_tree_carrying_the_marginals():
     rng = np.random.default_rng(0)
     a, b, _ = _random_problem(rng, 5, 7)
@@ -19,10 +36,21 @@ def test_monotone_basis_is_a_spanning_tree_carrying_the_marginals():
     basis = monotone_basis(a, b, ha, hb)
     assert basis.shape == (5 + 7 - 1, 2)
     assert len({tuple(c) for c in basis}) == len(basis)  # distinct cells
-    assert set(basis[:, 0]) == set(range(5)) and set(basis[:, 1]) == set(range(7))  # every node touched
-    _, _, cost, _ = solve_from(a, b, np.abs(ha[:, None] - hb[None, :]), basis)
-    # on the line cost the monotone coupling is optimal: the simplex from it keeps its cost
-    _, _, greedy_cost, _ = solve_from(a, b, np.abs(ha[:, None] - hb[None, :]), None)
+    C = np.abs(ha[:, None] - hb[None, :])
+    u, v = tree_duals(C, basis)
+    assert np.isfinite(u).all() and np.isfinite(v).all()  # k + l - 1 cells reaching every node: a spanning tree
+    flow = _northwest_corner(a, b, ha, hb)
+    assert set(flow) <= {tuple(c) for c in basis}  # the monotone coupling's mass lies on the tree
+    plan = np.zeros((5, 7))
+    for (i, j), m in flow.items():
+        plan[i, j] = m
+    np.testing.assert_allclose(plan.sum(1), a, atol=1e-12)
+    np.testing.assert_allclose(plan.sum(0), b, atol=1e-12)
+    # on the line cost the monotone coupling is optimal: the simplex from it makes no pivot, keeps its cost
+    pivots, _, cost, _ = solve_from(a, b, C, basis)
+    assert pivots == 0
+    assert abs(cost - float((plan * C).sum())) < 1e-12
+    _, _, greedy_cost, _ = solve_from(a, b, C, None)
     assert abs(cost - greedy_cost) < 1e-12
 
 

@@ -53,7 +53,7 @@ def test_exact_distances_with_error_bars(files, tmp_path, capsys, metric):
     assert main(["solve", files["linear-2d"], "--metric", metric, "--pairs", files["npy"], "--out", str(path)]) == 0
     data = json.loads(path.read_text())
     assert data["method"] == "exact series" and len(data["distances"]) == 3
-    assert np.allclose(data["distances"], expected.values, rtol=1e-15)
+    assert np.allclose(data["distances"], expected.values, rtol=1e-15, atol=0)
     assert all(e < 1e-10 for e in data["errors"]) and data["distances"][2] == 0
 
 

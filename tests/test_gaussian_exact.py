@@ -20,7 +20,7 @@ def test_one_dimensional_geometric_series():
         assert np.allclose(s.values, expected, rtol=1e-14, atol=0)
         assert np.all(s.error <= 1e-13 * (1 + expected))
     psm = distance(model, "psm", "policy", z, z2).values
-    assert np.allclose(psm, 0.3 * np.abs(z - z2)[:, 0] / (1 - 0.9 * 0.5), rtol=1e-14)
+    assert np.allclose(psm, 0.3 * np.abs(z - z2)[:, 0] / (1 - 0.9 * 0.5), rtol=1e-14, atol=0)
 
 
 @pytest.mark.parametrize("name, ground", [("linear-2d", "reward"), ("linear-2d", "policy"),
@@ -39,7 +39,7 @@ def test_fixed_point_equation_of_deterministic_forms(name, ground):
     else:
         w = model.reward_terms.state + K.T @ model.reward_terms.action
         g = np.abs((z - z2) @ w)
-    assert np.allclose(f, g + model.discount * f_next, rtol=1e-12)
+    assert np.allclose(f, g + model.discount * f_next, rtol=1e-12, atol=0)
 
 
 def test_exact_distances_are_pseudometrics():

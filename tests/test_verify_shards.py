@@ -208,7 +208,7 @@ def test_merge_of_no_shards_has_no_rows(tmp_path):
 # ------------------------------------------------------------------ bad input
 @pytest.mark.parametrize("args, message", [
     (["--executor", "pbs"], "argument --executor: invalid choice: 'pbs'"),
-    (["--jobs", "2"], "--jobs: applies with --executor only"),
+    (["--jobs", "2"], "--jobs: applies with an executor only"),
     (["--executor", "local", "--jobs", "0"], "--jobs: 0 is not a positive integer"),
     (["--executor", "local", "--mdp", "chain"], "--executor: applies to the generated families only"),
 ])

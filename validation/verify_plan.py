@@ -122,7 +122,7 @@ def plan_run(out: str | Path, cases: int | None, seed: int, claims: list[str] | 
     the user's (source, case) pairs: only the claims that apply to them, as family ``user``)."""
     if mdps:
         if cases is not None:
-            raise InputError("applies to the generated families only (with --mdp the cases are the MDPs given)",
+            raise InputError("applies to the generated families only (with mdps the cases are the MDPs given)",
                              param="cases")
         losses = [c for c in claims or [] if c in learning.loss_ids()]
         if losses:

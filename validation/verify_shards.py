@@ -373,6 +373,6 @@ def verify_sharded(out: str | Path = "verify-out", cases: int | None = None, see
 def check_sharding(mdps, jobs: int | None, executor: str | None) -> None:
     """The options that go with ``--executor`` (bad combinations: :class:`InputError`)."""
     if executor is None and jobs is not None:
-        raise InputError("applies with --executor only (the number of jobs the cases are split into)", param="jobs")
+        raise InputError("applies with an executor only (the number of jobs the cases are split into)", param="jobs")
     if executor is not None and mdps:
-        raise InputError("applies to the generated families only (--mdp runs in this process)", param="executor")
+        raise InputError("applies to the generated families only (user MDPs run in this process)", param="executor")

@@ -32,12 +32,13 @@ from .files import atomic_write, atomic_write_json, atomic_write_text, check_out
 from .gaussian.model import is_gaussian_file, load_gaussian
 from .ground import resolve_ground
 from .gym import load_gym_spec
-from .mdp import FiniteMDP, coordinate_independent, load_mdp
+from .mdp import ROW_TOLERANCE, FiniteMDP, coordinate_independent, load_mdp
 from .operators import GROUND_METRICS, METRIC_NAMES, OPERATORS, operator_info
-from .order import resolve_order
+from .order import ACTION_ORDER_METRICS, STATE_ORDER_METRICS, resolve_order
 from .progress import solve_progress
-from .relations import RELATION_KINDS, relation_blocks
+from .relations import RELATION_ATOL, RELATION_KINDS, relation_blocks
 from .separable import separability
+from .quotient import QUOTIENT_METRICS
 from .solvers import BACKENDS, DEFAULT_TOL, METHODS, TORCH_METRICS, PrecisionWarning, Solution, ZeroGroundWarning, solve
 from .kernels import when_numba_loads
 
@@ -369,7 +370,7 @@ def describe_mdp(mdp: FiniteMDP) -> str:
                          "SeparableDistance head; set state_shape to check)")
         else:
             lines += [separability(mdp, ground).describe() for ground in ("reward", "policy")]
-    lines.append("validation: ok (distributions within 1e-9, all values finite)")
+    lines.append(f"validation: ok (distributions within {ROW_TOLERANCE:g}, all values finite)")
     kinds = ["bisim"] + (["pi", "eps"] if mdp.policy is not None else [])
     counts = ", ".join(f"E_{k}: {len(relation_blocks(mdp, k))}" for k in kinds)
     lines.append(f"relation blocks (eps with reward ground): {counts}")
@@ -433,18 +434,21 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     p.add_argument("--out", default=None, metavar="FILE",
                    help="write FILE.npy, FILE.json or FILE.csv (Gaussian MDPs: .json or .csv)")
     p.add_argument("--order", default="index", metavar="ORDER",
-                   help="state order of the entangled coupling (eps-bar): index (default), class-contiguous "
+                   help=f"state order of the entangled coupling ({', '.join(STATE_ORDER_METRICS)}): index (default), "
+                        "class-contiguous "
                         "(each E_eps class numbered consecutively), a list such as 3,1,2,0 or a file with a "
                         "permutation of the states (.json, .npy or text); on a grid MDP a permutation of the "
                         "coordinates, e.g. 1,0 (docs/couplings.md)")
     p.add_argument("--action-order", default="index", metavar="ORDER",
-                   help="action order of the entangled policy coupling (eps, eps-avg, eps-bar): index (default), "
+                   help=f"action order of the entangled policy coupling ({', '.join(ACTION_ORDER_METRICS)}): index "
+                        "(default), "
                         "a list such as 1,0,2 or a permutation file")
     p.add_argument("--against", default=None, metavar="MDP_B",
                    help="a second finite MDP (file, example or gym:ID): solve the distances between the states of "
                         "MDP and those of MDP_B, for every metric but mico-reduced (docs/operators.md#two-mdps)")
     p.add_argument("--no-quotient", action="store_true",
-                   help="pi, psm, bisim, eps: solve the MDP itself, not first its quotient by the largest relation "
+                   help=f"{', '.join(QUOTIENT_METRICS)}: solve the MDP itself, not first its quotient by the largest "
+                        "relation "
                         "of the metric's kind (docs/operators.md)")
     p.add_argument("--backend", default=BACKENDS[0], choices=BACKENDS,
                    help=f"{', '.join(BACKENDS)} (default {BACKENDS[0]}); torch runs Smith's doubling with torch "
@@ -468,7 +472,8 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     p.add_argument("mdp", metavar="MDP", help="MDP file (.json/.npz), bundled example name, or gym:ID")
     p.add_argument("--kind", required=True, choices=RELATION_KINDS)
     p.add_argument("--ground", default=None, metavar="G", help="for --kind eps: reward, policy or a file")
-    p.add_argument("--atol", type=_positive_float, default=1e-9, help="equality tolerance for reals")
+    p.add_argument("--atol", type=_positive_float, default=RELATION_ATOL,
+                   help="equality tolerance for reals (default 1e-9)")
     p.set_defaults(func=cmd_relation)
 
     p = sub.add_parser("info", help="sizes and validation report of an MDP (finite or linear-Gaussian)")

@@ -24,7 +24,7 @@ the same discount and action values, and for a ground matrix the restriction
 
 Why the lift is certified although blocks are found with a tolerance
 ------------------------------------------------------------------------
-Blocks are found by clustering real numbers with ``atol`` (1e-9), so the rows
+Blocks are found by clustering real numbers with ``atol`` (``RELATION_ATOL``, 1e-9), so the rows
 of s and of ``r_B(s)`` agree only approximately. The certificate is therefore not
 assumed but derived from two lemmas and a per-state deviation, all O(nnz).
 Write ``B#mu`` for the block aggregate of a law mu on states, ``(B#mu)(b) = mu(b)``.
@@ -116,15 +116,13 @@ from .couplings import entangled_cells, histogram_rows
 from .ground import Ground
 from .kernels import on_small_path
 from .mdp import FiniteMDP
-from .relations import relation_labels
+from .relations import RELATION_ATOL, relation_labels
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
 #: The metrics whose zero set is the largest relation of the same name.
 QUOTIENT_METRICS = ("pi", "psm", "bisim", "eps")
-#: Tolerance of the partition refinement that finds the blocks.
-RELATION_ATOL = 1e-9
 #: The deviation term may use at most this fraction of the requested tolerance.
 DEVIATION_SHARE = 0.5
 _POLICY_METRICS = ("pi", "psm", "eps")

@@ -14,7 +14,7 @@ same signature under the current partition.
   states agree for almost every U, which gives each state a signature.
 
 Real numbers (rewards, masses, quantile breakpoints) are compared with an
-absolute tolerance ``atol`` (default 1e-9) by single-linkage clustering.
+absolute tolerance ``atol`` (default :data:`RELATION_ATOL`, 1e-9) by single-linkage clustering.
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ from .errors import InputError
 from .ground import Ground
 from .kernels import DenseRows, components, on_small_path
 from .mdp import FiniteMDP
+
+#: Absolute tolerance below which two reals (rewards, masses, breakpoints) count as equal when blocks are
+#: refined; :mod:`bisimkit.quotient` finds its blocks with the same one.
+RELATION_ATOL = 1e-9
 
 RELATION_KINDS = ("bisim", "pi", "psm", "eps")
 
@@ -135,17 +139,17 @@ def _policy_averaged_labels(mdp: FiniteMDP, initial: np.ndarray, atol: float) ->
     return _refine(mdp.n_states, signature)
 
 
-def pi_relation_labels(mdp: FiniteMDP, atol: float = 1e-9) -> np.ndarray:
+def pi_relation_labels(mdp: FiniteMDP, atol: float = RELATION_ATOL) -> np.ndarray:
     """Block labels of the largest pi-bisimulation relation E_pi."""
     return _policy_averaged_labels(mdp, cluster_values(mdp.reward_pi, atol), atol)
 
 
-def psm_relation_labels(mdp: FiniteMDP, atol: float = 1e-9) -> np.ndarray:
+def psm_relation_labels(mdp: FiniteMDP, atol: float = RELATION_ATOL) -> np.ndarray:
     """Block labels of the largest relation with equal mean actions and equal class masses of Ppi."""
     return _policy_averaged_labels(mdp, cluster_rows(mdp.mean_action, atol), atol)
 
 
-def bisim_relation_labels(mdp: FiniteMDP, atol: float = 1e-9) -> np.ndarray:
+def bisim_relation_labels(mdp: FiniteMDP, atol: float = RELATION_ATOL) -> np.ndarray:
     """Block labels of the largest (Ferns) bisimulation relation E_bisim."""
     n = mdp.n_states
     reward = cluster_rows(mdp.rewards, atol)
@@ -158,7 +162,7 @@ def bisim_relation_labels(mdp: FiniteMDP, atol: float = 1e-9) -> np.ndarray:
     return _refine(n, signature)
 
 
-def ground_classes(mdp: FiniteMDP, ground: Ground, atol: float = 1e-9) -> np.ndarray:
+def ground_classes(mdp: FiniteMDP, ground: Ground, atol: float = RELATION_ATOL) -> np.ndarray:
     """Zero-set classes of G on state-action pairs: an (n, m) array of ids."""
     n, m = mdp.n_states, mdp.n_actions
     if isinstance(ground, str):
@@ -170,7 +174,7 @@ def ground_classes(mdp: FiniteMDP, ground: Ground, atol: float = 1e-9) -> np.nda
     return zero_components(np.asarray(ground) <= atol).reshape(n, m)
 
 
-def eps_relation_labels(mdp: FiniteMDP, ground: Ground = "reward", atol: float = 1e-9,
+def eps_relation_labels(mdp: FiniteMDP, ground: Ground = "reward", atol: float = RELATION_ATOL,
                         reading: str = "class-mass") -> np.ndarray:
     """Block labels of the largest entangled bisimulation relation E_eps.
 
@@ -212,7 +216,7 @@ def eps_relation_labels(mdp: FiniteMDP, ground: Ground = "reward", atol: float =
     return _refine(n, signature)
 
 
-def relation_labels(mdp: FiniteMDP, kind: str, ground: Ground = "reward", atol: float = 1e-9) -> np.ndarray:
+def relation_labels(mdp: FiniteMDP, kind: str, ground: Ground = "reward", atol: float = RELATION_ATOL) -> np.ndarray:
     """Block labels of the largest relation of ``kind`` (bisim, pi, psm or eps)."""
     if kind == "bisim":
         return bisim_relation_labels(mdp, atol)
@@ -225,7 +229,8 @@ def relation_labels(mdp: FiniteMDP, kind: str, ground: Ground = "reward", atol: 
     raise InputError(f"unknown relation '{kind}' (choose from {', '.join(RELATION_KINDS)})", param="kind")
 
 
-def relation_blocks(mdp: FiniteMDP, kind: str, ground: Ground = "reward", atol: float = 1e-9) -> list[list[int]]:
+def relation_blocks(mdp: FiniteMDP, kind: str, ground: Ground = "reward",
+                    atol: float = RELATION_ATOL) -> list[list[int]]:
     """The largest relation of ``kind`` as blocks (sorted lists of states)."""
     return blocks(relation_labels(mdp, kind, ground, atol))
 

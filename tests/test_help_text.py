@@ -212,3 +212,15 @@ def test_train_help_states_each_presets_values():
             if action.dest in spec.values and spec.values[action.dest] != getattr(base, action.dest):
                 assert preset in pairs, f"--{action.dest}: help does not state the {preset} preset's value"
     assert checked > 40
+
+
+def test_solve_help_lists_the_metrics_each_option_applies_to():
+    """The metric lists ``solve --help`` states in words are the code's lists."""
+    from bisimkit.between import BETWEEN_METRICS
+    from bisimkit.gaussian.exact import EXACT_METRICS
+
+    helps = {a.dest: " ".join(a.help.split()) for a in PARSERS["bisimkit solve"]._actions if a.help}
+    gaussian = re.search(r"\(Gaussian MDPs: ([^)]*)\)", helps["metric"]).group(1).split(", ")
+    assert tuple(gaussian) == EXACT_METRICS
+    but = re.search(r"for every metric but ([\w, -]+?) \(", helps["against"]).group(1).split(", ")
+    assert set(but) == set(METRIC_NAMES) - set(BETWEEN_METRICS)

@@ -233,7 +233,7 @@ def test_cli_method_without_a_metric_loss_exits_2_nothing_written(tmp_path):
     proc, out = _cli(tmp_path, "--method", "sac")
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == ["error: method: 'sac' has no metric loss to check (choose from "
-                                                "eps-r, eps-pi, drq+pse, drq+dbc)"]
+                                                "drq+dbc, eps-r, drq+pse, eps-pi)"]
     assert not out.exists()
 
 

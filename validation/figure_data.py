@@ -168,7 +168,7 @@ def gaussian_slice_data(points: int = 81, mc_points: int = 21, samples: int = 10
     for key, model, metric in (("pi", linear, "pi"), ("bar", quadratic, "eps-bar")):
         out[key] = distance(model, metric, "reward", z, z2).values.reshape(points, points)
         out[key + "_c"] = distance(model, metric, "reward", zc, z2c).values.reshape(mc_points, mc_points)
-        out[key + "_mc"] = estimate_distance(model, zc, z2c, "reward", samples=samples, seed=seed, confidence=0.95)
+        out[key + "_mc"] = estimate_distance(model, zc, z2c, "reward", samples=samples, seed=seed)
     return out
 
 

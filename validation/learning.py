@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from bisimkit.examples import chain
-from bisimkit.fitting import DBC_TARGET_EVERY, FitSchedule, fixed_point  # noqa: F401 (DBC_TARGET_EVERY: re-export)
+from bisimkit.fitting import DBC_TARGET_EVERY, FIXED_POINTS, FitSchedule, fixed_point  # noqa: F401 (DBC_TARGET_EVERY: re-export)
 from bisimkit.gaussian.exact import distance
 from bisimkit.gaussian.model import LinearGaussianMDP
 from bisimkit.generators import product_grid_mdp, random_mdp
@@ -60,16 +60,18 @@ class LossCheck:
     statement: str
 
 
+def _tabular(id: str, loss: str, statement: str) -> LossCheck:
+    """A check of a tabular loss against the fixed point it learns (:data:`FIXED_POINTS`)."""
+    return LossCheck(id, loss, *FIXED_POINTS[loss], statement)
+
+
 LOSS_CHECKS: list[LossCheck] = [
-    LossCheck("L1", "entangled-reward", "eps-bar", "reward",
-              "entangled loss (Alg. 1, G = reward) learns d_eps-bar, zero diagonal included"),
-    LossCheck("L2", "entangled-policy", "eps-bar", "policy",
-              "entangled loss (Alg. 1, G = policy) learns d_eps-bar, zero diagonal included"),
-    LossCheck("L3", "psm", "psm-sampled", None,
-              "sampled PSM loss learns the psm-sampled fixed point, positive diagonal included"),
-    LossCheck("L4", "mico", "mico", None, "MICo loss learns the mico fixed point, positive diagonal included"),
-    LossCheck("L5", "dbc", "dbc-sampled", None,
-              "sampled DBC loss (exact finite W2) learns the dbc-sampled fixed point, positive diagonal included"),
+    _tabular("L1", "entangled-reward", "entangled loss (Alg. 1, G = reward) learns d_eps-bar, zero diagonal included"),
+    _tabular("L2", "entangled-policy", "entangled loss (Alg. 1, G = policy) learns d_eps-bar, zero diagonal included"),
+    _tabular("L3", "psm", "sampled PSM loss learns the psm-sampled fixed point, positive diagonal included"),
+    _tabular("L4", "mico", "MICo loss learns the mico fixed point, positive diagonal included"),
+    _tabular("L5", "dbc",
+             "sampled DBC loss (exact finite W2) learns the dbc-sampled fixed point, positive diagonal included"),
     LossCheck("L6", "entangled-gaussian", "eps-bar", "policy",
               "entangled loss with the separable head learns the exact d_eps-bar of a linear-Gaussian MDP"),
 ]

@@ -48,19 +48,20 @@ from scipy.stats import spearmanr
 
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_bytes, atomic_write_json
+from bisimkit.fitting import FIXED_POINTS
 from bisimkit.gaussian import LinearGaussianMDP, estimate_distance, save_gaussian
 from bisimkit.mdp import FiniteMDP, save_mdp
 from bisimkit.separable import separability
 from bisimkit.solvers import solve
 
-from ..config import TrainConfig
+from ..config import METHODS, TrainConfig
 from ..replay import ReplayBuffer
 from ..scenes import SCENES, Distractors, Scene, build_scene, check_distractors, finite_scene, gaussian_scene, \
     interval_probabilities
 
-#: The methods with a metric loss, and the exact operator each targets (finite scenes).
-METRIC_METHODS = {"eps-r": ("eps-bar", "reward"), "eps-pi": ("eps-bar", "policy"),
-                  "drq+pse": ("psm-sampled", None), "drq+dbc": ("dbc-sampled", None)}
+#: The methods with a metric loss, and the exact (operator, ground) their loss learns on a finite scene:
+#: the fixed point of the method's loss (:data:`bisimkit.fitting.FIXED_POINTS`).
+METRIC_METHODS = {name: FIXED_POINTS[method.bisim] for name, method in METHODS.items() if method.bisim is not None}
 MODES = ("isolated", "agent")
 #: Monte Carlo rollout pairs per state pair on a Gaussian scene.
 MC_SAMPLES = 4000

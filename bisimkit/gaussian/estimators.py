@@ -32,6 +32,9 @@ from .model import GROUNDS, GaussianMDP, LinearGaussianMDP
 
 #: Target truncation bound (relative to the largest ground value scale) when no horizon is given.
 DEFAULT_TAIL = 1e-3
+#: Rollout pairs per state pair, and the confidence level of the interval, when not given.
+DEFAULT_SAMPLES = 2000
+DEFAULT_CONFIDENCE = 0.95
 #: Rows of (pairs x samples) simulated at once.
 CHUNK_ROWS = 200_000
 
@@ -163,9 +166,9 @@ def rollout_sums(model: GaussianMDP, z: np.ndarray, z2: np.ndarray, ground: str,
     return out
 
 
-def estimate_distance(model: GaussianMDP, z, z2, ground: str = "reward", samples: int = 1000,
+def estimate_distance(model: GaussianMDP, z, z2, ground: str = "reward", samples: int = DEFAULT_SAMPLES,
                       horizon: int | None = None, seed: int | np.random.Generator | None = 0,
-                      confidence: float = 0.95, coupling: str = "entangled",
+                      confidence: float = DEFAULT_CONFIDENCE, coupling: str = "entangled",
                       tail: float = DEFAULT_TAIL) -> Estimate:
     """Monte Carlo estimate of d_eps-bar(z_i, z2_i) per row (``coupling="entangled"``),
     or of the independent-sampling fixed point (``coupling="independent"``).

@@ -19,9 +19,10 @@ import numpy as np
 
 from ..errors import InputError
 from ..fields import to_float_array
+from ..operators import GROUND_METRICS
 from . import exact
-from .estimators import Estimate, estimate_distance
-from .model import GaussianMDP, LinearGaussianMDP
+from .estimators import DEFAULT_CONFIDENCE, DEFAULT_SAMPLES, DEFAULT_TAIL, Estimate, estimate_distance
+from .model import GROUNDS, GaussianMDP, LinearGaussianMDP
 
 GAUSSIAN_METHODS = ("auto", "exact", "mc")
 
@@ -121,8 +122,8 @@ def pairs_from_data(data, state_dim: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def solve_pairs(model: GaussianMDP, metric: str, z: np.ndarray, z2: np.ndarray, ground: str | None = None,
-                method: str = "auto", samples: int = 2000, horizon: int | None = None, seed: int = 0,
-                confidence: float = 0.95, tail: float = 1e-3) -> PairDistances:
+                method: str = "auto", samples: int = DEFAULT_SAMPLES, horizon: int | None = None, seed: int = 0,
+                confidence: float = DEFAULT_CONFIDENCE, tail: float = DEFAULT_TAIL) -> PairDistances:
     """``d_metric`` at each pair ``(z[i], z2[i])`` with an error bar.
 
     ``method``: ``exact`` (series; an error if there is none), ``mc`` (Monte Carlo,
@@ -133,10 +134,10 @@ def solve_pairs(model: GaussianMDP, metric: str, z: np.ndarray, z2: np.ndarray, 
         raise InputError(f"'{method}' does not apply to Gaussian MDPs (use {', '.join(GAUSSIAN_METHODS)})",
                          param="method")
     ground = ground or "reward"
-    if ground not in ("reward", "policy"):
-        raise InputError(f"unknown ground metric '{ground}' for a Gaussian MDP (use reward or policy)",
+    if ground not in GROUNDS:
+        raise InputError(f"unknown ground metric '{ground}' for a Gaussian MDP (use {' or '.join(GROUNDS)})",
                          param="ground")
-    uses_ground = metric in ("eps", "eps-bar")
+    uses_ground = metric in GROUND_METRICS
     if method in ("auto", "exact"):
         try:
             exact.exact_form(model, metric, ground)

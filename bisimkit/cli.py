@@ -461,11 +461,13 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     g = p.add_argument_group("Gaussian MDPs (a JSON file with \"kind\": \"linear-gaussian\")")
     g.add_argument("--pairs", default=None, metavar="FILE",
                    help="state pairs: .json list of [z, z'] or .npy of shape (P, 2, n) (required)")
-    g.add_argument("--samples", type=_positive_int, default=None, help=f"Monte Carlo rollout pairs (default {MC_DEFAULTS['samples']})")
+    g.add_argument("--samples", type=_positive_int, default=None,
+                   help=f"Monte Carlo rollout pairs (default {MC_DEFAULTS['samples']})")
     g.add_argument("--horizon", type=_positive_int, default=None,
                    help="Monte Carlo rollout length (default: certified truncation bound <= 1e-3)")
     g.add_argument("--seed", type=int, default=None, help=f"Monte Carlo seed (default {MC_DEFAULTS['seed']})")
-    g.add_argument("--confidence", type=_probability, default=None, help=f"Monte Carlo confidence level (default {MC_DEFAULTS['confidence']})")
+    g.add_argument("--confidence", type=_probability, default=None,
+                   help=f"Monte Carlo confidence level (default {MC_DEFAULTS['confidence']})")
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("relation", help="largest bisimulation relation by partition refinement")

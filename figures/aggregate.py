@@ -53,6 +53,8 @@ ESTIMATORS = ("median", "iqm", "mean", "optimality_gap")
 ESTIMATOR_LABEL = {"median": "Median", "iqm": "IQM", "mean": "Mean", "optimality_gap": "Optimality gap"}
 #: Replications per interval by default.
 DEFAULT_REPS = 10_000
+#: The confidence level of every interval (the tables and figures label them with it).
+DEFAULT_CONFIDENCE = 0.95
 
 Rng = np.random.Generator | np.random.RandomState
 
@@ -142,7 +144,7 @@ def resample(x: np.ndarray, indices: np.ndarray) -> np.ndarray:
     return x[indices, np.arange(x.shape[1])]
 
 
-def percentile_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+def percentile_interval(values: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
     """The percentile interval of bootstrap ``values`` (replications on axis 0)."""
     tail = 100.0 * (1.0 - confidence) / 2.0
     low, high = np.percentile(values, [tail, 100.0 - tail], axis=0)
@@ -169,7 +171,7 @@ class Interval:
         return f"{self.point:.{decimals}f} [{self.low:.{decimals}f}, {self.high:.{decimals}f}]"
 
 
-def interval_estimates(x, reps: int = DEFAULT_REPS, confidence: float = 0.95,
+def interval_estimates(x, reps: int = DEFAULT_REPS, confidence: float = DEFAULT_CONFIDENCE,
                        rng: Rng | int | None = None) -> dict[str, Interval]:
     """Median, IQM, mean and optimality gap of score matrix ``x`` (runs, tasks), each with its stratified
     bootstrap percentile interval; the four share the replications (as rliable's examples compute them)."""
@@ -183,7 +185,7 @@ def interval_estimates(x, reps: int = DEFAULT_REPS, confidence: float = 0.95,
     return out
 
 
-def improvement_interval(x, y, reps: int = DEFAULT_REPS, confidence: float = 0.95,
+def improvement_interval(x, y, reps: int = DEFAULT_REPS, confidence: float = DEFAULT_CONFIDENCE,
                          rng: Rng | int | None = None) -> Interval:
     """Probability of improvement of X over Y with its interval (X and Y resampled independently,
     X first in each replication, as rliable's ``StratifiedIndependentBootstrap``)."""
@@ -202,7 +204,7 @@ def improvement_interval(x, y, reps: int = DEFAULT_REPS, confidence: float = 0.9
     return Interval(float(probability_of_improvement(x, y)), float(low), float(high))
 
 
-def profile_interval(x, taus, reps: int = DEFAULT_REPS, confidence: float = 0.95,
+def profile_interval(x, taus, reps: int = DEFAULT_REPS, confidence: float = DEFAULT_CONFIDENCE,
                      rng: Rng | int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The score distribution of ``x`` at each ``tau`` and its pointwise interval: (point, low, high)."""
     x = check_scores(x)

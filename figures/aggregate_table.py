@@ -34,7 +34,7 @@ from agents.dcs import TASKS
 from bisimkit.errors import InputError, check_count
 from bisimkit.files import atomic_write_text
 
-from .aggregate import (DEFAULT_REPS, ESTIMATOR_LABEL, ESTIMATORS, Interval, improvement_interval,
+from .aggregate import (DEFAULT_CONFIDENCE, DEFAULT_REPS, ESTIMATOR_LABEL, ESTIMATORS, Interval, improvement_interval,
                         interval_estimates, normalise, profile_interval)
 from .runs import METHOD_LABEL, TASK_ABBREV, Group, PathLike, evaluation_at, find_runs, group_runs
 
@@ -182,7 +182,8 @@ def markdown(agg: Aggregates, decimals: int = 3) -> str:
     bounds = sorted({f"{lo:g}–{hi:g}" for lo, hi in s.bounds.values()})
     lines = ["### Aggregates over tasks", "",
              f"*Normalised score: (return − low) / (high − low) per task (bounds {', '.join(bounds)}); "
-             f"point estimate [95% stratified-bootstrap CI, {agg.reps:,} replications, seed {agg.seed}]; "
+             f"point estimate [{DEFAULT_CONFIDENCE:.0%} stratified-bootstrap CI, {agg.reps:,} replications, "
+             f"seed {agg.seed}]; "
              f"{len(s.tasks)} task(s): {', '.join(map(_abbrev, s.tasks))}; the optimality gap is "
              f"1 − mean(min(score, 1)), lower is better.*", "",
              "| Method | seeds | " + " | ".join(ESTIMATOR_LABEL[e] for e in ("iqm", "mean", "median", "optimality_gap"))
@@ -201,7 +202,7 @@ def markdown(agg: Aggregates, decimals: int = 3) -> str:
             lines.append(f"| {_abbrev(task)} | {label} | {row['iqm'].text(decimals)} | {row['mean'].text(decimals)} | "
                          f"{row['optimality_gap'].text(decimals)} | {raw.mean():.1f} ± {raw.std():.1f} |")
     lines += ["", "### Probability of improvement", "",
-              "*Row over column: P(row > column), averaged over tasks [95% CI].*", "",
+              f"*Row over column: P(row > column), averaged over tasks [{DEFAULT_CONFIDENCE:.0%} CI].*", "",
               "| P(row > column) | " + " | ".join(s.labels) + " |", "|:--|" + "--:|" * len(s.labels)]
     for x in s.labels:
         lines.append(f"| {x} | " + " | ".join("—" if x == y else agg.improvement[(x, y)].text(2)
@@ -243,7 +244,8 @@ def plot_profiles(agg: Aggregates, out_png: PathLike) -> Path:
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper right")
-    ax.set_title(f"Performance profiles ({len(agg.scores.tasks)} task(s), 95% bands)", fontsize=10)
+    ax.set_title(f"Performance profiles ({len(agg.scores.tasks)} task(s), {DEFAULT_CONFIDENCE:.0%} bands)",
+                 fontsize=10)
     return save(fig, out_png, tight=True)
 
 

@@ -114,3 +114,12 @@ def test_c10_reverse_ordering_fails():
     })
     out = check_c10_avg_ge_eps(fp_of(mdp))
     assert not out.held and out.margin < -1e-3
+
+
+def test_c1_checks_exactly_the_operators_the_solvers_treat_as_pseudometrics():
+    """The solvers store only s < t (zero diagonal) for operators flagged pseudometric; C1 checks the
+    paper's list, so the two must name the same operators."""
+    from bisimkit.operators import OPERATORS
+    from validation.claims import PSEUDOMETRIC_METRICS
+
+    assert set(PSEUDOMETRIC_METRICS) == {name for name, info in OPERATORS.items() if info.pseudometric}

@@ -65,6 +65,7 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
     walk("bisimkit", core_cli.build_parser(COMMANDS))
     try:
         from agents.evaluate import build_parser as evaluate_parser
+        from agents.metric_check.__main__ import build_parser as metric_check_parser
         from agents.train import build_parser as train_parser
     except ModuleNotFoundError as exc:  # the agents extra is missing: the bisimkit commands are still checked
         if exc.name.split(".")[0] not in OPTIONAL:
@@ -72,6 +73,7 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
     else:
         out["agents.train"] = train_parser()
         out["agents.evaluate"] = evaluate_parser()
+        out["agents.metric_check"] = metric_check_parser()
     from figures import learning_curves, results_table
 
     for module in (learning_curves, results_table):
@@ -136,9 +138,11 @@ def test_stated_defaults_are_the_real_ones(name):
         default = action.default
         if default is None or default == argparse.SUPPRESS:
             assert (name, action.dest) in implied, \
-                f"{name} {action.option_strings}: help says default {stated[0]}; the test does not know the code's value"
+                f"{name} {action.option_strings}: help says default {stated[0]}; " \
+                "the test does not know the code's value"
             default = implied[name, action.dest]
-        assert isinstance(default, (int, float)), f"{name} {action.option_strings}: a numeric default stated for {default!r}"
+        assert isinstance(default, (int, float)), \
+            f"{name} {action.option_strings}: a numeric default stated for {default!r}"
         assert float(stated[0]) == pytest.approx(float(default)), \
             f"{name} {action.option_strings}: help says default {stated[0]}, the code uses {default}"
 
@@ -224,3 +228,20 @@ def test_solve_help_lists_the_metrics_each_option_applies_to():
     assert tuple(gaussian) == EXACT_METRICS
     but = re.search(r"for every metric but ([\w, -]+?) \(", helps["against"]).group(1).split(", ")
     assert set(but) == set(METRIC_NAMES) - set(BETWEEN_METRICS)
+
+
+def test_metric_check_command_defaults_are_learn_metrics():
+    """``python -m agents.metric_check``'s defaults are those of ``learn_metric``, which it calls."""
+    if "agents.metric_check" not in PARSERS:
+        pytest.skip("the agents extra is not installed")
+    import inspect
+
+    from agents.metric_check import learn_metric
+
+    params = inspect.signature(learn_metric).parameters
+    shared = [a for a in PARSERS["agents.metric_check"]._actions
+              if a.dest in params and params[a.dest].default is not inspect.Parameter.empty]
+    assert len(shared) >= 10
+    for action in shared:
+        assert action.default == params[action.dest].default, \
+            f"--{action.dest}: the command's default {action.default!r}, learn_metric's {params[action.dest].default!r}"

@@ -113,6 +113,7 @@ def _refines(inner: np.ndarray, outer: np.ndarray) -> bool:
 
 
 # ------------------------------------------------------------------ checks
+#: The operators C1 checks: those the paper calls pseudometrics (a test holds the solvers' `pseudometric` flags to it).
 PSEUDOMETRIC_METRICS = ("bisim", "pi", "psm", "dbc", "eps", "eps-avg", "eps-bar")
 
 

@@ -14,7 +14,7 @@ from bisimkit.errors import InputError
 from bisimkit.files import check_output
 
 from ..entry import run_command
-from .launch import EXECUTORS, launch, status_lines, wait
+from .launch import DEFAULTS, EXECUTORS, launch, status_lines, wait
 from .runner import MAX_FAILURES
 from .spec import Spec, apply_flags, load_spec
 
@@ -50,12 +50,14 @@ def build_parser() -> Parser:
                     help=f"submit runs marked failed ({MAX_FAILURES} failures) again, with a fresh count")
     la.add_argument("--wait", action=argparse.BooleanOptionalAction, default=None,
                     help="wait until the submitted runs end (default: on for local, off for slurm)")
-    la.add_argument("--parallel", type=int, metavar="N", help="local: runs at a time (default 2)")
+    la.add_argument("--parallel", type=int, metavar="N", help=f"local: runs at a time (default {DEFAULTS['parallel']})")
     la.add_argument("--partition", help="slurm: partition")
-    la.add_argument("--gpus-per-run", type=int, metavar="N", help="GPUs per run (default 0)")
-    la.add_argument("--cpus-per-run", type=int, metavar="N", help="slurm: CPUs per run (default 1)")
+    la.add_argument("--gpus-per-run", type=int, metavar="N", help=f"GPUs per run (default {DEFAULTS['gpus_per_run']})")
+    la.add_argument("--cpus-per-run", type=int, metavar="N",
+                    help=f"slurm: CPUs per run (default {DEFAULTS['cpus_per_run']})")
     la.add_argument("--mem-gb", type=int, metavar="N", help="slurm: memory per run in GB")
-    la.add_argument("--time-min", type=int, metavar="N", help="time limit per job in minutes (default 2880)")
+    la.add_argument("--time-min", type=int, metavar="N",
+                    help=f"time limit per job in minutes (default {DEFAULTS['time_min']})")
     la.add_argument("--array-parallelism", type=int, metavar="N", help="slurm: array elements running at a time")
     la.add_argument("--sbatch", action="append", default=[], metavar="KEY[=VALUE]",
                     help="slurm: an extra sbatch option (e.g. account=proj, constraint=a100, requeue)")

@@ -24,7 +24,7 @@ import socket
 import time
 from pathlib import Path
 
-from bisimkit.cluster import check_slurm, slurm_queue
+from bisimkit.cluster import EXECUTORS, check_executor, check_slurm, import_submitit, slurm_queue
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json
 
@@ -32,7 +32,6 @@ from .runner import (ACTIVE, MAX_FAILURES, RUNS_DIR, STATE_DIR, SUBMISSIONS_FILE
                      SweepJob, count_vanished, read_state, read_sweep, write_state)
 from .spec import RunSpec, Spec
 
-EXECUTORS = ("slurm", "local")
 #: Time-outs after which submitit stops requeuing a job (a long run resumes across many time limits; errors are
 #: counted separately, MAX_FAILURES). A job stopped here leaves its run pending: launching again resumes it.
 MAX_TIMEOUTS = 20
@@ -162,8 +161,7 @@ def launch(spec: Spec, root: Path, executor: str = "local", options: dict | None
            retry_failed: bool = False, log=print) -> dict:
     """Validate, plan and submit (see the module doc); returns the plan and, unless ``dry_run``, the jobs."""
     options = dict(options or {})
-    if executor not in EXECUTORS:
-        raise InputError(f"executor: {executor!r} is not one of {', '.join(EXECUTORS)}")
+    check_executor(executor)
     start = time.perf_counter()
     runs = spec.runs()
     sweep = check_root(root, spec)
@@ -179,11 +177,7 @@ def launch(spec: Spec, root: Path, executor: str = "local", options: dict | None
         return {**summary, "plan": todo}
     if executor == "slurm":
         check_slurm()
-    try:
-        import submitit  # noqa: F401  (only to say which extra brings it)
-    except ModuleNotFoundError:
-        raise InputError("executor: submitit is not installed; it comes with the 'agents' extra: "
-                         "pip install -e '.[agents]'") from None
+    import_submitit("agents")
     if sweep is None:
         root.mkdir(parents=True, exist_ok=True)
         atomic_write_json(root / SWEEP_FILE, {"grid": spec.grid_record(), "runs": [

@@ -22,7 +22,6 @@ import hashlib
 import http.client
 import os
 import shutil
-import tempfile
 import urllib.error
 import urllib.request
 import zipfile
@@ -30,6 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import Callable
 
 from bisimkit.errors import InputError
+from bisimkit.files import staged_folder
 
 DAVIS_URL = "https://data.vision.ee.ethz.ch/csergi/share/davis/DAVIS-2017-trainval-480p.zip"
 #: SHA-256 and size of DAVIS_URL as TensorFlow Datasets records them (tensorflow_datasets/video/davis/checksums.tsv).
@@ -129,18 +129,12 @@ def extract_videos(archive_path: Path, dest: Path, names: tuple[str, ...]) -> Pa
             raise DownloadError(f"{archive_path} holds no {FRAMES_PREFIX}/<video>/*.jpg for {len(missing)} of the "
                                 f"{len(names)} videos ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''})",
                                 param="archive")
-        tmp = Path(tempfile.mkdtemp(dir=dest, prefix=".DAVIS."))
-        try:
+        final = dest / "DAVIS"
+        with staged_folder(final, existing="replace") as tmp:
             for video, infos in members.items():
                 folder = tmp / "JPEGImages" / "480p" / video
                 folder.mkdir(parents=True)
                 for info in infos:
                     with archive.open(info) as src, open(folder / PurePosixPath(info.filename).name, "wb") as out:
                         shutil.copyfileobj(src, out, CHUNK)
-            final = dest / "DAVIS"
-            if final.exists():
-                shutil.rmtree(final)
-            os.replace(tmp, final)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
     return final

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +30,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from bisimkit.errors import InputError
-from bisimkit.files import atomic_write_json
+from bisimkit.files import atomic_write_json, staged_folder
 from bisimkit.progress import Progress
 
 from .davis_download import (ARCHIVE, DAVIS_BYTES, DAVIS_SHA256, DAVIS_URL, DownloadError, _check_sha256, download,
@@ -178,17 +176,12 @@ def ensure_procedural(root: str | os.PathLike | None = None, seed: int = 0) -> P
         return root
     if root.exists() and any(root.iterdir()):
         raise InputError(f"videos: {root} exists but holds no {MANIFEST}; remove it to regenerate")
-    root.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}."))
     try:
-        write_procedural(tmp, seed=seed)
-        try:
-            os.replace(tmp, root)
-        except OSError:
-            if not (root / MANIFEST).is_file():  # not a concurrent writer winning the race
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        with staged_folder(root) as tmp:
+            write_procedural(tmp, seed=seed)
+    except OSError:
+        if not (root / MANIFEST).is_file():  # not a concurrent writer winning the race
+            raise
     return root
 
 

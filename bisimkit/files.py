@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from .errors import InputError
 
@@ -40,6 +42,39 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 def atomic_write_json(path: str | os.PathLike, data: Any) -> Path:
     """Write ``data`` as indented JSON to ``path`` atomically."""
     return atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+
+
+#: What :func:`staged_folder` does with a folder already at its destination.
+EXISTING = ("empty", "replace", "merge")
+
+
+@contextmanager
+def staged_folder(final: str | os.PathLike, existing: str = "empty") -> Iterator[Path]:
+    """A folder written whole or not at all: yields a new folder beside ``final`` to write into;
+    when the block ends without an error its contents take ``final``'s place, and on any error it
+    is removed, so ``final`` never holds a half-written result.
+
+    ``existing`` says what happens to a folder already at ``final``: ``"empty"``, the staged
+    folder is renamed onto it, which the system refuses (:class:`OSError`) unless it is empty;
+    ``"replace"``, it is removed first; ``"merge"``, each staged file is moved into it (a file of
+    the same name is replaced, the others stay).
+    """
+    if existing not in EXISTING:
+        raise ValueError(f"existing: {existing!r} is not one of {', '.join(EXISTING)}")
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    try:
+        yield staging
+        if existing == "merge" and final.is_dir():
+            for item in sorted(staging.iterdir()):
+                os.replace(item, final / item.name)
+        else:
+            if existing == "replace" and final.is_dir():
+                shutil.rmtree(final)
+            os.replace(staging, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def check_output(path: str | os.PathLike, param: str = "out", folder: bool = False) -> Path:

@@ -17,14 +17,12 @@ for a paper column or page (3.5 to 7 inches wide, 8 pt text) with labelled colou
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from bisimkit.errors import InputError
-from bisimkit.files import atomic_write, atomic_write_text
+from bisimkit.files import atomic_write, atomic_write_text, staged_folder
 
 from .style import plt
 
@@ -168,20 +166,9 @@ def write_comparison(cmp, out: str | os.PathLike, diff: tuple[str, str] | None =
     check_figure_options(cmp.metrics, cmp.mdp.n_states, diff, state)
     if out.exists() and not out.is_dir():
         raise InputError(f"{out} exists and is not a folder", param="out")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with staged_folder(out, existing="merge") as tmp:
         names = ["summary.csv"]
         atomic_write_text(tmp / "summary.csv", cmp.to_csv())
         for stem, fig in comparison_figures(cmp, diff, state).items():
             names += [p.name for p in _save(fig, tmp, stem)]
-        if not out.exists():
-            tmp.rename(out)
-        else:
-            for name in names:
-                os.replace(tmp / name, out / name)
-            tmp.rmdir()
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return [out / name for name in names]

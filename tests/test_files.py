@@ -73,3 +73,46 @@ def test_atomic_write_leaves_no_temp_file_when_the_writer_fails(tmp_path):
     assert list(tmp_path.iterdir()) == []
     atomic_write_json(tmp_path / "x.json", {"a": 1})
     assert json.loads((tmp_path / "x.json").read_text()) == {"a": 1}
+
+
+def test_staged_folder_appears_whole_or_not_at_all(tmp_path):
+    from bisimkit.files import staged_folder
+
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError):
+        with staged_folder(out) as staging:
+            (staging / "a.txt").write_text("a")
+            raise RuntimeError("stopped half way")
+    assert not out.exists() and list(tmp_path.iterdir()) == []  # nothing half-written, no staging left
+    with staged_folder(out) as staging:
+        (staging / "a.txt").write_text("a")
+        assert not out.exists()
+    assert (out / "a.txt").read_text() == "a" and len(list(tmp_path.iterdir())) == 1
+
+
+def test_staged_folder_treats_an_existing_folder_as_asked(tmp_path):
+    from bisimkit.files import staged_folder
+
+    out = tmp_path / "out"
+    out.mkdir()
+    with staged_folder(out) as staging:  # "empty": an empty folder is taken over
+        (staging / "a.txt").write_text("1")
+    with pytest.raises(OSError):  # ... a full one is refused and left as it was
+        with staged_folder(out) as staging:
+            (staging / "b.txt").write_text("2")
+    assert sorted(p.name for p in out.iterdir()) == ["a.txt"]
+    with staged_folder(out, existing="merge") as staging:
+        (staging / "a.txt").write_text("3")
+        (staging / "b.txt").write_text("4")
+    assert (out / "a.txt").read_text() == "3" and (out / "b.txt").read_text() == "4"
+    (out / "c.txt").write_text("5")
+    with staged_folder(out, existing="merge") as staging:
+        (staging / "b.txt").write_text("6")
+    assert sorted(p.name for p in out.iterdir()) == ["a.txt", "b.txt", "c.txt"]
+    with staged_folder(out, existing="replace") as staging:
+        (staging / "d.txt").write_text("7")
+    assert sorted(p.name for p in out.iterdir()) == ["d.txt"]
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no staging folder left behind
+    with pytest.raises(ValueError):
+        with staged_folder(out, existing="overwrite"):
+            pass

@@ -20,13 +20,11 @@ import argparse
 import importlib
 import json
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from bisimkit.errors import InputError
-from bisimkit.files import check_output
+from bisimkit.files import check_output, staged_folder
 from bisimkit.gaussian import load_gaussian
 from bisimkit.gaussian.model import is_gaussian_file
 from bisimkit.mdp import load_mdp
@@ -136,20 +134,12 @@ def _run(args) -> int:
                          draws=args.draws, behaviour=behaviour, schedule=args.schedule,
                          eval_every=args.eval_every, samples=args.samples, warmup=args.warmup, config=config,
                          progress=progress)
-    # everything computed: write into a fresh folder beside OUT, then move it into place
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    # everything computed: write into a fresh folder beside OUT, which then takes the (empty) OUT's place
+    with staged_folder(out) as staging:
         write_results(check, staging)
         plot_metric_check(staging / "metric_check.png", [{
             "learned": check.learned, "exact": check.exact, "summary": check.summary,
             "title": f"{check.summary['scene']} {check.summary['method']} ({check.summary['mode']})"}])
-        if out.exists():
-            out.rmdir()
-        staging.rename(out)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
     s = check.summary
     met = meets_targets(s)
     print(f"{s['scene']} {s['method']} ({s['mode']}): mean error {100 * s['mean_relative_error']:.2f}%, max "

@@ -29,13 +29,12 @@ import json
 import sys
 import time
 
+from benchmarks.common import DISCOUNT, TOL
 from bisimkit.examples import example
 from bisimkit.generators import planted_bisimulation, random_mdp
 from bisimkit.quotient import quotient
 from bisimkit.solvers import solve
 
-DISCOUNT = 0.9
-TOL = 1e-9
 CASES = ("mirrored-rooms", "planted", "random")
 
 

@@ -4,7 +4,7 @@
         [--contraction R --contraction-from "n=..."] [--finish]
 """
 
-from benchmarks.common import main, published_mdp, sparse_mdp  # noqa: F401
+from benchmarks.common import main, sparse_mdp
 
 if __name__ == "__main__":
     main("eps-bar-sparse", lambda n, seed: sparse_mdp(n, seed=seed), ["eps-bar"])

@@ -4,7 +4,7 @@
         [--contraction R --contraction-from "n=..."] [--finish]
 """
 
-from benchmarks.common import main, published_mdp, sparse_mdp  # noqa: F401
+from benchmarks.common import main, published_mdp
 
 if __name__ == "__main__":
     main("mico-dense", lambda n, seed: published_mdp(n, seed=seed), ["mico", "psm-sampled"])

@@ -5,7 +5,7 @@ per-pair ot.emd2 loop, and the first coupling round no slower than one sweep of 
         [--contraction R --contraction-from "n=..."] [--finish]
 """
 
-from benchmarks.common import main, published_mdp, sparse_mdp  # noqa: F401
+from benchmarks.common import main, published_mdp
 
 if __name__ == "__main__":
     main("pi-dense", lambda n, seed: published_mdp(n, seed=seed), ["pi"])

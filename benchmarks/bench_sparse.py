@@ -5,7 +5,7 @@ under 600 s and 16 GiB peak memory.
         [--contraction R --contraction-from "n=..."] [--finish]
 """
 
-from benchmarks.common import main, published_mdp, sparse_mdp  # noqa: F401
+from benchmarks.common import main, sparse_mdp
 
 if __name__ == "__main__":
     main("pi-eps-sparse", lambda n, seed: sparse_mdp(n, seed=seed), ["pi", "eps"])

@@ -10,11 +10,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from bisimkit.cluster import EXECUTORS
 from bisimkit.errors import InputError
 from bisimkit.files import check_output
 
 from ..entry import run_command
-from .launch import DEFAULTS, EXECUTORS, launch, status_lines, wait
+from .launch import DEFAULTS, launch, status_lines, wait
 from .runner import MAX_FAILURES
 from .spec import Spec, apply_flags, load_spec
 

@@ -24,7 +24,7 @@ import socket
 import time
 from pathlib import Path
 
-from bisimkit.cluster import EXECUTORS, check_executor, check_slurm, import_submitit, slurm_queue
+from bisimkit.cluster import check_executor, check_slurm, import_submitit, slurm_queue
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json
 

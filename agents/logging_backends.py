@@ -27,9 +27,8 @@ import numpy as np
 
 from bisimkit.files import atomic_write_text
 
-#: The learned-metric losses an agent reports (``agents.agent``): the bisimulation loss and the world-model
-#: losses it is trained with (transition, reward, and DBC's inverse-dynamics loss).
-METRIC_LOSSES = ("bisim_loss", "transition_loss", "reward_loss", "inverse_loss")
+from .run_files import METRIC_LOSSES
+
 #: The extra to install for TensorBoard.
 TENSORBOARD_HINT = "pip install -e '.[tensorboard]'"
 

@@ -54,13 +54,8 @@ from .logging_backends import Scalars, TensorBoard, WandB, metric_row
 from .config import (PRESETS, RESUMABLE_CHANGES, ConfigParser, TrainConfig, add_config_arguments,
                      explicit_fields, make_config)
 from .rollout import episode_seed, evaluate_policy, make_run_env
+from .run_files import CONFIG_FILE, EVAL_FIELDS, EVAL_FILES, TRAIN_FIELDS, TRAIN_FILE
 
-TRAIN_FIELDS = ["episode", "env_step", "episode_return", "episode_steps", "steps_per_s", "elapsed_s",
-                "critic_loss", "actor_loss", "alpha", "entropy", "q", "bisim_loss", "transition_loss",
-                "reward_loss", "inverse_loss"]
-EVAL_FIELDS = ["env_step", "mean_return", "std_return", "episodes", "split", "elapsed_s"]
-#: The evaluation log of each background split.
-EVAL_FILES = {"eval": "eval.csv", "train": "eval_train.csv"}
 
 
 # ------------------------------------------------------------------ files
@@ -191,12 +186,12 @@ class Trainer:
         self.agent = Agent(self.env.observation_shape, self.action_dim, cfg, self.device)
         self.buffer = ReplayBuffer(cfg.buffer_size, self.env.observation_shape, self.action_dim,
                                    mirror_device=str(self.device) if self.device.type == "cuda" else None)
-        self.train_log = CsvLog(self.out / "train.csv", TRAIN_FIELDS)
+        self.train_log = CsvLog(self.out / TRAIN_FILE, TRAIN_FIELDS)
         self.eval_logs = {split: CsvLog(self.out / EVAL_FILES[split], EVAL_FIELDS) for split in self.eval_envs}
         self.logs = [self.train_log, *self.eval_logs.values()]
         self.counters = Counters()
         self.restore(checkpoint)
-        atomic_write_json(self.out / "config.json", {
+        atomic_write_json(self.out / CONFIG_FILE, {
             "config": cfg.to_dict(), "device": str(self.device), "fast": self.agent.fast, "graphs": self.agent.graphs,
             "torch": torch.__version__, "backgrounds": self.env.background_source,
             "eval_backgrounds": self.eval_envs["eval"].background_source, "action_repeat": self.repeat,

@@ -43,6 +43,7 @@ import numpy as np
 
 from agents.config import METHODS
 from agents.dcs import PAPER_TASKS
+from agents.run_files import CONFIG_FILE, EVAL_FILE, TRAIN_FILE
 from bisimkit.errors import InputError
 
 # The paper's task abbreviations and method names (the orders: TASK_ORDER, METHOD_ORDER).
@@ -50,7 +51,6 @@ TASK_ABBREV: dict[str, str] = {"ball_in_cup-catch": "BiC", "cartpole-swingup": "
                                "finger-spin": "FS", "reacher-easy": "RE", "walker-walk": "WW"}
 METHOD_LABEL: dict[str, str] = {"sac": "SAC", "drq": "DrQ", "drq+dbc": "DrQ+DBC", "eps-r": "ε-R",
                                 "drq+pse": "DrQ+PSE", "eps-pi": "ε-π"}
-EVAL_FILE, CONFIG_FILE, TRAIN_FILE = "eval.csv", "config.json", "train.csv"
 #: ``config.json`` fields left out of a group's key: ``seed`` (a group aggregates over it); where and how
 #: fast a run ran (``device``; ``fast``, bf16 convolutions on CUDA, chosen by the device when unset;
 #: ``compile``; ``graphs``); the name of the preset (its values are all in the other fields); ``davis``, a

@@ -35,6 +35,7 @@ import re
 import sys
 from pathlib import Path
 
+from agents.run_files import CONFIG_FILE, EVAL_FIELDS, EVAL_FILE, EVAL_FILES
 from agents.sweep.runner import RUNS_DIR, read_state, read_sweep  # the sweep's files, as launch writes them
 from bisimkit.errors import InputError
 from bisimkit.extras import report_missing
@@ -45,9 +46,7 @@ from .aggregate import DEFAULT_REPS
 from .learning_curves import plot_learning_curves
 from .results_table import CARLA_TASK, carla_table, table_and_listing
 
-EVAL_FILES = {"eval.csv": "held-out", "eval_train.csv": "training"}
 BASE_AXES = ("task", "method", "seed")
-TIDY_FIELDS = ["env_step", "mean_return", "std_return", "episodes", "split", "elapsed_s"]
 
 
 def run_status(root: Path, name: str) -> str:
@@ -98,7 +97,7 @@ def gather(root: str | Path, out: str | Path, step: int | None = None, reps: int
     out.mkdir(parents=True, exist_ok=True)
     tidy = io.StringIO()
     writer = csv.DictWriter(tidy, ["run", "status", "condition", "task", "method", "seed", *axes, "file",
-                                   *TIDY_FIELDS], extrasaction="ignore")
+                                   *EVAL_FIELDS], extrasaction="ignore")
     writer.writeheader()
     missing, tables, result = [], [], {"conditions": {}, "runs": len(sweep["runs"]), "with_evaluations": 0}
     for label, runs in conditions.items():
@@ -107,11 +106,11 @@ def gather(root: str | Path, out: str | Path, step: int | None = None, reps: int
             name, folder = run["name"], root / RUNS_DIR / run["name"]
             status = run_status(root, name)
             settings = {"run": name, "status": status, "condition": label, **run["values"]}
-            rows = _rows(folder / "eval.csv")
-            for file in EVAL_FILES:
-                for row in (rows if file == "eval.csv" else _rows(folder / file)):
+            rows = _rows(folder / EVAL_FILE)
+            for file in EVAL_FILES.values():
+                for row in (rows if file == EVAL_FILE else _rows(folder / file)):
                     writer.writerow({**settings, "file": file, **row})
-            if rows and (folder / "config.json").is_file():
+            if rows and (folder / CONFIG_FILE).is_file():
                 folders.append(folder)
             if status != "done":
                 absent.append(f"{name} ({status}{'' if rows else ', no evaluation yet'})")

@@ -28,6 +28,7 @@ from bisimkit.cluster import check_executor, check_slurm, import_submitit, slurm
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json
 
+from ..run_files import EVAL_FILE, TRAIN_FILE
 from .runner import (ACTIVE, MAX_FAILURES, RUNS_DIR, STATE_DIR, SUBMISSIONS_FILE, SUBMITIT_DIR, SWEEP_FILE,
                      SweepJob, count_vanished, read_state, read_sweep, write_state)
 from .spec import RunSpec, Spec
@@ -260,11 +261,11 @@ def status_lines(root: Path) -> tuple[list[str], dict[str, int]]:
         state = read_state(root, name)
         status = current_status(state, queued)
         folder = root / RUNS_DIR / name
-        last = _last_row(folder / "train.csv")
+        last = _last_row(folder / TRAIN_FILE)
         steps = int(float(last["env_step"])) if last and last.get("env_step") else 0
         if state.get("status") == "done" and state.get("env_steps") is not None:
             steps = int(state["env_steps"])
-        evaluation = _last_row(folder / "eval.csv")
+        evaluation = _last_row(folder / EVAL_FILE)
         eval_text = f"eval {float(evaluation['mean_return']):.1f} @ {int(float(evaluation['env_step'])):,}" \
             if evaluation and evaluation.get("mean_return") else "eval -"
         notes = []

@@ -194,8 +194,9 @@ class TrainConfig:
     default, sigma near the midpoint of its bounds, about 5)."""
     distance_scale: float | None = None
     """Distance head's starting weight per latent coordinate (drq+dbc: the L1 head's fixed scale); default
-    1/latent dimension: d starts as the mean absolute coordinate difference, as DBC's per-coordinate loss. Not
-    used by update_rule dbc, which compares latents coordinate by coordinate without a head."""
+    1/sqrt(latent dimension): d starts as the L1 distance over the square root of the dimension, between
+    the sum and DBC's per-coordinate mean. Not used by update_rule dbc, which compares latents
+    coordinate by coordinate without a head."""
     update_rule: str = "joint"
     """joint: one Adam step on the sum of every loss (paper Alg. 2); dbc: DBC's own update of drq+dbc
     (deep_bisim4control agent/bisim_agent.py, without DrQ shifts): a critic step, then an encoder and world-model

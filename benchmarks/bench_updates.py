@@ -11,7 +11,7 @@ on a CPU, the fast path compiled). Two reference rows come with them:
 
 * ``eps-r@legacy``: the lighter eps-r update (one augmentation, K = M = 1, no
   target encoder, no actor head), the work the speed target is set on (28.6 ms
-  plain on an H200 in its first timing): its fast and graphs paths say how much
+  plain on an H200 in ``results/gpu/bench.log``): its fast and graphs paths say how much
   faster the same work runs;
 * ``drq@drq``: the ``drq`` preset (DrQ's agent, stacked encoder) that the GPU
   fidelity check trains.
@@ -63,7 +63,7 @@ TARGET_ROWS = {  # what the target is read off: the fastest non-plain path of ea
 
 def target_lines(seconds_per_update: dict[str, float]) -> list[str]:
     """The eps-r speed target (<= TARGET_MS ms per update at batch 512 on an H200), read off the fastest
-    non-plain path of ``eps-r@legacy`` (the work the target was set on) and of ``eps-r`` (the paper preset)."""
+    non-plain path of ``eps-r@legacy`` (the work the target is defined on) and of ``eps-r`` (the paper preset)."""
     lines = []
     for row, about in TARGET_ROWS.items():
         timed = {label: 1e3 * s for label, s in seconds_per_update.items()

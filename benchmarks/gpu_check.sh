@@ -2,7 +2,7 @@
 # GPU checks for a CUDA machine that has torch but none of our other dependencies and no
 # network. Run from the repository root:
 #
-#   bash benchmarks/gpu_check.sh all       # every check in one call, under
+#   bash benchmarks/gpu_check.sh all       # every check in one invocation, under
 #                                          # ALL_LIMIT seconds (570) in all: 50 drq-preset updates eager
 #                                          # vs from CUDA graphs (~30 s); the fidelity run (--preset drq,
 #                                          # cartpole-swingup, 100k env steps, two seeds side by side,
@@ -17,7 +17,7 @@
 #                                          # training smoke run with --graphs, and the drq preset's updates
 #                                          # against DrQ's own, plain and fast (drq_compare) (~6 min)
 #   bash benchmarks/gpu_check.sh timings   # the update benchmark of eps-r and drq (plain / fast / graphs)
-#                                          # under BENCH_LIMIT (150 s): a short call on a warm machine
+#                                          # under BENCH_LIMIT (150 s): a short invocation
 #   bash benchmarks/gpu_check.sh fp32      # the float32 question: two --preset drq --no-fast seeds (float32 conv
 #                                          # trunk and Adam, CUDA graphs on) on cartpole-swingup to STEPS (100000)
 #                                          # side by side under TRAIN_LIMIT (540 s), then drq_fidelity on them
@@ -26,9 +26,9 @@
 #   bash benchmarks/gpu_check.sh bench     # the update benchmark alone (all methods) + a training smoke run
 #   bash benchmarks/gpu_check.sh distracted  # eps-r, drq+dbc and drq (paper preset) on cartpole-swingup with
 #                                          # background + camera distractions, STEPS (100000) env steps, SEEDS each,
-#                                          # PARALLEL (1) at a time (one run alone reaches 100k in one call, two side
+#                                          # PARALLEL (1) at a time (one run alone reaches 100k in one invocation, two side
 #                                          # by side do not), under DISTRACTED_LIMIT seconds (570); run folders
-#                                          # stay in RUNS (/tmp/gpu-distracted), so calling it again on the same
+#                                          # stay in RUNS (/tmp/gpu-distracted), so running it again on the same
 #                                          # machine resumes unfinished runs (--resume); runs already filed under
 #                                          # benchmarks/results/gpu/*/distracted/ up to STEPS are skipped
 #   bash benchmarks/gpu_check.sh mico      # dense MICo with the torch backend (benchmarks/bench_mico_gpu.py): numpy
@@ -56,7 +56,7 @@
 # loaders). What it leaves in $OUT (default ./gpu-out): the
 # stage's log, $OUT/<stage>.log, written as it goes, and $OUT/results.tgz, every result file (JSON,
 # figures, run folders without replay buffers or checkpoints), repacked every 20 s during training, after
-# each step and on exit, so a call killed at its limit still leaves what it had.
+# each step and on exit, so an invocation killed at its limit still leaves what it had.
 set -uo pipefail
 start=$(date +%s)
 stage=${1:-bench}
@@ -238,7 +238,7 @@ distracted() {  # $1: seconds allowed; see the usage line. Results: $RES/distrac
       fi
     done
   done
-  [ "${#queue[@]}" -gt 0 ] && echo "distracted: no time left for ${queue[*]}; call the stage again"
+  [ "${#queue[@]}" -gt 0 ] && echo "distracted: no time left for ${queue[*]}; run the stage again"
   kill $packer 2>/dev/null
   collect
   pack
@@ -330,15 +330,15 @@ case "$stage" in
         --json "$RES/fp32-beside-fast.json" 2>&1 | tee -a "$OUT/fp32.log"
     pack
     ;;
-  timings)  # a short second call: the update benchmark of eps-r and drq, plain / fast / graphs
+  timings)  # a short separate invocation: the update benchmark of eps-r and drq, plain / fast / graphs
     bench "${BENCH_LIMIT:-150}" --methods eps-r,drq --paths plain,fast,graphs | tee "$OUT/timings.log"
     ;;
   bench)
     bench "${BENCH_LIMIT:-300}" | tee "$OUT/bench.log"
     smoke | tee -a "$OUT/bench.log"
     ;;
-  mico)  # one call: the numpy/torch comparison and the fit first, then the large solve; mico.json is rewritten
-         # after every step, so a call stopped at its limit still brings back what it measured
+  mico)  # one invocation: the numpy/torch comparison and the fit first, then the large solve; mico.json is rewritten
+         # after every step, so an invocation stopped at its limit still leaves what it measured
     limit=${MICO_LIMIT:-570}
     timeout "$limit" python3 -m benchmarks.bench_mico_gpu --device "$DEVICE" --sizes "${MICO_SIZES:-1000,2000,4000}" \
         --target "${MICO_TARGET:-20000}" --run-target --limit "$(( limit - 30 ))" --out "$RES/mico.json" 2>&1 \
@@ -346,7 +346,7 @@ case "$stage" in
     cp -f "$RES/mico.json" "$OUT/mico.json" 2>/dev/null
     pack
     ;;
-  distracted)  # a call of its own; called again on the same machine, it resumes what is unfinished
+  distracted)  # an invocation of its own; run again on the same machine, it resumes what is unfinished
     distracted "${DISTRACTED_LIMIT:-570}" 2>&1 | tee "$OUT/distracted.log"
     ;;
   scene84)  # the scene check at DCS image size, its runs two at a time

@@ -16,7 +16,7 @@ README and ``docs/agents.md``:
 * each update benchmark (``updates-cuda.json``, ``updates-compiled.json``) as a
   Markdown table of ms per update, with its ratios and the eps-r target (<= 14 ms
   on an H200) read off the fastest path of ``eps-r@legacy`` (the update the
-  target was set on) and of ``eps-r`` (the paper preset), by
+  target is defined on) and of ``eps-r`` (the paper preset), by
   ``benchmarks.bench_updates.target_lines``;
 * the graphs check (``graphs-check.json``) and ``drq-compare.json``, when present, a line
   per method or path.

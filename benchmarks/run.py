@@ -14,7 +14,7 @@ a-priori rate c (an upper bound). Every record says which (``baseline.basis``).
 completion whatever the budget and records the extrapolation the budget would have
 given next to the measurement (``long_check`` in results.json).
 
-Then it checks the targets of the performance issue on the largest size, fits the
+Then it checks the performance targets on the largest size, fits the
 growth exponents of time and peak memory in n (printed, in results.json and in the
 plot's legend) and draws ``results/scaling.png``. ``--readme`` regenerates the
 generated part of docs/performance.md from ``results/results.json`` (nothing runs).

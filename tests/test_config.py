@@ -42,7 +42,7 @@ def test_flags_reach_the_config_and_unset_flags_keep_the_preset():
     assert default == TrainConfig() and default.preset == "paper"
 
 
-def test_presets_say_what_the_issue_asks():
+def test_presets_hold_their_documented_values():
     paper, drq, dbc = (make_config(p).resolved() for p in ("paper", "drq", "dbc"))
     assert paper.env_steps == 2_000_000 and not paper.stacked_frames and not paper.actor_head
     assert paper.target_encoder and paper.views == (2, 2) and paper.beta == 0.5 and paper.alpha_lr == 1e-4

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from validation.figure_data import diagonal_curves
 
-from .style import figure_parser, plt, save
+from .style import defaults_of, figure_parser, plt, save
 
 COLORS = {"dbc-sampled": "tab:red", "psm-sampled": "tab:orange", "mico": "tab:purple", "eps-bar": "tab:green",
           "pi": "tab:blue"}
@@ -40,7 +40,7 @@ def plot_sampled_diagonals(path, data):
 
 def main(argv=None) -> None:
     parser = figure_parser(__doc__, "diagonal.png")
-    parser.add_argument("--mdps", type=int, default=8)
+    parser.add_argument("--mdps", type=int, default=defaults_of(diagonal_curves)["mdps"])
     args = parser.parse_args(argv)
     print(plot_sampled_diagonals(args.out, diagonal_curves(args.mdps, args.seed)))
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from validation.figure_data import gaussian_slice_data
 
-from .style import figure_parser, plt, save
+from .style import defaults_of, figure_parser, plt, save
 
 
 def plot_gaussian_slice(path, data: dict):
@@ -83,7 +83,7 @@ def plot_gaussian_slice(path, data: dict):
 
 def main(argv=None) -> None:
     parser = figure_parser(__doc__, "gaussian_slice.png")
-    parser.add_argument("--samples", type=int, default=1000)
+    parser.add_argument("--samples", type=int, default=defaults_of(gaussian_slice_data)["samples"])
     args = parser.parse_args(argv)
     print(plot_gaussian_slice(args.out, gaussian_slice_data(samples=args.samples, seed=args.seed)))
 

@@ -13,7 +13,7 @@ import numpy as np
 from bisimkit.examples import grid_cells
 from validation.figure_data import metric_heatmaps
 
-from .style import figure_parser, plt, save
+from .style import defaults_of, figure_parser, plt, save
 
 
 def grid_image(values: np.ndarray, layout: list[str]) -> np.ma.MaskedArray:
@@ -56,9 +56,11 @@ def plot_metric_heatmaps(path, data):
 
 def main(argv=None) -> None:
     parser = figure_parser(__doc__, "heatmaps.png", seed=False)
-    parser.add_argument("--state", type=int, default=0, help="reference state (0..30)")
-    parser.add_argument("--discount", type=float, default=0.9)
-    parser.add_argument("--noise", type=float, default=0.3, help="weight of the uniform policy in the blend")
+    default = defaults_of(metric_heatmaps)
+    parser.add_argument("--state", type=int, default=default["state"], help="reference state (an index of the MDP's)")
+    parser.add_argument("--discount", type=float, default=default["discount"])
+    parser.add_argument("--noise", type=float, default=default["noise"],
+                        help="weight of the uniform policy in the blend")
     args = parser.parse_args(argv)
     print(plot_metric_heatmaps(args.out, metric_heatmaps(args.state, args.discount, args.noise)))
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from validation.figure_data import general_fixed_points, order_values
 
-from .style import figure_parser, plt, save
+from .style import defaults_of, figure_parser, plt, save
 
 
 def _strip(ax, families: list[str], values: np.ndarray, family: np.ndarray, offset: float, color: str,
@@ -59,7 +59,7 @@ def plot_order_dependence(path, data: dict[str, np.ndarray]):
 
 def main(argv=None) -> None:
     parser = figure_parser(__doc__, "order_dependence.png")
-    parser.add_argument("--mdps", type=int, default=10, help="MDPs per family")
+    parser.add_argument("--mdps", type=int, default=defaults_of(general_fixed_points)["mdps"], help="MDPs per family")
     args = parser.parse_args(argv)
     print(plot_order_dependence(args.out, order_values(general_fixed_points(args.mdps, args.seed))))
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from validation.figure_data import general_fixed_points, scatter_values
 
-from .style import figure_parser, plt, save
+from .style import defaults_of, figure_parser, plt, save
 
 
 def plot_bound_scatter(path, data: dict[str, np.ndarray]):
@@ -40,7 +40,7 @@ def plot_bound_scatter(path, data: dict[str, np.ndarray]):
 
 def main(argv=None) -> None:
     parser = figure_parser(__doc__, "scatter.png")
-    parser.add_argument("--mdps", type=int, default=10, help="MDPs per family")
+    parser.add_argument("--mdps", type=int, default=defaults_of(general_fixed_points)["mdps"], help="MDPs per family")
     args = parser.parse_args(argv)
     print(plot_bound_scatter(args.out, scatter_values(general_fixed_points(args.mdps, args.seed))))
 

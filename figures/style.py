@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 from pathlib import Path
 
@@ -37,6 +38,13 @@ def return_curve_axes(ax, title: str, ylabel: str = "episode return", legend_siz
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=legend_size)
+
+
+def defaults_of(function) -> dict:
+    """The default of each of ``function``'s parameters that has one: what a figure's command line
+    offers for the data function it calls."""
+    return {name: p.default for name, p in inspect.signature(function).parameters.items()
+            if p.default is not inspect.Parameter.empty}
 
 
 def figure_parser(doc: str, out: str, seed: bool = True) -> argparse.ArgumentParser:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-PAD = 4
+from .config import PAD
 
 
 def random_shift(obs: torch.Tensor, pad: int = PAD, generator: torch.Generator | None = None) -> torch.Tensor:

@@ -94,6 +94,8 @@ RESUMABLE_CHANGES = frozenset({"env_steps", "eval_every", "checkpoint_every", "d
 #: every other task is a DCS task (agents.dcs.TASKS).
 CARLA_TASKS: dict[str, int] = {"carla-highway": CARLA_ACTION_REPEAT}
 UPDATE_RULES = ("joint", "dbc")
+#: DrQ's random shift: pixels of replicate padding before the random crop back to the frame size.
+PAD = 4
 #: The transition's starting standard deviation under the joint update (ours: the bisimulation losses start on
 #: the critic loss's scale; docs/agents.md, Fair baselines).
 SIGMA_INIT = 0.5
@@ -230,7 +232,7 @@ class TrainConfig:
     augment: bool | None = None
     """DrQ random shifts (default: the method's, see METHODS; off on carla-highway, whose methods the paper runs
     without DrQ: drq+dbc is then DBC, drq+pse PSE)."""
-    pad: int = 4
+    pad: int = PAD
     """DrQ shift: up to this many pixels, edges replicated."""
     aug_k: int = 2
     """K: augmented next observations averaged in the TD target (DrQ: 2); 1 without augmentation."""

@@ -35,9 +35,10 @@ import numpy as np
 from ..errors import InputError
 from ..files import atomic_write_json
 from ..fields import check_finite, check_keys, to_float_array, validate_discount
+from ..ground import BUILTIN_GROUNDS
 
-#: The ground metrics on state-action pairs (docs/operators.md, paper Lemma 4.4).
-GROUNDS = ("reward", "policy")
+#: The ground metrics on state-action pairs (docs/operators.md, paper Lemma 4.4): the finite MDPs' built-in ones.
+GROUNDS = BUILTIN_GROUNDS
 
 #: Gauss-Hermite nodes used for the mean of a tanh-squashed action.
 MEAN_ACTION_NODES = 64

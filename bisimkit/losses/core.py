@@ -41,11 +41,14 @@ from typing import Callable, Protocol
 
 import torch
 
+from ..gaussian.couplings import COUPLINGS as GAUSSIAN_COUPLINGS
+
 Tensor = torch.Tensor
 
 #: Noise laws a reparametrised sampler may ask for.
 NOISE_LAWS = ("normal", "uniform")
-COUPLINGS = ("entangled", "independent")
+#: How two reparametrised samples share their noise (the couplings of :mod:`bisimkit.gaussian.couplings`).
+COUPLINGS = GAUSSIAN_COUPLINGS
 
 Ground = Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]
 Distance = Callable[[Tensor, Tensor], Tensor]

@@ -1,7 +1,8 @@
 """Help text cannot drift from the code: every number and id that ``--help`` states is checked.
 
 For every command (``bisimkit`` and each subcommand, ``python -m agents.train``,
-``agents.evaluate``, ``figures.learning_curves``, ``figures.results_table``):
+``agents.evaluate``, ``agents.metric_check``, ``agents.sweep`` and its subcommands,
+``figures.learning_curves``, ``figures.results_table``):
 
 * every claim or check id (``C4``, ``L1``) exists, and every id range (``C1-C11``)
   spans exactly the ids the code has;
@@ -43,11 +44,13 @@ def _implied_defaults() -> dict[tuple[str, str], float]:
             ("bisimkit verify", "jobs"): DEFAULT_JOBS}
     try:
         from agents.config import DEFAULT_BETA, SIGMA_INIT
+        from agents.sweep.launch import DEFAULTS as SWEEP_DEFAULTS
     except ModuleNotFoundError as exc:
         if exc.name.split(".")[0] not in OPTIONAL:
             raise
     else:
         out |= {("agents.train", "beta"): DEFAULT_BETA, ("agents.train", "transition_sigma_init"): SIGMA_INIT}
+        out |= {("agents.sweep launch", name): value for name, value in SWEEP_DEFAULTS.items()}
     return out
 
 
@@ -66,6 +69,7 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
     try:
         from agents.evaluate import build_parser as evaluate_parser
         from agents.metric_check.__main__ import build_parser as metric_check_parser
+        from agents.sweep.cli import build_parser as sweep_parser
         from agents.train import build_parser as train_parser
     except ModuleNotFoundError as exc:  # the agents extra is missing: the bisimkit commands are still checked
         if exc.name.split(".")[0] not in OPTIONAL:
@@ -74,6 +78,7 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
         out["agents.train"] = train_parser()
         out["agents.evaluate"] = evaluate_parser()
         out["agents.metric_check"] = metric_check_parser()
+        walk("agents.sweep", sweep_parser())
     from figures import learning_curves, results_table
 
     for module in (learning_curves, results_table):

@@ -56,8 +56,8 @@ from bisimkit.solvers import solve
 
 from ..config import METHODS, TrainConfig
 from ..replay import ReplayBuffer
-from ..scenes import SCENES, Distractors, Scene, build_scene, check_distractors, finite_scene, gaussian_scene, \
-    interval_probabilities
+from ..scenes import (IMAGE_SIZE, SCENES, Distractors, Scene, build_scene, check_distractors, finite_scene,
+                      gaussian_scene, interval_probabilities)
 
 #: The methods with a metric loss, and the exact (operator, ground) their loss learns on a finite scene:
 #: the fixed point of the method's loss (:data:`bisimkit.fitting.FIXED_POINTS`).
@@ -90,7 +90,7 @@ def check_method(method: str) -> str:
     return method
 
 
-def as_scene(mdp, render=None, *, behaviour=None, eval_states=None, image_size: int = 32,
+def as_scene(mdp, render=None, *, behaviour=None, eval_states=None, image_size: int = IMAGE_SIZE,
              discount: float | None = None) -> Scene:
     """A :class:`Scene` from a built-in name, a Scene, or a user's MDP and renderer.
 
@@ -229,7 +229,7 @@ def _lr(step: int, steps: int, base: float, schedule: str) -> float:
 
 
 def learn_metric(mdp, render=None, method: str = "eps-r", distractors="all", steps: int = 3000, *,
-                 mode: str = "isolated", batch: int = 128, image_size: int = 32, seed: int = 0,
+                 mode: str = "isolated", batch: int = 128, image_size: int = IMAGE_SIZE, seed: int = 0,
                  device: str = "cpu", draws: int = 8, behaviour=None, eval_states=None,
                  schedule: str = "decay", eval_every: int = 0, samples: int = MC_SAMPLES,
                  warmup: int | None = None, config: dict | None = None, progress=None) -> MetricCheck:
@@ -249,9 +249,10 @@ def learn_metric(mdp, render=None, method: str = "eps-r", distractors="all", ste
         raise InputError(f"mode: {mode!r} is not one of {', '.join(MODES)}")
     if schedule not in ("constant", "decay"):
         raise InputError(f"schedule: {schedule!r} is not constant or decay")
+    warmup_updates = steps // 3 if warmup is None else warmup  # the world model alone for a third, by default
     for name, value, low in (("steps", steps, 1), ("batch", batch, 2), ("draws", draws, 2),
                              ("image_size", image_size, 16), ("eval_every", eval_every, 0),
-                             ("warmup", steps // 3 if warmup is None else warmup, 0)):
+                             ("warmup", warmup_updates, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise InputError(f"{name}: expected an integer >= {low}, got {value!r}")
     if warmup is not None and warmup >= steps:
@@ -260,7 +261,7 @@ def learn_metric(mdp, render=None, method: str = "eps-r", distractors="all", ste
     scene = as_scene(mdp, render, behaviour=behaviour, eval_states=eval_states, image_size=image_size)
     height, width = scene.image_shape
     cfg = _config(scene, method, height if height == width else (height, width), batch, seed, device,
-                  {"bisim_warmup": steps // 3 if warmup is None else warmup, **(config or {})})
+                  {"bisim_warmup": warmup_updates, **(config or {})})
     start, cpu_start = time.monotonic(), time.process_time()
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)

@@ -32,7 +32,7 @@ from figures.metric_check import plot_metric_check
 
 from ..entry import run_command
 from . import METRIC_METHODS, MODES, MC_SAMPLES, learn_metric, meets_targets, write_results
-from ..scenes import DISTRACTORS, SCENES
+from ..scenes import DISTRACTORS, IMAGE_SIZE, SCENES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="folder for the results (new or empty)")
     p.add_argument("--steps", type=int, default=3000, help="updates (default 3000)")
     p.add_argument("--batch", type=int, default=128, help="transitions per update (default 128)")
-    p.add_argument("--image-size", type=int, default=32, help="frame side of a built-in scene (default 32)")
+    p.add_argument("--image-size", type=int, default=IMAGE_SIZE,
+                   help=f"frame side of a built-in scene (default {IMAGE_SIZE})")
     p.add_argument("--distractors", default="all",
                    help=f"comma-separated subset of {', '.join(DISTRACTORS)}, 'all' or 'none' (default all)")
     p.add_argument("--draws", type=int, default=8, help="distractor draws per evaluation state (default 8)")

@@ -153,17 +153,23 @@ def plot(out: Path, curves, random_mean: float, random_std: float, title: str, m
 def build_parser() -> ConfigParser:
     """The command line of the module doc (errors: one line naming the option, exit 2)."""
     p = ConfigParser(prog="python -m benchmarks.learning_check", description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", default="runs/learning-check")
-    p.add_argument("--task", default=CHECK_CONFIG.task, help=f"one of {', '.join(TASKS)}")
+    p.add_argument("--out", default="runs/learning-check",
+                   help="the run folder (learning.json, learning.png, the agent's files; default runs/learning-check)")
+    p.add_argument("--task", default=CHECK_CONFIG.task,
+                   help=f"one of {', '.join(TASKS)} (default {CHECK_CONFIG.task})")
     p.add_argument("--method", default="drq",
-                   help=f"{' or '.join(CHECK_METHODS)}, or several separated by commas (each in OUT/<method>)")
+                   help=f"{' or '.join(CHECK_METHODS)}, or several separated by commas (each in OUT/<method>; "
+                        "default drq)")
     p.add_argument("--distractions", action="store_true",
                    help="dynamic video backgrounds and the camera distraction on (the random policy too)")
-    p.add_argument("--env-steps", type=int, default=CHECK_CONFIG.env_steps)
+    p.add_argument("--env-steps", type=int, default=CHECK_CONFIG.env_steps,
+                   help=f"environment steps to train (default {CHECK_CONFIG.env_steps})")
     p.add_argument("--eval-every", type=int, default=CHECK_CONFIG.eval_every,
                    help="environment steps between evaluations, and between checkpoints (a resumed check may "
-                        "change it)")
-    p.add_argument("--seed", type=int, default=0)
+                        f"change it; default {CHECK_CONFIG.eval_every})")
+    p.add_argument("--seed", type=int, default=0,
+                   help="the agent's and the environments' seed; the random policy is evaluated on this seed's "
+                        "held-out episodes (default 0)")
     p.add_argument("--bisim-warmup", type=int, default=CHECK_CONFIG.bisim_warmup,
                    help="eps-r: updates of the world model alone before the bisimulation loss joins "
                         f"(TrainConfig.bisim_warmup; default {CHECK_CONFIG.bisim_warmup}, the paper's)")
@@ -176,7 +182,9 @@ def build_parser() -> ConfigParser:
     p.add_argument("--spread-units", action="store_true",
                    help="eps-r: the bisimulation loss reads distances in units of the batch's latent spread "
                         "(TrainConfig.spread_units; the paper's reads them as they are)")
-    p.add_argument("--resume", action="store_true")
+    p.add_argument("--resume", action="store_true",
+                   help="continue each method's run from its last checkpoint in OUT (one at or past --env-steps is "
+                        "read back without training)")
     return p
 
 

@@ -550,15 +550,18 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m agents.carla_env``: drive episodes with a fixed action against a server, to check it."""
     parser = argparse.ArgumentParser(prog="python -m agents.carla_env", description=main.__doc__)
     parser.add_argument("--host", default=None, help=f"server host (else ${HOST_VARIABLE}, else localhost)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="server port (default %(default)s)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds (default %(default)g)")
-    parser.add_argument("--episodes", type=int, default=1)
-    parser.add_argument("--steer", type=float, default=0.0)
+    parser.add_argument("--episodes", type=int, default=1, help="episodes to drive (default 1)")
+    parser.add_argument("--steer", type=float, default=0.0, help="steering in [-1, 1] (default 0)")
     parser.add_argument("--pedal", type=float, default=0.5, help="throttle (>= 0) or brake (< 0)")
-    parser.add_argument("--cameras", type=int, default=DEFAULT_CAMERAS, choices=CAMERA_COUNTS)
-    parser.add_argument("--vehicles", type=int, default=DEFAULT_VEHICLES)
-    parser.add_argument("--reward", default=DEFAULT_REWARD, choices=REWARDS)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cameras", type=int, default=DEFAULT_CAMERAS, choices=CAMERA_COUNTS,
+                        help="cameras side by side in the frame (default %(default)s)")
+    parser.add_argument("--vehicles", type=int, default=DEFAULT_VEHICLES,
+                        help="other vehicles spawned on the highway (default %(default)s)")
+    parser.add_argument("--reward", default=DEFAULT_REWARD, choices=REWARDS,
+                        help="code: what DBC's code computes; paper: what its paper writes (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the episodes' draws: lanes, vehicles, colours (default 0)")
     args = parser.parse_args(argv)
     env = None
 

@@ -472,14 +472,15 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
 
     p = sub.add_parser("relation", help="largest bisimulation relation by partition refinement")
     p.add_argument("mdp", metavar="MDP", help="MDP file (.json/.npz), bundled example name, or gym:ID")
-    p.add_argument("--kind", required=True, choices=RELATION_KINDS)
+    p.add_argument("--kind", required=True, choices=RELATION_KINDS,
+                   help="which relation: bisim (Ferns'), pi (under the MDP's policy), psm or eps (entangled)")
     p.add_argument("--ground", default=None, metavar="G", help="for --kind eps: reward, policy or a file")
     p.add_argument("--atol", type=_positive_float, default=RELATION_ATOL,
                    help="equality tolerance for reals (default 1e-9)")
     p.set_defaults(func=cmd_relation)
 
     p = sub.add_parser("info", help="sizes and validation report of an MDP (finite or linear-Gaussian)")
-    p.add_argument("mdp", metavar="MDP")
+    p.add_argument("mdp", metavar="MDP", help="MDP file (.json/.npz), bundled example name, or gym:ID")
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("examples", help="list (or write) the bundled example MDPs")

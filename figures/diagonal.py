@@ -40,7 +40,8 @@ def plot_sampled_diagonals(path, data):
 
 def main(argv=None) -> None:
     parser = figure_parser(__doc__, "diagonal.png")
-    parser.add_argument("--mdps", type=int, default=defaults_of(diagonal_curves)["mdps"])
+    parser.add_argument("--mdps", type=int, default=defaults_of(diagonal_curves)["mdps"],
+                        help="random MDPs averaged per curve (default %(default)s)")
     args = parser.parse_args(argv)
     print(plot_sampled_diagonals(args.out, diagonal_curves(args.mdps, args.seed)))
 

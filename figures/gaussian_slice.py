@@ -83,7 +83,8 @@ def plot_gaussian_slice(path, data: dict):
 
 def main(argv=None) -> None:
     parser = figure_parser(__doc__, "gaussian_slice.png")
-    parser.add_argument("--samples", type=int, default=defaults_of(gaussian_slice_data)["samples"])
+    parser.add_argument("--samples", type=int, default=defaults_of(gaussian_slice_data)["samples"],
+                        help="Monte Carlo samples per pair of the coarse slice (default %(default)s)")
     args = parser.parse_args(argv)
     print(plot_gaussian_slice(args.out, gaussian_slice_data(samples=args.samples, seed=args.seed)))
 

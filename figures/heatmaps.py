@@ -58,7 +58,7 @@ def main(argv=None) -> None:
     parser = figure_parser(__doc__, "heatmaps.png", seed=False)
     default = defaults_of(metric_heatmaps)
     parser.add_argument("--state", type=int, default=default["state"], help="reference state (an index of the MDP's)")
-    parser.add_argument("--discount", type=float, default=default["discount"])
+    parser.add_argument("--discount", type=float, default=default["discount"], help="discount (default %(default)s)")
     parser.add_argument("--noise", type=float, default=default["noise"],
                         help="weight of the uniform policy in the blend")
     args = parser.parse_args(argv)

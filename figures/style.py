@@ -51,7 +51,7 @@ def figure_parser(doc: str, out: str, seed: bool = True) -> argparse.ArgumentPar
     """The command line of a figure module: its docstring as help, ``--out`` (default
     ``out``) and, with ``seed``, ``--seed`` (default 0)."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=out)
+    parser.add_argument("--out", default=out, help="the figure file (default %(default)s)")
     if seed:
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--seed", type=int, default=0, help="seed of the random MDPs or samples (default 0)")
     return parser

@@ -28,7 +28,7 @@ def add_verify_command(sub: argparse._SubParsersAction) -> None:
                    help=f"{QUICK_CASES} cases per family and short loss trainings (about 20 s)")
     p.add_argument("--cases", type=int, default=None,
                    help=f"cases per family (default {DEFAULT_CASES}, --quick {QUICK_CASES})")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the generated families' MDPs (default 0)")
     p.add_argument("--claims", default=None,
                    help=f"comma-separated claim ids, {claims[0]}-{claims[-1]} (e.g. C1,C4), or "
                         f"{losses[0]}-{losses[-1]} (the learned losses)")
@@ -41,7 +41,7 @@ def add_verify_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", action="store_true", help="reuse the families a previous run finished")
     p.add_argument("--shrink-examples", type=int, default=None,
                    help="hypothesis examples per counterexample search (0: no shrinking)")
-    p.add_argument("--no-figures", action="store_true")
+    p.add_argument("--no-figures", action="store_true", help="write the report and records without figures")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     cluster = p.add_argument_group("on a cluster (submitit, the '" + EXTRA + "' extra)")
     cluster.add_argument("--executor", choices=EXECUTORS, default=None,

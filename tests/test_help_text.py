@@ -15,7 +15,9 @@ For every command (``bisimkit`` and each subcommand, ``python -m agents.train``,
 from __future__ import annotations
 
 import argparse
+import importlib
 import re
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +31,13 @@ from validation.verify import DEFAULT_CASES, QUICK_CASES
 ID = re.compile(r"\b([CL])(\d+)\b")
 RANGE = re.compile(r"\b([CL])(\d+)\s*[-–]\s*\1?(\d+)\b")
 DEFAULT = re.compile(r"\bdefault:?\s+(-?\d+(?:\.\d+)?(?:e-?\d+)?)\b(?![/.\w])")  # not "default 1/dimension"
+#: The figure scripts and the agents' smaller entry points (``python -m NAME``), whose parsers
+#: ``main`` builds.
+FIGURE_MODULES = tuple(f"figures.{name}" for name in (
+    "aggregate_table", "diagonal", "gaussian_grid", "gaussian_slice", "heatmaps", "learning_curves",
+    "loss_convergence", "metric_check", "nearest_neighbours", "order_dependence", "performance", "results_table",
+    "scatter", "sweep_report"))
+AGENT_MODULES = ("agents.carla_env", "agents.videos")
 #: Extras the agents' and figures' entry points may lack on a machine without them.
 OPTIONAL = {"torch", "dm_control", "distracting_control", "mujoco", "cv2", "submitit", "carla", "tensorboard"}
 
@@ -79,10 +88,14 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
         out["agents.evaluate"] = evaluate_parser()
         out["agents.metric_check"] = metric_check_parser()
         walk("agents.sweep", sweep_parser())
-    from figures import learning_curves, results_table
-
-    for module in (learning_curves, results_table):
-        out[module.__name__] = _captured_parser(module)
+    for name in FIGURE_MODULES + AGENT_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name.split(".")[0] not in OPTIONAL or name in FIGURE_MODULES:
+                raise
+            continue
+        out[name] = _captured_parser(module)
     return out
 
 
@@ -150,6 +163,22 @@ def test_stated_defaults_are_the_real_ones(name):
             f"{name} {action.option_strings}: a numeric default stated for {default!r}"
         assert float(stated[0]) == pytest.approx(float(default)), \
             f"{name} {action.option_strings}: help says default {stated[0]}, the code uses {default}"
+
+
+def test_every_figure_script_is_checked():
+    """FIGURE_MODULES lists every figures module with a command line."""
+    root = Path(__file__).resolve().parents[1] / "figures"
+    scripts = {f"figures.{p.stem}" for p in root.glob("*.py") if "def main(" in p.read_text(encoding="utf-8")}
+    assert scripts == set(FIGURE_MODULES)
+
+
+@pytest.mark.parametrize("name", sorted(PARSERS))
+def test_every_option_says_what_it_does(name):
+    """No option or argument of a command is listed in ``--help`` with its name alone."""
+    bare = [a.option_strings or [a.dest] for a in PARSERS[name]._actions
+            if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction, argparse._VersionAction))
+            and a.help != argparse.SUPPRESS and not (a.help or "").strip()]
+    assert not bare, f"{name}: no help for {bare}"
 
 
 def test_verify_case_counts_are_the_job_constants():

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import TOL, published_mdp, warm_up
-from bisimkit.between import disjoint_union, solve_between
+from bisimkit.between import BETWEEN_METRICS, disjoint_union, solve_between
 from bisimkit.files import atomic_write_json
 from bisimkit.mdp import FiniteMDP
 from bisimkit.solvers import solve
@@ -170,10 +170,13 @@ def svi(repo: Path, code: Path | None) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=200, help="states of each MDP (dense workload)")
-    parser.add_argument("--metric", default="pi")
-    parser.add_argument("--rounds", type=int, default=1, help="solves of each side (median reported)")
-    parser.add_argument("--svi-repo", default=None, help="a checkout of SergioCalo/SVI: run its benchmark pairs")
+    parser.add_argument("--n", type=int, default=200, help="states of each MDP (dense workload; default 200)")
+    parser.add_argument("--metric", default="pi",
+                        help=f"the metric both sides solve (dense workload): one of {', '.join(BETWEEN_METRICS)} "
+                             "(default pi)")
+    parser.add_argument("--rounds", type=int, default=1, help="solves of each side (median reported; default 1)")
+    parser.add_argument("--svi-repo", default=None,
+                        help="a checkout of SergioCalo/SVI: run its benchmark pairs (default: the dense workload)")
     parser.add_argument("--svi-code", default=None, help="SVI's code/ folder, to run SVI itself on the pairs")
     parser.add_argument("--out", default=None, help="write the record as JSON")
     parser.add_argument("--side", choices=("union", "between"), default=None, help=argparse.SUPPRESS)

@@ -112,10 +112,12 @@ def fit_line(D: np.ndarray, xa: np.ndarray, xb: np.ndarray, steps: int = 3000, l
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--n", type=int, default=100)
-    p.add_argument("--pairs", type=int, default=300)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out")
+    p.add_argument("--n", type=int, default=100, help="states of each of the two MDPs (default 100)")
+    p.add_argument("--pairs", type=int, default=300,
+                   help="cross problems sampled, each solved from every start (default 300)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the sample of cross problems (the MDPs keep seeds 0 and 1; default 0)")
+    p.add_argument("--out", help="also write the record as JSON to this file (default: printed only)")
     args = p.parse_args(argv)
     A, B = published_mdp(args.n, seed=0), published_mdp(args.n, seed=1)
     t = time.perf_counter()

@@ -121,13 +121,17 @@ def bench_task(task: str, steps: int, repeats: int, seed: int, root: Path) -> di
 def main() -> None:
     from agents.dcs import PAPER_TASKS  # after pin() sets the thread variables (main pins first)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tasks", default=",".join(PAPER_TASKS))
-    parser.add_argument("--steps", type=int, default=100, help="control steps per timed block")
-    parser.add_argument("--repeats", type=int, default=5, help="timed blocks per environment")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--core", type=int, default=min(os.sched_getaffinity(0)))
+    parser.add_argument("--tasks", default=",".join(PAPER_TASKS),
+                        help=f"comma-separated tasks (default the paper's: {','.join(PAPER_TASKS)})")
+    parser.add_argument("--steps", type=int, default=100, help="control steps per timed block (default 100)")
+    parser.add_argument("--repeats", type=int, default=5, help="timed blocks per environment (default 5)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the environments and of the random actions (default 0)")
+    parser.add_argument("--core", type=int, default=min(os.sched_getaffinity(0)),
+                        help="the CPU core the process is pinned to (default the lowest it may run on, "
+                             "here %(default)s)")
     parser.add_argument("--davis", default=None, help="DAVIS-2017 folder (default: $BISIMKIT_DAVIS or procedural videos)")
-    parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--out", default=str(RESULTS), help=f"the JSON file of the results (default {RESULTS})")
     args = parser.parse_args()
     pin(args.core)
     from agents.videos import resolve_videos  # after pin() sets the thread variables

@@ -101,8 +101,10 @@ def table(records: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_memory", description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default="benchmarks/results/memory.json")
-    parser.add_argument("--workloads", default=",".join(WORKLOADS), help=f"comma-separated, of {', '.join(WORKLOADS)}")
+    parser.add_argument("--out", default="benchmarks/results/memory.json",
+                        help="the JSON file of the records (default benchmarks/results/memory.json)")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS),
+                        help=f"comma-separated, of {', '.join(WORKLOADS)} (default: all)")
     parser.add_argument("--one", nargs=2, metavar=("WORKLOAD", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:

@@ -81,13 +81,15 @@ def emit(record: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="benchmark: quotient-first solving")
-    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated subset of {','.join(CASES)}")
+    parser.add_argument("--cases", default=",".join(CASES),
+                        help=f"comma-separated subset of {','.join(CASES)} (default: all)")
     parser.add_argument("--base-n", type=int, default=100, help="planted: states of the base MDP (default 100)")
     parser.add_argument("--copies", type=int, default=5, help="planted: copies of each base state (default 5)")
     parser.add_argument("--base-support", type=int, default=2,
                         help="planted: at most this many successors per base (s, a) (default 2)")
     parser.add_argument("--random-n", type=int, default=1000, help="random: states of the sparse MDP (default 1000)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="planted, random: seed of the random MDPs and of the planted copies (default 0)")
     args = parser.parse_args()
     cases = args.cases.split(",")
     unknown = set(cases) - set(CASES)

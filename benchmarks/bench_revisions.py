@@ -83,8 +83,10 @@ def _env(tree: Path, one_thread: bool) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", required=True, help="root of the other checkout (a git worktree, say)")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--only", default=None, help="comma-separated workload names")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="runs of each workload in each tree, alternating which goes first (median reported; "
+                             "default 3)")
+    parser.add_argument("--only", default=None, help="comma-separated workload names (default: all)")
     parser.add_argument("--cpu", action="store_true", help="CPU seconds on one thread instead of wall seconds")
     parser.add_argument("--out", default=None, help="write the records as JSON")
     args = parser.parse_args(argv)

@@ -190,14 +190,20 @@ def main(argv: list[str] | None = None) -> int:
     from agents.agent import fast_cuda_math, pick_device  # torch
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--device", default="auto")
-    p.add_argument("--batch", type=int, default=512)
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--device", default="auto",
+                   help="torch device: auto (CUDA when present, else CPU), cpu, cuda or cuda:N (default auto)")
+    p.add_argument("--batch", type=int, default=512, help="transitions per update (default 512, the paper's)")
+    p.add_argument("--rounds", type=int, default=5,
+                   help="rounds, each timing every variant once in turn (medians reported; default 5)")
     p.add_argument("--updates", type=int, default=None, help="updates per timed block (even; 2 on CPU, 20 on CUDA)")
-    p.add_argument("--methods", default=",".join(METHODS))
+    p.add_argument("--methods", default=",".join(METHODS),
+                   help=f"comma-separated methods of the paper preset, of {', '.join(METHODS)} (default: all)")
     p.add_argument("--paths", default=",".join(DEFAULT_PATHS),
-                   help=f"of {', '.join(PATHS)} (compiled: torch.compile's first updates take a minute)")
-    p.add_argument("--out", default=None)
+                   help=f"of {', '.join(PATHS)} (compiled: torch.compile's first updates take a minute; "
+                        f"default {','.join(DEFAULT_PATHS)})")
+    p.add_argument("--out", default=None,
+                   help=f"the JSON file of the record (default {RESULTS / 'updates-DEVICE.json'}, DEVICE cpu or "
+                        f"cuda; with --check-graphs {RESULTS / 'graphs-check.json'})")
     p.add_argument("--check-graphs", action="store_true", help="compare 50 eager and graph updates (CUDA)")
     args = p.parse_args(argv)
     try:

@@ -72,18 +72,19 @@ def measure(workload: str, mdp, metric: str, budget: float, ground: str = "rewar
 def main(workload: str, build, metrics: list[str]) -> None:
     """Command line of a benchmark script; prints one JSON record per metric."""
     parser = argparse.ArgumentParser(description=f"benchmark: {workload}")
-    parser.add_argument("--n", type=int, required=True)
+    parser.add_argument("--n", type=int, required=True, help="states of the MDP")
     parser.add_argument("--budget", type=float, default=1800.0,
                         help="the baseline runs to completion only if it can within this many seconds "
-                             "(else it stops early and is extrapolated); 0: skip it")
-    parser.add_argument("--metrics", default=None, help=f"comma-separated subset of {','.join(metrics)}")
+                             "(else it stops early and is extrapolated); 0: skip it (default 1800)")
+    parser.add_argument("--metrics", default=None,
+                        help=f"comma-separated subset of {','.join(metrics)} (default: all)")
     parser.add_argument("--contraction", type=float, default=None,
                         help="per-sweep contraction of the baseline's step observed at smaller n of this family")
     parser.add_argument("--contraction-from", default=None, help='where --contraction was observed, e.g. "n=50,100"')
     parser.add_argument("--finish", action="store_true",
                         help="run the baseline to completion whatever the budget, and report the extrapolation "
                              "the budget would have given next to the measurement")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random MDP (default 0)")
     args = parser.parse_args()
     chosen = metrics if args.metrics is None else args.metrics.split(",")
     unknown = set(chosen) - set(metrics)

@@ -142,12 +142,19 @@ def main(argv: list[str] | None = None) -> int:
     from agents.agent import fast_cuda_math, pick_device  # torch
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--device", default="auto")
-    p.add_argument("--paths", default=",".join(PATHS))
-    p.add_argument("--updates", type=int, default=100)
-    p.add_argument("--batch", type=int, default=512)
-    p.add_argument("--data", default="cartpole", choices=("cartpole", "random"))
-    p.add_argument("--out", default=None)
+    p.add_argument("--device", default="auto",
+                   help="torch device: auto (CUDA when present, else CPU), cpu, cuda or cuda:N (default auto)")
+    p.add_argument("--paths", default=",".join(PATHS),
+                   help=f"comma-separated paths of our agent, of {', '.join(PATHS)} (default: all)")
+    p.add_argument("--updates", type=int, default=100,
+                   help="updates of each measurement, one batch each (at least 10; default 100)")
+    p.add_argument("--batch", type=int, default=512, help="transitions per batch (default 512)")
+    p.add_argument("--data", default="cartpole", choices=("cartpole", "random"),
+                   help=f"the batches' source: cartpole, {TRANSITIONS} cartpole-swingup transitions under random "
+                        "actions, or random, random pixels (default cartpole)")
+    p.add_argument("--out", default=None,
+                   help=f"the JSON file of the record (default {RESULTS / 'drq-compare-DEVICE.json'}, "
+                        "DEVICE cpu or cuda)")
     args = p.parse_args(argv)
     paths = args.paths.split(",")
     bad = [x for x in paths if x not in PATHS]

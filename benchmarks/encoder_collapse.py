@@ -163,14 +163,20 @@ def main(argv: list[str] | None = None) -> int:
     from agents.config import ConfigParser
 
     p = ConfigParser(prog="python -m benchmarks.encoder_collapse", description=__doc__.split("\n\n")[0])
-    p.add_argument("--task", default="walker-stand")
-    p.add_argument("--transitions", type=int, default=2500)
-    p.add_argument("--updates", type=int, default=800)
-    p.add_argument("--every", type=int, default=100)
-    p.add_argument("--variants", default=",".join(VARIANTS))
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=None)
-    p.add_argument("--figure", default=None)
+    p.add_argument("--task", default="walker-stand", help="the DCS task (default walker-stand)")
+    p.add_argument("--transitions", type=int, default=2500,
+                   help="random-policy transitions collected once, the training data of every variant "
+                        "(at least 2; default 2500)")
+    p.add_argument("--updates", type=int, default=800, help="updates of each variant (default 800)")
+    p.add_argument("--every", type=int, default=100,
+                   help="updates between measurements of the latent spread (default 100)")
+    p.add_argument("--variants", default=",".join(VARIANTS),
+                   help=f"comma-separated, of: {', '.join(VARIANTS)} (default: all)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the random policy and its episodes, the initial weights and the batches (default 0)")
+    p.add_argument("--out", default=None, help="write the record as JSON to this file (default: not written)")
+    p.add_argument("--figure", default=None,
+                   help="draw the latent spread of every variant to this PNG file (default: no figure)")
     try:
         args = p.parse_args(argv)
         names = parse_variants(args.variants)

@@ -233,11 +233,15 @@ def main(argv: list[str] | None = None) -> int:
     p = ConfigParser(prog="python -m benchmarks.learning_check_diagnosis",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", help="run folders (or checkpoint files) on one DCS task")
-    p.add_argument("--episodes", type=int, default=6)
-    p.add_argument("--batches", type=int, default=16)
-    p.add_argument("--ridge", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=None)
+    p.add_argument("--episodes", type=int, default=6,
+                   help="episodes of each run's policy on the held-out videos (at least 2; default 6)")
+    p.add_argument("--batches", type=int, default=16,
+                   help="batches the gradient norms are measured on (median reported; default 16)")
+    p.add_argument("--ridge", type=float, default=1.0,
+                   help="weight of the state probe's ridge penalty, on standardised latents (default 1.0)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the episodes, of the fresh-weights encoder and of the batches (default 0)")
+    p.add_argument("--out", default=None, help="write the record as JSON to this file (default: not written)")
     try:
         args = p.parse_args(argv)
         record = diagnose(args.runs, args.episodes, args.batches, args.ridge, args.seed)

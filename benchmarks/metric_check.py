@@ -20,7 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agents.metric_check import markdown_table, meets_targets
+from agents.metric_check import METRIC_METHODS, markdown_table, meets_targets
+from agents.scenes import SCENES
 from bisimkit.files import atomic_write_bytes, atomic_write_json
 from figures.metric_check import load_run, plot_metric_check
 
@@ -51,16 +52,22 @@ def main(argv: list[str] | None = None) -> int:
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--scenes", default="ring,sprite,grid")
-    p.add_argument("--methods", default="eps-r,eps-pi,drq+pse,drq+dbc")
-    p.add_argument("--steps", type=int, default=1500)
-    p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--image-size", type=int, default=32)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--eval-every", type=int, default=250, help="the curve's spacing in updates")
-    p.add_argument("--out", default="benchmarks/results/metric_check")
+    p.add_argument("--scenes", default="ring,sprite,grid",
+                   help=f"comma-separated built-in scenes, of {', '.join(SCENES)} (default ring,sprite,grid)")
+    p.add_argument("--methods", default="eps-r,eps-pi,drq+pse,drq+dbc",
+                   help=f"comma-separated methods, of {', '.join(METRIC_METHODS)} "
+                        "(default eps-r,eps-pi,drq+pse,drq+dbc)")
+    p.add_argument("--steps", type=int, default=1500, help="updates of each run (default 1500)")
+    p.add_argument("--batch", type=int, default=64, help="transitions per update (default 64)")
+    p.add_argument("--image-size", type=int, default=32, help="frame side of the scenes, in pixels (default 32)")
+    p.add_argument("--device", default="cpu", help="torch device of each run: cpu, cuda or cuda:N (default cpu)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of networks, transitions and distractors of each run (default 0)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads of each run (default: torch's)")
+    p.add_argument("--eval-every", type=int, default=250, help="the curve's spacing in updates (default 250)")
+    p.add_argument("--out", default="benchmarks/results/metric_check",
+                   help="folder of the runs (OUT/SCENE/METHOD), the table and the summary "
+                        "(default benchmarks/results/metric_check)")
     p.add_argument("--figure", default=None, help="the figure of every run (default OUT/metric_check.png)")
     p.add_argument("--gather", action="store_true", help="run nothing: table and figure of the runs in OUT")
     args = p.parse_args(argv)

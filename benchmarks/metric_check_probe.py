@@ -28,7 +28,7 @@ import torch
 
 from agents.agent import Agent, pick_device
 from agents.metric_check import _config
-from agents.scenes import Distractors, build_scene, check_distractors
+from agents.scenes import DISTRACTORS, SCENES, Distractors, build_scene, check_distractors
 from bisimkit.files import atomic_write_json
 
 
@@ -86,15 +86,20 @@ def probe(scene_name: str, distractors: str, steps: int, batch: int, image_size:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--scene", default="sprite")
-    p.add_argument("--distractors", default="all")
-    p.add_argument("--steps", type=int, default=1500)
-    p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--image-size", type=int, default=32)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval-every", type=int, default=250)
-    p.add_argument("--threads", type=int, default=0)
-    p.add_argument("--out", default=None)
+    p.add_argument("--scene", default="sprite", help=f"a built-in scene: {', '.join(SCENES)} (default sprite)")
+    p.add_argument("--distractors", default="all",
+                   help=f"comma-separated subset of {', '.join(DISTRACTORS)}, 'all' or 'none' (default all)")
+    p.add_argument("--steps", type=int, default=1500, help="supervised updates (default 1500)")
+    p.add_argument("--batch", type=int, default=64, help="fresh transitions per update (default 64)")
+    p.add_argument("--image-size", type=int, default=32, help="frame side of the scene, in pixels (default 32)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the weights, the states and the distractors (default 0)")
+    p.add_argument("--eval-every", type=int, default=250,
+                   help="updates between measurements of the held-out R² (default 250)")
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (default 0: torch's)")
+    p.add_argument("--out", default=None,
+                   help="also write the result, with its curve, as JSON to this file (default: printed only, "
+                        "without the curve)")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)

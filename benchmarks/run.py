@@ -412,16 +412,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
                         help=f"one small size per workload (a smoke run; writes to {QUICK_OUT} unless --out)")
-    parser.add_argument("--only", default=None, help="comma-separated workload names")
+    parser.add_argument("--only", default=None, help="comma-separated workload names (default: all)")
     parser.add_argument("--budget", type=float, default=BUDGET,
                         help="baseline seconds per metric and size: it runs to completion only where it can "
-                             "within this (default 1800, the 30-minute cap), else it is extrapolated (0: skip)")
+                             f"within this (default {BUDGET:g}, a {BUDGET / 60:g}-minute cap), else it is "
+                             "extrapolated (0: skip)")
     parser.add_argument("--long", action="store_true",
                         help="run the baseline at the largest pi-dense size to completion and check the extrapolation")
     parser.add_argument("--merge", action="store_true",
                         help="keep the records of the workloads not run from the existing results.json")
     parser.add_argument("--out", default=None, help=f"output folder (default {RESULTS})")
-    parser.add_argument("--no-sinkhorn", action="store_true")
+    parser.add_argument("--no-sinkhorn", action="store_true",
+                        help="skip the entropic value iteration comparison (benchmarks.bench_sinkhorn)")
     parser.add_argument("--smallest", action="store_true",
                         help="run only each workload's smallest size and merge its records into results.json "
                              "(by workload, metric and n); then re-extrapolate the larger sizes from it")

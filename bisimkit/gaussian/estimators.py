@@ -30,7 +30,8 @@ from . import exact
 from .couplings import COUPLINGS, coupled_step
 from .model import GROUNDS, GaussianMDP, LinearGaussianMDP
 
-#: Target truncation bound (relative to the largest ground value scale) when no horizon is given.
+#: Target truncation bound when no horizon is given: an absolute bound on every pair's neglected tail (where no
+#: bound is known, the horizon with c^H at most this).
 DEFAULT_TAIL = 1e-3
 #: Rollout pairs per state pair, and the confidence level of the interval, when not given.
 DEFAULT_SAMPLES = 2000

@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from bisimkit.examples import chain
-from bisimkit.fitting import DBC_TARGET_EVERY, FIXED_POINTS, FitSchedule, fixed_point  # noqa: F401 (DBC_TARGET_EVERY: re-export)
+from bisimkit.fitting import FIXED_POINTS, FitSchedule, fixed_point
 from bisimkit.gaussian.exact import distance
 from bisimkit.gaussian.model import LinearGaussianMDP
 from bisimkit.generators import product_grid_mdp, random_mdp
@@ -86,7 +86,7 @@ def loss_ids() -> list[str]:
 
 
 #: The schedule of the tabular trainings: the library's :class:`bisimkit.fitting.FitSchedule`
-#: (``target_every=None`` means every step, and every :data:`DBC_TARGET_EVERY` steps for DBC).
+#: (``target_every=None`` means every step, and every :data:`bisimkit.fitting.DBC_TARGET_EVERY` steps for DBC).
 TrainConfig = FitSchedule
 
 

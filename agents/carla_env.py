@@ -92,7 +92,7 @@ class CarlaError(InputError):
 def split_action(action) -> tuple[float, float, float]:
     """(steer, throttle, brake) of an action [steer, throttle-or-brake], each clipped to [-1, 1]:
     a non-negative second coordinate is throttle, a negative one brake (its magnitude), as
-    DBC's ``CarlaEnv._simulator_step`` maps it."""
+    DBC's ``CarlaEnv._simulator_step`` maps it (which asserts the range where this clips)."""
     a = np.asarray(action, dtype=np.float64).reshape(-1)
     if a.shape != (2,):
         raise InputError(f"shape {a.shape} is not (2,)", param="action")

@@ -487,10 +487,12 @@ class Preset:
 
 
 APPENDIX_C = "paper, appendix C"
-DBC_CODE = "DBC code (run_local.sh, agent/bisim_agent.py)"
+DBC_CODE = "DBC code"
+DBC_SCRIPT = "DBC code (run_local.sh)"
 DBC_TRANSITION = "DBC code (transition_model.py)"
 DRQ_CODE = "DrQ code (drq.py, config.yaml)"
 DBC_CARLA = "DBC code (CARLA_0.9.8 carla_env.py)"
+PAPER_CARLA = "paper, CARLA experiment"
 OURS = "ours"
 #: The smoke preset: 5 episodes of 400 environment steps (a whole number of agent steps at action
 #: repeat 2, 4 and 8, so the run ends at an episode end) at 32x32 pixels, batches of 16 on the low
@@ -511,12 +513,12 @@ PRESETS: dict[str, Preset] = {
             "distance_scale": "silent; DBC code averages its loss over latent coordinates (1/dimension)",
             "buffer_size": APPENDIX_C, "batch_size": APPENDIX_C, "discount": APPENDIX_C, "lr": APPENDIX_C,
             "tau": APPENDIX_C, "target_encoder": "silent; DBC, DrQ and SAC-AE code all average the encoder",
-            "encoder_tau": "silent; " + DBC_CODE + " (encoder_tau 0.05)",
+            "encoder_tau": "silent; " + DBC_SCRIPT + " (encoder_tau 0.05)",
             "actor_update_every": APPENDIX_C, "target_update_every": APPENDIX_C, "alpha_lr": APPENDIX_C,
-            "alpha_beta1": "silent; " + DBC_CODE + " (alpha_beta 0.5)", "init_temperature": APPENDIX_C,
+            "alpha_beta1": "silent; " + DBC_SCRIPT + " (alpha_beta 0.5)", "init_temperature": APPENDIX_C,
             "pad": APPENDIX_C, "aug_k": "silent (paper uses DrQ's augmentation); " + DRQ_CODE,
             "aug_m": "silent (paper uses DrQ's augmentation); " + DRQ_CODE,
-            "beta": "tuned, value not reported; " + DBC_CODE + " (bisim_coef 0.5)",
+            "beta": "tuned, value not reported; " + DBC_CODE + " (train.py, bisim_coef 0.5)",
             "seed_steps": "silent; DrQ and DBC code (1000)", "eval_episodes": "silent; " + DRQ_CODE + " (10)",
             "eval_train_videos": "paper, section 6 (tables on training and on 30 held-out videos)",
             "background": "paper, section 6 (DAVIS videos, 2 for training)", "camera": "paper, section 6",
@@ -531,9 +533,10 @@ PRESETS: dict[str, Preset] = {
             "graphs": OURS + " (speed, auto: on with CUDA; benchmarks/bench_updates.py --check-graphs)",
             "compile": OURS + " (speed; tests/test_agent.py)",
             "carla_host": OURS, "carla_port": "CARLA's default (2000)", "carla_timeout": OURS,
-            "carla_town": DBC_CARLA + " (Town04)", "carla_cameras": DBC_CARLA + " (5 cameras, 84x420)",
+            "carla_town": DBC_CARLA + " (Town04)", "carla_cameras": PAPER_CARLA + " (5 roof cameras of 60 degrees, 84x420); "
+            + DBC_CARLA + " stitches 1, 3 or 5 and defaults to 3",
             "carla_vehicles": DBC_CARLA + " (20)", "carla_reward": DBC_CARLA + " (the code's reward; the paper's is a "
-            "flag)", "augment": "the method's (METHODS); off on carla-highway: paper, CARLA experiment (no DrQ)",
+            "flag)", "augment": "the method's (METHODS); off on carla-highway: " + PAPER_CARLA + " (no DrQ)",
         }),
     "drq": Preset(
         about="DrQ's published agent (Kostrikov et al. 2020) on plain DMC, to validate the pipeline",
@@ -559,14 +562,14 @@ PRESETS: dict[str, Preset] = {
                     actor_head=True, latent_squash="none", encoder_tau=0.05, beta=0.5, alpha_lr=1e-4,
                     alpha_beta1=0.5),
         sources={
-            "method": "DBC (drq+dbc's loss)", "update_rule": DBC_CODE + " (BisimAgent.update; "
-            "benchmarks/dbc_reference.py)", "augment": DBC_CODE + " (no augmentation)",
-            "batch_size": DBC_CODE + " (batch_size 128)",
+            "method": "DBC (drq+dbc's loss)", "update_rule": DBC_CODE + " (agent/bisim_agent.py BisimAgent.update; "
+            "benchmarks/dbc_reference.py)", "augment": DBC_CODE + " (train.py: no augmentation)",
+            "batch_size": DBC_SCRIPT + " (batch_size 128)",
             "transition_sigma_init": DBC_TRANSITION + " (PyTorch's default init)", "stacked_frames": DBC_CODE +
             " (encoder.py on the 9-channel stack)", "actor_head": DBC_CODE + " (actor encoder: own fc + ln)",
-            "latent_squash": DBC_CODE + " (encoder.py ends in LayerNorm)", "encoder_tau": DBC_CODE,
-            "beta": DBC_CODE + " (bisim_coef 0.5)", "alpha_lr": DBC_CODE, "alpha_beta1": DBC_CODE,
-            "tau": DBC_CODE, "init_temperature": DBC_CODE, "capacity": DBC_CODE + " (hidden_dim 1024)",
+            "latent_squash": DBC_CODE + " (encoder.py ends in LayerNorm)", "encoder_tau": DBC_SCRIPT,
+            "beta": DBC_CODE + " (train.py, bisim_coef 0.5)", "alpha_lr": DBC_SCRIPT, "alpha_beta1": DBC_SCRIPT,
+            "tau": DBC_SCRIPT, "init_temperature": DBC_SCRIPT, "capacity": DBC_SCRIPT + " (hidden_dim 1024)",
         }),
     "smoke": Preset(
         about="a CPU check that every part of training runs (collect, update, evaluate, checkpoint), not a "
@@ -581,9 +584,9 @@ PRESETS: dict[str, Preset] = {
               "steps, no DrQ, no DCS distractions",
         values=dict(task="carla-highway", env_steps=500_000, background=False, camera=False, eval_train_videos=False,
                     augment=False),
-        sources={"env_steps": "paper, CARLA experiment (500k)", "background": "not a DCS task",
+        sources={"env_steps": PAPER_CARLA + " (500k)", "background": "not a DCS task",
                  "camera": "not a DCS task", "eval_train_videos": "not a DCS task (no videos)",
-                 "augment": "paper, CARLA experiment (the five methods without DrQ)"}),
+                 "augment": PAPER_CARLA + " (the five methods without DrQ)"}),
 }
 
 

@@ -1,0 +1,129 @@
+"""The learning check under distractions seed by seed: DrQ beside ε-R with its world model on
+detached latents (``--no-model-grad --beta 0.1``), drawn from the committed learning-check records.
+
+    python -m figures.learning_seeds [--results benchmarks/results] [--out docs/learning_check_seeds.png]
+
+One panel per seed, each with every method's evaluations (mean ± std of the evaluation episodes on
+the held-out videos), the uniform random policy's band on that seed's held-out episodes and the pass
+mark (the record's ``pass_mark``: the random mean plus the larger of 100 and 3 standard deviations).
+The records are ``benchmarks.learning_check``'s ``learning.json`` files: for seed k,
+``learning_check_distractions_drq_seed{k}.json`` and ``learning_check_distractions_model_grad_off_seed{k}.json``;
+seed 0's DrQ run is the ``drq`` entry of ``learning_check_distractions.json`` and its ε-R run
+``learning_check_distractions_model_grad_off.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from bisimkit.errors import InputError
+
+from .style import plt, save
+
+RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+SEEDS = (0, 1, 2, 3)
+#: method -> (label, colour, record file of seed k, seed 0's record file and the method's entry in it, if any)
+SERIES: dict[str, tuple[str, str, str, tuple[str, str | None]]] = {
+    "drq": ("DrQ", "tab:blue", "learning_check_distractions_drq_seed{seed}.json",
+            ("learning_check_distractions.json", "drq")),
+    "eps-r": ("ε-R, models on detached latents, β = 0.1", "tab:orange",
+              "learning_check_distractions_model_grad_off_seed{seed}.json",
+              ("learning_check_distractions_model_grad_off.json", None)),
+}
+FIELDS = ("steps", "eval_mean", "eval_std", "random_mean", "random_std", "pass_mark", "last_evaluations_mean",
+          "passed")
+
+
+def record_path(results: Path, method: str, seed: int) -> tuple[Path, str | None]:
+    """The record file of ``method``'s run with ``seed``, and the entry of the file that holds it."""
+    _, _, pattern, (seed0, entry) = SERIES[method]
+    return (Path(results) / seed0, entry) if seed == 0 else (Path(results) / pattern.format(seed=seed), None)
+
+
+def seed_records(results: Path, seeds=SEEDS) -> dict[int, dict[str, dict]]:
+    """``{seed: {method: record}}`` read from ``results``; a missing or incomplete record raises
+    :class:`~bisimkit.errors.InputError` naming the file."""
+    out: dict[int, dict[str, dict]] = {}
+    for seed in seeds:
+        out[seed] = {}
+        for method in SERIES:
+            path, entry = record_path(results, method, seed)
+            try:
+                record = json.loads(path.read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                raise InputError(f"results: {path} does not exist (python -m benchmarks.learning_check --method "
+                                 f"{method} --distractions --seed {seed} writes it as OUT/learning.json)") from None
+            except json.JSONDecodeError as exc:
+                raise InputError(f"results: {path} is not JSON ({exc.msg}, line {exc.lineno})") from None
+            if entry is not None:
+                record = record.get("methods", {}).get(entry, {})
+            missing = [f for f in FIELDS if f not in record]
+            if missing:
+                raise InputError(f"results: {path}{f' [{entry}]' if entry else ''} lacks {', '.join(missing)}")
+            out[seed][method] = record
+    return out
+
+
+def plot_seeds(path, records: dict[int, dict[str, dict]]) -> Path:
+    """One panel per seed: each method's evaluation curve with a band of one std, the random policy's
+    band and the pass mark; the panel's title gives each method's last-three mean and verdict."""
+    seeds = sorted(records)
+    cols = min(2, len(seeds))
+    rows = (len(seeds) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(6.2 * cols, 3.9 * rows), sharey=True, squeeze=False)
+    for ax, seed in zip(axes.flat, seeds):
+        verdicts = []
+        for method, record in records[seed].items():
+            label, colour = SERIES[method][:2]
+            steps, mean, std = record["steps"], record["eval_mean"], record["eval_std"]
+            ax.plot(steps, mean, "o-", ms=3, color=colour, label=label)
+            ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
+                            color=colour, alpha=0.15)
+            verdicts.append(f"{SERIES[method][0].split(',')[0]} {record['last_evaluations_mean']:.0f} "
+                            f"{'PASS' if record['passed'] else 'FAIL'}")
+        first = next(iter(records[seed].values()))
+        r_mean, r_std = first["random_mean"], first["random_std"]
+        ax.axhline(r_mean, color="grey", ls="--", label=f"uniform random policy ({r_mean:.0f} ± {r_std:.0f})")
+        ax.axhspan(r_mean - r_std, r_mean + r_std, color="grey", alpha=0.2)
+        ax.axhline(first["pass_mark"], color="tab:red", ls=":", label=f"pass mark {first['pass_mark']:.0f}")
+        ax.set_title(f"seed {seed}: last three evaluations " + ", ".join(verdicts), fontsize=9)
+        ax.set_xlabel("environment steps")
+        ax.set_ylabel("evaluation return (held-out videos)")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper left", fontsize=7)
+    for ax in list(axes.flat)[len(seeds):]:
+        ax.set_visible(False)
+    fig.suptitle("walker-stand with background and camera distractions, 48 px, 2 CPU cores", fontsize=10)
+    return save(fig, path, tight=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--results", default=str(RESULTS), help="folder of the learning-check records "
+                                                                  "(default benchmarks/results)")
+    parser.add_argument("--seeds", default=",".join(map(str, SEEDS)),
+                        help=f"comma-separated seeds, one panel each (default: every seed recorded, "
+                             f"{', '.join(map(str, SEEDS))})")
+    parser.add_argument("--out", default="docs/learning_check_seeds.png",
+                        help="the figure file (default %(default)s)")
+    args = parser.parse_args(argv)
+    try:
+        try:
+            seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+        except ValueError:
+            raise InputError(f"seeds: {args.seeds!r} is not a comma-separated list of integers") from None
+        if not seeds or min(seeds) < 0:
+            raise InputError(f"seeds: {args.seeds!r} names no seed, or a negative one")
+        records = seed_records(Path(args.results), seeds)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(plot_seeds(args.out, records))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

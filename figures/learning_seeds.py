@@ -54,8 +54,9 @@ def seed_records(results: Path, seeds=SEEDS) -> dict[int, dict[str, dict]]:
             try:
                 record = json.loads(path.read_text(encoding="utf-8"))
             except FileNotFoundError:
-                raise InputError(f"results: {path} does not exist (python -m benchmarks.learning_check --method "
-                                 f"{method} --distractions --seed {seed} writes it as OUT/learning.json)") from None
+                raise InputError(f"results: {path} does not exist (it is the OUT/learning.json that "
+                                 f"benchmarks.learning_check writes for {method} under distractions with seed {seed})"
+                                 ) from None
             except json.JSONDecodeError as exc:
                 raise InputError(f"results: {path} is not JSON ({exc.msg}, line {exc.lineno})") from None
             if entry is not None:

@@ -561,7 +561,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="other vehicles spawned on the highway (default %(default)s)")
     parser.add_argument("--reward", default=DEFAULT_REWARD, choices=REWARDS,
                         help="code: what DBC's code computes; paper: what its paper writes (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the episodes' draws: lanes, vehicles, colours (default 0)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the episodes' draws: lanes, vehicles, colours (default 0)")
     args = parser.parse_args(argv)
     env = None
 

@@ -533,8 +533,9 @@ PRESETS: dict[str, Preset] = {
             "graphs": OURS + " (speed, auto: on with CUDA; benchmarks/bench_updates.py --check-graphs)",
             "compile": OURS + " (speed; tests/test_agent.py)",
             "carla_host": OURS, "carla_port": "CARLA's default (2000)", "carla_timeout": OURS,
-            "carla_town": DBC_CARLA + " (Town04)", "carla_cameras": PAPER_CARLA + " (5 roof cameras of 60 degrees, 84x420); "
-            + DBC_CARLA + " stitches 1, 3 or 5 and defaults to 3",
+            "carla_town": DBC_CARLA + " (Town04)",
+            "carla_cameras": PAPER_CARLA + " (5 roof cameras of 60 degrees, 84x420); " + DBC_CARLA
+            + " stitches 1, 3 or 5 and defaults to 3",
             "carla_vehicles": DBC_CARLA + " (20)", "carla_reward": DBC_CARLA + " (the code's reward; the paper's is a "
             "flag)", "augment": "the method's (METHODS); off on carla-highway: " + PAPER_CARLA + " (no DrQ)",
         }),

@@ -135,17 +135,11 @@ def verdict(eval_means: list[float], random: list[float]) -> tuple[bool, float, 
 def plot(out: Path, curves, random_mean: float, random_std: float, title: str, mark: float | None = None) -> Path:
     """Evaluation curves with a band of one std each, the random policy's band and the pass mark;
     ``curves``: (label, colour, steps, means, stds[, line style]) per run."""
-    from figures.style import plt, return_curve_axes, save  # matplotlib: only with a figure to draw
+    from figures.style import check_axes, plt, return_curve_axes, save  # matplotlib: only with a figure to draw
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
-    for label, colour, steps, means, stds, *style in curves:
-        steps, means, stds = map(np.asarray, (steps, means, stds))
-        ax.plot(steps, means, style[0] if style else "-", marker="o", color=colour, label=label)
-        ax.fill_between(steps, means - stds, means + stds, color=colour, alpha=0.2)
-    ax.axhline(random_mean, color="grey", ls="--", label="uniform random policy")
-    ax.axhspan(random_mean - random_std, random_mean + random_std, color="grey", alpha=0.2)
-    if mark is not None:
-        ax.axhline(mark, color="tab:red", ls=":", label=f"pass mark (last {LAST_EVALUATIONS} evaluations' mean)")
+    check_axes(ax, curves, random_mean, random_std, mark,
+               mark_label=f"pass mark (last {LAST_EVALUATIONS} evaluations' mean)")
     return_curve_axes(ax, title)
     return save(fig, out, tight=True)
 

@@ -392,7 +392,8 @@ def docs_block(results: dict) -> str:
         errs = ", ".join(f"{s['max_error']:.2g}" for s in sk)
         regs = ", ".join(f"{s['reg']:g}" for s in sk)
         lines += ["", f"Entropic value iteration (Calo et al. 2024), given the {sk[0]['seconds']:.0f} s that "
-                      f"the exact π solve took in the same process at n = {sk[0]['n']}, has a max error of {errs} for regularisations {regs} "
+                      f"the exact π solve took in the same process at n = {sk[0]['n']}, has a max error of {errs} "
+                      f"for regularisations {regs} "
                       f"(distances up to {sk[0]['scale']:.2g}): `python -m benchmarks.bench_sinkhorn`."]
     lines += ["", END]
     return "\n".join(lines)

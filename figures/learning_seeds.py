@@ -21,7 +21,7 @@ from pathlib import Path
 
 from bisimkit.errors import InputError
 
-from .style import plt, save
+from .style import check_axes, plt, save
 
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 SEEDS = (0, 1, 2, 3)
@@ -76,20 +76,14 @@ def plot_seeds(path, records: dict[int, dict[str, dict]]) -> Path:
     rows = (len(seeds) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(6.2 * cols, 3.9 * rows), sharey=True, squeeze=False)
     for ax, seed in zip(axes.flat, seeds):
-        verdicts = []
-        for method, record in records[seed].items():
-            label, colour = SERIES[method][:2]
-            steps, mean, std = record["steps"], record["eval_mean"], record["eval_std"]
-            ax.plot(steps, mean, "o-", ms=3, color=colour, label=label)
-            ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
-                            color=colour, alpha=0.15)
-            verdicts.append(f"{SERIES[method][0].split(',')[0]} {record['last_evaluations_mean']:.0f} "
-                            f"{'PASS' if record['passed'] else 'FAIL'}")
-        first = next(iter(records[seed].values()))
-        r_mean, r_std = first["random_mean"], first["random_std"]
-        ax.axhline(r_mean, color="grey", ls="--", label=f"uniform random policy ({r_mean:.0f} ± {r_std:.0f})")
-        ax.axhspan(r_mean - r_std, r_mean + r_std, color="grey", alpha=0.2)
-        ax.axhline(first["pass_mark"], color="tab:red", ls=":", label=f"pass mark {first['pass_mark']:.0f}")
+        runs = records[seed]
+        curves = [(SERIES[m][0], SERIES[m][1], r["steps"], r["eval_mean"], r["eval_std"]) for m, r in runs.items()]
+        verdicts = [f"{SERIES[m][0].split(',')[0]} {r['last_evaluations_mean']:.0f} {'PASS' if r['passed'] else 'FAIL'}"
+                    for m, r in runs.items()]
+        first = next(iter(runs.values()))
+        r_mean, r_std, mark = first["random_mean"], first["random_std"], first["pass_mark"]
+        check_axes(ax, curves, r_mean, r_std, mark, random_label=f"uniform random policy ({r_mean:.0f} ± {r_std:.0f})",
+                   mark_label=f"pass mark {mark:.0f}")
         ax.set_title(f"seed {seed}: last three evaluations " + ", ".join(verdicts), fontsize=9)
         ax.set_xlabel("environment steps")
         ax.set_ylabel("evaluation return (held-out videos)")

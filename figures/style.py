@@ -40,6 +40,23 @@ def return_curve_axes(ax, title: str, ylabel: str = "episode return", legend_siz
     ax.legend(loc="upper left", fontsize=legend_size)
 
 
+def check_axes(ax, curves, random_mean: float, random_std: float, mark: float | None = None,
+               random_label: str = "uniform random policy", mark_label: str = "pass mark") -> None:
+    """The learning check's picture on ``ax``: evaluation curves with a band of one std each, the random
+    policy's mean and band of one std, and the pass mark; ``curves``: (label, colour, steps, means,
+    stds[, line style]) per run."""
+    import numpy as np
+
+    for label, colour, steps, means, stds, *style in curves:
+        steps, means, stds = map(np.asarray, (steps, means, stds))
+        ax.plot(steps, means, style[0] if style else "-", marker="o", color=colour, label=label)
+        ax.fill_between(steps, means - stds, means + stds, color=colour, alpha=0.2)
+    ax.axhline(random_mean, color="grey", ls="--", label=random_label)
+    ax.axhspan(random_mean - random_std, random_mean + random_std, color="grey", alpha=0.2)
+    if mark is not None:
+        ax.axhline(mark, color="tab:red", ls=":", label=mark_label)
+
+
 def defaults_of(function) -> dict:
     """The default of each of ``function``'s parameters that has one: what a figure's command line
     offers for the data function it calls."""

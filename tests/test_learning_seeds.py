@@ -5,9 +5,7 @@ import json
 import numpy as np
 import pytest
 
-pytest.importorskip("matplotlib")
-
-from figures.learning_seeds import RESULTS, SEEDS, SERIES, main, record_path, seed_records  # noqa: E402
+from figures.learning_seeds import RESULTS, SEEDS, SERIES, main, record_path, seed_records
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

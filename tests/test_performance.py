@@ -2,11 +2,7 @@
 
 import json
 
-import pytest
-
-pytest.importorskip("matplotlib")
-
-from figures.performance import main, memory_rows, two_mdps_rows  # noqa: E402
+from figures.performance import main, memory_rows, two_mdps_rows
 
 
 def between_record(metric: str, union: float, between: float) -> dict:

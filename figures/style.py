@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -45,8 +46,6 @@ def check_axes(ax, curves, random_mean: float, random_std: float, mark: float | 
     """The learning check's picture on ``ax``: evaluation curves with a band of one std each, the random
     policy's mean and band of one std, and the pass mark; ``curves``: (label, colour, steps, means,
     stds[, line style]) per run."""
-    import numpy as np
-
     for label, colour, steps, means, stds, *style in curves:
         steps, means, stds = map(np.asarray, (steps, means, stds))
         ax.plot(steps, means, style[0] if style else "-", marker="o", color=colour, label=label)

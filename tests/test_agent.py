@@ -3,7 +3,6 @@ the fast path agreeing with the plain one, and bisimulation losses that start on
 every method of the paper preset."""
 
 import contextlib
-import copy
 import os
 
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -15,13 +14,9 @@ import torch  # noqa: E402
 from agents.agent import Agent  # noqa: E402
 from bisimkit.errors import InputError  # noqa: E402
 from agents.config import METHODS, make_config  # noqa: E402
-from agents.encoder import conv_output_side  # noqa: E402
 
-from benchmarks.dbc_reference import DBC, load_from_agent as load_dbc  # noqa: E402
-from benchmarks.drq_reference import DrQ, load_from_agent  # noqa: E402
-from benchmarks.tolerance import check_loss, check_weights, loss_rtol, reduction_rtol  # noqa: E402
-
-SIDE, ACTIONS, ROWS = 32, 2, 8
+from benchmarks.tolerance_margins import (  # noqa: E402
+    ACTIONS, ROWS, SIDE, DBCUpdates, DrQUpdates, dbc_agent, drq_agent, failed, random_batch, reference_checks)
 
 
 @pytest.fixture(autouse=True)
@@ -33,113 +28,6 @@ def one_thread():
     torch.set_num_threads(int(wanted) if wanted.isdigit() and int(wanted) > 0 else 1)
     yield
     torch.set_num_threads(threads)
-
-
-def random_batch(rows: int, side: int = SIDE, actions: int = ACTIONS, seed: int = 0) -> dict:
-    """A replay-like batch: random pixels, the next stack sharing two frames, rewards in [0, 8]."""
-    g = torch.Generator().manual_seed(seed)
-    obs = torch.randint(0, 256, (rows, 9, side, side), generator=g, dtype=torch.uint8)
-    new = torch.randint(0, 256, (rows, 3, side, side), generator=g, dtype=torch.uint8)
-    rng = np.random.default_rng(seed)
-    return {"obs": obs, "next_obs": torch.cat([obs[:, 3:], new], dim=1),
-            "action": rng.uniform(-1, 1, (rows, actions)).astype(np.float32),
-            "reward": rng.uniform(0, 8, rows).astype(np.float32), "discount": np.ones(rows, np.float32)}
-
-
-def drq_agent(**changes) -> Agent:
-    torch.manual_seed(0)
-    cfg = make_config("drq", capacity="low", image_size=SIDE, batch_size=ROWS, device="cpu", fast=False, **changes)
-    return Agent((9, SIDE, SIDE), ACTIONS, cfg, "cpu")
-
-
-def dbc_agent(**changes) -> Agent:
-    torch.manual_seed(0)
-    cfg = make_config("dbc", capacity="low", image_size=SIDE, batch_size=ROWS, device="cpu", fast=False, **changes)
-    return Agent((9, SIDE, SIDE), ACTIONS, cfg, "cpu")
-
-
-class DrQUpdates:
-    """benchmarks.drq_reference.DrQ with the reference interface of :func:`reference_checks`."""
-
-    def __init__(self, agent: Agent):
-        self.ref = DrQ(9, conv_output_side(SIDE), ACTIONS, hidden=200)
-        load_from_agent(self.ref, agent)
-        self.log_alpha = self.ref.log_alpha
-
-    def update(self, batch, step):
-        critic_loss, actor_loss = self.ref.update(batch, step)
-        out = {"critic_loss": critic_loss}
-        if actor_loss is not None:
-            out.update(actor_loss=actor_loss.detach(), actor_loss_scale=self.ref.actor_scale)
-        return out
-
-    def networks(self):
-        return {"critic": self.ref.critic, "actor": self.ref.actor, "critic_target": self.ref.critic_target}
-
-    def agent_networks(self, agent):
-        mine = copy.deepcopy(self.ref)
-        load_from_agent(mine, agent)  # the agent's weights, laid out as the reference's
-        return {"critic": mine.critic, "actor": mine.actor, "critic_target": mine.critic_target}, mine.log_alpha
-
-    def path(self):
-        return self.ref.critic.encoder, self.ref.actor.trunk, self.ref.critic.Q1
-
-
-class DBCUpdates:
-    """benchmarks.dbc_reference.DBC with the reference interface of :func:`reference_checks`."""
-
-    def __init__(self, agent: Agent):
-        self.ref = DBC(9, conv_output_side(SIDE), ACTIONS, hidden=200)
-        load_dbc(self.ref, agent)
-        self.log_alpha = self.ref.log_alpha
-
-    def update(self, batch, step):
-        return self.ref.update(batch, step)
-
-    def networks(self):
-        return self.ref.networks()
-
-    def agent_networks(self, agent):
-        mine = copy.deepcopy(self.ref)
-        load_dbc(mine, agent)
-        return mine.networks(), mine.log_alpha
-
-    def path(self):
-        r = self.ref
-        return r.critic.encoder, r.actor.trunk, r.critic.Q1, r.transition, r.reward_decoder
-
-
-def reference_checks(agent: Agent, reference, updates: int = 4, adam_steps: int = 4) -> list:
-    """``updates`` updates of the agent and of the reference from the same weights and the same draws,
-    then every loss and every weight compared with the arithmetic's tolerances (benchmarks.tolerance):
-    each loss to ``loss_rtol`` of its terms' size, each weight tensor to Adam's drift bound over
-    ``adam_steps`` steps (the most any parameter takes) entry by entry and, in the mean, to the share of
-    it that rounding can reverse (``reduction_rtol`` of the longest gradient sum)."""
-    rtol = loss_rtol(*reference.path())
-    checks = []
-    for step in range(updates):
-        batch = random_batch(ROWS, seed=step)
-        torch.manual_seed(100 + step)
-        stats = agent.update(batch)
-        torch.manual_seed(100 + step)
-        out = reference.update(batch, step)
-        assert ("actor_loss" in stats) == ("actor_loss" in out) == (step % 2 == 0), step
-        for name, value in out.items():
-            if not name.endswith("_scale"):
-                scale = out.get(f"{name}_scale", value)
-                checks.append(check_loss(f"update {step} {name}", stats[name], value, scale, rtol))
-    ours, log_alpha = reference.agent_networks(agent)
-    pairs = [(f"{net}.{pname}", p, q) for net, module in reference.networks().items()
-             for (pname, q), p in zip(module.named_parameters(), ours[net].parameters())]
-    pairs.append(("log_alpha", log_alpha, reference.log_alpha))
-    # the longest gradient sum: the first convolution's weight gradient, over every row and output position
-    share = reduction_rtol(ROWS * ((SIDE - 3) // 2 + 1) ** 2)
-    checks += check_weights(pairs, lr=agent.config.lr, steps=adam_steps, share=share)
-    return checks
-
-
-def failed(checks: list) -> list[str]:
-    return [f"{c.what}: {c.measured:.3g} > {c.tolerance:.3g}" for c in checks if not c.ok]
 
 
 def test_drq_preset_update_equals_drqs_own_update():

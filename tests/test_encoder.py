@@ -4,48 +4,13 @@ so outputs, gradients, parameters and checkpoints are the same either way."""
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from agents.encoder import ConvTrunk, LatentHead, PixelEncoder, conv_output_side
-from benchmarks.tolerance import loss_rtol, reduction_rtol
-
-FRAMES, ROWS = 3, 4
-LAYOUTS = [(stacked, size) for stacked in (False, True) for size in (84, (36, 52))]
-
-
-def encoders(stacked: bool, image_size) -> tuple[PixelEncoder, PixelEncoder]:
-    """A plain encoder and a channels-last copy of it (float32: no autocast)."""
-    torch.manual_seed(0)
-    plain = PixelEncoder(frames=FRAMES, image_size=image_size, stacked=stacked)
-    fast = copy.deepcopy(plain).speed(channels_last=True, autocast=None)
-    return plain, fast
-
-
-def pixels(image_size, seed: int = 0) -> torch.Tensor:
-    height, width = (image_size, image_size) if isinstance(image_size, int) else image_size
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, 256, (ROWS, 3 * FRAMES, height, width), generator=g, dtype=torch.uint8)
-
-
-def longest_gradient_sum(encoder: PixelEncoder) -> int:
-    """Terms of the longest sum in the encoder's backward pass: the first convolution's weight gradient,
-    over every (frame-wise: every frame's) row and output position."""
-    rows = ROWS * (1 if encoder.stacked else FRAMES)
-    height, width = encoder.trunk.height, encoder.trunk.width
-    return rows * ((height - 3) // 2 + 1) * ((width - 3) // 2 + 1)
-
-
-def float64_latents(encoder: PixelEncoder, obs: torch.Tensor) -> torch.Tensor:
-    """The plain encoder's z, computed in float64 on a float64 ``encoder`` (the trunk itself casts to float32)."""
-    x = obs.double() / 255.0
-    if not encoder.stacked:
-        x = x.reshape(-1, 3, *x.shape[-2:])
-    y = encoder.head.norm(encoder.head.project(encoder.trunk.convs(x).flatten(1)))
-    return torch.tanh(y).reshape(obs.shape[0], encoder.latent_dim)
+from benchmarks.tolerance import loss_rtol
+from benchmarks.tolerance_margins import ENCODER_ROWS as ROWS, FRAMES, LAYOUTS, encoders, layout_gradients, pixels
 
 
 @pytest.mark.parametrize("stacked,image_size", LAYOUTS)
@@ -57,23 +22,13 @@ def test_channels_last_encoder_matches_the_plain_one(stacked, image_size):
     Which path is the less exact depends on the kernels: on one AVX2 CPU that first-layer weight gradient
     was 4.2e-4 from float64's on the channels-last path with one thread (2e-6 with two), and on the plain
     path with two threads (3.6e-4 with SSE4.1 kernels and one); a layout bug shows as O(1)."""
-    plain, fast = encoders(stacked, image_size)
-    exact = copy.deepcopy(plain).double()
-    obs = pixels(image_size)
-    z_plain, z_fast, z_exact = plain(obs), fast(obs), float64_latents(exact, obs)
-    assert z_plain.shape == z_fast.shape == (ROWS, plain.latent_dim)
-    assert torch.allclose(z_fast, z_plain, rtol=0, atol=loss_rtol(plain)), (z_fast - z_plain).abs().max()
-
-    w = torch.randn(z_plain.shape, generator=torch.Generator().manual_seed(1))
-    (z_plain * w).sum().backward()
-    (z_fast * w).sum().backward()
-    (z_exact * w.double()).sum().backward()
-    fast_params, exact_params = dict(fast.named_parameters()), dict(exact.named_parameters())
-    tolerance = reduction_rtol(longest_gradient_sum(plain))
-    for name, p in plain.named_parameters():
-        g_plain, g_fast, g_exact = p.grad.double(), fast_params[name].grad.double(), exact_params[name].grad
-        assert float((g_fast - g_exact).norm() / g_exact.norm()) < tolerance, name
-        assert float((g_fast - g_plain).norm() / g_plain.norm()) < 2 * tolerance, name
+    result = layout_gradients(stacked, image_size)
+    assert result.z_plain.shape == result.z_fast.shape == (ROWS, encoders(stacked, image_size)[0].latent_dim)
+    assert torch.allclose(result.z_fast, result.z_plain, rtol=0, atol=result.latent_tolerance), \
+        (result.z_fast - result.z_plain).abs().max()
+    for name, (fast_vs_exact, _, fast_vs_plain) in result.errors.items():
+        assert fast_vs_exact < result.tolerance, name
+        assert fast_vs_plain < 2 * result.tolerance, name
 
 
 @pytest.mark.parametrize("stacked,image_size", LAYOUTS)

@@ -4,7 +4,9 @@ import json
 
 import numpy as np
 
-from benchmarks.bench_cross_starts import main, monotone_basis, solve_from, tree_duals
+from benchmarks.bench_cross_starts import main, monotone_basis, solve_from, tree_duals, within_problem
+from benchmarks.common import published_mdp
+from bisimkit.solvers import solve
 
 
 def _random_problem(rng, k, l):
@@ -70,3 +72,22 @@ def test_every_start_reaches_the_same_optimum(tmp_path, capsys):
     assert record == json.loads(capsys.readouterr().out)
     assert set(record["median_pivots"]) == {"greedy", "reward line", "fitted line", "neighbour duals"}
     assert record["certified_error"] <= 1e-9
+    within = record["within_against_cross"]
+    assert within["within_pairs"] == 2 * (12 * 11 // 2) and within["cross_pairs"] == 144
+    rows, columns = within["median_rows_columns"]["within"]
+    assert rows + columns <= 12  # a within problem's rows and columns are disjoint states
+    assert within["predicted_union_over_between"] > 1
+
+
+def test_a_within_problem_without_its_shared_mass_has_the_full_laws_cost():
+    """Dropping the shared mass is exact under a pseudometric: the reduced problem's optimum is W1 of the
+    two full laws under the MDP's own fixed point."""
+    mdp = published_mdp(15, seed=3)
+    D = np.asarray(solve(mdp, "pi").distances)
+    P, h = np.asarray(mdp.transition_pi), np.asarray(mdp.reward_pi, dtype=float)
+    for s, t in [(0, 1), (2, 9), (14, 5)]:
+        a, b, C, ka, kb = within_problem(P, D, h, s, t)
+        assert len(a) + len(b) <= 15 and abs(a.sum() - b.sum()) < 1e-12
+        _, _, reduced, _ = solve_from(a, b, C, monotone_basis(a, b, ka, kb))
+        _, _, full, _ = solve_from(P[s], P[t], D, None)
+        assert abs(reduced - full) < 1e-10, (s, t, reduced, full)

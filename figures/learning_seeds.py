@@ -1,5 +1,6 @@
 """The learning check under distractions seed by seed: DrQ beside ε-R with its world model on
-detached latents (``--no-model-grad --beta 0.1``), drawn from the committed learning-check records.
+detached latents (``--no-model-grad --beta 0.1``) and, on the seeds where it was run, the same ε-R
+without its bisimulation loss (``--beta 0``), drawn from the committed learning-check records.
 
     python -m figures.learning_seeds [--results benchmarks/results] [--out docs/learning_check_seeds.png]
 
@@ -9,7 +10,8 @@ mark (the record's ``pass_mark``: the random mean plus the larger of 100 and 3 s
 The records are ``benchmarks.learning_check``'s ``learning.json`` files: for seed k,
 ``learning_check_distractions_drq_seed{k}.json`` and ``learning_check_distractions_model_grad_off_seed{k}.json``;
 seed 0's DrQ run is the ``drq`` entry of ``learning_check_distractions.json`` and its ε-R run
-``learning_check_distractions_model_grad_off.json``.
+``learning_check_distractions_model_grad_off.json``. The β = 0 runs are
+``learning_check_distractions_beta0_seed{k}.json``, drawn where they exist.
 """
 
 from __future__ import annotations
@@ -25,27 +27,36 @@ from .style import check_axes, plt, save
 
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 SEEDS = (0, 1, 2, 3)
-#: method -> (label, colour, record file of seed k, seed 0's record file and the method's entry in it, if any)
-SERIES: dict[str, tuple[str, str, str, tuple[str, str | None]]] = {
+#: method -> (label, colour, record file of seed k, seed 0's record file and the method's entry in it, if any;
+#: None: seed 0's record follows the pattern too)
+SERIES: dict[str, tuple[str, str, str, tuple[str, str | None] | None]] = {
     "drq": ("DrQ", "tab:blue", "learning_check_distractions_drq_seed{seed}.json",
             ("learning_check_distractions.json", "drq")),
     "eps-r": ("ε-R, models on detached latents, β = 0.1", "tab:orange",
               "learning_check_distractions_model_grad_off_seed{seed}.json",
               ("learning_check_distractions_model_grad_off.json", None)),
+    "eps-r-beta0": ("ε-R, models on detached latents, β = 0", "tab:green",
+                    "learning_check_distractions_beta0_seed{seed}.json", None),
 }
+#: each method's name in the panel titles' verdicts
+SHORT = {"drq": "DrQ", "eps-r": "ε-R β = 0.1", "eps-r-beta0": "ε-R β = 0"}
+#: methods drawn only on the seeds that have their record
+OPTIONAL = frozenset({"eps-r-beta0"})
 FIELDS = ("steps", "eval_mean", "eval_std", "random_mean", "random_std", "pass_mark", "last_evaluations_mean",
           "passed")
 
 
 def record_path(results: Path, method: str, seed: int) -> tuple[Path, str | None]:
     """The record file of ``method``'s run with ``seed``, and the entry of the file that holds it."""
-    _, _, pattern, (seed0, entry) = SERIES[method]
-    return (Path(results) / seed0, entry) if seed == 0 else (Path(results) / pattern.format(seed=seed), None)
+    _, _, pattern, seed0 = SERIES[method]
+    if seed == 0 and seed0 is not None:
+        return Path(results) / seed0[0], seed0[1]
+    return Path(results) / pattern.format(seed=seed), None
 
 
 def seed_records(results: Path, seeds=SEEDS) -> dict[int, dict[str, dict]]:
-    """``{seed: {method: record}}`` read from ``results``; a missing or incomplete record raises
-    :class:`~bisimkit.errors.InputError` naming the file."""
+    """``{seed: {method: record}}`` read from ``results``; a missing record (of a method not in
+    :data:`OPTIONAL`) or an incomplete one raises :class:`~bisimkit.errors.InputError` naming the file."""
     out: dict[int, dict[str, dict]] = {}
     for seed in seeds:
         out[seed] = {}
@@ -54,6 +65,8 @@ def seed_records(results: Path, seeds=SEEDS) -> dict[int, dict[str, dict]]:
             try:
                 record = json.loads(path.read_text(encoding="utf-8"))
             except FileNotFoundError:
+                if method in OPTIONAL:
+                    continue
                 raise InputError(f"results: {path} does not exist (it is the OUT/learning.json that "
                                  f"benchmarks.learning_check writes for {method} under distractions with seed {seed})"
                                  ) from None
@@ -78,13 +91,13 @@ def plot_seeds(path, records: dict[int, dict[str, dict]]) -> Path:
     for ax, seed in zip(axes.flat, seeds):
         runs = records[seed]
         curves = [(SERIES[m][0], SERIES[m][1], r["steps"], r["eval_mean"], r["eval_std"]) for m, r in runs.items()]
-        verdicts = [f"{SERIES[m][0].split(',')[0]} {r['last_evaluations_mean']:.0f} {'PASS' if r['passed'] else 'FAIL'}"
+        verdicts = [f"{SHORT[m]} {r['last_evaluations_mean']:.0f} {'PASS' if r['passed'] else 'FAIL'}"
                     for m, r in runs.items()]
         first = next(iter(runs.values()))
         r_mean, r_std, mark = first["random_mean"], first["random_std"], first["pass_mark"]
         check_axes(ax, curves, r_mean, r_std, mark, random_label=f"uniform random policy ({r_mean:.0f} ± {r_std:.0f})",
                    mark_label=f"pass mark {mark:.0f}")
-        ax.set_title(f"seed {seed}: last three evaluations " + ", ".join(verdicts), fontsize=9)
+        ax.set_title(f"seed {seed}, last three evaluations:\n" + ", ".join(verdicts), fontsize=9)
         ax.set_xlabel("environment steps")
         ax.set_ylabel("evaluation return (held-out videos)")
         ax.grid(alpha=0.3)

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from figures.learning_seeds import RESULTS, SEEDS, SERIES, main, record_path, seed_records
+from figures.learning_seeds import OPTIONAL, RESULTS, SEEDS, SERIES, main, record_path, seed_records
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -36,6 +36,18 @@ def test_seed_zero_is_read_from_the_combined_record_and_the_figure_written(tmp_p
     records = seed_records(results, (0, 1))
     assert sorted(records) == [0, 1] and all(sorted(r) == sorted(SERIES) for r in records.values())
     assert records[0]["drq"]["last_evaluations_mean"] == 250.0 and records[1]["eps-r"]["passed"] is False
+    out = tmp_path / "seeds.png"
+    assert main(["--results", str(results), "--seeds", "0,1", "--out", str(out)]) == 0
+    assert out.read_bytes()[:8] == PNG
+
+
+def test_an_optional_series_is_drawn_where_its_record_exists(tmp_path):
+    results = tmp_path / "results"
+    write_records(results)
+    for method in OPTIONAL:
+        record_path(results, method, 1)[0].unlink()
+    records = seed_records(results, (0, 1))
+    assert set(records[0]) == set(SERIES) and set(records[1]) == set(SERIES) - OPTIONAL
     out = tmp_path / "seeds.png"
     assert main(["--results", str(results), "--seeds", "0,1", "--out", str(out)]) == 0
     assert out.read_bytes()[:8] == PNG

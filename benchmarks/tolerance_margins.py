@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,13 +67,34 @@ def dbc_agent(**changes) -> Agent:
     return preset_agent("dbc", **changes)
 
 
-class DrQUpdates:
-    """benchmarks.drq_reference.DrQ with the reference interface of :func:`reference_checks`."""
+class ReferenceUpdates:
+    """A transcribed reference agent holding our agent's weights, with the interface of
+    :func:`reference_checks`: ``update``, ``networks``, ``agent_networks``, ``path``, ``log_alpha``."""
+
+    reference: type
+    load: Callable  # (reference, agent): the agent's weights, laid out as the reference's
 
     def __init__(self, agent: Agent):
-        self.ref = DrQ(9, conv_output_side(SIDE), ACTIONS, hidden=200)
-        load_drq(self.ref, agent)
+        self.ref = self.reference(9, conv_output_side(SIDE), ACTIONS, hidden=200)
+        self.load(self.ref, agent)
         self.log_alpha = self.ref.log_alpha
+
+    def networks_of(self, ref) -> dict:
+        raise NotImplementedError
+
+    def networks(self) -> dict:
+        return self.networks_of(self.ref)
+
+    def agent_networks(self, agent: Agent):
+        mine = copy.deepcopy(self.ref)
+        self.load(mine, agent)
+        return self.networks_of(mine), mine.log_alpha
+
+
+class DrQUpdates(ReferenceUpdates):
+    """benchmarks.drq_reference.DrQ."""
+
+    reference, load = DrQ, staticmethod(load_drq)
 
     def update(self, batch, step):
         critic_loss, actor_loss = self.ref.update(batch, step)
@@ -81,36 +103,23 @@ class DrQUpdates:
             out.update(actor_loss=actor_loss.detach(), actor_loss_scale=self.ref.actor_scale)
         return out
 
-    def networks(self):
-        return {"critic": self.ref.critic, "actor": self.ref.actor, "critic_target": self.ref.critic_target}
-
-    def agent_networks(self, agent):
-        mine = copy.deepcopy(self.ref)
-        load_drq(mine, agent)  # the agent's weights, laid out as the reference's
-        return {"critic": mine.critic, "actor": mine.actor, "critic_target": mine.critic_target}, mine.log_alpha
+    def networks_of(self, ref) -> dict:
+        return {"critic": ref.critic, "actor": ref.actor, "critic_target": ref.critic_target}
 
     def path(self):
         return self.ref.critic.encoder, self.ref.actor.trunk, self.ref.critic.Q1
 
 
-class DBCUpdates:
-    """benchmarks.dbc_reference.DBC with the reference interface of :func:`reference_checks`."""
+class DBCUpdates(ReferenceUpdates):
+    """benchmarks.dbc_reference.DBC."""
 
-    def __init__(self, agent: Agent):
-        self.ref = DBC(9, conv_output_side(SIDE), ACTIONS, hidden=200)
-        load_dbc(self.ref, agent)
-        self.log_alpha = self.ref.log_alpha
+    reference, load = DBC, staticmethod(load_dbc)
 
     def update(self, batch, step):
         return self.ref.update(batch, step)
 
-    def networks(self):
-        return self.ref.networks()
-
-    def agent_networks(self, agent):
-        mine = copy.deepcopy(self.ref)
-        load_dbc(mine, agent)
-        return mine.networks(), mine.log_alpha
+    def networks_of(self, ref) -> dict:
+        return ref.networks()
 
     def path(self):
         r = self.ref
@@ -267,24 +276,18 @@ def setting() -> str:
     return f"{caps}, {threads} thread{'s' if threads > 1 else ''}"
 
 
-def cpu_name() -> str:
+def cpu_info() -> tuple[str, list[str]]:
+    """The CPU's model name and which of AVX2 and AVX-512 it has (from /proc/cpuinfo where there is one)."""
     try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        lines = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
     except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def cpu_flags() -> list[str]:
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("flags"):
-                return [f for f in line.split(":", 1)[1].split() if f in ("avx2", "avx512f")]
-    except OSError:
-        pass
-    return []
+        lines = []
+    fields = {}
+    for line in lines:
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())  # the first processor's
+    flags = [f for f in fields.get("flags", "").split() if f in ("avx2", "avx512f")]
+    return fields.get("model name") or platform.processor() or platform.machine(), flags
 
 
 def measure() -> dict:
@@ -296,7 +299,8 @@ def measure() -> dict:
     c = encoder_check()
     columns["encoder gradient vs float64 (worst layout)"] = {"check": c.what, "measured": c.measured,
                                                              "tolerance": c.tolerance}
-    return {"setting": setting(), "cpu": cpu_name(), "cpu_flags": cpu_flags(), "torch": torch.__version__,
+    cpu, flags = cpu_info()
+    return {"setting": setting(), "cpu": cpu, "cpu_flags": flags, "torch": torch.__version__,
             "columns": columns}
 
 

@@ -20,6 +20,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 from bisimkit.errors import InputError
 
@@ -27,31 +28,42 @@ from .style import check_axes, plt, save
 
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 SEEDS = (0, 1, 2, 3)
-#: method -> (label, colour, record file of seed k, seed 0's record file and the method's entry in it, if any;
-#: None: seed 0's record follows the pattern too)
-SERIES: dict[str, tuple[str, str, str, tuple[str, str | None] | None]] = {
-    "drq": ("DrQ", "tab:blue", "learning_check_distractions_drq_seed{seed}.json",
-            ("learning_check_distractions.json", "drq")),
-    "eps-r": ("ε-R, models on detached latents, β = 0.1", "tab:orange",
-              "learning_check_distractions_model_grad_off_seed{seed}.json",
-              ("learning_check_distractions_model_grad_off.json", None)),
-    "eps-r-beta0": ("ε-R, models on detached latents, β = 0", "tab:green",
-                    "learning_check_distractions_beta0_seed{seed}.json", None),
+
+
+class Series(NamedTuple):
+    """One method's curves: its legend label, its name in the panel titles, its colour, the record file of
+    seed k, seed 0's record file and the method's entry in it (None: seed 0's follows ``pattern`` too), and
+    whether it is drawn only on the seeds that have its record."""
+
+    label: str
+    short: str
+    colour: str
+    pattern: str
+    seed0: tuple[str, str | None] | None = None
+    optional: bool = False
+
+
+SERIES: dict[str, Series] = {
+    "drq": Series("DrQ", "DrQ", "tab:blue", "learning_check_distractions_drq_seed{seed}.json",
+                  ("learning_check_distractions.json", "drq")),
+    "eps-r": Series("ε-R, models on detached latents, β = 0.1", "ε-R β = 0.1", "tab:orange",
+                    "learning_check_distractions_model_grad_off_seed{seed}.json",
+                    ("learning_check_distractions_model_grad_off.json", None)),
+    "eps-r-beta0": Series("ε-R, models on detached latents, β = 0", "ε-R β = 0", "tab:green",
+                          "learning_check_distractions_beta0_seed{seed}.json", optional=True),
 }
-#: each method's name in the panel titles' verdicts
-SHORT = {"drq": "DrQ", "eps-r": "ε-R β = 0.1", "eps-r-beta0": "ε-R β = 0"}
 #: methods drawn only on the seeds that have their record
-OPTIONAL = frozenset({"eps-r-beta0"})
+OPTIONAL = frozenset(m for m, series in SERIES.items() if series.optional)
 FIELDS = ("steps", "eval_mean", "eval_std", "random_mean", "random_std", "pass_mark", "last_evaluations_mean",
           "passed")
 
 
 def record_path(results: Path, method: str, seed: int) -> tuple[Path, str | None]:
     """The record file of ``method``'s run with ``seed``, and the entry of the file that holds it."""
-    _, _, pattern, seed0 = SERIES[method]
-    if seed == 0 and seed0 is not None:
-        return Path(results) / seed0[0], seed0[1]
-    return Path(results) / pattern.format(seed=seed), None
+    series = SERIES[method]
+    if seed == 0 and series.seed0 is not None:
+        return Path(results) / series.seed0[0], series.seed0[1]
+    return Path(results) / series.pattern.format(seed=seed), None
 
 
 def seed_records(results: Path, seeds=SEEDS) -> dict[int, dict[str, dict]]:
@@ -90,8 +102,9 @@ def plot_seeds(path, records: dict[int, dict[str, dict]]) -> Path:
     fig, axes = plt.subplots(rows, cols, figsize=(6.2 * cols, 3.9 * rows), sharey=True, squeeze=False)
     for ax, seed in zip(axes.flat, seeds):
         runs = records[seed]
-        curves = [(SERIES[m][0], SERIES[m][1], r["steps"], r["eval_mean"], r["eval_std"]) for m, r in runs.items()]
-        verdicts = [f"{SHORT[m]} {r['last_evaluations_mean']:.0f} {'PASS' if r['passed'] else 'FAIL'}"
+        curves = [(SERIES[m].label, SERIES[m].colour, r["steps"], r["eval_mean"], r["eval_std"])
+                  for m, r in runs.items()]
+        verdicts = [f"{SERIES[m].short} {r['last_evaluations_mean']:.0f} {'PASS' if r['passed'] else 'FAIL'}"
                     for m, r in runs.items()]
         first = next(iter(runs.values()))
         r_mean, r_std, mark = first["random_mean"], first["random_std"], first["pass_mark"]

@@ -46,8 +46,10 @@ from .ground import Ground, ground_label, read_ground_file
 from .kernels import DenseRows, between_cells, small_path
 from .mdp import FiniteMDP
 from .memory import check_memory_between
-from .operators import (COMPILED_EPS_BAR_PAIRS, PairLinearForm, SteinForm, TransportTerms, constant_error,
-                        operator_info, pair_system)
+from .operators import (COMPILED_EPS_BAR_PAIRS, PairLinearForm, SteinForm, TransportTerms, coupling_errors,
+                        ground_errors, ground_reach, mean_action_errors, mean_reward_errors, operator_info,
+                        pair_system, state_rows)
+from .roundoff import U, UnionRoundOff, gamma, gamma_array
 from .pairs import PairSpace
 from .solvers import small_solve
 from .transport import seed_line_starts
@@ -245,19 +247,22 @@ class CrossTerms(TransportTerms):
 
 
 def cross_form(a: FiniteMDP, b: FiniteMDP, metric: str, ground: Ground | None = "reward"):
-    """The computable form of ``metric`` over the cross pairs of ``a`` and ``b`` (checked input)."""
+    """The computable form of ``metric`` over the cross pairs of ``a`` and ``b`` (checked input), with the
+    bounds on what its evaluation is unsure of, from both MDPs' round-off (:mod:`bisimkit.roundoff`)."""
     g = "reward" if ground is None else ground
-    const_error = constant_error(a, metric, g) + constant_error(b, metric, g)
     if metric in ("mico", "psm-sampled"):
+        ra, rb = a.roundoff, b.roundoff
         if metric == "mico":
             A = np.abs(a.reward_pi[:, None] - b.reward_pi[None, :])
+            parts = (ra.reward_pi_error, rb.reward_pi_error, U, np.zeros(a.n_states), np.zeros(b.n_states))
         else:
             A = _l1_cross(a.mean_action, b.mean_action)
-        return SteinForm(A, np.array(a.transition_pi), a.discount, const_error, Q=np.array(b.transition_pi))
+            parts = (ra.mean_action_error, rb.mean_action_error, gamma(a.mean_action.shape[1] + 1),
+                     np.zeros(a.n_states), np.zeros(b.n_states))
+        return SteinForm(A, np.array(a.transition_pi), a.discount, Q=np.array(b.transition_pi), A_error=parts,
+                         P_relative=ra.pi_relative, Q_relative=rb.pi_relative)
     pairs = cross_pairs(a.n_states, b.n_states)
-    form = _eps_bar_form(a, b, g, pairs) if metric == "eps-bar" else _transport_terms(a, b, metric, g, pairs)
-    form.const_error = const_error
-    return form
+    return _eps_bar_form(a, b, g, pairs) if metric == "eps-bar" else _transport_terms(a, b, metric, g, pairs)
 
 
 def _l1_cross(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
@@ -291,10 +296,23 @@ def _joint_rows(X: sp.csr_matrix, Y: sp.csr_matrix) -> sp.csr_matrix:
     return sp.block_diag((X, Y), format="csr")
 
 
+def _cross_ground_terms(a: FiniteMDP, b: FiniteMDP, ground: Ground, ro, S: np.ndarray, T: np.ndarray, ge):
+    """``(G, G_error, reach)`` on the action cells ``ge`` of the cross pairs (A's states ``S``, B's ``T``):
+    the ground values, their errors, and per pair the largest ground term over the action pairs
+    (:func:`bisimkit.operators.ground_reach`), with ``ro`` the union's round-off."""
+    na = a.n_states
+    s, t = S[ge.problem], T[ge.problem]
+    G = _ground_values(a, b, ground, s, ge.i, t, ge.j)
+    G_error = ground_errors(ground, ro, s, na + t, G, a.action_values.shape[1])
+    matrix_max = 0.0 if isinstance(ground, str) else float(np.max(ground, initial=0.0))
+    return G, G_error, ground_reach(ground, ro, S, na + T, ge, G, G_error, len(S), matrix_max)
+
+
 def _transport_terms(a: FiniteMDP, b: FiniteMDP, metric: str, ground: Ground, pairs: PairSpace) -> CrossTerms:
     na, c = a.n_states, a.discount
     S, T = pairs.s, pairs.t - na  # each MDP's own state index
     k = len(pairs)
+    ro = UnionRoundOff(a.roundoff, b.roundoff)
     if metric in ("pi", "dbc", "psm"):
         if metric == "psm":
             const = np.empty(k)
@@ -302,12 +320,15 @@ def _transport_terms(a: FiniteMDP, b: FiniteMDP, metric: str, ground: Ground, pa
                 hi = min(lo + 1_000_000, k)
                 const[lo:hi] = np.abs(a.mean_action[S[lo:hi]] - b.mean_action[T[lo:hi]]).sum(axis=1)
             key = np.concatenate([a.mean_action[:, 0], b.mean_action[:, 0]]) if a.action_values.shape[1] == 1 else None
+            const_error = mean_action_errors(ro, pairs.s, pairs.t, const, a.action_values.shape[1])
         else:
             const = np.abs(a.reward_pi[S] - b.reward_pi[T])
             key = np.concatenate([a.reward_pi, b.reward_pi])
+            const_error = mean_reward_errors(ro, pairs.s, pairs.t, const)
         rows = _joint_rows(a.transition_pi_rows, b.transition_pi_rows)
         return CrossTerms(pairs, np.arange(k), np.ones(k), const, S, na + T, rows, "sum",
-                          2 if metric == "dbc" else 1, c, False, line_key=key)
+                          2 if metric == "dbc" else 1, c, False, row_const_error=const_error,
+                          law_error=ro.pi_law_error, line_key=key)
     ma, mb = a.n_actions, b.n_actions
     rows = _joint_rows(a.transition_rows, b.transition_rows)
     if metric == "bisim":
@@ -316,47 +337,66 @@ def _transport_terms(a: FiniteMDP, b: FiniteMDP, metric: str, ground: Ground, pa
         s, t = S[row_pair], T[row_pair]
         const = np.abs(a.rewards[s, act] - b.rewards[t, act])
         return CrossTerms(pairs, row_pair, np.ones(len(row_pair)), const, s * ma + act, na * ma + t * mb + act,
-                          rows, "max", 1, c, False)
+                          rows, "max", 1, c, False, row_const_error=U * const, law_error=ro.transition_law_error)
     if metric in ("eps", "eps-avg"):
         ge = entangled_cells(histogram_rows(a.policy), S, histogram_rows(b.policy), T)
         s, t = S[ge.problem], T[ge.problem]
-        G = _ground_values(a, b, ground, s, ge.i, t, ge.j)
+        G, G_error, reach = _cross_ground_terms(a, b, ground, ro, S, T, ge)
+        coupling = coupling_errors(ro, pairs.s, pairs.t)
         if metric == "eps":
+            width = max(ma, mb)
+            by_state = np.vstack([state_rows(na, ma, 0, width), state_rows(b.n_states, mb, na * ma, width)])
             return CrossTerms(pairs, ge.problem, ge.mass, G, s * ma + ge.i, na * ma + t * mb + ge.j, rows, "sum",
-                              1, c, False)
+                              1, c, False, row_const_error=G_error, law_error=ro.transition_law_error,
+                              pair_coupling=coupling, pair_ground_max=reach, state_rows=by_state)
         const = np.bincount(ge.problem, weights=ge.mass * G, minlength=k)
+        const_error = (np.bincount(ge.problem, weights=ge.mass * G_error, minlength=k)
+                       + gamma_array(np.bincount(ge.problem, minlength=k) + 1) * const)
         rows = _joint_rows(a.transition_pi_rows, b.transition_pi_rows)
-        return CrossTerms(pairs, np.arange(k), np.ones(k), const, S, na + T, rows, "sum", 1, c, False)
+        return CrossTerms(pairs, np.arange(k), np.ones(k), const, S, na + T, rows, "sum", 1, c, False,
+                          row_const_error=const_error, law_error=ro.pi_law_error, pair_coupling=coupling,
+                          pair_ground_max=reach)
     if metric == "dbc-sampled":
         p, i, j = np.nonzero(a.policy[S][:, :, None] * b.policy[T][:, None, :] > 0)
         s, t = S[p], T[p]
         weight = a.policy[s, i] * b.policy[t, j]
         const = np.abs(a.rewards[s, i] - b.rewards[t, j])
-        return CrossTerms(pairs, p, weight, const, s * ma + i, na * ma + t * mb + j, rows, "sum", 2, c, False)
+        return CrossTerms(pairs, p, weight, const, s * ma + i, na * ma + t * mb + j, rows, "sum", 2, c, False,
+                          row_const_error=U * const, law_error=ro.transition_law_error,
+                          pair_weight_error=U + ro.policy_defect[pairs.s] + ro.policy_defect[pairs.t])
     raise ValueError(f"'{metric}' has no transport form")  # pragma: no cover - check_between refuses it
 
 
 def _eps_bar_form(a: FiniteMDP, b: FiniteMDP, ground: Ground, pairs: PairSpace) -> PairLinearForm:
     """eps-bar over the cross pairs: entangled couplings of the two policies and of the next-state
-    laws, in index order within each MDP (the union's order keeps both)."""
+    laws, in index order within each MDP (the union's order keeps both), with the bounds on what its
+    evaluation is unsure of."""
     na, m, k = a.n_states, a.n_actions, len(pairs)
     S, T = pairs.s, pairs.t - na
+    ro = UnionRoundOff(a.roundoff, b.roundoff)
     pol_a, pol_b = histogram_rows(a.policy), histogram_rows(b.policy)
-    const = np.empty(k)
+    const, b_error, reach = np.empty(k), np.empty(k), np.empty(k)
     for lo in range(0, k, 1_000_000):
         hi = min(lo + 1_000_000, k)
         ge = entangled_cells(pol_a, S[lo:hi], pol_b, T[lo:hi])
-        G = _ground_values(a, b, ground, S[lo:hi][ge.problem], ge.i, T[lo:hi][ge.problem], ge.j)
+        G, G_error, reach[lo:hi] = _cross_ground_terms(a, b, ground, ro, S[lo:hi], T[lo:hi], ge)
         const[lo:hi] = np.bincount(ge.problem, weights=ge.mass * G, minlength=hi - lo)
+        b_error[lo:hi] = (np.bincount(ge.problem, weights=ge.mass * G_error, minlength=hi - lo)
+                          + gamma_array(np.bincount(ge.problem, minlength=hi - lo) + 1) * const[lo:hi])
     rows = _joint_rows(a.transition_rows, b.transition_rows)
+    nxt = ro.transition_breakpoints.reshape(-1, m).max(axis=1)
+    by_state = np.vstack([state_rows(na, m), state_rows(b.n_states, m, na * m)])
+    charges = dict(b_error=b_error, pair_coupling=coupling_errors(ro, pairs.s, pairs.t), pair_ground_max=reach,
+                   pair_next=nxt[pairs.s] + nxt[pairs.t], rows=rows, state_rows=by_state)
     if k >= COMPILED_EPS_BAR_PAIRS:
         policy = np.vstack([a.policy, b.policy])
         T_ = eps_bar_matrix(pairs.s, pairs.t, pairs.index, policy, rows, m, k)
-        return PairLinearForm(pairs, const, T_, a.discount)
+        return PairLinearForm(pairs, const, T_, a.discount, **charges)
     ge = entangled_cells(pol_a, S, pol_b, T)
     s, t = S[ge.problem], T[ge.problem]
-    nxt = entangled_cells(rows, s * m + ge.i, rows, na * m + t * m + ge.j)
-    return PairLinearForm(pairs, const, pair_system(pairs, ge.problem, ge.mass, nxt, len(ge)), a.discount)
+    nxt_cells = entangled_cells(rows, s * m + ge.i, rows, na * m + t * m + ge.j)
+    return PairLinearForm(pairs, const, pair_system(pairs, ge.problem, ge.mass, nxt_cells, len(ge)), a.discount,
+                          **charges)
 
 
 # ------------------------------------------------------------------- union

@@ -50,10 +50,6 @@ def load_pot():
     return ot
 
 
-#: Cells lighter than this are dropped (floating-point crumbs of cumulative sums).
-MIN_CELL_MASS = 1e-15
-
-
 class Cells:
     """A batch of sparse couplings: cell ``r`` puts ``mass[r]`` on ``(i[r], j[r])``
     in the coupling of problem ``problem[r]``.
@@ -127,8 +123,11 @@ def merge_breakpoints(ia, ba, ib, bb, out_i, out_j, out_m):
     ``ia`` / ``ib`` are the atoms (any labels, in the support's order) and ``ba`` /
     ``bb`` their breakpoints (non-decreasing, last one 1). Walks the merged
     breakpoints: cell ``(ia[a], ib[b])`` gets ``min(ba[a], bb[b]) - previous``;
-    cells of at most :data:`MIN_CELL_MASS` are skipped. Writes the cells into
-    ``out_*`` (room for ``len(ia) + len(ib) - 1``) and returns their number.
+    only empty cells are skipped, so however small a cell is, it is priced (a cell of
+    mass 1e-15 between rewards 2e8 apart carries 2e-7 of the operator's value). How
+    far these cells can be from the exact coupling is bounded by
+    :func:`bisimkit.roundoff.breakpoint_errors`. Writes the cells into ``out_*``
+    (room for ``len(ia) + len(ib) - 1``) and returns their number.
     Compiled; the one implementation of the entangled coupling.
     """
     la = len(ba)
@@ -141,12 +140,11 @@ def merge_breakpoints(ia, ba, ib, bb, out_i, out_j, out_m):
         ca = ba[a]
         cb = bb[b]
         nxt = ca if ca < cb else cb
-        if nxt - prev > MIN_CELL_MASS:
+        if nxt > prev:
             out_i[n] = ia[a]
             out_j[n] = ib[b]
             out_m[n] = nxt - prev
             n += 1
-        if nxt > prev:
             prev = nxt
         if ca <= nxt:
             a += 1
@@ -384,7 +382,7 @@ def _rosenblatt_cells(X, src, Y, dst, shape, chunk) -> Cells:
             problem, mass = problem[k], mass[k] * step.mass
             px = px[k] * size + step.i
             py = py[k] * size + step.j
-            keep = mass > MIN_CELL_MASS
+            keep = mass > 0
             problem, px, py, mass = problem[keep], px[keep], py[keep], mass[keep]
         parts.append(Cells(problem + start, px, py, mass))
     return Cells.concat(parts)

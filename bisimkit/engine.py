@@ -13,16 +13,14 @@ Every operator F is a c-contraction in the sup norm, so for any candidate x
 All solvers return F(x) for their last x (Smith's doubling returns x) and report
 a bound on its error as ``certified_error``. F is not evaluated exactly in
 floating point, so the bound charges what the evaluation is unsure of
-(``docs/operators.md#the-certificate``): with ``y`` the computed F(x), ``g`` a bound
-on ``|y - F(x)|`` from the optimal transport values (their duality gaps,
-:class:`bisimkit.operators.Evaluation`) and ``rho`` the round-off floor::
+(``docs/operators.md#the-certificate``): with ``y`` the computed F(x) and ``e`` a bound on
+``||y - F(x)||`` (:class:`bisimkit.operators.Evaluation`: transport gaps, the laws, one-step
+terms and entangled couplings as computed from the MDP, and the rounding of every sum, each
+charged per pair from the quantities it is computed from)::
 
-    ||y - d*|| <= (c ||y - x|| + g + rho) / (1 - c),
-    rho = (K + 4) eps (max|b| + max|x| + max|y|) + rho_b,
+    ||y - d*|| <= (c ||y - x|| + e) / (1 - c).
 
-K the longest floating-point sum behind one value, b the one-step terms and rho_b
-the round-off of computing b from the MDP (:func:`bisimkit.operators.constant_error`). The
-part ``(g + rho) / (1 - c)`` does not shrink with iterations: when it exceeds the
+The part ``e / (1 - c)`` (the floor) does not shrink with iterations: when it exceeds the
 requested ``tol``, the solve says so (:class:`PrecisionWarning`) and ends with
 ``converged=False`` instead of claiming ``tol``.
 
@@ -65,6 +63,7 @@ from .order import ACTION_ORDER_METRICS
 from .operators import (Evaluation, PairLinearForm, SteinForm, TransportTerms, diagonal_values, operator_form,
                         operator_info, pair_system)
 from .pairs import PairSpace
+from .roundoff import U
 from .transport import plan_costs
 
 if TYPE_CHECKING:
@@ -83,8 +82,6 @@ class PrecisionWarning(UserWarning):
     """The requested tolerance is below what float64 can certify for this problem."""
 
 
-#: Machine epsilon of float64, the unit of the round-off floor.
-EPS = float(np.finfo(np.float64).eps)
 
 
 def check_run_options(method: str, tol, max_iterations, progress=None) -> None:
@@ -245,23 +242,22 @@ class Bound:
 
 def bound(c: float, ev: Evaluation, returned: str = "value") -> Bound:
     """The certificate of ``ev.value`` (``returned="value"``: y = F(at) is returned) or of
-    ``ev.at`` itself (``returned="at"``: ``||at - d*|| <= (||F(at) - at|| + g + rho) / (1 - c)``)."""
+    ``ev.at`` itself (``returned="at"``: ``||at - d*|| <= (||F(at) - at|| + e) / (1 - c)``)."""
     if ev.value.size == 0:
         return Bound(0.0, 0.0)  # no unknowns (one state): nothing is computed, nothing is off
     step = float(np.max(np.abs(ev.value - ev.at), initial=0.0))
-    return bound_from_norms(c, step, ev.scale, float(np.max(np.abs(ev.at), initial=0.0)),
-                            float(np.max(np.abs(ev.value), initial=0.0)), ev.terms, ev.gap, ev.const_error, returned)
+    return bound_from_norms(c, step, ev.error, returned)
 
 
-def bound_from_norms(c: float, step: float, scale: float, at_max: float, value_max: float, terms: int,
-                     gap: float = 0.0, const_error: float = 0.0, returned: str = "value") -> Bound:
-    """:func:`bound` from the sup norms of an evaluation (``step = ||value - at||``, ``max|at|``,
-    ``max|value|``) and its :class:`~bisimkit.operators.Evaluation` terms, for evaluations whose
-    arrays live elsewhere (a torch device, :mod:`bisimkit.engine_torch`)."""
-    rho = (terms + 4) * EPS * (scale + at_max + value_max) + const_error
-    floor = (gap + rho) / (1.0 - c)
+def bound_from_norms(c: float, step: float, error: float, returned: str = "value") -> Bound:
+    """:func:`bound` from the computed step ``max |value - at|`` and the evaluation's error bound ``e``
+    (:class:`~bisimkit.operators.Evaluation`), for evaluations whose arrays live elsewhere (a torch
+    device, :mod:`bisimkit.engine_torch`): ``(c step + e) / (1 - c)`` for the value, ``(step + e) / (1 - c)``
+    for the point, with the floor ``e / (1 - c)``. The step was computed by a rounded subtraction, and the
+    bound itself is rounded: both are charged by factors of ``1 + O(u)``."""
+    step = step / (1.0 - U)
     factor = c if returned == "value" else 1.0
-    return Bound(factor * step / (1.0 - c) + floor, floor)
+    return Bound((factor * step + error) / (1.0 - c) * (1.0 + 8.0 * U), error / (1.0 - c) * (1.0 + 4.0 * U))
 
 
 def precision_note(metric: str, tol: float, floor: float) -> str:

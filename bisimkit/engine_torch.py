@@ -9,9 +9,10 @@ step, with torch matrix products; only the arrays live on the device.
 Arithmetic: float64 throughout, on a CPU and on CUDA (the Hopper cards' float64 tensor cores
 make the products fast enough, and float64 iterates reach 1e-9 without refinement). The
 certificate is the one of the numpy path (``docs/operators.md#the-certificate``): one
-evaluation ``Y = A + c P D P^T`` at the result, in float64 on the device, then
-:func:`bisimkit.engine.bound_from_norms` with ``||Y - D||``, ``max|D|``, ``max|Y|``,
-``max|A|``, K = 2n and the one-step terms' round-off. The round-off bound holds for sums of K
+evaluation ``Y = A + c P D P^T`` at the result, in float64 on the device, its error bounded entry
+by entry as :meth:`bisimkit.operators.SteinForm.evaluate` bounds it (A's own error, the two
+products' ``gamma(n)`` relative to ``P |D| P^T``, the laws' relative errors), then
+:func:`bisimkit.engine.bound_from_norms` with ``||Y - D||``. The product bound holds for sums of n
 terms in any order with IEEE float64 fused or unfused multiply-adds, so it covers a GPU's
 blocked products too (cuBLAS's default float64 products, on CUDA cores or float64 tensor cores;
 not an emulated-float64 math mode); nothing of it is assumed from the numpy run.
@@ -29,7 +30,7 @@ import torch  # the optional 'torch' extra: this module is imported only for bac
 from .engine import Solution, _Reporter, bound_from_norms
 from .errors import InputError
 from .mdp import FiniteMDP
-from .operators import SteinForm, constant_error, stein_form
+from .operators import SteinForm, stein_error, stein_form
 
 
 def resolve_device(device: str | None) -> torch.device:
@@ -78,7 +79,6 @@ def fixed_point_torch(mdp: FiniteMDP, metric: str, tol: float, device: str | Non
     dev = resolve_device(device)
     check_device_memory(mdp.n_states, dev)
     form = stein_form(mdp, metric)
-    form.const_error = max(form.const_error, constant_error(mdp, metric))
     report = _Reporter(progress, start)
     D, its, err, floor = stein_doubling_torch(form, tol, dev, report)
     return Solution(metric=metric, distances=D, iterations=its, certified_error=float(err),
@@ -132,20 +132,26 @@ def stein_doubling_torch(form: SteinForm, tol: float, device: torch.device,
     return out, k, b.error, b.floor
 
 
-def _certificate(form: SteinForm, A: torch.Tensor, P: torch.Tensor, D: torch.Tensor, c: float):
-    """The bound of ``D`` itself (``returned="at"``) from one float64 evaluation ``Y = A + c P D P^T``."""
+def _certificate(form: SteinForm, A: torch.Tensor, P: torch.Tensor, D: torch.Tensor, c: float,
+                 chunk: int = 4096):
+    """The bound of ``D`` itself (``returned="at"``) from one float64 evaluation ``Y = A + c P D P^T``, its
+    error bounded entry by entry by :func:`bisimkit.operators.stein_error` on the device."""
     n = A.shape[0]
     if n == 0:
-        return bound_from_norms(c, 0.0, 0.0, 0.0, 0.0, 0)
-    Y = torch.matmul(P, D)
-    Y = torch.matmul(Y, P.T)
-    Y.mul_(c).add_(A)  # the order of SteinForm.apply: A + c * ((P @ D) @ P^T)
-    value_max = float(Y.abs().max())
-    at_max = float(D.abs().max())
-    step = float(Y.sub_(D).abs_().max())
-    del Y
-    return bound_from_norms(c, step, float(A.abs().max()), at_max, value_max, 2 * n, 0.0, form.const_error,
-                            returned="at")
+        return bound_from_norms(c, 0.0, 0.0, returned="at")
+    Y = torch.matmul(torch.matmul(P, D), P.T)  # the order of SteinForm.apply: A + c * ((P @ D) @ P^T)
+    size = torch.matmul(torch.matmul(P, D.abs()), P.T) if float(D.min()) < 0 else Y.clone()
+    Y.mul_(c).add_(A)
+    step = max(float((Y[lo:lo + chunk] - D[lo:lo + chunk]).abs().max()) for lo in range(0, n, chunk))
+
+    def tensor(x):
+        return torch.as_tensor(np.asarray(x, dtype=np.float64)).to(A.device) if isinstance(x, np.ndarray) else x
+
+    on_device = SteinForm(A, P, c, A_error=tuple(tensor(x) for x in form.A_error),
+                          P_relative=tensor(form.P_relative))
+    error = stein_error(on_device, Y, size)
+    del Y, size
+    return bound_from_norms(c, step, error, returned="at")
 
 
 def _rank_one_tail(A: torch.Tensor, M: torch.Tensor, coef: float, c: float, a_max: float,

@@ -28,6 +28,7 @@ from .errors import InputError
 from .fields import check_finite, check_keys, format_index, to_float_array, validate_discount
 from .files import atomic_write, atomic_write_bytes
 from .kernels import DenseRows, on_small_path
+from .roundoff import MDPRoundOff, policy_average
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -103,11 +104,20 @@ class FiniteMDP:
             raise InputError(f"policy: {purpose} needs a policy, and this MDP has none")
         return self.policy
 
-    @cached_property
+    @property
     def reward_pi(self) -> np.ndarray:
-        """``Rpi[s] = sum_a pi[s,a] R[s,a]`` (n,)."""
-        pi = self.require_policy("the policy-averaged reward")
-        return np.einsum("sa,sa->s", pi, self.rewards)
+        """``Rpi[s] = sum_a pi[s,a] R[s,a]`` (n,), in twice the working precision and rounded once
+        (:func:`bisimkit.roundoff.policy_average`)."""
+        return self._reward_pi[0]
+
+    @property
+    def reward_pi_error(self) -> np.ndarray:
+        """A bound on ``|reward_pi[s] - exact Rpi(s)|`` for every state (:mod:`bisimkit.roundoff`)."""
+        return self._reward_pi[1]
+
+    @cached_property
+    def _reward_pi(self) -> tuple[np.ndarray, np.ndarray]:
+        return policy_average(self.require_policy("the policy-averaged reward"), self.rewards)
 
     @cached_property
     def transition_pi(self) -> np.ndarray:
@@ -116,11 +126,28 @@ class FiniteMDP:
         Ppi = np.einsum("sa,sat->st", pi, self.transitions)
         return _clean_rows(Ppi)
 
-    @cached_property
+    @property
     def mean_action(self) -> np.ndarray:
-        """``abar[s] = sum_a pi[s,a] action_values[a]`` (n x k)."""
+        """``abar[s] = sum_a pi[s,a] action_values[a]`` (n x k), each coordinate in twice the working
+        precision and rounded once (:func:`bisimkit.roundoff.policy_average`)."""
+        return self._mean_action[0]
+
+    @property
+    def mean_action_error(self) -> np.ndarray:
+        """A bound on ``||mean_action[s] - exact abar(s)||_1`` for every state (:mod:`bisimkit.roundoff`)."""
+        return self._mean_action[1]
+
+    @cached_property
+    def _mean_action(self) -> tuple[np.ndarray, np.ndarray]:
         pi = self.require_policy("the mean action")
-        return pi @ self.action_values
+        columns = [policy_average(pi, self.action_values[None, :, k]) for k in range(self.action_values.shape[1])]
+        value = np.column_stack([v for v, _ in columns]) if columns else np.zeros((self.n_states, 0))
+        return value, np.sum([e for _, e in columns], axis=0) if columns else np.zeros(self.n_states)
+
+    @cached_property
+    def roundoff(self) -> MDPRoundOff:
+        """The round-off bounds of what the operators read from this MDP (:class:`bisimkit.roundoff.MDPRoundOff`)."""
+        return MDPRoundOff(self)
 
     @property
     def transition_rows(self) -> sp.csr_matrix | DenseRows:

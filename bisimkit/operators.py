@@ -29,9 +29,10 @@ from .ground import Ground, ground_values
 from .mdp import FiniteMDP
 from .pairs import PairSpace
 from .pseudometric import metric_closure
+from .roundoff import U, MDPRoundOff, UnionRoundOff, gamma, gamma_array, grid_breakpoint_error
 from .compiled import eps_bar_counts, eps_bar_matrix, eps_bar_product, pair_system_from_slots
 from .kernels import on_small_path
-from .transport import WarmStarts, optimal_transport, seed_line_starts
+from .transport import WarmStarts, optimal_transport, seed_line_starts, support_maxima
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -121,20 +122,31 @@ class Evaluation:
 
     ``value`` is the computed ``F(at)`` over the pairs; ``at`` is the point it was evaluated at
     (the argument itself, or its metric closure when the transport problems drop shared mass);
-    ``gap`` bounds ``max |value - F(at)|`` from the inexact parts (optimal transport values,
-    :func:`bisimkit.transport.optimal_transport`'s gaps), round-off aside; ``terms`` is the
-    length of the longest floating-point sum behind one value, ``scale`` the largest one-step
-    term and ``const_error`` a bound on the round-off of the one-step terms themselves
-    (:func:`constant_error`), all for the round-off floor.
+    ``error`` bounds ``max |value - F(at)|``, F the exact operator of the exact MDP: every
+    approximation behind the value is charged (transport gaps, laws and one-step terms as
+    computed from the MDP, entangled couplings, the round-off of the sums), each from the
+    quantities it is computed from. ``plans`` are the transport plans when asked for.
     """
 
     value: np.ndarray
     at: np.ndarray
-    gap: float
-    terms: int
-    scale: float
-    const_error: float
+    error: float
     plans: Cells | None = None
+
+
+def state_maxima(X, row_max: np.ndarray, state_rows: np.ndarray) -> np.ndarray:
+    """Per state: the largest :func:`support_maxima` over its rows ``X[state_rows[s]]``."""
+    return support_maxima(X, row_max)[state_rows].max(axis=1)
+
+
+def pair_row_max(pairs: PairSpace, x: np.ndarray) -> np.ndarray:
+    """The row maxima of the symmetric matrix ``pairs.to_matrix(x)`` (0 on the missing diagonal), from the
+    pair vector, without forming the matrix."""
+    out = np.zeros(pairs.n)
+    if len(x):
+        np.maximum.at(out, pairs.s, x)
+        np.maximum.at(out, pairs.t, x)
+    return out
 
 
 # --------------------------------------------------------------- transport
@@ -142,7 +154,15 @@ class Evaluation:
 class TransportTerms:
     """``F(d)[pair] = reduce_r (const[r] + c W_p(dists[src[r]], dists[dst[r]]; d))``.
 
-    Rows are grouped by pair (contiguous, every pair has at least one row).
+    Rows are grouped by pair (contiguous, every pair has at least one row). What the evaluation is
+    unsure of (``docs/operators.md#the-certificate``): ``row_const_error`` bounds the error of each
+    row's one-step term; ``law_error`` bounds, per row of ``dists``, the total variation between
+    the stored law and the exact one; for the entangled operators ``pair_coupling`` bounds, per
+    pair, the measure of the uniforms the computed action coupling assigns to another cell than
+    the exact one (plus the rounding of its masses), ``pair_ground_max`` the largest ground term
+    over the pair's action pairs, and ``state_rows`` lists each state's rows of ``dists`` (when the
+    transport part depends on the cell, as in eps); ``pair_weight_error`` is the relative error of
+    the rows' weights where they are computed products (dbc-sampled).
     """
 
     pairs: PairSpace
@@ -156,13 +176,18 @@ class TransportTerms:
     p: int
     discount: float
     zero_diagonal: bool = True  # the distances it acts on have d(s, s) = 0 (identical laws cost 0)
+    row_const_error: np.ndarray | None = None
+    law_error: np.ndarray | None = None
+    pair_coupling: np.ndarray | None = None
+    pair_ground_max: np.ndarray | None = None
+    state_rows: np.ndarray | None = None
+    pair_weight_error: np.ndarray | None = None
     warm: WarmStarts = field(default_factory=WarmStarts, repr=False)  # simplex bases from the last call
     _reduced: tuple | None = field(default=None, repr=False)  # (p - q)+ and (q - p)+ per row
     _reduced_warm: WarmStarts = field(default_factory=WarmStarts, repr=False)
     _dense: bool | None = field(default=None, repr=False)
     _plan_buffers: dict = field(default_factory=dict, repr=False)  # reused plan arrays (coupling iteration)
-    _term_count: int | None = field(default=None, repr=False)
-    const_error: float = 0.0  # round-off bound of row_const (:func:`constant_error`)
+    _rows_per_pair: np.ndarray | None = field(default=None, repr=False)
 
     def row_starts(self) -> np.ndarray:
         """Index of the first row of each pair."""
@@ -175,7 +200,8 @@ class TransportTerms:
 
     def transport(self, D: np.ndarray, plans: bool = False, reuse: bool = False):
         """``(values, plans, gaps, at)``: transport values per row, their plans (or None), a bound
-        on each value's distance to the exact one, and the distance matrix they are exact for.
+        on each value's distance to the exact transport cost between the exact laws under ``at``,
+        and the distance matrix ``at`` they are computed for.
 
         For W1 with large supports, when ``D`` is within 1e-12 (relative) of its metric closure
         (the largest pseudometric below it, :func:`bisimkit.pseudometric.metric_closure`), the
@@ -184,38 +210,68 @@ class TransportTerms:
         (Kantorovich-Rubinstein, exact for a pseudometric); the plans then leave out those
         zero-cost diagonal cells. Otherwise ``at`` is ``D`` itself.
         """
-        X, src, Y, dst, zero, warm, at = self._problems(D)
+        X, src, Y, dst, zero, warm, at, reduced = self._problems(D)
         buffers = None
         if reuse:
             buffers = self._plan_buffers.setdefault(id(warm), [])
         gaps = np.zeros(len(src))
         values, cells = optimal_transport(X, src, Y, dst, at, p=self.p, plans=plans, zero_diagonal=zero, warm=warm,
-                                          buffers=buffers, gaps=gaps)
+                                          buffers=buffers, gaps=gaps, marginal=self._marginal_error(reduced))
+        if reduced:
+            # the closure computed in floating point is a pseudometric up to a factor (1 + u) per triangle
+            # step, and rerouting the shared mass of an optimal full plan takes at most n steps
+            gaps += gamma(self.pairs.n + 1) * values
         return values, cells, gaps, at
 
+    def _marginal_error(self, reduced: bool) -> np.ndarray | None:
+        """Per transport problem: how far its two marginals may be from the exact ones, in total variation
+        (for the shared-mass problems, both sides of ``(p - q)+`` and ``(q - p)+`` carry both laws' errors
+        and the rounding of the subtraction)."""
+        if self.law_error is None:
+            return None
+        tv = self.law_error[self.row_src] + self.law_error[self.row_dst]
+        return 4.0 * tv + 4.0 * U if reduced else tv
+
     def evaluate(self, x: np.ndarray, plans: bool = False, reuse: bool = False) -> Evaluation:
-        """``F`` at the pair vector ``x`` (or at its metric closure, see :meth:`transport`)."""
+        """``F`` at the pair vector ``x`` (or at its metric closure, see :meth:`transport`), with the
+        bound on its error (class docstring)."""
         D = self.pairs.to_matrix(x)
         values, cells, gaps, at = self.transport(D, plans, reuse)
         point = x if at is D else self.pairs.from_matrix(at)
-        gap = self.discount * float(np.max(self.combine(gaps), initial=0.0))
-        return Evaluation(self.combine(self.row_const + self.discount * values), point, gap, self._terms(),
-                          self.constant_scale(), self.const_error, cells)
+        c = self.discount
+        value = self.combine(self.row_const + c * values)
+        row_error = c * gaps
+        if self.row_const_error is not None:
+            row_error = row_error + self.row_const_error
+        size = np.abs(value)
+        if self.reduce == "sum":
+            # each row value is two rounded operations, weighted (one more; an entangled cell's weight is
+            # itself off by u relative) and summed over the pair's rows
+            pair_error = np.bincount(self.row_pair, weights=self.row_weight * row_error, minlength=len(self.pairs))
+            pair_error = pair_error * (1 + 2 * gamma(self._max_rows())) + gamma_array(self._pair_rows() + 4) * size
+            if self.pair_weight_error is not None:
+                pair_error = pair_error + self.pair_weight_error * size
+        else:
+            pair_error = np.maximum.reduceat(row_error, self.row_starts()) + gamma(2) * size
+        if self.pair_coupling is not None:
+            reach = self.pair_ground_max
+            if self.state_rows is not None:
+                sm = state_maxima(self.dists, at.max(axis=1, initial=0.0) ** self.p, self.state_rows)
+                reach = reach + c * np.minimum(sm[self.pairs.s], sm[self.pairs.t]) ** (1.0 / self.p)
+            pair_error = pair_error + self.pair_coupling * reach
+        error = float(np.max(pair_error, initial=0.0)) * (1 + 4 * U)
+        return Evaluation(value, point, error, cells)
 
-    def _terms(self) -> int:
-        """The longest sum behind one value: the rows of a pair plus the cells of a plan (a plan's
-        cost sums at most ``k + l - 1`` cells, and the rows' weighted sum adds one term per row);
-        under a closure the shared-mass reduction adds up to n - 2 triangle steps, each exact only
-        to round-off."""
-        if self._term_count is None:
-            rows = int(np.max(np.bincount(self.row_pair), initial=1)) if len(self.row_pair) else 1
-            support = int(np.max(np.diff(self.dists.indptr), initial=1))
-            reduction = self.pairs.n if self._shared_mass_pays() else 0
-            self._term_count = rows + 2 * support + reduction
-        return self._term_count
+    def _pair_rows(self) -> np.ndarray:
+        if self._rows_per_pair is None:
+            self._rows_per_pair = np.bincount(self.row_pair, minlength=len(self.pairs))
+        return self._rows_per_pair
+
+    def _max_rows(self) -> int:
+        return int(np.max(self._pair_rows(), initial=1))
 
     def _problems(self, D: np.ndarray):
-        """``(X, src, Y, dst, zero_diagonal, warm, at)`` of the transport problems under ``D``:
+        """``(X, src, Y, dst, zero_diagonal, warm, at, reduced)`` of the transport problems under ``D``:
         the reduced ones (shared mass removed) under D's metric closure when that is within
         round-off of D, else the full histograms under D."""
         closed = metric_closure(D) if self._shared_mass_pays() else None
@@ -226,8 +282,8 @@ class TransportTerms:
                 self._reduced[0].eliminate_zeros()
                 self._reduced[1].eliminate_zeros()
             rows = np.arange(len(self.row_src))
-            return self._reduced[0], rows, self._reduced[1], rows, False, self._reduced_warm, closed
-        return self.dists, self.row_src, self.dists, self.row_dst, self.zero_diagonal, self.warm, D
+            return self._reduced[0], rows, self._reduced[1], rows, False, self._reduced_warm, closed, True
+        return self.dists, self.row_src, self.dists, self.row_dst, self.zero_diagonal, self.warm, D, False
 
     def seed_line(self, D: np.ndarray) -> None:
         """Warm-start the problems under ``D`` from monotone couplings along one coordinate of ``D``:
@@ -240,7 +296,7 @@ class TransportTerms:
         line = np.allclose(D, np.abs(h[:, None] - h[None, :]), rtol=0.0, atol=1e-12 * (1.0 + float(h.max())))
         if not (line or self._shared_mass_pays()):
             return  # small supports: the greedy start is as good and costs nothing to set up
-        X, src, Y, dst, _, warm, _ = self._problems(D)
+        X, src, Y, dst, _, warm, _, _ = self._problems(D)
         seed_line_starts(X, src, Y, dst, h, warm)
 
     def _shared_mass_pays(self) -> bool:
@@ -263,22 +319,19 @@ class TransportTerms:
         costs, _ = self.costs(self.pairs.to_matrix(x))
         return self.combine(self.row_const + self.discount * costs)
 
-    def constant_scale(self) -> float:
-        """``max |const|``: the size of the one-step terms, for the round-off floor."""
-        return float(np.max(np.abs(self.row_const), initial=0.0))
-
 
 def default_pairs(mdp: FiniteMDP, name: str) -> PairSpace:
     """The unknowns of operator ``name``: pairs s < t for the pseudometrics, s <= t otherwise."""
     return PairSpace(mdp.n_states, diagonal=not OPERATORS[name].pseudometric)
 
 
-def _policy_averaged_terms(mdp: FiniteMDP, pairs: PairSpace, const: np.ndarray, p: int,
-                           zero_diagonal: bool) -> TransportTerms:
+def _policy_averaged_terms(mdp: FiniteMDP, pairs: PairSpace, const: np.ndarray, p: int, zero_diagonal: bool,
+                           const_error: np.ndarray) -> TransportTerms:
     """Terms with one transport problem Ppi(s) vs Ppi(t) per pair."""
     k = len(pairs)
-    return TransportTerms(pairs, np.arange(k), np.ones(k), const, pairs.s, pairs.t,
-                          mdp.transition_pi_rows, "sum", p, mdp.discount, zero_diagonal)
+    return TransportTerms(pairs, np.arange(k), np.ones(k), const, pairs.s, pairs.t, mdp.transition_pi_rows, "sum", p,
+                          mdp.discount, zero_diagonal, row_const_error=const_error,
+                          law_error=mdp.roundoff.pi_law_error)
 
 
 def policy_cells(mdp: FiniteMDP, pairs: PairSpace) -> Cells:
@@ -292,9 +345,62 @@ def action_cells(mdp: FiniteMDP, s: np.ndarray, t: np.ndarray) -> Cells:
     return entangled_cells(pi, s, pi, t)
 
 
+# ------------------------------------------------------------ the charges
+def mean_reward_errors(ro: MDPRoundOff | UnionRoundOff, s: np.ndarray, t: np.ndarray, const: np.ndarray) -> np.ndarray:
+    """Error bounds of ``|Rpi(s) - Rpi(t)|`` as computed: both means' errors and the subtraction's rounding."""
+    return ro.reward_pi_error[s] + ro.reward_pi_error[t] + U * const
+
+
+def mean_action_errors(ro: MDPRoundOff | UnionRoundOff, s: np.ndarray, t: np.ndarray, const: np.ndarray, k: int) -> np.ndarray:
+    """Error bounds of ``||abar(s) - abar(t)||_1`` as computed: both mean actions' errors (in l1) and the
+    rounding of the k subtractions and their sum."""
+    return ro.mean_action_error[s] + ro.mean_action_error[t] + gamma(k + 1) * const
+
+
+def ground_errors(ground: Ground, ro: MDPRoundOff | UnionRoundOff, s: np.ndarray, t: np.ndarray, G: np.ndarray, k: int) -> np.ndarray:
+    """Error bounds of the ground values ``G`` computed for the cells of states ``s``, ``t``: one rounded
+    subtraction for the reward ground, the mean actions' errors for the policy ground, none for a matrix
+    (its entries are the input)."""
+    if isinstance(ground, str) and ground == "reward":
+        return U * G
+    if isinstance(ground, str):
+        return mean_action_errors(ro, s, t, G, k)
+    return np.zeros(len(G))
+
+
+def ground_reach(ground: Ground, ro: MDPRoundOff | UnionRoundOff, s: np.ndarray, t: np.ndarray, cells: Cells, G: np.ndarray,
+                 G_error: np.ndarray, n_pairs: int, matrix_max: float = 0.0) -> np.ndarray:
+    """Per pair: a bound on the ground term over every action pair the two policies use (where a cell of
+    the exact coupling may lie that the computed one misses): ``max(|Rhi(s) - Rlo(t)|, |Rhi(t) - Rlo(s)|)``
+    for the reward ground, the pair's one value for the policy ground, the matrix's largest entry."""
+    if isinstance(ground, str) and ground == "reward":
+        return np.maximum(np.abs(ro.reward_high[s] - ro.reward_low[t]), np.abs(ro.reward_high[t] - ro.reward_low[s]))
+    if isinstance(ground, str):
+        out = np.zeros(n_pairs)
+        np.maximum.at(out, cells.problem, G + G_error)
+        return out
+    return np.full(n_pairs, matrix_max)
+
+
+def coupling_errors(ro: MDPRoundOff | UnionRoundOff, s: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Per pair: the measure of the uniforms the computed entangled coupling of pi(s) and pi(t) sends to
+    another cell than the exact one (both sides' breakpoint errors). The rounding of its masses, each
+    the difference of two computed breakpoints, is relative (u per cell) and charged with the sums."""
+    return ro.policy_breakpoints[s] + ro.policy_breakpoints[t]
+
+
+def state_rows(n: int, m: int, first_row: int = 0, width: int | None = None) -> np.ndarray:
+    """The rows ``first_row + s m + a`` of every state's actions, as an (n, width) array (padded by repeating
+    the last action when width exceeds m)."""
+    width = m if width is None else width
+    a = np.minimum(np.arange(width), m - 1)
+    return first_row + np.arange(n, dtype=np.int64)[:, None] * m + a[None, :]
+
+
 def transport_terms(mdp: FiniteMDP, name: str, ground: Ground = "reward", pairs: PairSpace | None = None,
                     zero_diagonal: bool | None = None) -> TransportTerms:
-    """The transport form of operator ``name`` on ``mdp``, evaluated on ``pairs``.
+    """The transport form of operator ``name`` on ``mdp``, evaluated on ``pairs``, with what its
+    evaluation is unsure of (:class:`TransportTerms`).
 
     ``zero_diagonal`` says whether the distances it will act on have a zero
     diagonal (default: yes for the pseudometric operators).
@@ -303,27 +409,43 @@ def transport_terms(mdp: FiniteMDP, name: str, ground: Ground = "reward", pairs:
     pairs = default_pairs(mdp, name) if pairs is None else pairs
     zero = OPERATORS[name].pseudometric if zero_diagonal is None else zero_diagonal
     S, T = pairs.s, pairs.t
+    k_dims = mdp.action_values.shape[1]
     if name in ("pi", "dbc"):
         const = np.abs(mdp.reward_pi[S] - mdp.reward_pi[T])
-        return _policy_averaged_terms(mdp, pairs, const, 1 if name == "pi" else 2, zero)
+        return _policy_averaged_terms(mdp, pairs, const, 1 if name == "pi" else 2, zero,
+                                      mean_reward_errors(mdp.roundoff, S, T, const))
     if name == "psm":
-        return _policy_averaged_terms(mdp, pairs, _l1_pairs(mdp.mean_action, pairs), 1, zero)
+        const = _l1_pairs(mdp.mean_action, pairs)
+        return _policy_averaged_terms(mdp, pairs, const, 1, zero, mean_action_errors(mdp.roundoff, S, T, const, k_dims))
+    ro = mdp.roundoff
     if name == "bisim":
         row_pair = np.repeat(np.arange(len(pairs)), m)
         a = np.tile(np.arange(m), len(pairs))
         s, t = S[row_pair], T[row_pair]
         const = np.abs(mdp.rewards[s, a] - mdp.rewards[t, a])
         return TransportTerms(pairs, row_pair, np.ones(len(row_pair)), const, s * m + a, t * m + a,
-                              mdp.transition_rows, "max", 1, c, zero)
+                              mdp.transition_rows, "max", 1, c, zero, row_const_error=U * const,
+                              law_error=ro.transition_law_error)
     if name in ("eps", "eps-avg"):
         ge = policy_cells(mdp, pairs)
         s, t = S[ge.problem], T[ge.problem]
         G = ground_values(mdp, ground, s, ge.i, t, ge.j)
+        G_error = ground_errors(ground, ro, s, t, G, k_dims)
+        matrix_max = 0.0 if isinstance(ground, str) else float(np.max(ground, initial=0.0))
+        reach = ground_reach(ground, ro, S, T, ge, G, G_error, len(pairs), matrix_max)
+        coupling = coupling_errors(ro, S, T)
         if name == "eps":
             return TransportTerms(pairs, ge.problem, ge.mass, G, s * m + ge.i, t * m + ge.j,
-                                  mdp.transition_rows, "sum", 1, c, zero)
+                                  mdp.transition_rows, "sum", 1, c, zero, row_const_error=G_error,
+                                  law_error=ro.transition_law_error, pair_coupling=coupling, pair_ground_max=reach,
+                                  state_rows=state_rows(mdp.n_states, m))
         const = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(pairs))
-        return _policy_averaged_terms(mdp, pairs, const, 1, zero)
+        cells = np.bincount(ge.problem, minlength=len(pairs))
+        const_error = (np.bincount(ge.problem, weights=ge.mass * G_error, minlength=len(pairs))
+                       + gamma_array(cells + 1) * const)
+        terms = _policy_averaged_terms(mdp, pairs, const, 1, zero, const_error)
+        terms.pair_coupling, terms.pair_ground_max = coupling, reach
+        return terms
     if name == "dbc-sampled":
         pi = mdp.require_policy("dbc-sampled")
         k, a, b = np.nonzero(pi[S][:, :, None] * pi[T][:, None, :] > 0)
@@ -331,7 +453,9 @@ def transport_terms(mdp: FiniteMDP, name: str, ground: Ground = "reward", pairs:
         weight = pi[s, a] * pi[t, b]
         const = np.abs(mdp.rewards[s, a] - mdp.rewards[t, b])
         return TransportTerms(pairs, k, weight, const, s * m + a, t * m + b,
-                              mdp.transition_rows, "sum", 2, c, zero)
+                              mdp.transition_rows, "sum", 2, c, zero, row_const_error=U * const,
+                              law_error=ro.transition_law_error,
+                              pair_weight_error=U + ro.policy_defect[S] + ro.policy_defect[T])
     raise ValueError(f"'{name}' has no transport form")
 
 
@@ -349,13 +473,20 @@ def _l1_pairs(X: np.ndarray, pairs: PairSpace, chunk: int = 1_000_000) -> np.nda
 class SteinForm:
     """``F(d) = A + c P d Q^T`` on full matrices (diagonal included): ``Q`` None means ``Q = P``, the
     symmetric n x n equation of one MDP; between two MDPs (:mod:`bisimkit.between`) P is A's
-    ``P_pi`` and Q is B's, on n_A x n_B matrices."""
+    ``P_pi`` and Q is B's, on n_A x n_B matrices.
+
+    What an evaluation is unsure of: ``A_error = (row, col, relative, row_relative, col_relative)``
+    bounds the error of ``A[s, t]`` by ``row[s] + col[t] + (relative + row_relative[s] +
+    col_relative[t]) A[s, t]``; ``P_relative`` and ``Q_relative`` bound the relative error of every
+    entry of each row of P and Q against the exact laws."""
 
     A: np.ndarray
     P: np.ndarray
     discount: float
-    const_error: float = 0.0  # round-off bound of A (:func:`constant_error`)
     Q: np.ndarray | None = None
+    A_error: tuple | None = None
+    P_relative: np.ndarray | None = None
+    Q_relative: np.ndarray | None = None
 
     @property
     def right(self) -> np.ndarray:
@@ -367,40 +498,78 @@ class SteinForm:
         return self.A + self.discount * (self.P @ D @ self.right.T)
 
     def evaluate(self, D: np.ndarray) -> Evaluation:
-        """``F(D)`` exactly up to round-off: a product of n_P-term sums, then one of n_Q-term sums."""
-        return Evaluation(self.apply(D), D, 0.0, self.P.shape[0] + self.right.shape[0], self.constant_scale(),
-                          self.const_error)
+        """``F(D)`` with the bound on its error: A's own, and the two products, whose sums of
+        non-negative terms are off by ``gamma(n)`` each relative to ``P |D| Q^T``, and the laws' entries
+        by their relative errors."""
+        c = self.discount
+        product = self.P @ D @ self.right.T
+        value = self.A + c * product
+        size = product if float(np.min(D, initial=0.0)) >= 0 else self.P @ np.abs(D) @ self.right.T
+        return Evaluation(value, D, stein_error(self, value, size))
 
-    def constant_scale(self) -> float:
-        """``max |A|``."""
-        return float(np.max(np.abs(self.A), initial=0.0))
+
+def stein_a_error(A, parts) -> np.ndarray:
+    """``row[s] + col[t] + (relative + row_relative[s] + col_relative[t]) A[s, t]`` for
+    ``parts = (row, col, relative, row_relative, col_relative)`` (0 when parts is None); works on numpy
+    arrays and on torch tensors alike."""
+    if parts is None:
+        return 0.0 * A
+    row, col, relative, row_rel, col_rel = parts
+    return row[:, None] + col[None, :] + (relative + row_rel[:, None] + col_rel[None, :]) * A
+
+
+def stein_error(form: "SteinForm", value, size, chunk_cells: int = 131_072) -> float:
+    """The bound of :meth:`SteinForm.evaluate` from the computed ``value`` and ``size = P |D| Q^T``
+    (numpy arrays or torch tensors on one device), a block of rows at a time to bound the memory."""
+    P, Q = form.P, form.right
+    n = value.shape[0]
+    if n == 0 or value.shape[1] == 0:
+        return 0.0
+    gp, gq = gamma(P.shape[1]), gamma(Q.shape[1])
+    rp = form.P_relative if form.P_relative is not None else 0.0 * P[:, 0]
+    rq = form.Q_relative if form.Q_relative is not None else (rp if form.Q is None else 0.0 * Q[:, 0])
+    row, col, relative, row_rel, col_rel = form.A_error if form.A_error is not None else (0.0 * P[:, 0], 0.0 * Q[:, 0], 0.0, 0.0 * P[:, 0], 0.0 * Q[:, 0])
+    worst = 0.0
+    chunk = max(1, chunk_cells // value.shape[1])  # rows per block: each temporary is (rows, n_Q)
+    for lo in range(0, n, chunk):
+        hi = min(lo + chunk, n)
+        rel = (gp + gq + gp * gq + 2 * U) + rp[lo:hi, None] + rq[None, :]
+        a_error = stein_a_error(form.A[lo:hi], (row[lo:hi], col, relative, row_rel[lo:hi], col_rel))
+        error = a_error + form.discount * rel * (1 + 4 * U) * size[lo:hi] + gamma(2) * abs(value[lo:hi])
+        worst = max(worst, float(error.max()))
+    return worst * (1 + 4 * U)
 
 
 def stein_form(mdp: FiniteMDP, name: str) -> SteinForm:
     """The Stein form of ``mico`` or ``psm-sampled``, and of ``dbc-sampled`` when the policy's
-    next-state laws are point masses (:func:`point_mass_transitions`)."""
-    const_error = 0.0
+    next-state laws are point masses (:func:`point_mass_transitions`), with the bounds on what its
+    evaluation is unsure of."""
+    ro = mdp.roundoff
+    n = mdp.n_states
+    zeros = np.zeros(n)
     if name == "mico":
         A = np.abs(mdp.reward_pi[:, None] - mdp.reward_pi[None, :])
+        parts = (ro.reward_pi_error, ro.reward_pi_error, U, zeros, zeros)
     elif name == "psm-sampled":
         abar = mdp.mean_action
-        A = np.zeros((mdp.n_states, mdp.n_states))
+        A = np.zeros((n, n))
         for k in range(abar.shape[1]):
             A += np.abs(abar[:, None, k] - abar[None, :, k])
+        parts = (ro.mean_action_error, ro.mean_action_error, gamma(abar.shape[1] + 1), zeros, zeros)
     elif name == "dbc-sampled" and point_mass_transitions(mdp):
         # W2 between point masses at s' and t' is d(s', t') (d >= 0), so the transport rows become
         # sum pi(a|s) pi(a'|t) d(s'_a, t'_a') = (Ppi d Ppi^T)(s, t): a Stein equation.
         pi, R = mdp.policy, mdp.rewards
-        A = np.zeros((mdp.n_states, mdp.n_states))
+        A = np.zeros((n, n))
         for a in range(mdp.n_actions):
             for b in range(mdp.n_actions):
                 A += np.outer(pi[:, a], pi[:, b]) * np.abs(R[:, a, None] - R[None, :, b])
-        # each of the m^2 terms is three rounded operations on values up to 2 max|R|, then summed
+        # m^2 non-negative terms, each three rounded operations, summed; the policy rows' normalisation
         m = mdp.n_actions
-        const_error = 2.0 * (m * m + 4) * float(np.finfo(np.float64).eps) * float(np.max(np.abs(R), initial=0.0))
+        parts = (zeros, zeros, gamma(m * m + 3), ro.policy_defect, ro.policy_defect)
     else:
         raise ValueError(f"'{name}' has no Stein form")
-    return SteinForm(A, np.array(mdp.transition_pi), mdp.discount, const_error)
+    return SteinForm(A, np.array(mdp.transition_pi), mdp.discount, A_error=parts, P_relative=ro.pi_relative)
 
 
 def point_mass_transitions(mdp: FiniteMDP) -> bool:
@@ -413,14 +582,28 @@ def point_mass_transitions(mdp: FiniteMDP) -> bool:
 # ------------------------------------------------------------- pair linear
 @dataclass
 class PairLinearForm:
-    """``F(x) = b + c T x`` over a pair space (without the diagonal, d(s, s) = 0 is used)."""
+    """``F(x) = b + c T x`` over a pair space (without the diagonal, d(s, s) = 0 is used): eps-bar, whose
+    T holds the products of the entangled action and next-state couplings.
+
+    What an evaluation is unsure of (``docs/operators.md#the-certificate``): ``b_error`` bounds the
+    error of each ``b[pair]``; ``pair_coupling`` the measure of uniforms the computed action coupling
+    sends to another cell than the exact one, ``pair_ground_max`` the
+    largest ground term over the pair's action pairs, and ``pair_next`` the same measure for the
+    next-state couplings (the largest over the pair's action rows); ``rows`` are the next-state laws
+    (CSR) and ``state_rows`` each state's rows of them, which locate the distances a next-state
+    coupling can reach."""
 
     pairs: PairSpace
     b: np.ndarray
     T: sp.csr_matrix  # float64, or float32 when ``product`` gives the exact float64 product
     discount: float
     product: Callable[[np.ndarray], np.ndarray] | None = None
-    const_error: float = 0.0  # round-off bound of b (:func:`constant_error`)
+    b_error: np.ndarray | None = None
+    pair_coupling: np.ndarray | None = None
+    pair_ground_max: np.ndarray | None = None
+    pair_next: np.ndarray | None = None
+    rows: object | None = None
+    state_rows: np.ndarray | None = None
 
     def apply(self, x: np.ndarray) -> np.ndarray:
         """One application of the operator to the pair vector ``x`` (always in float64)."""
@@ -429,14 +612,23 @@ class PairLinearForm:
         return self.b + self.discount * (self.T @ x)
 
     def evaluate(self, x: np.ndarray) -> Evaluation:
-        """``F(x)`` exactly up to round-off: one sparse row sum per pair (a dense T of the small-problem
-        path: a sum over every pair, its entries each a sum of up to as many cells)."""
-        terms = 2 * self.T.shape[1] if isinstance(self.T, np.ndarray) else int(np.max(np.diff(self.T.indptr), initial=0))
-        return Evaluation(self.apply(x), x, 0.0, terms + 1, self.constant_scale(), self.const_error)
-
-    def constant_scale(self) -> float:
-        """``max |b|``."""
-        return float(np.max(np.abs(self.b), initial=0.0))
+        """``F(x)`` with the bound on its error: b's own, the couplings' (their measure times the largest
+        value a misplaced cell can carry), and the rounding of one row sum of T per pair (a dense T of the
+        small-problem path sums over every pair)."""
+        c = self.discount
+        value = self.apply(x)
+        if isinstance(self.T, np.ndarray):
+            terms = np.full(len(value), 2 * self.T.shape[1])
+        else:
+            terms = np.diff(self.T.indptr)
+        error = gamma_array(terms + 5) * np.abs(value)  # entries: two cell masses (u each) and their product
+        if self.b_error is not None:
+            error = error + self.b_error
+        if self.pair_coupling is not None:
+            sm = state_maxima(self.rows, pair_row_max(self.pairs, np.abs(x)), self.state_rows)
+            reach = np.minimum(sm[self.pairs.s], sm[self.pairs.t])
+            error = error + self.pair_coupling * (self.pair_ground_max + c * reach) + c * self.pair_next * reach
+        return Evaluation(value, x, float(np.max(error, initial=0.0)) * (1 + 4 * U))
 
 
 def pair_system(pairs: PairSpace, row_pair: np.ndarray, row_weight: np.ndarray,
@@ -513,20 +705,42 @@ def entangled_parts(mdp: FiniteMDP, ground: Ground, pairs: PairSpace) -> Entangl
     return EntangledParts(ge, G, b, cells)
 
 
-def entangled_ground_mean(mdp: FiniteMDP, ground: Ground, s: np.ndarray, t: np.ndarray,
-                          chunk: int = 1_000_000) -> np.ndarray:
-    """``sum_{a, a'} ge(a, a') G(s, a, t, a')`` for the pairs ``(s[k], t[k])``, in chunks."""
-    out = np.empty(len(s))
+def entangled_ground_terms(mdp: FiniteMDP, ground: Ground, s: np.ndarray, t: np.ndarray,
+                           chunk: int = 1_000_000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(b, b_error, reach)`` for the pairs ``(s[k], t[k])``, in chunks: ``b = sum_{a, a'} ge(a, a')
+    G(s, a, t, a')``, a bound on its error as computed (the ground values' errors and the rounding of
+    the sum; the coupling's own error is charged apart), and :func:`ground_reach`."""
+    b, b_error, reach = np.empty(len(s)), np.empty(len(s)), np.empty(len(s))
+    ro, k_dims = mdp.roundoff, mdp.action_values.shape[1]
+    matrix_max = 0.0 if isinstance(ground, str) else float(np.max(ground, initial=0.0))
     for start in range(0, len(s), chunk):
         S, T = s[start:start + chunk], t[start:start + chunk]
         ge = action_cells(mdp, S, T)
         G = ground_values(mdp, ground, S[ge.problem], ge.i, T[ge.problem], ge.j)
-        out[start:start + chunk] = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(S))
-    return out
+        G_error = ground_errors(ground, ro, S[ge.problem], T[ge.problem], G, k_dims)
+        part = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(S))
+        cells = np.bincount(ge.problem, minlength=len(S))
+        b[start:start + chunk] = part
+        b_error[start:start + chunk] = (np.bincount(ge.problem, weights=ge.mass * G_error, minlength=len(S))
+                                        + gamma_array(cells + 1) * part)
+        reach[start:start + chunk] = ground_reach(ground, ro, S, T, ge, G, G_error, len(S), matrix_max)
+    return b, b_error, reach
+
+
+def next_state_coupling_errors(mdp: FiniteMDP) -> np.ndarray:
+    """Per state: the largest measure of uniforms that a computed entangled coupling of one of its next-state
+    laws with another law sends to another cell than the exact one (its share; the other law adds its own):
+    :func:`bisimkit.roundoff.breakpoint_errors` of its rows ``P(s, a)``, or on a grid the a priori bound of
+    the coordinate-wise (Rosenblatt) coupling (:func:`bisimkit.roundoff.grid_breakpoint_error`)."""
+    n, m = mdp.n_states, mdp.n_actions
+    if mdp.state_shape is not None and len(mdp.state_shape) > 1:
+        return np.full(n, grid_breakpoint_error(mdp.state_shape))
+    return mdp.roundoff.transition_breakpoints.reshape(n, m).max(axis=1)
 
 
 def eps_bar_form(mdp: FiniteMDP, ground: Ground = "reward", pairs: PairSpace | None = None) -> PairLinearForm:
-    """The linear form of eps-bar: entangled couplings of actions and of next states.
+    """The linear form of eps-bar: entangled couplings of actions and of next states, with the bounds on
+    what its evaluation is unsure of (:class:`PairLinearForm`).
 
     On the default pairs (s < t) the diagonal is taken as 0; on a pair space with
     the diagonal, T keeps the cells that land on it. From
@@ -535,23 +749,27 @@ def eps_bar_form(mdp: FiniteMDP, ground: Ground = "reward", pairs: PairSpace | N
     """
     pairs = default_pairs(mdp, "eps-bar") if pairs is None else pairs
     one_dimensional = mdp.state_shape is None or len(mdp.state_shape) == 1
+    b, b_error, reach = entangled_ground_terms(mdp, ground, pairs.s, pairs.t)
+    nxt = next_state_coupling_errors(mdp)
+    charges = dict(b_error=b_error, pair_coupling=coupling_errors(mdp.roundoff, pairs.s, pairs.t),
+                   pair_ground_max=reach, pair_next=nxt[pairs.s] + nxt[pairs.t], rows=mdp.transition_rows,
+                   state_rows=state_rows(mdp.n_states, mdp.n_actions))
     if one_dimensional and len(pairs) >= COMPILED_EPS_BAR_PAIRS:
-        b = entangled_ground_mean(mdp, ground, pairs.s, pairs.t)
         policy = mdp.require_policy("eps-bar")
         args = (pairs.s, pairs.t, pairs.index, policy, mdp.transition_rows, mdp.n_actions)
         counts = eps_bar_counts(*args)
         # float64 T and its float32 copy for the Krylov solves take 16 bytes an entry
         if len(pairs) < EPS_BAR_SINGLE_PAIRS or 16 * float(counts.sum()) <= EPS_BAR_MEMORY_SHARE * physical_memory():
-            return PairLinearForm(pairs, b, eps_bar_matrix(*args, len(pairs), counts=counts), mdp.discount)
+            return PairLinearForm(pairs, b, eps_bar_matrix(*args, len(pairs), counts=counts), mdp.discount, **charges)
         # Too large: keep T in float32 only (4 bytes an entry, plus its int32 column) for the inner
         # Krylov solves; the float64 residuals that drive the solution and its certificate recompute
         # the couplings on the fly (slower per product, half the memory).
         T32 = eps_bar_matrix(*args, len(pairs), dtype=np.float32, counts=counts)
         product = eps_bar_product(*args)
-        return PairLinearForm(pairs, b, T32, mdp.discount, product=product)
+        return PairLinearForm(pairs, b, T32, mdp.discount, product=product, **charges)
     parts = entangled_parts(mdp, ground, pairs)
     T = pair_system(pairs, parts.actions.problem, parts.actions.mass, parts.next_states, len(parts.actions))
-    return PairLinearForm(pairs, parts.constant, T, mdp.discount)
+    return PairLinearForm(pairs, parts.constant, T, mdp.discount, **charges)
 
 
 # ---------------------------------------------------------------- dispatch
@@ -562,36 +780,12 @@ def operator_form(mdp: FiniteMDP, name: str, ground: Ground = "reward", pairs: P
     if info.uses_policy:
         mdp.require_policy(f"metric '{name}'")
     if info.form == "transport":
-        form = transport_terms(mdp, name, ground, pairs, zero_diagonal)
-    elif info.form == "stein":
-        form = stein_form(mdp, name)
-    elif info.form == "pair-linear":
-        form = eps_bar_form(mdp, ground, pairs)
-    else:
-        raise InputError(f"'{name}' is derived from another fixed point and is not an operator", param="metric")
-    form.const_error = constant_error(mdp, name, ground)
-    return form
-
-
-def constant_error(mdp: FiniteMDP, name: str, ground: Ground = "reward") -> float:
-    """A bound on the round-off in the one-step terms of operator ``name`` as computed from the MDP.
-
-    The terms are differences of policy averages (``Rpi(s) = sum_a pi(s, a) R(s, a)``, ``abar(s)``)
-    or entangled averages of the ground, each a sum of at most ``2 m + k`` products (k the
-    dimension of the action values), so each is off by at most ``2 (2 m + k + 4) eps`` times the
-    largest input it is computed from: ``max |R|``, ``max |action_values|`` or ``max |G|``. With
-    large equal rewards the terms are tiny while this is not, which is why it is charged apart
-    from the terms' own size."""
-    m, k = mdp.n_actions, mdp.action_values.shape[1]
-    policy_based = name in ("psm", "psm-sampled") or (name.startswith("eps") and isinstance(ground, str)
-                                                      and ground == "policy")
-    if policy_based:
-        largest = float(np.max(np.abs(mdp.action_values), initial=0.0))
-    elif name.startswith("eps") and not isinstance(ground, str):
-        largest = float(np.max(np.abs(ground), initial=0.0))
-    else:
-        largest = float(np.max(np.abs(mdp.rewards), initial=0.0))
-    return 2.0 * (2 * m + k + 4) * float(np.finfo(np.float64).eps) * largest
+        return transport_terms(mdp, name, ground, pairs, zero_diagonal)
+    if info.form == "stein":
+        return stein_form(mdp, name)
+    if info.form == "pair-linear":
+        return eps_bar_form(mdp, ground, pairs)
+    raise InputError(f"'{name}' is derived from another fixed point and is not an operator", param="metric")
 
 
 def apply_operator(mdp: FiniteMDP, name: str, d: np.ndarray, ground: Ground = "reward") -> np.ndarray:

@@ -117,6 +117,7 @@ from .ground import Ground
 from .kernels import on_small_path
 from .mdp import FiniteMDP
 from .relations import RELATION_ATOL, relation_labels
+from .roundoff import U, gamma
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -161,14 +162,13 @@ class Quotient:
     def deviation(self, M: float) -> np.ndarray:
         """``delta(s)`` for every original state, for a bound M on the oscillation of d~*."""
         c = self.mdp.discount
-        return np.max(self.ground_deviation + c * M * self.transport_deviation, axis=1)
+        return np.max(self.ground_deviation + c * M * self.transport_deviation, axis=1) * (1 + 4 * U)
 
     def lift_error(self, M: float) -> float:
-        """``2 max_s delta(s) / (1 - c)``: what lifting adds to the quotient's certificate."""
+        """``2 max_s delta(s) / (1 - c)``: what lifting adds to the quotient's certificate (the deviation
+        parts already bound the exact quantities; the factor covers this formula's own rounding)."""
         delta = self.deviation(M)
-        terms = self.source.n_states + 2 * self.source.n_actions + 8
-        rounding = 1.0 + terms * float(np.finfo(np.float64).eps)
-        return 2.0 * rounding * float(np.max(delta, initial=0.0)) / (1.0 - self.mdp.discount)
+        return 2.0 * (1.0 + 8 * U) * float(np.max(delta, initial=0.0)) / (1.0 - self.mdp.discount)
 
     def certificate(self, d: np.ndarray, certified_error: float) -> float:
         """Certified sup-norm error of ``lift(d)`` on the original MDP, given the quotient's."""
@@ -278,41 +278,66 @@ def _aggregate(X, onehot):
 
 
 def _row_tv(X: sp.csr_matrix, rows_x: np.ndarray, Y: sp.csr_matrix, rows_y: np.ndarray) -> np.ndarray:
-    """``TV(X[rows_x[i]], Y[rows_y[i]])`` for every i (sparse, O(nnz))."""
+    """``TV(X[rows_x[i]], Y[rows_y[i]])`` for every i (sparse, O(nnz)), as computed: one rounded subtraction
+    per entry and a sum of them, so the exact half-sum of the computed rows is at most ``(1 + gamma(k + 2))``
+    times this, k the number of blocks."""
     diff = X[rows_x] - Y[rows_y]
     return 0.5 * np.asarray(abs(diff).sum(axis=1)).ravel()
 
 
 def _deviation_parts(mdp: FiniteMDP, q: FiniteMDP, metric: str, ground: Ground, labels: np.ndarray,
                      reps: np.ndarray, onehot: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
-    """(ground part, transport part) of delta(s), compared with the quotient's own arrays."""
+    """(ground part, transport part) of delta(s), compared with the quotient's own arrays, each an upper bound
+    on the exact quantity of the module docstring: what is computed, scaled for the rounding of its own
+    arithmetic, plus the errors of the quantities it is computed from (:mod:`bisimkit.roundoff`): the mean
+    rewards and mean actions of both MDPs, their laws against the exact ones (the stored rows' renormalisation,
+    Ppi's sums), the block aggregation (sums of n non-negative masses: ``gamma(n)`` of a total mass 1), and
+    for eps the entangled coupling of pi(s) with pi~(B(s)) (a measure of misplaced uniforms, on which the
+    ground term is at most its largest value and the total variation at most 1)."""
     n, m = mdp.n_states, mdp.n_actions
+    k = q.n_states
+    ro, qo = mdp.roundoff, q.roundoff
+    aggregate = 0.5 * gamma(n) + U  # the aggregated masses' rounding, in total variation
+    tv_scale = 1.0 + gamma(k + 2)
     if metric in ("pi", "psm"):
         agg = _aggregate(_transition_matrix(mdp, True), onehot)
-        tv = _row_tv(agg, np.arange(n), _transition_matrix(q, True), labels)
+        tv = _row_tv(agg, np.arange(n), _transition_matrix(q, True), labels) * tv_scale
+        tv = tv + ro.pi_law_error + qo.pi_law_error[labels] + aggregate
         if metric == "pi":
-            g = np.abs(mdp.reward_pi - q.reward_pi[labels])
+            g = np.abs(mdp.reward_pi - q.reward_pi[labels]) * (1 + U) + ro.reward_pi_error + qo.reward_pi_error[labels]
         else:
-            g = np.abs(mdp.mean_action - q.mean_action[labels]).sum(axis=1)
+            k_dims = mdp.mean_action.shape[1]
+            g = (np.abs(mdp.mean_action - q.mean_action[labels]).sum(axis=1) * (1 + gamma(k_dims + 1))
+                 + ro.mean_action_error + qo.mean_action_error[labels])
         return g[:, None], tv[:, None]
     agg = _aggregate(_transition_matrix(mdp, False), onehot)
     if metric == "bisim":
         q_rows = (labels[:, None] * m + np.arange(m)).ravel()
-        tv = _row_tv(agg, np.arange(n * m), _transition_matrix(q, False), q_rows).reshape(n, m)
-        return np.abs(mdp.rewards - q.rewards[labels]), tv
+        tv = _row_tv(agg, np.arange(n * m), _transition_matrix(q, False), q_rows).reshape(n, m) * tv_scale
+        tv = tv + (ro.transition_law_error + qo.transition_law_error[q_rows]).reshape(n, m) + aggregate
+        return np.abs(mdp.rewards - q.rewards[labels]) * (1 + U), tv
     # eps: the entangled coupling of pi(s) and pi~(B(s)), cell by cell (the merged breakpoint segments).
     cells = entangled_cells(histogram_rows(mdp.policy), np.arange(n), histogram_rows(q.policy), labels)
     s, a, b = cells.problem, cells.i, cells.j
     block = labels[s]
-    tv = _row_tv(agg, s * m + a, _transition_matrix(q, False), block * m + b)
+    tv = _row_tv(agg, s * m + a, _transition_matrix(q, False), block * m + b) * tv_scale
+    tv = tv + ro.transition_law_error[s * m + a] + qo.transition_law_error[block * m + b] + aggregate
     if isinstance(ground, str) and ground == "reward":
-        g = np.abs(mdp.rewards[s, a] - q.rewards[block, b])
+        g = np.abs(mdp.rewards[s, a] - q.rewards[block, b]) * (1 + U)
+        high = np.maximum(np.abs(ro.reward_high - qo.reward_low[labels]), np.abs(qo.reward_high[labels] - ro.reward_low))
     elif isinstance(ground, str):  # policy
-        g = np.abs(mdp.mean_action[s] - q.mean_action[block]).sum(axis=1)
+        k_dims = mdp.mean_action.shape[1]
+        g = (np.abs(mdp.mean_action[s] - q.mean_action[block]).sum(axis=1) * (1 + gamma(k_dims + 1))
+             + ro.mean_action_error[s] + qo.mean_action_error[block])
+        high = np.zeros(n)
+        np.maximum.at(high, s, g)
     else:
-        g = _ground_matrix_deviation(np.asarray(ground), s * m + a, reps[block] * m + b)
-    g_dev = np.bincount(s, weights=cells.mass * g, minlength=n)
-    t_dev = np.bincount(s, weights=cells.mass * tv, minlength=n)
+        g = _ground_matrix_deviation(np.asarray(ground), s * m + a, reps[block] * m + b) * (1 + U)
+        high = np.full(n, float(np.max(ground, initial=0.0)))
+    rounding = 1.0 + gamma(2 * m + 3)  # the cell-weighted sums below, their masses off by u relative
+    misplaced = ro.policy_breakpoints + qo.policy_breakpoints[labels]
+    g_dev = np.bincount(s, weights=cells.mass * g, minlength=n) * rounding + misplaced * high
+    t_dev = np.bincount(s, weights=cells.mass * tv, minlength=n) * rounding + misplaced
     return g_dev[:, None], t_dev[:, None]
 
 

@@ -64,8 +64,8 @@ class WarmStarts:
 def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: np.ndarray,
                       d: np.ndarray, p: int = 1, plans: bool = False,
                       zero_diagonal: bool = True, warm: WarmStarts | None = None,
-                      buffers: list | None = None, gaps: np.ndarray | None = None
-                      ) -> tuple[np.ndarray, Cells | None]:
+                      buffers: list | None = None, gaps: np.ndarray | None = None,
+                      marginal: np.ndarray | None = None) -> tuple[np.ndarray, Cells | None]:
     """Optimal ``W_p`` values (and plans) for the pairs ``(X[src[k]], Y[dst[k]])``.
 
     Parameters
@@ -83,6 +83,10 @@ def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: 
         (reused instead of allocated; the previous call's plans are overwritten).
     gaps : an array of one entry per problem, filled with a bound on ``|value - W_p|``
         (for p = 2 from the bound g on the squared cost A: ``min(sqrt(g), g / sqrt(A))``).
+    marginal : per problem, a bound on how far its two histograms are from the exact laws, in total
+        variation (summed over both sides); ``gaps`` then bound the distance to the transport cost
+        between the exact laws: moving mass ``TV`` changes an optimal cost by at most ``TV`` times the
+        largest cost the two supports meet (``docs/operators.md#the-certificate``, lemma L2).
     """
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
@@ -90,6 +94,7 @@ def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: 
     N = len(src)
     values = np.zeros(N)
     gap = np.zeros(N)
+    exact = np.zeros(N, dtype=bool)
     slots = np.maximum(np.diff(X.indptr)[src] + np.diff(Y.indptr)[dst] - 1, 0)
     off = np.concatenate([[0], np.cumsum(slots)]).astype(np.int64)
     out = None
@@ -108,9 +113,13 @@ def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: 
         if plans:
             a, b = off[start], off[stop]
             view = (out[0][a:b], out[1][a:b], out[2][a:b])
-        values[start:stop], gap[start:stop] = _transport_chunk(
+        values[start:stop], gap[start:stop], exact[start:stop] = _transport_chunk(
             X, src[start:stop], Y, dst[start:stop], C, zero_diagonal,
             warm.chunk(start, *_lengths(X, Y, src[start:stop], dst[start:stop])) if warm is not None else None, view)
+    if marginal is not None and N:
+        row_max = C.max(axis=1, initial=0.0)
+        reach = np.minimum(support_maxima(X, row_max)[src], support_maxima(Y, row_max)[dst])
+        gap += np.where(exact, 0.0, reach * marginal)
     if p != 1:
         cost = np.maximum(values, 0.0)
         values = np.sqrt(cost) if p == 2 else cost ** (1.0 / p)
@@ -123,6 +132,18 @@ def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: 
     if not plans:
         return values, None
     return values, Cells.from_slots(off, *out)
+
+
+def support_maxima(X, row_max: np.ndarray) -> np.ndarray:
+    """Per row of the CSR rows ``X``: the largest ``row_max[i]`` over the atoms i of its support (0 for an
+    empty row). With ``row_max`` the row maxima of a symmetric cost matrix, this bounds every cost a
+    transport problem or a coupling of that row with any other can meet."""
+    out = np.zeros(X.shape[0])
+    ptr = np.asarray(X.indptr, dtype=np.int64)
+    live = np.nonzero(np.diff(ptr) > 0)[0]
+    if len(live):
+        out[live] = np.maximum.reduceat(row_max[np.asarray(X.indices)], ptr[live])
+    return out
 
 
 def seed_line_starts(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: np.ndarray, h: np.ndarray,
@@ -143,8 +164,10 @@ def _lengths(X, Y, src, dst):
     return np.diff(X.indptr)[src], np.diff(Y.indptr)[dst]
 
 
-def _transport_chunk(X, src, Y, dst, C, zero_diagonal, bases, out) -> tuple[np.ndarray, np.ndarray]:
-    """Values of one chunk and their gaps; plans written into ``out = (i, j, mass)`` slots when given."""
+def _transport_chunk(X, src, Y, dst, C, zero_diagonal, bases, out) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Values of one chunk, their gaps, and which values are exact whatever the laws' own errors (identical
+    rows under a zero-diagonal cost: the exact laws are identical too); plans written into
+    ``out = (i, j, mass)`` slots when given."""
     ip, mp, lp = padded_rows(X, src)
     iq, mq, lq = padded_rows(Y, dst)
     chunk = _Chunk(ip, mp, lp, iq, mq, lq, C, out)
@@ -155,9 +178,10 @@ def _transport_chunk(X, src, Y, dst, C, zero_diagonal, bases, out) -> tuple[np.n
         todo &= ~same
         k, a = np.nonzero(same[:, None] & (mp > 0))
         chunk.write(k, a, ip[k, a], ip[k, a], mp[k, a])
+    exact = ~todo  # identical histograms under a zero-diagonal cost, or an empty side: 0 for the exact laws too
     todo = _compiled(chunk, todo, bases)
     _pot(chunk, todo, bases)
-    return chunk.cost, chunk.gap
+    return chunk.cost, chunk.gap, exact
 
 
 class _Chunk:

@@ -42,7 +42,8 @@ def test_four_state_by_hand():
     assert q.labels.tolist() == [0, 1, 1, 2] and q.representatives.tolist() == [0, 1, 3]
     np.testing.assert_allclose(q.mdp.transitions[:, 0], [[0, .5, .5], [0, 1, 0], [0, 0, 1]])
     np.testing.assert_allclose(q.mdp.rewards[:, 0], [0, 0, 1])
-    assert q.deviation(10.0).max() == 0.0
+    # copies deviate by what the arithmetic behind the deviation may be off, nothing more
+    assert 0.0 < q.deviation(10.0).max() <= 64 * np.finfo(float).eps
     sol = solve(mdp, "pi")
     assert "on the quotient (3 of 4 states)" in sol.method
     c = 0.9
@@ -179,7 +180,9 @@ def test_all_states_merged():
     mdp, _ = planted_bisimulation(base, 5, seed=1)
     sol = solve(mdp, "eps")
     assert "(1 of 5 states)" in sol.method
-    assert np.all(sol.distances == 0) and sol.certified_error == 0.0
+    # one block: nothing is left to solve, and the lift's certificate is the copies' round-off (their
+    # transition masses were split in floating point), small but not 0
+    assert np.all(sol.distances == 0) and 0.0 < sol.certified_error <= 1e-12
 
 
 def test_value_iteration_on_the_quotient():

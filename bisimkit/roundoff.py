@@ -1,0 +1,376 @@
+"""What floating point is unsure of: the round-off bounds behind every certificate.
+
+A certificate (``docs/operators.md#the-certificate``) bounds the distance from a computed value to
+the exact fixed point of the exact MDP. The MDP is its stored float64 arrays, read as exact
+rationals; a transition or policy row whose entries do not sum to exactly 1 stands for that row
+divided by its exact sum. Every quantity the solvers derive from those arrays is computed in
+floating point, and this module says by how much each can be off.
+
+Notation: ``u = 2^-53`` is the unit round-off of float64 (round to nearest), and
+``gamma(k) = k u / (1 - k u)`` bounds the relative error of a sum of k non-negative terms, or of a
+dot product of k terms relative to the sum of the absolute products, in any order of summation
+(Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., Sec. 3.1).
+
+* :func:`two_sum`, :func:`two_product`: error-free transformations, ``a + b = s + e`` and
+  ``a b = p + e`` exactly (Knuth; Dekker 1971).
+* :func:`dot_rows`: the dot product of every row of two arrays in twice the working precision,
+  rounded once (Ogita, Rump, Oishi 2005, Algorithm Dot2), with the bound
+  ``|result - exact| <= u |exact| + gamma(k)^2 sum |w x|`` (their Proposition 5.5).
+* :func:`row_defects`: ``|exact row sum - 1|`` for rows of masses, 0 where the float sum is exact
+  and equals 1.
+* :func:`breakpoint_errors`: for each histogram, ``sum_i |computed breakpoint i - exact
+  breakpoint i|``, the measure of the uniforms that the computed entangled coupling
+  (:func:`bisimkit.couplings.merge_breakpoints`) sends to another cell than the exact one.
+* :class:`MDPRoundOff`: these bounds for one MDP (per state and per state-action pair), which
+  the operators turn into the per-pair charges of their evaluations; :class:`UnionRoundOff` for two
+  MDPs side by side.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from .kernels import DenseRows, kernel
+
+#: Unit round-off of float64: every correctly rounded operation has relative error at most U.
+U = 2.0 ** -53
+#: The smallest positive subnormal float64: a product that underflows is off by at most half of it.
+TINY = 2.0 ** -1074
+#: Dekker's splitting constant ``2^27 + 1``: ``a = hi + lo`` with both halves of 26 bits.
+_SPLIT = 134217729.0
+#: Above this magnitude the splitting could overflow; :func:`dot_rows` then uses the a priori bound.
+_SPLIT_MAX = 2.0 ** 995
+
+
+def gamma(k: float) -> float:
+    """``k u / (1 - k u)``: the relative error bound of a k-term sum of non-negative terms."""
+    k = float(k)
+    return k * U / (1.0 - k * U) if k * U < 0.5 else float("inf")
+
+
+def two_sum(a, b):
+    """``(s, e)`` with ``s = fl(a + b)`` and ``a + b = s + e`` exactly (Knuth's TwoSum; arrays or floats)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _split(a):
+    c = _SPLIT * a
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def two_product(a, b):
+    """``(p, e)`` with ``p = fl(a b)`` and ``a b = p + e`` exactly (Dekker's TwoProduct), barring
+    underflow (then ``|e|`` is off by at most :data:`TINY`) and overflow (``|a|, |b| < 2^995``)."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, al * bl - (((p - ah * bh) - al * bh) - ah * bl)
+
+
+def dot_rows(W: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(value, error)``: ``value[r] = sum_j W[r, j] X[r, j]`` computed in twice the working precision
+    and rounded once, and a bound on ``|value[r] - exact[r]|``.
+
+    Parameters
+    ----------
+    W, X : arrays of the same shape (R, k), or X broadcastable to it (e.g. (1, k)).
+
+    The bound is ``(|r| + gamma(k)^2 sum_j |W X|) (1 + 4u) + 2 k TINY``: the error of the compensated
+    sum ``p + s`` is at most ``gamma(k)^2 sum |W X|`` (Ogita, Rump, Oishi 2005, the proof of Prop. 5.5,
+    before the final rounding), and ``r`` is that final rounding's own error, computed exactly by
+    :func:`two_sum` (0 when the dot product is representable); the last term covers products that
+    underflow. Inputs beyond ``2^995`` in magnitude fall back to the plain sum and its
+    a priori bound ``gamma(k) sum |W X|``.
+    """
+    W = np.asarray(W, dtype=np.float64)
+    X = np.broadcast_to(np.asarray(X, dtype=np.float64), W.shape)
+    k = W.shape[1] if W.ndim == 2 else 1
+    if W.ndim != 2:
+        W, X = W.reshape(-1, 1), X.reshape(-1, 1)
+    absolute = np.abs(W * X).sum(axis=1)
+    if k == 0:
+        return np.zeros(W.shape[0]), np.zeros(W.shape[0])
+    if max(float(np.max(np.abs(W), initial=0.0)), float(np.max(np.abs(X), initial=0.0))) >= _SPLIT_MAX:
+        return (W * X).sum(axis=1), gamma(k) * absolute * (1 + 4 * U)
+    p, s = two_product(W[:, 0], X[:, 0])
+    for j in range(1, k):
+        h, r = two_product(W[:, j], X[:, j])
+        p, q = two_sum(p, h)
+        s = s + (q + r)
+    value, rest = two_sum(p, s)  # the final rounding, exactly: value + rest = p + s
+    error = (np.abs(rest) + gamma(k) ** 2 * absolute * (1 + gamma(k))) * (1 + 4 * U) + 2 * k * TINY
+    return value, error
+
+
+def row_defects(X: np.ndarray, chunk_cells: int = 65_536) -> np.ndarray:
+    """A bound on ``|sum of row - 1|`` (the exact sum of the stored floats) for every row of the last
+    axis of the non-negative array ``X``.
+
+    When every entry of a row is a multiple of ``2^-52`` its float sum is exact (every partial sum is
+    such a multiple below 2, hence representable), and the bound is ``|float sum - 1|`` itself: 0 for
+    rows that sum to exactly 1. Otherwise it adds the sum's a priori error ``gamma(k) * float sum``.
+    Works through the rows in blocks of about ``chunk_cells`` entries, to bound the memory.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    k = X.shape[-1] if X.ndim else 1
+    rows = X.reshape(-1, k)
+    out = np.empty(rows.shape[0])
+    step = max(1, chunk_cells // max(k, 1))
+    for lo in range(0, rows.shape[0], step):
+        block = rows[lo:lo + step]
+        total = block.sum(axis=1)
+        scaled = block * 2.0 ** 52
+        dyadic = np.all(scaled == np.floor(scaled), axis=1) & (total <= 1.5)
+        out[lo:lo + step] = np.abs(total - 1.0) + np.where(dyadic, 0.0, gamma(k) * total)
+    return out.reshape(X.shape[:-1])
+
+
+@kernel(cache=True)
+def _breakpoint_errors(indptr, data, out):
+    """Per CSR row: a bound on sum_i |computed breakpoint i - exact breakpoint i| (see breakpoint_errors)."""
+    u = 1.1102230246251565e-16
+    for r in range(len(indptr) - 1):
+        lo = indptr[r]
+        hi = indptr[r + 1]
+        k = hi - lo
+        if k <= 1:
+            out[r] = 0.0  # one atom: its breakpoint is 1, exactly
+            continue
+        total = 0.0
+        lost = 0.0  # sum of |rounding errors| of the running sum: |float total - exact total| <= lost
+        for x in range(lo, hi):
+            s = total + data[x]
+            bb = s - total
+            lost += abs((total - (s - bb)) + (data[x] - bb))
+            total = s
+        lost_total = lost * (1.0 + 2.0 * k * u)
+        if total <= lost_total or total <= 0.0:
+            out[r] = float(k)  # nothing is known about this row's breakpoints
+            continue
+        low = (total - lost_total) * (1.0 - 2.0 * u)  # a lower bound on the exact total
+        exact_division = total == 1.0
+        run = 0.0
+        lost = 0.0
+        acc = 0.0
+        for x in range(lo, hi - 1):  # the last breakpoint is set to 1, which is exact
+            s = run + data[x]
+            bb = s - run
+            lost += abs((run - (s - bb)) + (data[x] - bb))
+            run = s
+            b = run / total
+            if b > 1.0:
+                b = 1.0
+            acc += (lost * (1.0 + 2.0 * k * u) + b * lost_total) / low
+            if not exact_division:
+                acc += u * b
+        out[r] = acc * (1.0 + 4.0 * k * u)
+
+
+def breakpoint_errors(X) -> np.ndarray:
+    """For every row of ``X`` (CSR rows with sorted indices, a :class:`~bisimkit.kernels.DenseRows`, or a
+    dense array of histograms along the last axis), a bound on ``sum_i |B~_i - B_i|``: ``B~`` the
+    breakpoints :func:`bisimkit.couplings.breakpoints` computes (running sums, divided by the float
+    total, the last one set to 1), ``B`` the exact ones of the row divided by its exact sum.
+
+    Uses the exact rounding error of every addition of the running sums (:func:`two_sum`), so a row
+    whose sums are exact and total 1 (dyadic masses) gets 0. Why it bounds the coupling's error:
+    the entangled coupling maps a uniform U to the pair of atoms whose breakpoint intervals hold it;
+    the computed and the exact coupling differ only on the U between a computed breakpoint and the
+    exact one, a set of measure at most this sum (per side).
+    """
+    if isinstance(X, np.ndarray):
+        X = DenseRows(X)
+    elif not getattr(X, "has_sorted_indices", True):
+        X = X.sorted_indices()
+    out = np.zeros(X.shape[0])
+    _breakpoint_errors(np.asarray(X.indptr, dtype=np.int64), np.ascontiguousarray(X.data, dtype=np.float64), out)
+    return out
+
+
+class MDPRoundOff:
+    """Round-off bounds of the quantities the operators read from one MDP (module docstring), each computed
+    when first asked for.
+
+    Per state s (n,): ``reward_pi_error`` bounds ``|Rpi~(s) - Rpi(s)|`` (against the exact mean reward
+    under the normalised policy), ``mean_action_error`` bounds ``||abar~(s) - abar(s)||_1``,
+    ``pi_relative`` bounds the relative error of every entry of the stored ``Ppi`` row against the
+    exact one and ``pi_law_error`` the row's total variation from it (:func:`mixture_errors`),
+    ``policy_defect`` bounds ``|sum pi(s) - 1|`` (:func:`row_defects`), ``policy_breakpoints`` is
+    :func:`breakpoint_errors` of the policy row, ``reward_high`` / ``reward_low`` are the largest and
+    smallest ``R(s, a)`` over the actions the policy uses (all actions without a policy). Per
+    state-action row ``s m + a`` (n m,): ``transition_defect`` bounds ``|sum P(s, a) - 1|``,
+    ``transition_law_error`` the total variation between the stored ``P(s, a)`` and the exact law, and
+    ``transition_breakpoints`` is :func:`breakpoint_errors` of ``P(s, a)``.
+    """
+
+    FIELDS = ("reward_pi_error", "mean_action_error", "pi_relative", "pi_law_error", "policy_defect",
+              "policy_breakpoints", "reward_high", "reward_low", "transition_defect", "transition_law_error",
+              "transition_breakpoints")
+
+    def __init__(self, mdp) -> None:
+        self._mdp = mdp
+
+    @cached_property
+    def reward_pi_error(self) -> np.ndarray:
+        return self._zeros() if self._mdp.policy is None else self._mdp.reward_pi_error
+
+    @cached_property
+    def mean_action_error(self) -> np.ndarray:
+        return self._zeros() if self._mdp.policy is None else self._mdp.mean_action_error
+
+    @cached_property
+    def _mixture(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._mdp.policy is None:
+            return self._zeros(), self._zeros()
+        return mixture_errors(self._mdp.policy, self._mdp.transitions)
+
+    @property
+    def pi_relative(self) -> np.ndarray:
+        return self._mixture[0]
+
+    @property
+    def pi_law_error(self) -> np.ndarray:
+        return self._mixture[1]
+
+    @cached_property
+    def policy_defect(self) -> np.ndarray:
+        return self._zeros() if self._mdp.policy is None else row_defects(self._mdp.policy)
+
+    @cached_property
+    def policy_breakpoints(self) -> np.ndarray:
+        return self._zeros() if self._mdp.policy is None else breakpoint_errors(self._mdp.policy)
+
+    @cached_property
+    def _reward_range(self) -> tuple[np.ndarray, np.ndarray]:
+        R, pi = self._mdp.rewards, self._mdp.policy
+        used = np.ones(R.shape, dtype=bool) if pi is None else pi > 0
+        return np.where(used, R, -np.inf).max(axis=1), np.where(used, R, np.inf).min(axis=1)
+
+    @property
+    def reward_high(self) -> np.ndarray:
+        return self._reward_range[0]
+
+    @property
+    def reward_low(self) -> np.ndarray:
+        return self._reward_range[1]
+
+    @cached_property
+    def transition_defect(self) -> np.ndarray:
+        n = self._mdp.n_states
+        return row_defects(self._mdp.transitions.reshape(-1, n))
+
+    @cached_property
+    def transition_law_error(self) -> np.ndarray:
+        d = self.transition_defect
+        return 0.5 * d / np.maximum(1.0 - d, 0.5)
+
+    @cached_property
+    def transition_breakpoints(self) -> np.ndarray:
+        return breakpoint_errors(self._mdp.transition_rows)
+
+    def _zeros(self) -> np.ndarray:
+        return np.zeros(self._mdp.n_states)
+
+
+class UnionRoundOff:
+    """The bounds of two MDPs side by side, in the numbering of their disjoint union (A's states and rows,
+    then B's): what the operators between two MDPs read (:mod:`bisimkit.between`). Each field is the
+    concatenation of the two :class:`MDPRoundOff` fields, made when first asked for."""
+
+    def __init__(self, a: MDPRoundOff, b: MDPRoundOff) -> None:
+        self._parts = (a, b)
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        if name not in MDPRoundOff.FIELDS:
+            raise AttributeError(name)
+        value = np.concatenate([getattr(part, name) for part in self._parts])
+        setattr(self, name, value)
+        return value
+
+
+def policy_average(policy: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(value, error)``: ``value[s] = sum_a pi[s, a] values[s, a]`` (values (n, m), or (1, m) for values
+    shared by every state) by :func:`dot_rows`, and a bound on its distance to the exact average under
+    the normalised policy row ``pi[s] / sum(pi[s])`` (:func:`row_defects` charges the normalisation)."""
+    value, error = dot_rows(policy, values)
+    defect = row_defects(policy)
+    return value, error + (np.abs(value) + error) * defect / np.maximum(1.0 - defect, 0.5)
+
+
+def mixture_errors(policy: np.ndarray, transitions: np.ndarray, chunk_cells: int = 65_536
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """``(relative, tv)`` per state for the stored ``Ppi = clean(einsum(pi, P))`` of
+    :attr:`bisimkit.mdp.FiniteMDP.transition_pi`: a bound on the relative error of every entry of the row
+    against the exact law ``sum_a pi^(s, a) P^(s, a)`` of the normalised rows, and on the row's total
+    variation from it.
+
+    Each entry's m-term sum is recomputed in twice the working precision (:func:`two_product`,
+    :func:`two_sum`), which gives its rounding error up to ``gamma(m)^2`` of its size: 0 in practice when
+    the products and sums were exact (dyadic masses). The inputs' normalisation (:func:`row_defects`)
+    scales the exact mixture by at most ``(1 +- d_pi)(1 +- d_P)``; the row's renormalisation divides by
+    its float sum, exact when that sum is 1 and its terms are multiples of ``2^-52``, else within
+    ``gamma(n)`` of the exact sum, and rounds each quotient unless the divisor is 1."""
+    n, m, _ = transitions.shape
+    relative = np.zeros(n)
+    tv = np.zeros(n)
+    pi_defect = row_defects(policy)
+    P_defect = row_defects(transitions).max(axis=1)
+    step = max(1, chunk_cells // max(n, 1))  # rows per block: each temporary is (rows, n)
+    for lo in range(0, n, step):
+        hi = min(lo + step, n)
+        pi, P = policy[lo:hi], transitions[lo:hi]
+        q = np.einsum("sa,sat->st", pi, P)  # as transition_pi computes it
+        hi_part, lo_part = two_product(pi[:, 0, None], P[:, 0, :])
+        size = np.abs(hi_part)
+        positive = (pi[:, 0, None] > 0) & (P[:, 0, :] > 0)
+        for a in range(1, m):
+            h, r = two_product(pi[:, a, None], P[:, a, :])
+            hi_part, e = two_sum(hi_part, h)
+            lo_part = lo_part + (e + r)
+            size = size + np.abs(h)
+            positive |= (pi[:, a, None] > 0) & (P[:, a, :] > 0)
+        error = (np.abs((q - hi_part) - lo_part) * (1 + 4 * U) + gamma(m) ** 2 * size * (1 + gamma(m))
+                 + 2 * m * TINY)
+        d_in = pi_defect[lo:hi] + P_defect[lo:hi] + pi_defect[lo:hi] * P_defect[lo:hi]
+        d_in = d_in / np.maximum(1.0 - d_in, 0.5)
+        error = error + d_in[:, None] * (q + error)  # |q - exact normalised mixture| per entry
+        with np.errstate(divide="ignore", invalid="ignore"):
+            entry = np.where(q > 0, error / np.where(q > 0, q, 1.0), np.where(positive, 1.0, 0.0))
+        total = q.sum(axis=1)
+        scaled = q * 2.0 ** 52
+        exact_sum = np.all(scaled == np.floor(scaled), axis=1) & (total <= 1.5)
+        sum_error = np.where(exact_sum, 0.0, gamma(n) * total)
+        sigma = sum_error + error.sum(axis=1)  # |float sum - 1|, the exact mixture summing to 1
+        division = np.where(total == 1.0, 0.0, U)
+        low = np.maximum(total - sum_error, 0.5)
+        relative[lo:hi] = ((entry.max(axis=1, initial=0.0) + sigma) / low + division) * (1 + 4 * U)
+        tv[lo:hi] = (0.5 * (error.sum(axis=1) + sigma) / low + 0.5 * division) * (1 + 4 * U)
+    return relative, tv
+
+
+def gamma_array(k: np.ndarray) -> np.ndarray:
+    """:func:`gamma` elementwise, for arrays of term counts."""
+    k = np.asarray(k, dtype=np.float64)
+    return k * U / (1.0 - k * U)
+
+
+def grid_breakpoint_error(shape: tuple[int, ...]) -> float:
+    """An a priori bound on the measure of uniforms that the computed coordinate-wise (Rosenblatt) coupling
+    of one law on a grid of ``shape`` sends to another cell than the exact one (its share; the law it is
+    coupled with adds its own).
+
+    Coordinate k draws from the law of its K values given the earlier coordinates: masses that are sums
+    of the ``rest`` cells behind each value (relative error ``gamma(rest)`` each, the normalisation cancels
+    in the ratios), whose breakpoints are running sums divided by their total: each of the K - 1
+    breakpoints is off by at most ``2 gamma(rest) + 2 gamma(K) + u``. Branches of the chain are weighted
+    by their masses (summing to 1), and each coordinate's product of masses adds one rounding."""
+    total = 0.0
+    for axis, size in enumerate(shape):
+        rest = float(np.prod(shape[axis + 1:], dtype=np.float64)) if axis + 1 < len(shape) else 1.0
+        total += (size - 1) * (2 * gamma(rest) + 2 * gamma(size) + U) + U
+    return total * (1 + 8 * U)

@@ -384,14 +384,22 @@ def _collapsed(choose: Choices, rng: np.random.Generator):
     n = choose.integer(3, 12)
     m = choose.integer(1, 3)
     scale = choose.choice((1.0, 1e2, 1e4))
-    R = np.tile(rng.uniform(-1.0, 1.0, m) * scale, (n, 1))
+    spread = choose.choice((1.0, 1e-2, 1e-4))  # how far apart the actions' rewards are, relative to the scale
+    base = rng.uniform(-1.0, 1.0, m) if spread == 1.0 else 1.0 + spread * rng.uniform(-1.0, 1.0, m)
+    R = np.tile(base * scale, (n, 1))
     pi = np.tile(_random_policy(rng, 1, m)[0], (n, 1))
-    if choose.boolean() or n > 6:  # copies of one sparse row per action
+    rows = choose.choice(("absorbing", "copies", "random"))
+    if rows == "absorbing":
+        P = np.zeros((n, m, n))
+        P[np.arange(n), :, np.arange(n)] = 1.0
+    elif rows == "copies" or n > 6:  # one sparse row per action, shared
         P = np.broadcast_to(_random_rows(rng, (m,), n, density=3.0 / n), (n, m, n)).copy()
     else:
         P = _random_rows(rng, (n, m), n)
+    kinds = ("reward", "policy", "transition", "none")
+    every = choose.choice(kinds + ("mixed",))  # one kind of perturbation for every state, or mixed
     for s in range(1, n):
-        kind = choose.choice(("reward", "policy", "transition", "none"))
+        kind = choose.choice(kinds) if every == "mixed" else every
         if kind == "reward":
             a = choose.integer(0, m - 1)
             toward = np.inf if choose.boolean() else -np.inf
@@ -456,10 +464,11 @@ def adversarial_mdp(choose: Choices, families: tuple[str, ...] = ALL_FAMILIES, m
     * ``cancelling-average``: n 2-5, m 2-3; state 0 has the policy (1/2, 1/2) and rewards (0, 0) or
       (x, -x); state 1 (and others at random) rewards and a policy whose float64 average is exactly 0
       while the rational one is not (:func:`cancelling_average`, rewards 10 to 2e8);
-    * ``collapsed``: n 3-12, m 1-3: copies of one state (rewards at scale 1, 1e2 or 1e4; for n > 6,
-      or at random, the same sparse transition rows too, else random rows), each perturbed by 1-8
-      ulps of one reward, 1-16 units of 2^-53 of policy mass, or 1-8 units of 2^-53 to 2^-30 of
-      transition mass: the relations collapse to one block;
+    * ``collapsed``: n 3-12, m 1-3: copies of one state (rewards at scale 1, 1e2 or 1e4, the actions'
+      rewards apart by the scale or by 1e-2 or 1e-4 of it; every state absorbing, or all with the
+      same sparse rows, or random rows for n <= 6), each perturbed by 1-8 ulps of one reward, 1-16
+      units of 2^-53 of policy mass, or 1-8 units of 2^-53 to 2^-30 of transition mass (one kind for
+      all, or mixed): the relations collapse to one block;
     * ``loose-floor``: n 2-6, m 1-3, rewards 19 * 10^j (j in -1..2) with differences near 1e-13 * 10^j;
     * ``many-actions``: n 2-4, m 4-10, random dyadic rows (policies with zeros, at random), rewards at a
       scale 1e-3 to 1e8.

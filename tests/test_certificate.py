@@ -22,7 +22,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from exact_reference import EXACT_METRICS, GROUNDS, error_against, exact_fixed_point, exact_fixed_point_fractions
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, note, settings
 
 from bisimkit import FiniteMDP, solve
 from bisimkit.quotient import quotient as quotient_of
@@ -55,6 +55,7 @@ def _certified(mdp: FiniteMDP, metric: str, ground: str | None, tol: float, quot
 
 
 def _check(mdp: FiniteMDP, metric: str, ground: str | None, tol: float, quotient: bool) -> None:
+    note(f"the MDP in full precision: {mdp.to_dict()}")  # the case's repr rounds its floats
     _certified(mdp, metric, ground, tol, quotient)
 
 

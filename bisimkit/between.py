@@ -47,8 +47,8 @@ from .kernels import DenseRows, between_cells, small_path
 from .mdp import FiniteMDP
 from .memory import check_memory_between
 from .operators import (COMPILED_EPS_BAR_PAIRS, PairLinearForm, SteinForm, TransportTerms, coupling_errors,
-                        ground_errors, ground_reach, mean_action_errors, mean_reward_errors, operator_info,
-                        pair_system, state_rows)
+                        ground_reach, ground_terms, mean_action_terms, mean_reward_terms, operator_info, pair_system,
+                        state_rows, stein_constant)
 from .roundoff import U, UnionRoundOff, gamma, gamma_array
 from .pairs import PairSpace
 from .solvers import small_solve
@@ -253,12 +253,11 @@ def cross_form(a: FiniteMDP, b: FiniteMDP, metric: str, ground: Ground | None = 
     if metric in ("mico", "psm-sampled"):
         ra, rb = a.roundoff, b.roundoff
         if metric == "mico":
-            A = np.abs(a.reward_pi[:, None] - b.reward_pi[None, :])
-            parts = (ra.reward_pi_error, rb.reward_pi_error, U, np.zeros(a.n_states), np.zeros(b.n_states))
+            A, parts = stein_constant(ra.reward_pi, ra.reward_pi_rest, ra.reward_pi_bound, rb.reward_pi,
+                                      rb.reward_pi_rest, rb.reward_pi_bound)
         else:
-            A = _l1_cross(a.mean_action, b.mean_action)
-            parts = (ra.mean_action_error, rb.mean_action_error, gamma(a.mean_action.shape[1] + 1),
-                     np.zeros(a.n_states), np.zeros(b.n_states))
+            A, parts = stein_constant(ra.mean_action, ra.mean_action_rest, ra.mean_action_bound, rb.mean_action,
+                                      rb.mean_action_rest, rb.mean_action_bound)
         return SteinForm(A, np.array(a.transition_pi), a.discount, Q=np.array(b.transition_pi), A_error=parts,
                          P_relative=ra.pi_relative, Q_relative=rb.pi_relative)
     pairs = cross_pairs(a.n_states, b.n_states)
@@ -302,8 +301,7 @@ def _cross_ground_terms(a: FiniteMDP, b: FiniteMDP, ground: Ground, ro, S: np.nd
     (:func:`bisimkit.operators.ground_reach`), with ``ro`` the union's round-off."""
     na = a.n_states
     s, t = S[ge.problem], T[ge.problem]
-    G = _ground_values(a, b, ground, s, ge.i, t, ge.j)
-    G_error = ground_errors(ground, ro, s, na + t, G, a.action_values.shape[1])
+    G, G_error = ground_terms(lambda c: _ground_values(a, b, ground, s, c.i, t, c.j), ground, ro, S, na + T, ge)
     matrix_max = 0.0 if isinstance(ground, str) else float(np.max(ground, initial=0.0))
     return G, G_error, ground_reach(ground, ro, S, na + T, ge, G, G_error, len(S), matrix_max)
 
@@ -315,16 +313,11 @@ def _transport_terms(a: FiniteMDP, b: FiniteMDP, metric: str, ground: Ground, pa
     ro = UnionRoundOff(a.roundoff, b.roundoff)
     if metric in ("pi", "dbc", "psm"):
         if metric == "psm":
-            const = np.empty(k)
-            for lo in range(0, k, 1_000_000):
-                hi = min(lo + 1_000_000, k)
-                const[lo:hi] = np.abs(a.mean_action[S[lo:hi]] - b.mean_action[T[lo:hi]]).sum(axis=1)
+            const, const_error = mean_action_terms(ro, pairs.s, pairs.t)
             key = np.concatenate([a.mean_action[:, 0], b.mean_action[:, 0]]) if a.action_values.shape[1] == 1 else None
-            const_error = mean_action_errors(ro, pairs.s, pairs.t, const, a.action_values.shape[1])
         else:
-            const = np.abs(a.reward_pi[S] - b.reward_pi[T])
+            const, const_error = mean_reward_terms(ro, pairs.s, pairs.t)
             key = np.concatenate([a.reward_pi, b.reward_pi])
-            const_error = mean_reward_errors(ro, pairs.s, pairs.t, const)
         rows = _joint_rows(a.transition_pi_rows, b.transition_pi_rows)
         return CrossTerms(pairs, np.arange(k), np.ones(k), const, S, na + T, rows, "sum",
                           2 if metric == "dbc" else 1, c, False, row_const_error=const_error,

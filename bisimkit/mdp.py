@@ -113,15 +113,17 @@ class FiniteMDP:
     @property
     def reward_pi_error(self) -> np.ndarray:
         """A bound on ``|reward_pi[s] - exact Rpi(s)|`` for every state (:mod:`bisimkit.roundoff`)."""
-        return self._reward_pi[1]
+        _, rest, bound = self._reward_pi
+        return np.abs(rest) + bound
 
     @cached_property
-    def _reward_pi(self) -> tuple[np.ndarray, np.ndarray]:
+    def _reward_pi(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return policy_average(self.require_policy("the policy-averaged reward"), self.rewards)
 
     @cached_property
     def transition_pi(self) -> np.ndarray:
-        """``Ppi[s] = sum_a pi[s,a] P[s,a]`` (n x n), rows cleaned to sum to 1."""
+        """``Ppi[s] = sum_a pi[s,a] P[s,a]`` (n x n), rows cleaned to sum to 1 (how far each row may be from the
+        exact mixture: :func:`bisimkit.roundoff.mixture_errors`)."""
         pi = self.require_policy("the policy-averaged transition")
         Ppi = np.einsum("sa,sat->st", pi, self.transitions)
         return _clean_rows(Ppi)
@@ -135,14 +137,14 @@ class FiniteMDP:
     @property
     def mean_action_error(self) -> np.ndarray:
         """A bound on ``||mean_action[s] - exact abar(s)||_1`` for every state (:mod:`bisimkit.roundoff`)."""
-        return self._mean_action[1]
+        _, rest, bound = self._mean_action
+        return (np.abs(rest) + bound).sum(axis=1)
 
     @cached_property
-    def _mean_action(self) -> tuple[np.ndarray, np.ndarray]:
+    def _mean_action(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         pi = self.require_policy("the mean action")
-        columns = [policy_average(pi, self.action_values[None, :, k]) for k in range(self.action_values.shape[1])]
-        value = np.column_stack([v for v, _ in columns]) if columns else np.zeros((self.n_states, 0))
-        return value, np.sum([e for _, e in columns], axis=0) if columns else np.zeros(self.n_states)
+        parts = [policy_average(pi, self.action_values[None, :, k]) for k in range(self.action_values.shape[1])]
+        return tuple(np.column_stack([p[i] for p in parts]) for i in range(3))
 
     @cached_property
     def roundoff(self) -> MDPRoundOff:

@@ -29,7 +29,7 @@ from .ground import Ground, ground_values
 from .mdp import FiniteMDP
 from .pairs import PairSpace
 from .pseudometric import metric_closure
-from .roundoff import U, MDPRoundOff, UnionRoundOff, gamma, gamma_array, grid_breakpoint_error
+from .roundoff import U, MDPRoundOff, UnionRoundOff, gamma, gamma_array, grid_breakpoint_error, pair_differences
 from .compiled import eps_bar_counts, eps_bar_matrix, eps_bar_product, pair_system_from_slots
 from .kernels import on_small_path
 from .transport import WarmStarts, optimal_transport, seed_line_starts, support_maxima
@@ -346,26 +346,36 @@ def action_cells(mdp: FiniteMDP, s: np.ndarray, t: np.ndarray) -> Cells:
 
 
 # ------------------------------------------------------------ the charges
-def mean_reward_errors(ro: MDPRoundOff | UnionRoundOff, s: np.ndarray, t: np.ndarray, const: np.ndarray) -> np.ndarray:
-    """Error bounds of ``|Rpi(s) - Rpi(t)|`` as computed: both means' errors and the subtraction's rounding."""
-    return ro.reward_pi_error[s] + ro.reward_pi_error[t] + U * const
+def mean_reward_terms(ro: MDPRoundOff | UnionRoundOff, s: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(|Rpi(s) - Rpi(t)|, error)``, the difference taken in twice the working precision
+    (:func:`bisimkit.roundoff.pair_differences`)."""
+    return pair_differences(ro.reward_pi, ro.reward_pi_rest, ro.reward_pi_bound, s, t)
 
 
-def mean_action_errors(ro: MDPRoundOff | UnionRoundOff, s: np.ndarray, t: np.ndarray, const: np.ndarray, k: int) -> np.ndarray:
-    """Error bounds of ``||abar(s) - abar(t)||_1`` as computed: both mean actions' errors (in l1) and the
-    rounding of the k subtractions and their sum."""
-    return ro.mean_action_error[s] + ro.mean_action_error[t] + gamma(k + 1) * const
+def mean_action_terms(ro: MDPRoundOff | UnionRoundOff, s: np.ndarray, t: np.ndarray,
+                      chunk: int = 1_000_000) -> tuple[np.ndarray, np.ndarray]:
+    """``(||abar(s) - abar(t)||_1, error)`` for the pairs ``(s[k], t[k])``, each coordinate's difference in
+    twice the working precision (:func:`bisimkit.roundoff.pair_differences`), in chunks to bound memory."""
+    const, error = np.empty(len(s)), np.empty(len(s))
+    for lo in range(0, len(s), chunk):
+        const[lo:lo + chunk], error[lo:lo + chunk] = pair_differences(
+            ro.mean_action, ro.mean_action_rest, ro.mean_action_bound, s[lo:lo + chunk], t[lo:lo + chunk])
+    return const, error
 
 
-def ground_errors(ground: Ground, ro: MDPRoundOff | UnionRoundOff, s: np.ndarray, t: np.ndarray, G: np.ndarray, k: int) -> np.ndarray:
-    """Error bounds of the ground values ``G`` computed for the cells of states ``s``, ``t``: one rounded
-    subtraction for the reward ground, the mean actions' errors for the policy ground, none for a matrix
-    (its entries are the input)."""
-    if isinstance(ground, str) and ground == "reward":
-        return U * G
+def ground_terms(mdp_ground, ground: Ground, ro: MDPRoundOff | UnionRoundOff, pair_s: np.ndarray,
+                 pair_t: np.ndarray, cells: Cells) -> tuple[np.ndarray, np.ndarray]:
+    """``(G, error)`` on the action cells of the pairs ``(pair_s, pair_t)`` (union numbering in ``ro``):
+    the reward ground is one rounded subtraction of inputs (``mdp_ground(cells)`` computes it), the policy
+    ground the pair's mean-action distance in twice the working precision, a matrix ground its entries
+    (the input, exact)."""
+    if isinstance(ground, str) and ground == "policy":
+        const, error = mean_action_terms(ro, pair_s, pair_t)
+        return const[cells.problem], error[cells.problem]
+    G = mdp_ground(cells)
     if isinstance(ground, str):
-        return mean_action_errors(ro, s, t, G, k)
-    return np.zeros(len(G))
+        return G, U * G
+    return G, np.zeros(len(G))
 
 
 def ground_reach(ground: Ground, ro: MDPRoundOff | UnionRoundOff, s: np.ndarray, t: np.ndarray, cells: Cells, G: np.ndarray,
@@ -409,15 +419,13 @@ def transport_terms(mdp: FiniteMDP, name: str, ground: Ground = "reward", pairs:
     pairs = default_pairs(mdp, name) if pairs is None else pairs
     zero = OPERATORS[name].pseudometric if zero_diagonal is None else zero_diagonal
     S, T = pairs.s, pairs.t
-    k_dims = mdp.action_values.shape[1]
-    if name in ("pi", "dbc"):
-        const = np.abs(mdp.reward_pi[S] - mdp.reward_pi[T])
-        return _policy_averaged_terms(mdp, pairs, const, 1 if name == "pi" else 2, zero,
-                                      mean_reward_errors(mdp.roundoff, S, T, const))
-    if name == "psm":
-        const = _l1_pairs(mdp.mean_action, pairs)
-        return _policy_averaged_terms(mdp, pairs, const, 1, zero, mean_action_errors(mdp.roundoff, S, T, const, k_dims))
     ro = mdp.roundoff
+    if name in ("pi", "dbc"):
+        const, const_error = mean_reward_terms(ro, S, T)
+        return _policy_averaged_terms(mdp, pairs, const, 1 if name == "pi" else 2, zero, const_error)
+    if name == "psm":
+        const, const_error = mean_action_terms(ro, S, T)
+        return _policy_averaged_terms(mdp, pairs, const, 1, zero, const_error)
     if name == "bisim":
         row_pair = np.repeat(np.arange(len(pairs)), m)
         a = np.tile(np.arange(m), len(pairs))
@@ -429,8 +437,7 @@ def transport_terms(mdp: FiniteMDP, name: str, ground: Ground = "reward", pairs:
     if name in ("eps", "eps-avg"):
         ge = policy_cells(mdp, pairs)
         s, t = S[ge.problem], T[ge.problem]
-        G = ground_values(mdp, ground, s, ge.i, t, ge.j)
-        G_error = ground_errors(ground, ro, s, t, G, k_dims)
+        G, G_error = ground_terms(lambda c: ground_values(mdp, ground, s, c.i, t, c.j), ground, ro, S, T, ge)
         matrix_max = 0.0 if isinstance(ground, str) else float(np.max(ground, initial=0.0))
         reach = ground_reach(ground, ro, S, T, ge, G, G_error, len(pairs), matrix_max)
         coupling = coupling_errors(ro, S, T)
@@ -457,15 +464,6 @@ def transport_terms(mdp: FiniteMDP, name: str, ground: Ground = "reward", pairs:
                               law_error=ro.transition_law_error,
                               pair_weight_error=U + ro.policy_defect[S] + ro.policy_defect[T])
     raise ValueError(f"'{name}' has no transport form")
-
-
-def _l1_pairs(X: np.ndarray, pairs: PairSpace, chunk: int = 1_000_000) -> np.ndarray:
-    """``||X[s] - X[t]||_1`` for every pair, in chunks to bound memory."""
-    out = np.empty(len(pairs))
-    for start in range(0, len(pairs), chunk):
-        s, t = pairs.s[start:start + chunk], pairs.t[start:start + chunk]
-        out[start:start + chunk] = np.abs(X[s] - X[t]).sum(axis=1)
-    return out
 
 
 # ------------------------------------------------------------------- stein
@@ -540,6 +538,33 @@ def stein_error(form: "SteinForm", value, size, chunk_cells: int = 131_072) -> f
     return worst * (1 + 4 * U)
 
 
+def stein_constant(value: np.ndarray, rest: np.ndarray, bound: np.ndarray, value_b: np.ndarray | None = None,
+                   rest_b: np.ndarray | None = None, bound_b: np.ndarray | None = None,
+                   chunk_cells: int = 131_072) -> tuple[np.ndarray, tuple]:
+    """``(A, A_error parts)``: ``A[s, t] = |x(s) - y(t)|`` (the l1 norm over columns for per-state vectors) with
+    x and y held as value + rest within bound (y = x when its arrays are None), each difference in twice
+    the working precision (:func:`bisimkit.roundoff.pair_differences`), a block of rows at a time; the
+    parts are the separable bound of that function (:class:`SteinForm`)."""
+    if value_b is None:
+        value_b, rest_b, bound_b = value, rest, bound
+    na, nb = value.shape[0], value_b.shape[0]
+    joint = (np.concatenate([value, value_b]), np.concatenate([rest, rest_b]), np.concatenate([bound, bound_b]))
+    A = np.empty((na, nb))
+    step = max(1, chunk_cells // max(nb, 1))
+    cols = na + np.arange(nb)[None, :]
+    for lo in range(0, na, step):
+        rows = np.arange(lo, min(lo + step, na))[:, None]
+        A[lo:lo + step] = pair_differences(*joint, rows, cols)[0]
+    k = value.shape[1] if value.ndim == 2 else 1
+
+    def side(r, b):
+        r, b = np.abs(r), b
+        return (b.sum(axis=1) + 3 * U * r.sum(axis=1)) if r.ndim == 2 else b + 3 * U * r
+
+    relative = gamma(k) + 2 * U * (1 + gamma(k))
+    return A, (side(rest, bound), side(rest_b, bound_b), relative, np.zeros(na), np.zeros(nb))
+
+
 def stein_form(mdp: FiniteMDP, name: str) -> SteinForm:
     """The Stein form of ``mico`` or ``psm-sampled``, and of ``dbc-sampled`` when the policy's
     next-state laws are point masses (:func:`point_mass_transitions`), with the bounds on what its
@@ -548,14 +573,9 @@ def stein_form(mdp: FiniteMDP, name: str) -> SteinForm:
     n = mdp.n_states
     zeros = np.zeros(n)
     if name == "mico":
-        A = np.abs(mdp.reward_pi[:, None] - mdp.reward_pi[None, :])
-        parts = (ro.reward_pi_error, ro.reward_pi_error, U, zeros, zeros)
+        A, parts = stein_constant(ro.reward_pi, ro.reward_pi_rest, ro.reward_pi_bound)
     elif name == "psm-sampled":
-        abar = mdp.mean_action
-        A = np.zeros((n, n))
-        for k in range(abar.shape[1]):
-            A += np.abs(abar[:, None, k] - abar[None, :, k])
-        parts = (ro.mean_action_error, ro.mean_action_error, gamma(abar.shape[1] + 1), zeros, zeros)
+        A, parts = stein_constant(ro.mean_action, ro.mean_action_rest, ro.mean_action_bound)
     elif name == "dbc-sampled" and point_mass_transitions(mdp):
         # W2 between point masses at s' and t' is d(s', t') (d >= 0), so the transport rows become
         # sum pi(a|s) pi(a'|t) d(s'_a, t'_a') = (Ppi d Ppi^T)(s, t): a Stein equation.
@@ -711,13 +731,13 @@ def entangled_ground_terms(mdp: FiniteMDP, ground: Ground, s: np.ndarray, t: np.
     G(s, a, t, a')``, a bound on its error as computed (the ground values' errors and the rounding of
     the sum; the coupling's own error is charged apart), and :func:`ground_reach`."""
     b, b_error, reach = np.empty(len(s)), np.empty(len(s)), np.empty(len(s))
-    ro, k_dims = mdp.roundoff, mdp.action_values.shape[1]
+    ro = mdp.roundoff
     matrix_max = 0.0 if isinstance(ground, str) else float(np.max(ground, initial=0.0))
     for start in range(0, len(s), chunk):
         S, T = s[start:start + chunk], t[start:start + chunk]
         ge = action_cells(mdp, S, T)
-        G = ground_values(mdp, ground, S[ge.problem], ge.i, T[ge.problem], ge.j)
-        G_error = ground_errors(ground, ro, S[ge.problem], T[ge.problem], G, k_dims)
+        G, G_error = ground_terms(lambda c: ground_values(mdp, ground, S[c.problem], c.i, T[c.problem], c.j), ground,
+                                  ro, S, T, ge)
         part = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(S))
         cells = np.bincount(ge.problem, minlength=len(S))
         b[start:start + chunk] = part

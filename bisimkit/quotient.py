@@ -117,7 +117,8 @@ from .ground import Ground
 from .kernels import on_small_path
 from .mdp import FiniteMDP
 from .relations import RELATION_ATOL, relation_labels
-from .roundoff import U, gamma
+from .operators import mean_action_terms, mean_reward_terms
+from .roundoff import U, UnionRoundOff, gamma
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -303,13 +304,10 @@ def _deviation_parts(mdp: FiniteMDP, q: FiniteMDP, metric: str, ground: Ground, 
         agg = _aggregate(_transition_matrix(mdp, True), onehot)
         tv = _row_tv(agg, np.arange(n), _transition_matrix(q, True), labels) * tv_scale
         tv = tv + ro.pi_law_error + qo.pi_law_error[labels] + aggregate
-        if metric == "pi":
-            g = np.abs(mdp.reward_pi - q.reward_pi[labels]) * (1 + U) + ro.reward_pi_error + qo.reward_pi_error[labels]
-        else:
-            k_dims = mdp.mean_action.shape[1]
-            g = (np.abs(mdp.mean_action - q.mean_action[labels]).sum(axis=1) * (1 + gamma(k_dims + 1))
-                 + ro.mean_action_error + qo.mean_action_error[labels])
-        return g[:, None], tv[:, None]
+        both = UnionRoundOff(ro, qo)
+        terms = mean_reward_terms if metric == "pi" else mean_action_terms
+        g, g_error = terms(both, np.arange(n), n + labels)
+        return (g + g_error)[:, None], tv[:, None]
     agg = _aggregate(_transition_matrix(mdp, False), onehot)
     if metric == "bisim":
         q_rows = (labels[:, None] * m + np.arange(m)).ravel()
@@ -326,9 +324,8 @@ def _deviation_parts(mdp: FiniteMDP, q: FiniteMDP, metric: str, ground: Ground, 
         g = np.abs(mdp.rewards[s, a] - q.rewards[block, b]) * (1 + U)
         high = np.maximum(np.abs(ro.reward_high - qo.reward_low[labels]), np.abs(qo.reward_high[labels] - ro.reward_low))
     elif isinstance(ground, str):  # policy
-        k_dims = mdp.mean_action.shape[1]
-        g = (np.abs(mdp.mean_action[s] - q.mean_action[block]).sum(axis=1) * (1 + gamma(k_dims + 1))
-             + ro.mean_action_error[s] + qo.mean_action_error[block])
+        g, g_error = mean_action_terms(UnionRoundOff(ro, qo), s, n + block)
+        g = g + g_error
         high = np.zeros(n)
         np.maximum.at(high, s, g)
     else:

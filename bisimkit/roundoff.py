@@ -72,49 +72,79 @@ def two_product(a, b):
     return p, al * bl - (((p - ah * bh) - al * bh) - ah * bl)
 
 
-def dot_rows(W: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(value, error)``: ``value[r] = sum_j W[r, j] X[r, j]`` computed in twice the working precision
-    and rounded once, and a bound on ``|value[r] - exact[r]|``.
+def dot_rows(W: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(value, rest, bound)`` for ``exact[r] = sum_j W[r, j] X[r, j]``: ``value + rest`` is the dot product in
+    twice the working precision (``value`` its rounding to float64, ``rest`` that rounding's error, both
+    exact floats) and ``bound`` bounds ``|value + rest - exact|``.
 
     Parameters
     ----------
     W, X : arrays of the same shape (R, k), or X broadcastable to it (e.g. (1, k)).
 
-    The bound is ``(|r| + gamma(k)^2 sum_j |W X|) (1 + 4u) + 2 k TINY``: the error of the compensated
-    sum ``p + s`` is at most ``gamma(k)^2 sum |W X|`` (Ogita, Rump, Oishi 2005, the proof of Prop. 5.5,
-    before the final rounding), and ``r`` is that final rounding's own error, computed exactly by
-    :func:`two_sum` (0 when the dot product is representable); the last term covers products that
-    underflow. Inputs beyond ``2^995`` in magnitude fall back to the plain sum and its
-    a priori bound ``gamma(k) sum |W X|``.
+    Ogita, Rump and Oishi's Dot2 (2005): products split exactly by :func:`two_product`, summed by
+    :func:`two_sum` with the errors gathered apart. Before its final rounding the result is within
+    ``gamma(k)^2 sum_j |W X|`` of the exact value (the proof of their Prop. 5.5); that final rounding is
+    kept exactly as ``rest``. ``bound = gamma(k)^2 sum |W X| (1 + gamma(k)) (1 + 4u) + 2 k TINY`` (the
+    last term covers products that underflow). Inputs beyond ``2^995`` in magnitude, where the splitting
+    could overflow, fall back to the plain sum with ``rest = 0`` and the a priori ``gamma(k) sum |W X|``.
     """
     W = np.asarray(W, dtype=np.float64)
     X = np.broadcast_to(np.asarray(X, dtype=np.float64), W.shape)
-    k = W.shape[1] if W.ndim == 2 else 1
     if W.ndim != 2:
         W, X = W.reshape(-1, 1), X.reshape(-1, 1)
-    absolute = np.abs(W * X).sum(axis=1)
+    k = W.shape[1]
+    zeros = np.zeros(W.shape[0])
     if k == 0:
-        return np.zeros(W.shape[0]), np.zeros(W.shape[0])
+        return zeros, zeros.copy(), zeros.copy()
+    absolute = np.abs(W * X).sum(axis=1)
     if max(float(np.max(np.abs(W), initial=0.0)), float(np.max(np.abs(X), initial=0.0))) >= _SPLIT_MAX:
-        return (W * X).sum(axis=1), gamma(k) * absolute * (1 + 4 * U)
+        return (W * X).sum(axis=1), zeros, gamma(k) * absolute * (1 + 4 * U)
     p, s = two_product(W[:, 0], X[:, 0])
     for j in range(1, k):
         h, r = two_product(W[:, j], X[:, j])
         p, q = two_sum(p, h)
         s = s + (q + r)
     value, rest = two_sum(p, s)  # the final rounding, exactly: value + rest = p + s
-    error = (np.abs(rest) + gamma(k) ** 2 * absolute * (1 + gamma(k))) * (1 + 4 * U) + 2 * k * TINY
-    return value, error
+    bound = gamma(k) ** 2 * absolute * (1 + gamma(k)) * (1 + 4 * U) + 2 * k * TINY
+    return value, rest, bound
 
 
-def row_defects(X: np.ndarray, chunk_cells: int = 65_536) -> np.ndarray:
+def pair_differences(value: np.ndarray, rest: np.ndarray, bound: np.ndarray, s: np.ndarray, t: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """``(const, error)``: ``const = |x(s) - x(t)|`` for quantities held as ``x = value + rest`` within ``bound``
+    of exact (:func:`dot_rows`, :func:`policy_average`), and a bound on its distance to the exact one.
+    Per-state scalars (``value`` of shape (n,)) give one difference per index pair (``s``, ``t`` any
+    broadcastable index arrays); per-state vectors (``value`` of shape (n, k)) are summed over their k
+    columns, ``||x(s) - x(t)||_1``.
+
+    The difference is taken in twice the working precision: ``value[s] - value[t]`` by :func:`two_sum`
+    (its rounding error kept), the rests' difference added, one rounding at the end. So ``const`` is the
+    exact difference up to a few units of its own last place (three roundings of terms no larger than
+    the rests and the result) plus the two inputs' bounds: the rounding of large, nearly equal means
+    cancels instead of being charged at their size. The error is at most
+    ``bound[s] + bound[t] + 3u (|rest[s]| + |rest[t]|) + 2u const`` (the separable form the Stein equations use)."""
+    vs, vt = value[s], value[t]
+    d, e = two_sum(vs, -vt)
+    rest_diff = rest[s] - rest[t]
+    tail = e + rest_diff
+    diff = d + tail
+    error = bound[s] + bound[t] + U * (np.abs(rest_diff) + np.abs(tail) + np.abs(diff)) * (1 + 4 * U)
+    if value.ndim == 1:
+        return np.abs(diff), error
+    k = diff.shape[-1]
+    const = np.abs(diff).sum(axis=-1)
+    return const, error.sum(axis=-1) + gamma(k) * const
+
+
+def row_defects(X: np.ndarray, chunk_cells: int = 262_144) -> np.ndarray:
     """A bound on ``|sum of row - 1|`` (the exact sum of the stored floats) for every row of the last
     axis of the non-negative array ``X``.
 
-    When every entry of a row is a multiple of ``2^-52`` its float sum is exact (every partial sum is
-    such a multiple below 2, hence representable), and the bound is ``|float sum - 1|`` itself: 0 for
-    rows that sum to exactly 1. Otherwise it adds the sum's a priori error ``gamma(k) * float sum``.
-    Works through the rows in blocks of about ``chunk_cells`` entries, to bound the memory.
+    Each row is summed in twice the working precision (:func:`two_sum` along the row, the errors gathered
+    apart; Ogita, Rump, Oishi 2005, Sum2), which leaves the exact sum within ``gamma(k)^2`` of the row's
+    total of ``|x|``: the bound is ``|(s - 1) + e|`` plus that, so a row that sums to exactly 1 gets a
+    defect of order 1e-32 instead of a unit of round-off. Works through the rows in blocks of about
+    ``chunk_cells`` entries, to bound the memory.
     """
     X = np.asarray(X, dtype=np.float64)
     k = X.shape[-1] if X.ndim else 1
@@ -123,10 +153,14 @@ def row_defects(X: np.ndarray, chunk_cells: int = 65_536) -> np.ndarray:
     step = max(1, chunk_cells // max(k, 1))
     for lo in range(0, rows.shape[0], step):
         block = rows[lo:lo + step]
-        total = block.sum(axis=1)
-        scaled = block * 2.0 ** 52
-        dyadic = np.all(scaled == np.floor(scaled), axis=1) & (total <= 1.5)
-        out[lo:lo + step] = np.abs(total - 1.0) + np.where(dyadic, 0.0, gamma(k) * total)
+        total = np.zeros(block.shape[0])
+        lost = np.zeros(block.shape[0])
+        for j in range(k):
+            total, e = two_sum(total, block[:, j])
+            lost = lost + e
+        size = np.abs(block).sum(axis=1)
+        out[lo:lo + step] = (np.abs((total - 1.0) + lost) * (1 + 4 * U)
+                             + gamma(k) ** 2 * size * (1 + gamma(k)) + 2 * k * TINY)
     return out.reshape(X.shape[:-1])
 
 
@@ -196,9 +230,10 @@ class MDPRoundOff:
     """Round-off bounds of the quantities the operators read from one MDP (module docstring), each computed
     when first asked for.
 
-    Per state s (n,): ``reward_pi_error`` bounds ``|Rpi~(s) - Rpi(s)|`` (against the exact mean reward
-    under the normalised policy), ``mean_action_error`` bounds ``||abar~(s) - abar(s)||_1``,
-    ``pi_relative`` bounds the relative error of every entry of the stored ``Ppi`` row against the
+    Per state s (n,): the mean reward ``reward_pi`` with ``reward_pi_rest`` and ``reward_pi_bound`` (the
+    exact mean reward under the normalised policy is within ``reward_pi_bound`` of ``reward_pi +
+    reward_pi_rest``, :func:`policy_average`), the mean action ``mean_action`` (n, k) likewise with
+    ``mean_action_rest`` and ``mean_action_bound``, ``pi_relative`` bounds the relative error of every entry of the stored ``Ppi`` row against the
     exact one and ``pi_law_error`` the row's total variation from it (:func:`mixture_errors`),
     ``policy_defect`` bounds ``|sum pi(s) - 1|`` (:func:`row_defects`), ``policy_breakpoints`` is
     :func:`breakpoint_errors` of the policy row, ``reward_high`` / ``reward_low`` are the largest and
@@ -208,20 +243,36 @@ class MDPRoundOff:
     ``transition_breakpoints`` is :func:`breakpoint_errors` of ``P(s, a)``.
     """
 
-    FIELDS = ("reward_pi_error", "mean_action_error", "pi_relative", "pi_law_error", "policy_defect",
-              "policy_breakpoints", "reward_high", "reward_low", "transition_defect", "transition_law_error",
-              "transition_breakpoints")
+    FIELDS = ("reward_pi", "reward_pi_rest", "reward_pi_bound", "mean_action", "mean_action_rest",
+              "mean_action_bound", "pi_relative", "pi_law_error", "policy_defect", "policy_breakpoints", "reward_high",
+              "reward_low", "transition_defect", "transition_law_error", "transition_breakpoints")
 
     def __init__(self, mdp) -> None:
         self._mdp = mdp
 
-    @cached_property
-    def reward_pi_error(self) -> np.ndarray:
-        return self._zeros() if self._mdp.policy is None else self._mdp.reward_pi_error
+    @property
+    def reward_pi(self) -> np.ndarray:
+        return self._mdp.reward_pi
 
-    @cached_property
-    def mean_action_error(self) -> np.ndarray:
-        return self._zeros() if self._mdp.policy is None else self._mdp.mean_action_error
+    @property
+    def reward_pi_rest(self) -> np.ndarray:
+        return self._mdp._reward_pi[1]
+
+    @property
+    def reward_pi_bound(self) -> np.ndarray:
+        return self._mdp._reward_pi[2]
+
+    @property
+    def mean_action(self) -> np.ndarray:
+        return self._mdp.mean_action
+
+    @property
+    def mean_action_rest(self) -> np.ndarray:
+        return self._mdp._mean_action[1]
+
+    @property
+    def mean_action_bound(self) -> np.ndarray:
+        return self._mdp._mean_action[2]
 
     @cached_property
     def _mixture(self) -> tuple[np.ndarray, np.ndarray]:
@@ -293,13 +344,14 @@ class UnionRoundOff:
         return value
 
 
-def policy_average(policy: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(value, error)``: ``value[s] = sum_a pi[s, a] values[s, a]`` (values (n, m), or (1, m) for values
-    shared by every state) by :func:`dot_rows`, and a bound on its distance to the exact average under
-    the normalised policy row ``pi[s] / sum(pi[s])`` (:func:`row_defects` charges the normalisation)."""
-    value, error = dot_rows(policy, values)
+def policy_average(policy: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(value, rest, bound)``: ``sum_a pi[s, a] values[s, a]`` (values (n, m), or (1, m) for values shared
+    by every state) as :func:`dot_rows` gives it, with ``bound`` widened to cover the exact average under
+    the normalised policy row ``pi[s] / sum(pi[s])`` (:func:`row_defects` bounds the normalisation)."""
+    value, rest, bound = dot_rows(policy, values)
     defect = row_defects(policy)
-    return value, error + (np.abs(value) + error) * defect / np.maximum(1.0 - defect, 0.5)
+    size = np.abs(value) + np.abs(rest) + bound
+    return value, rest, bound + size * defect / np.maximum(1.0 - defect, 0.5) * (1 + 4 * U)
 
 
 def mixture_errors(policy: np.ndarray, transitions: np.ndarray, chunk_cells: int = 65_536

@@ -232,7 +232,8 @@ def assert_exactly_stochastic(field: str, X: np.ndarray) -> None:
 
 
 def float_average(weights: np.ndarray, values: np.ndarray) -> float:
-    """``sum_a weights[a] values[a]`` in float64, evaluated as :attr:`FiniteMDP.reward_pi` does."""
+    """``sum_a weights[a] values[a]`` as a plain float64 sum of rounded products (numpy's einsum): the average
+    that cancels to 0 here, where :attr:`FiniteMDP.reward_pi`, computed in twice the working precision, does not."""
     return float(np.einsum("sa,sa->s", np.asarray(weights, float)[None], np.asarray(values, float)[None])[0])
 
 

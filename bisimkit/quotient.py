@@ -94,9 +94,13 @@ the original MDP is solved instead; otherwise the quotient is solved to
 ``tol`` minus that term, so the lifted certificate is at most ``tol``. For copies
 of states (``generators.planted_bisimulation``, ``lift``) the deviations are
 floating-point round-off, of order 1e-16. The quotient's own certificate charges the
-round-off of its solve (``docs/operators.md#the-certificate``); the deviations are sums
-of at most ``n + 2m`` non-negative terms, so their computed values are scaled up by
-``1 + (n + 2m + 8) eps`` before they are used.
+round-off of its solve (``docs/operators.md#the-certificate``). The deviations themselves are
+upper bounds on the exact ones, not their float64 values (:func:`_deviation_parts`): the
+differences of means in twice the working precision with their bounds, each law's total
+variation from the exact one added to the computed TV, the aggregation's rounding, for eps the
+measure of uniforms the computed action coupling misplaces, and every sum scaled for its own
+rounding; so a float64 mean that equals its representative's while the exact one does not,
+or a quotient collapsed to one block, is never certified by 0.
 
 Scope: ``pi``, ``psm``, ``bisim``, ``eps``. Not eps-bar (its fixed point depends on
 the state order and need not vanish on E_eps), nor the sampled / independent

@@ -618,8 +618,9 @@ def build_scene(name: str, image_size: int = IMAGE_SIZE, discount: float = 0.9) 
     per-coordinate terms), ``sprite`` (the 2-D linear-Gaussian sprite), ``sprite-noisy`` (the sprite with four
     times the transition noise, 0.2 per coordinate: where two states' next states are coupled matters).
 
-    On both sprites the shared transition noise cancels in the difference of two entangled next states, so
-    their ``eps-bar`` metrics are equal; the independent-sampling fixed points grow with the noise."""
+    Two entangled next states share their transition noise, which moves both by the same amount; the squashed
+    policy then acts on the moved states, so the noise still changes the entangled metrics, and more so the
+    independent-sampling ones, whose self-distances grow with it."""
     size = int(image_size)
     if name == "ring":
         mdp, mean, std = ring_mdp(discount=discount)

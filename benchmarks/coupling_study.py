@@ -62,7 +62,8 @@ from agents.metric_check import (check_variant, compare, intended_metric, learn_
 from agents.metric_check.references import MC_SAMPLES, PER_PAIR_FLOOR, Reference
 from agents.scenes import SCENES, build_scene
 from bisimkit.errors import InputError
-from bisimkit.files import atomic_write_json, staged_folder
+from bisimkit.files import atomic_write_json, atomic_write_text, staged_folder
+from figures.coupling_study import aggregate, findings, load_records, markdown_table, plot_coupling_study
 
 #: The study's methods: the agent's method and the variant (coupling, update rule).
 STUDY_METHODS = {
@@ -260,15 +261,11 @@ def _clean(value):
 
 def gather(out: Path, figure: Path | None = None) -> list[str]:
     """Table and figure of every record in ``out``; the lines of the findings."""
-    from figures.coupling_study import aggregate, findings, load_records, markdown_table, plot_coupling_study
-
     records = load_records(out)
     if not records:
         return []
     cells = aggregate(records)
     lines = findings(cells)
-    from bisimkit.files import atomic_write_text
-
     atomic_write_text(out / "table.md", markdown_table(cells) + "\n" + "\n".join(f"* {x}" for x in lines) + "\n")
     plot_coupling_study(figure or out / "coupling_study.png", cells)
     return lines
@@ -346,7 +343,7 @@ def _run(args) -> int:
         print("\n".join(lines) if lines else f"no records in {out}")
         return 0
     if args.threads is not None:
-        import torch  # the agents extra: a missing one is reported by run_command
+        import torch  # the agents extra: a missing one is reported by run_command, not at import
 
         torch.set_num_threads(args.threads)
     settings = {"steps": args.steps, "batch": args.batch, "image_size": args.image_size,

@@ -1,6 +1,6 @@
 """The coupling study's records: the table over seeds, the findings, and one figure.
 
-    python -m figures.coupling_study [--records benchmarks/results/coupling_study] [--out docs/coupling_study.png]
+    python -m figures.coupling_study [--records benchmarks/results/coupling_study] [--out docs/results/coupling_study.png]
         [--table RECORDS/table.md] [--page docs/results/coupling_study.md]
 
 Reads every record ``RECORDS/MODE/SCENE/METHOD/seedK/summary.json`` that
@@ -38,6 +38,9 @@ from .aggregate import DEFAULT_CONFIDENCE, interval_estimates
 from .style import plt, save
 
 MODES = ("isolated", "agent")
+#: The study's scenes and seeds per cell (``benchmarks.coupling_study``'s defaults).
+SCENES = ("ring", "sprite", "sprite-noisy")
+SEEDS = 5
 #: Study methods in table order, and the coupling family each one's loss samples with.
 METHOD_ORDER = ("eps-r", "indep-r", "eps-pi", "drq+pse", "drq+dbc", "dbc")
 FAMILY = {"eps-r": "entangled", "eps-pi": "entangled", "indep-r": "independent", "drq+pse": "independent",
@@ -132,12 +135,15 @@ def _order(cells) -> list[tuple[str, str, str]]:
 
 
 def _cell(row: dict, name: str, percent: bool) -> str:
+    """``mean [low, high]``; a number of one seed alone, with no interval."""
     if name not in row:
         return "–"
     v = row[name]
-    if percent:
-        return f"{100 * v['mean']:.1f}% [{100 * v['low']:.1f}, {100 * v['high']:.1f}]"
-    return f"{v['mean']:.3f} [{v['low']:.3f}, {v['high']:.3f}]"
+    scale, form = (100, "{:.1f}%") if percent else (1, "{:.3f}")
+    text = form.format(scale * v["mean"])
+    if len(v["values"]) < 2:
+        return text
+    return f"{text} [{form.format(scale * v['low']).rstrip('%')}, {form.format(scale * v['high']).rstrip('%')}]"
 
 
 def markdown_table(cells: dict) -> str:
@@ -147,7 +153,8 @@ def markdown_table(cells: dict) -> str:
         keys = [k for k in _order(cells) if k[0] == mode]
         if not keys:
             continue
-        parts.append(f"**{mode}** (mean over seeds [{DEFAULT_CONFIDENCE:.0%} stratified-bootstrap interval])\n")
+        parts.append(f"**{mode}** (mean over seeds [{DEFAULT_CONFIDENCE:.0%} stratified-bootstrap interval]; a "
+                     "number of one seed has none)\n")
         parts.append("| scene | method | coupling | vs intended: mean | max | vs own fixed point: mean | max | "
                      "per-pair mean (intended) | Spearman (intended) | invariance, seen | invariance, held-out | "
                      "seeds |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -168,6 +175,10 @@ def markdown_table(cells: dict) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _seeds(n: int) -> str:
+    return f"{n} seed" if n == 1 else f"{n} seeds"
+
+
 def findings(cells: dict) -> list[str]:
     """The coupling pairs compared by their error against the intended metric, and the entangled methods'
     targets against their own fixed points, one sentence each (whatever the sign)."""
@@ -184,16 +195,17 @@ def findings(cells: dict) -> list[str]:
                     continue
                 x, y = a["intended_mean"], b["intended_mean"]
                 seeds = min(len(a["seeds"]), len(b["seeds"]))
-                if x["high"] < y["low"]:
+                if seeds < 2:
+                    verdict = "no interval, no verdict"
+                elif x["high"] < y["low"]:
                     verdict = f"the entangled coupling is closer ({ent})"
                 elif y["high"] < x["low"]:
                     verdict = f"the independent coupling is closer ({ind})"
                 else:
                     verdict = "the intervals overlap: no coupling is closer at this number of seeds"
-                lines.append(f"{mode}, {scene}, {ground} ground: {ent} {100 * x['mean']:.1f}% "
-                             f"[{100 * x['low']:.1f}, {100 * x['high']:.1f}] against {ind} {100 * y['mean']:.1f}% "
-                             f"[{100 * y['low']:.1f}, {100 * y['high']:.1f}] mean error to the intended metric, "
-                             f"{seeds} seeds: {verdict}.")
+                lines.append(f"{mode}, {scene}, {ground} ground: {ent} {_cell(a, 'intended_mean', True)} against "
+                             f"{ind} {_cell(b, 'intended_mean', True)} mean error to the intended metric, "
+                             f"{_seeds(seeds)}: {verdict}.")
     for scene in scenes:
         for method in ("eps-r", "eps-pi"):
             row = cells.get(("isolated", scene, method))
@@ -204,10 +216,11 @@ def findings(cells: dict) -> list[str]:
             point = mean["mean"] <= TARGET_MEAN and worst["mean"] <= TARGET_MAX
             verdict = "met with the interval" if met else ("met by the mean, not by the interval" if point
                                                           else "missed")
-            lines.append(f"isolated, {scene}, {method} against its own fixed point: {100 * mean['mean']:.1f}% "
-                         f"[{100 * mean['low']:.1f}, {100 * mean['high']:.1f}] mean, {100 * worst['mean']:.1f}% "
-                         f"[{100 * worst['low']:.1f}, {100 * worst['high']:.1f}] max (targets 5% and 15%): "
-                         f"{verdict}.")
+            if len(row["seeds"]) < 2:
+                verdict = ("met by its one seed" if point else "missed by its one seed") + " (no interval)"
+            lines.append(f"isolated, {scene}, {method} against its own fixed point: {_cell(row, 'own_mean', True)} "
+                         f"mean, {_cell(row, 'own_max', True)} max, {_seeds(len(row['seeds']))} (targets 5% and "
+                         f"15%): {verdict}.")
     return lines
 
 
@@ -226,21 +239,16 @@ def plot_coupling_study(path, cells: dict):
     """Rows: isolated, agent; columns: scenes. In each panel, per method, every seed's mean error against the
     metric the method intends (% of its largest distance; where that metric is only bracketed, the least error
     with a line up to the largest), and the mean over seeds with its 95% interval."""
-    scenes = []
-    for _, scene, _ in _order(cells):
-        if scene not in scenes:
-            scenes.append(scene)
-    scenes = scenes or ["(no records)"]
+    scenes = list(SCENES) + sorted({scene for _, scene, _ in cells} - set(SCENES))
     fig, axes = plt.subplots(2, len(scenes), figsize=(3.9 * len(scenes), 6.6), squeeze=False, sharey="row")
     rng = np.random.default_rng(0)
     for r, mode in enumerate(MODES):
         for c, scene in enumerate(scenes):
             ax = axes[r][c]
-            methods = [m for m in METHOD_ORDER if (mode, scene, m) in cells] + sorted(
-                m for (md, sc, m) in cells if md == mode and sc == scene and m not in METHOD_ORDER)
+            methods = list(METHOD_ORDER) + sorted({m for (_, _, m) in cells} - set(METHOD_ORDER))
             for x, method in enumerate(methods):
-                row = cells[(mode, scene, method)]
-                if "intended_mean" not in row:
+                row = cells.get((mode, scene, method))
+                if row is None or "intended_mean" not in row:
                     continue
                 colour = COLOURS.get(FAMILY.get(method, "DBC"), "tab:grey")
                 values = np.asarray(row["intended_mean"]["values"]) * 100
@@ -257,9 +265,11 @@ def plot_coupling_study(path, cells: dict):
             ax.axhline(100 * TARGET_MEAN, color="tab:red", ls=":", lw=1)
             ax.set_xticks(range(len(methods)))
             ax.set_xticklabels(methods, rotation=35, ha="right", fontsize=8)
+            ax.set_xlim(-0.5, len(methods) - 0.3)
+            ax.set_ylim(bottom=0)
             ax.set_title(f"{scene}, {mode}", fontsize=9)
             ax.grid(axis="y", alpha=0.3)
-            if not methods:
+            if not any((mode, scene, m) in cells for m in methods):
                 ax.text(0.5, 0.5, "no records yet", transform=ax.transAxes, ha="center", va="center", color="grey")
             if c == 0:
                 ax.set_ylabel("mean error against the\nintended metric (% of its max)")
@@ -278,8 +288,12 @@ def page_block(cells: dict, records: list[dict], figure: str | None) -> str:
     if not records:
         return (f"{BEGIN}\n*No records yet: run `python -m benchmarks.coupling_study` (the command above), then "
                 f"`python -m figures.coupling_study --page docs/results/coupling_study.md`.*\n{END}")
+    planned = len(MODES) * len(SCENES) * len(METHOD_ORDER)
+    full = sum(1 for row in cells.values() if len(row["seeds"]) >= SEEDS)
     lines = [BEGIN, f"Generated from {len(records)} records by `python -m figures.coupling_study`; settings: "
-             f"{settings_line(records)}.", "", markdown_table(cells), "**Findings** (generated from the table):", ""]
+             f"{settings_line(records)}. **{len(cells)} of the {planned} cells have a record, {full} of them all "
+             f"{SEEDS} seeds**: a cell without a row below has no record yet, and a number of one seed has no "
+             "interval.", "", markdown_table(cells), "**Findings** (generated from the table):", ""]
     lines += [f"* {line}" for line in findings(cells)] or ["* no pair has records in both members yet"]
     if figure:
         lines += ["", f"![the learned metric against the intended one, per method, seeds as points]({figure})"]
@@ -304,11 +318,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", default="benchmarks/results/coupling_study",
                         help="folder of the study's records (default benchmarks/results/coupling_study)")
-    parser.add_argument("--out", default="docs/coupling_study.png", help="the figure (default docs/coupling_study.png)")
+    parser.add_argument("--out", default="docs/results/coupling_study.png",
+                        help="the figure (default docs/results/coupling_study.png)")
     parser.add_argument("--table", default=None, help="the table as markdown (default RECORDS/table.md)")
     parser.add_argument("--page", default=None, help="a page whose coupling-study block is replaced")
-    parser.add_argument("--figure-link", default="../coupling_study.png",
-                        help="the figure's path as the page links it (default ../coupling_study.png)")
+    parser.add_argument("--figure-link", default="coupling_study.png",
+                        help="the figure's path as the page links it (default coupling_study.png, beside the page)")
     args = parser.parse_args(argv)
     try:
         records = load_records(args.records)

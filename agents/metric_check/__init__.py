@@ -232,7 +232,7 @@ def _config(scene: Scene, method: str, image_size: int, batch: int, seed: int, d
 def _agent_class(coupling: str):
     """:class:`agents.agent.Agent`, or for eps-r's independent variant the agent whose bisimulation loss draws
     the two states' noise independently (:func:`bisimkit.losses.sampled_loss`, reward ground)."""
-    from ..agent import Agent
+    from ..agent import Agent  # torch: the agents extra, as in learn_metric
 
     return Agent if coupling != "independent" else independent_reward_agent()
 
@@ -241,9 +241,9 @@ def _agent_class(coupling: str):
 def independent_reward_agent():
     """The class of eps-r's independent-coupling variant (a subclass of :class:`agents.agent.Agent`; built on first
     use, as it needs torch)."""
-    from bisimkit.losses import gaussian_policy, gaussian_transition, reward_ground, sampled_loss
+    from bisimkit.losses import gaussian_policy, gaussian_transition, reward_ground, sampled_loss  # torch, as above
 
-    from ..agent import Agent
+    from ..agent import Agent  # torch: the agents extra
 
     class IndependentRewardAgent(Agent):
         """eps-r with the independent coupling: ``sampled_loss`` with the reward ground and
@@ -475,7 +475,7 @@ def learned_distance(agent):
     """The agent's learned distance of latent rows: its distance head (:meth:`Agent.latent_distance`), or under
     DBC's update, which has none, ``mean_i smoothL1(z_i, z'_i)``, the per-coordinate comparison its loss
     (:func:`bisimkit.losses.dbc_coordinate_loss`) regresses on ``smoothL1(r, r') + c W2_i``."""
-    from torch.nn import functional as F
+    from torch.nn import functional as F  # the agents extra, as in learn_metric
 
     if agent.distance is not None:
         return agent.latent_distance

@@ -121,20 +121,25 @@ def _point(name: str, matrix: np.ndarray, info: dict) -> Reference:
 # ------------------------------------------------------------------ finite
 def mean_action_mdp(mdp: FiniteMDP, mean_action: np.ndarray) -> FiniteMDP:
     """A finite MDP with the same policy-averaged transitions ``P_pi`` and rewards ``R_pi`` as ``mdp`` whose mean
-    action is ``mean_action`` (n values in [-1, 1]): two actions of values -1 and 1 taken with probabilities
-    ``(1 - abar) / 2`` and ``(1 + abar) / 2``, both leading by ``P_pi`` and paying ``R_pi``. ``pi``, ``psm``,
-    ``psm-sampled`` and ``mico`` read a policy only through ``P_pi``, ``R_pi`` and the mean action, so they give
-    on it the metrics of ``mdp``'s policy with ``mean_action`` as the policy ground."""
-    abar = np.asarray(mean_action, float).reshape(-1)
-    if abar.shape != (mdp.n_states,):
-        raise InputError(f"mean_action: expected {mdp.n_states} values, got shape {np.shape(mean_action)}")
+    action is ``mean_action`` (n values, or n x k, in [-1, 1]): ``2^k`` actions, the corners of [-1, 1]^k, each
+    coordinate +1 with probability ``(1 + abar_i) / 2`` independently, every one leading by ``P_pi`` and paying
+    ``R_pi``. ``pi``, ``psm``, ``psm-sampled`` and ``mico`` read a policy only through ``P_pi``, ``R_pi`` and the
+    mean action, so they give on it the metrics of ``mdp``'s policy with ``mean_action`` as the policy ground."""
+    abar = np.asarray(mean_action, float)
+    abar = abar[:, None] if abar.ndim == 1 else abar
+    if abar.ndim != 2 or abar.shape[0] != mdp.n_states:
+        raise InputError(f"mean_action: expected {mdp.n_states} rows, got shape {np.shape(mean_action)}")
     if np.any(np.abs(abar) > 1.0):
-        raise InputError(f"mean_action[{int(np.argmax(np.abs(abar) > 1))}]: outside [-1, 1]")
+        raise InputError(f"mean_action[{int(np.argmax(np.any(np.abs(abar) > 1, axis=1)))}]: outside [-1, 1]")
+    k = abar.shape[1]
+    corners = np.array([[1.0 if (c >> i) & 1 else -1.0 for i in range(k)] for c in range(2 ** k)])  # (2^k, k)
+    up = (1 + abar) / 2
+    policy = np.prod(np.where(corners[None] > 0, up[:, None, :], 1 - up[:, None, :]), axis=2)  # (n, 2^k)
     p_pi = np.einsum("sa,sat->st", mdp.policy, mdp.transitions)
     r_pi = np.einsum("sa,sa->s", mdp.policy, mdp.rewards)
-    policy = np.stack([(1 - abar) / 2, (1 + abar) / 2], axis=1)
-    return FiniteMDP(np.repeat(p_pi[:, None, :], 2, axis=1), np.repeat(r_pi[:, None], 2, axis=1), mdp.discount,
-                     policy, np.array([[-1.0], [1.0]]), name=f"{mdp.label} (mean action tanh mu)")
+    m = len(corners)
+    return FiniteMDP(np.repeat(p_pi[:, None, :], m, axis=1), np.repeat(r_pi[:, None], m, axis=1), mdp.discount,
+                     policy, corners, name=f"{mdp.label} (mean action given)")
 
 
 def _finite(scene: Scene, name: str, policy) -> Reference:

@@ -27,6 +27,13 @@ own random stream and never sees the state (:class:`Distractors`):
 * ``sprite``: a hollow square on its own random walk over a 5 x 5 lattice,
   drawn behind the state's sprite.
 
+A second family of the same three kinds, :class:`HeldOutDistractors`, is drawn
+only to evaluate, never in training, and shares no value with the training
+family: a background of soft stripes in colours whose every channel lies in
+[190, 255] (the training field stays in [0, 180]), colour gains in [0.3, 0.5] or
+[1.5, 1.7] (training: [0.6, 1.4]), and a filled cyan plus sign at continuous
+positions (training: a red hollow square on the lattice).
+
 A renderer returns one ``(H, W, 3)`` or ``(H, W, 4)`` uint8 image of a state (a
 state index for a finite MDP, a state vector for a Gaussian one). Where the
 alpha channel is 0 (or, without alpha, where the pixel is exactly black) the
@@ -55,6 +62,15 @@ SPRITE_LATTICE = 5
 SPRITE_STAY = 0.2
 #: The colour gains' AR(1) chain: g+ = 1 + rho (g - 1) + sd * noise, clipped to [1 - span, 1 + span].
 GAIN_RHO, GAIN_SD, GAIN_SPAN = 0.8, 0.12, 0.4
+#: Largest value of the training background field (4 x 4 colours in [0, 150] plus pixel noise in [0, 30]).
+BACKGROUND_MAX = 180.0
+#: The held-out family (:class:`HeldOutDistractors`): stripe colours per channel, gains' distance from 1, and the
+#: plus sign's colour.
+HELD_OUT_STRIPES = (190.0, 255.0)
+HELD_OUT_GAIN_OFFSET = (0.5, 0.7)
+HELD_OUT_COLOUR = np.array([40.0, 220.0, 230.0], np.float32)
+#: The distractor families: the one drawn in training, and the one drawn only to evaluate.
+FAMILIES = ("training", "held-out")
 BORDER = (255, 0, 255)
 
 
@@ -188,6 +204,75 @@ class Distractors:
 
 #: The distractor sprite's rim colour.
 SPRITE_COLOUR = np.array([230.0, 40.0, 40.0], np.float32)
+
+
+class HeldOutDistractors(Distractors):
+    """The evaluation-only family (module doc): the same three kinds drawn so that no frame of it can come
+    from the training family. ``DistractorState.gains`` are per-channel gains with ``|g - 1|`` in
+    :data:`HELD_OUT_GAIN_OFFSET` (each channel darker or brighter, its side kept along the chain);
+    ``DistractorState.cell`` holds the plus sign's centre as fractions of the frame, (B, 2) floats in [0.2, 0.8].
+
+    * ``background``: ``c1 + (c2 - c1) (1 + sin(2 pi (y cos t + x sin t) / p + phase)) / 2`` per channel, with
+      two colours ``c1, c2`` uniform in :data:`HELD_OUT_STRIPES`, an orientation ``t`` in [0, pi), a period ``p``
+      of 20-45% of the frame and a phase, a fresh draw every step;
+    * ``colour``: ``|g - 1|`` moves by a clipped Gaussian step of sd 0.03 within [0.5, 0.7];
+    * ``sprite``: a filled plus sign (side 30% of the frame, bars a third of it thick) in
+      :data:`HELD_OUT_COLOUR`, moved by a Gaussian step of sd 0.05 of the frame, clipped to [0.2, 0.8].
+    """
+
+    def initial(self, rows: int) -> DistractorState:
+        side = np.where(self.rng.random((rows, 3)) < 0.5, -1.0, 1.0)
+        gains = 1.0 + side * self.rng.uniform(*HELD_OUT_GAIN_OFFSET, (rows, 3))
+        return DistractorState(gains, self.rng.uniform(0.2, 0.8, (rows, 2)))
+
+    def step(self, state: DistractorState) -> DistractorState:
+        rows = len(state.gains)
+        side = np.sign(state.gains - 1.0)
+        offset = np.clip(np.abs(state.gains - 1.0) + 0.03 * self.rng.standard_normal((rows, 3)),
+                         *HELD_OUT_GAIN_OFFSET)
+        cell = np.clip(state.cell + 0.05 * self.rng.standard_normal((rows, 2)), 0.2, 0.8)
+        return DistractorState(1.0 + side * offset, cell)
+
+    def _background(self, rows: int, size: tuple[int, int]) -> np.ndarray:
+        h, w = size
+        low, high = HELD_OUT_STRIPES
+        colours = self.rng.uniform(low, high, (rows, 2, 3))
+        angle = self.rng.uniform(0.0, np.pi, rows)
+        period = self.rng.uniform(0.2, 0.45, rows) * min(h, w)
+        phase = self.rng.uniform(0.0, 2 * np.pi, rows)
+        yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
+        along = (yy[None] * np.cos(angle)[:, None, None] + xx[None] * np.sin(angle)[:, None, None])
+        mix = 0.5 * (1.0 + np.sin(2 * np.pi * along / period[:, None, None] + phase[:, None, None]))  # (B, H, W)
+        canvas = self._buffer("canvas", (rows, 3, h, w), np.float64)
+        canvas[:] = colours[:, 0, :, None, None] + (colours[:, 1] - colours[:, 0])[:, :, None, None] * mix[:, None]
+        return canvas
+
+    def _paint_sprite(self, canvas: np.ndarray, cell: np.ndarray) -> None:
+        mask = plus_masks(canvas.shape[2:], cell)  # (B, H, W)
+        colour = HELD_OUT_COLOUR.astype(canvas.dtype)[None, :, None, None]
+        np.copyto(canvas, np.broadcast_to(colour, canvas.shape), where=mask[:, None])
+
+
+def plus_masks(size: tuple[int, int], centres: np.ndarray) -> np.ndarray:
+    """Boolean masks (B, H, W) of a filled plus sign of side 30% of the frame, bars a third of the side thick,
+    centred at ``centres`` (B, 2), fractions of the frame (y, x)."""
+    h, w = size
+    side = max(3, int(round(0.3 * min(h, w))))
+    bar = max(1, side // 3)
+    cy = np.round(np.asarray(centres)[:, 0] * h).astype(int)
+    cx = np.round(np.asarray(centres)[:, 1] * w).astype(int)
+    yy, xx = np.mgrid[0:h, 0:w]
+    dy, dx = yy[None] - cy[:, None, None], xx[None] - cx[:, None, None]
+    inside = (np.abs(dy) <= side // 2) & (np.abs(dx) <= side // 2)
+    return inside & ((np.abs(dy) <= bar // 2) | (np.abs(dx) <= bar // 2))
+
+
+def make_distractors(kinds, size: int, rng: np.random.Generator, family: str = "training") -> Distractors:
+    """The distractor process of ``family``: ``training`` (:class:`Distractors`) or ``held-out``
+    (:class:`HeldOutDistractors`, drawn only to evaluate)."""
+    if family not in FAMILIES:
+        raise InputError(f"family: {family!r} is not one of {', '.join(FAMILIES)}")
+    return (Distractors if family == "training" else HeldOutDistractors)(kinds, size, rng)
 
 
 # ------------------------------------------------------------------ scenes
@@ -510,22 +595,32 @@ def grid_mdp(side: int = 4, discount: float = 0.9) -> tuple[FiniteMDP, np.ndarra
     return mdp, mean, std
 
 
-def sprite_model(discount: float = 0.9) -> LinearGaussianMDP:
-    """The 2-D linear-Gaussian sprite: ``s+ = 0.8 s + 0.3 a + 0.05 eta``, ``a = tanh(-0.8 s + 0.5 xi)`` per
-    coordinate, reward ``w . (A s + B a)`` with ``w = (4, -2)``."""
+#: The transition noise of the sprite and of the noisy sprite (per coordinate).
+SPRITE_NOISE = 0.05
+NOISY_SPRITE_NOISE = 0.2
+
+
+def sprite_model(discount: float = 0.9, noise: float = SPRITE_NOISE, name: str = "sprite") -> LinearGaussianMDP:
+    """The 2-D linear-Gaussian sprite: ``s+ = 0.8 s + 0.3 a + noise eta`` (``noise`` 0.05 by default),
+    ``a = tanh(-0.8 s + 0.5 xi)`` per coordinate, reward ``w . (A s + B a)`` with ``w = (4, -2)``."""
     A, B = 0.8 * np.eye(2), 0.3 * np.eye(2)
     w = np.array([4.0, -2.0])
-    return LinearGaussianMDP(A, B, -0.8 * np.eye(2), [0.5, 0.5], [0.05, 0.05],
+    return LinearGaussianMDP(A, B, -0.8 * np.eye(2), [0.5, 0.5], [noise, noise],
                              {"state": (A.T @ w).tolist(), "action": (B.T @ w).tolist()}, discount,
-                             squash=True, action_scale=1.0, name="sprite")
+                             squash=True, action_scale=1.0, name=name)
 
 
-SCENES = ("ring", "grid", "sprite")
+SCENES = ("ring", "grid", "sprite", "sprite-noisy")
 
 
 def build_scene(name: str, image_size: int = IMAGE_SIZE, discount: float = 0.9) -> Scene:
     """A built-in scene: ``ring`` (8 cells on a circle), ``grid`` (4 x 4, a metric that is not a sum of
-    per-coordinate terms), ``sprite`` (the 2-D linear-Gaussian sprite)."""
+    per-coordinate terms), ``sprite`` (the 2-D linear-Gaussian sprite), ``sprite-noisy`` (the sprite with four
+    times the transition noise, 0.2 per coordinate: where two states' next states are coupled matters).
+
+    Two entangled next states share their transition noise, which moves both by the same amount; the squashed
+    policy then acts on the moved states, so the noise still changes the entangled metrics, and more so the
+    independent-sampling ones, whose self-distances grow with it."""
     size = int(image_size)
     if name == "ring":
         mdp, mean, std = ring_mdp(discount=discount)
@@ -545,8 +640,8 @@ def build_scene(name: str, image_size: int = IMAGE_SIZE, discount: float = 0.9) 
             step = size * 0.8 / side
             return disc(size, (size * 0.1 + (r + 0.5) * step, size * 0.1 + (c + 0.5) * step), 0.35 * step)
         return finite_scene(mdp, render, mean, std, "grid")
-    if name == "sprite":
-        model = sprite_model(discount)
+    if name in ("sprite", "sprite-noisy"):
+        model = sprite_model(discount, SPRITE_NOISE if name == "sprite" else NOISY_SPRITE_NOISE, name)
 
         def render(s: np.ndarray) -> np.ndarray:
             return render_batch(np.asarray(s, float)[None])[0]
@@ -554,5 +649,5 @@ def build_scene(name: str, image_size: int = IMAGE_SIZE, discount: float = 0.9) 
         def render_batch(states: np.ndarray) -> np.ndarray:
             y, x = np.asarray(states, float)[:, 0], np.asarray(states, float)[:, 1]
             return discs(size, np.stack([size / 2 + 0.4 * size * y, size / 2 + 0.4 * size * x], 1), 0.12 * size)
-        return gaussian_scene(model, render, name="sprite", render_batch=render_batch)
+        return gaussian_scene(model, render, name=name, render_batch=render_batch)
     raise InputError(f"scene: {name!r} is not one of {', '.join(SCENES)}")

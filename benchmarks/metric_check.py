@@ -1,7 +1,8 @@
 """The scene check: every bisimulation method's learned metric against the exact one.
 
     python -m benchmarks.metric_check [--scenes ring,sprite,grid] [--methods eps-r,eps-pi,drq+pse,drq+dbc]
-        [--steps 1500] [--batch 64] [--out benchmarks/results/metric_check] [--figure docs/metric_check.png]
+        [--steps 1500] [--batch 64] [--samples-per-pair 1] [--out benchmarks/results/metric_check]
+        [--figure docs/metric_check.png]
     python -m benchmarks.metric_check --image-size 84 --device cuda --out runs/metric_check_gpu   # the GPU variant
 
 Runs ``python -m agents.metric_check`` (isolated, all three distractors) for each
@@ -20,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agents.metric_check import METRIC_METHODS, markdown_table, meets_targets
+from agents.metric_check import METRIC_METHODS, SAMPLES_PER_PAIR, markdown_table, meets_targets
 from agents.scenes import SCENES
 from bisimkit.files import atomic_write_bytes, atomic_write_json
 from figures.metric_check import load_run, plot_metric_check
@@ -37,8 +38,9 @@ def run_one(scene: str, method: str, out: Path, args, extra: list[str]) -> dict 
         return None
     cmd = [sys.executable, "-m", "agents.metric_check", "--scene", scene, "--method", method, "--out", str(folder),
            "--steps", str(args.steps), "--batch", str(args.batch), "--image-size", str(args.image_size),
-           "--device", args.device, "--seed", str(args.seed), "--eval-every", str(args.eval_every), *(["--threads", str(args.threads)] if args.threads
-                                                                  else []), *extra]
+           "--device", args.device, "--seed", str(args.seed), "--eval-every", str(args.eval_every),
+           "--samples-per-pair", str(args.samples_per_pair),
+           *(["--threads", str(args.threads)] if args.threads else []), *extra]
     print(" ".join(cmd), flush=True)
     proc = subprocess.run(cmd)
     if proc.returncode != 0:
@@ -64,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0,
                    help="seed of networks, transitions and distractors of each run (default 0)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads of each run (default: torch's)")
+    p.add_argument("--samples-per-pair", type=int, default=SAMPLES_PER_PAIR,
+                   help=f"noise draws per bisimulation target of each run (default {SAMPLES_PER_PAIR}, as training; "
+                        "the records in benchmarks/results/metric_check drew 4)")
     p.add_argument("--eval-every", type=int, default=250, help="the curve's spacing in updates (default 250)")
     p.add_argument("--out", default="benchmarks/results/metric_check",
                    help="folder of the runs (OUT/SCENE/METHOD), the table and the summary "

@@ -268,3 +268,39 @@ def test_cli_bad_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, args
 def test_a_warmup_that_leaves_no_bisimulation_steps_is_refused(warmup, message):
     with pytest.raises(InputError, match=message):
         learn_metric("ring", steps=10, warmup=warmup)
+
+
+# ------------------------------------------------------------- samples per pair, held-out distractors
+def test_samples_per_pair_defaults_to_trainings_and_every_summary_states_it():
+    from agents.config import TrainConfig
+
+    check = learn_metric("ring", method="eps-pi", steps=3, batch=8, image_size=16, draws=2)
+    s = check.summary
+    assert s["samples_per_pair"] == TrainConfig().bisim_samples == 1 and s["config"]["bisim_samples"] == 1
+    assert check.agent.config.bisim_samples == 1
+    four = learn_metric("ring", method="eps-pi", steps=3, batch=8, image_size=16, draws=2, samples_per_pair=4)
+    assert four.summary["samples_per_pair"] == 4 and four.agent.config.bisim_samples == 4
+    held = s["held_out"]
+    assert set(held) == {"mean_relative_error", "max_relative_error", "spearman", "distractor_invariance"}
+    assert check.learned_held_out.shape == check.learned.shape and not np.allclose(check.learned_held_out,
+                                                                                  check.learned)
+    assert s["per_pair_floor"] == 0.05 and 0 < s["per_pair_pairs"] <= s["pairs"]
+
+
+def test_per_pair_errors_leave_out_the_pairs_under_the_floor():
+    exact = np.array([[0.0, 0.01, 2.0], [0.01, 0.0, 4.0], [2.0, 4.0, 0.0]])
+    learned = exact.copy()
+    learned[0, 1] = learned[1, 0] = 0.03  # 200% off, but under 5% of the largest distance
+    learned[0, 2] = learned[2, 0] = 2.5
+    s = summarise(learned, exact, 0.0)
+    assert s["per_pair_pairs"] == 2 and s["per_pair_max_relative_error"] == pytest.approx(0.25)
+    assert s["per_pair_mean_relative_error"] == pytest.approx(0.125)
+
+
+def test_cli_samples_per_pair_below_one_is_one_line_exit_2(tmp_path, capsys):
+    from agents.metric_check.__main__ import main
+
+    out = tmp_path / "out"
+    assert main(["--out", str(out), "--samples-per-pair", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: samples_per_pair: expected an integer >= 1, got 0"] and not out.exists()

@@ -13,8 +13,11 @@ import itertools
 import numpy as np
 import pytest
 
-from agents.scenes import (DISTRACTORS, SPRITE_LATTICE, Distractors, build_scene, channels_first, disc, discs,
-                           finite_scene, ring_mdp)
+from agents.scenes import (BACKGROUND_MAX, DISTRACTORS, GAIN_SPAN, HELD_OUT_COLOUR, HELD_OUT_GAIN_OFFSET,
+                           HELD_OUT_STRIPES, NOISY_SPRITE_NOISE, SPRITE_COLOUR, SPRITE_LATTICE, Distractors,
+                           HeldOutDistractors, build_scene, channels_first, disc, discs, finite_scene,
+                           make_distractors, plus_masks, ring_mdp)
+from bisimkit.errors import InputError
 
 KIND_SETS = [()] + [c for r in (1, 2, 3) for c in itertools.combinations(DISTRACTORS, r)]
 
@@ -140,3 +143,76 @@ def test_a_finite_scene_draws_each_state_once():
     one = channels_first(render(7)[None])
     np.testing.assert_array_equal(rgb[3], one[0][0])
     np.testing.assert_array_equal(alpha[3], one[1][0])
+
+
+# ------------------------------------------------------------------ the held-out distractor family
+def _outline_masks(size: int) -> np.ndarray:
+    """The training sprite's outline at every lattice cell, (25, H, W) bool."""
+    dist = Distractors(["sprite"], size, np.random.default_rng(0))
+    masks = np.zeros((SPRITE_LATTICE ** 2, size * size), bool)
+    for k, pixels in enumerate(dist._outlines((size, size))):
+        masks[k, pixels] = True
+    return masks.reshape(-1, size, size)
+
+
+@pytest.mark.parametrize("size", [16, 32, 84])
+def test_the_held_out_family_shares_no_value_with_the_training_family(size):
+    """Over many steps of both chains: training gains stay in [0.6, 1.4] and held-out ones outside it; the
+    training background stays at or under 180 and the held-out stripes at or over 190 in every channel; the
+    held-out plus sign is never one of the training outlines, and its colour is another."""
+    rows, steps = 64, 20
+    train = Distractors("all", size, np.random.default_rng(1))
+    held = HeldOutDistractors("all", size, np.random.default_rng(2))
+    t, h = train.initial(rows), held.initial(rows)
+    outlines = _outline_masks(size)
+    for _ in range(steps):
+        t, h = train.step(t), held.step(h)
+        assert np.all(np.abs(t.gains - 1) <= GAIN_SPAN + 1e-12)
+        assert np.all(np.abs(h.gains - 1) >= HELD_OUT_GAIN_OFFSET[0] - 1e-12)
+        assert np.all(np.abs(h.gains - 1) <= HELD_OUT_GAIN_OFFSET[1] + 1e-12)
+        assert train._background(rows, (size, size)).max() <= BACKGROUND_MAX
+        assert held._background(rows, (size, size)).min() >= HELD_OUT_STRIPES[0]
+        plus = plus_masks((size, size), h.cell)
+        assert plus.any(axis=(1, 2)).all()
+        same = (plus[:, None] == outlines[None]).all(axis=(2, 3))
+        assert not same.any()
+    assert not np.array_equal(HELD_OUT_COLOUR, SPRITE_COLOUR)
+
+
+def test_a_held_out_frame_is_its_layers_over_the_held_out_distractors():
+    """Without the colour gains, every pixel the state's sprite and the plus sign leave clear shows the stripes
+    (190 or more in every channel), and the state's opaque pixels are the state's image; with them, those
+    pixels are the image times the held-out gains."""
+    scene = build_scene("ring", 32)
+    rgb, alpha = scene.layers(np.arange(8))
+    opaque = alpha[:, 0] == 1
+    for kinds in (("background",), ("background", "sprite"), DISTRACTORS):
+        dist = make_distractors(kinds, 32, np.random.default_rng(5), "held-out")
+        state = dist.initial(8)
+        frames = scene.frames(np.arange(8), dist, state).astype(float)
+        gains = state.gains if "colour" in kinds else np.ones((8, 3))
+        expected = np.clip(rgb * gains[:, :, None, None] + 0.5, 0, 255)
+        np.testing.assert_allclose(frames.transpose(0, 2, 3, 1)[opaque], expected.transpose(0, 2, 3, 1)[opaque],
+                                   atol=1.0)
+        if "colour" not in kinds:
+            clear = alpha[:, 0] == 0
+            if "sprite" in kinds:
+                clear &= ~plus_masks((32, 32), state.cell)
+            assert clear.any() and np.all(frames.transpose(0, 2, 3, 1)[clear] >= HELD_OUT_STRIPES[0])
+
+
+def test_the_family_is_checked():
+    with pytest.raises(InputError, match=r"family: 'unseen' is not one of training, held-out"):
+        make_distractors("all", 16, np.random.default_rng(0), "unseen")
+
+
+# ------------------------------------------------------------------ the noisy sprite
+def test_the_noisy_sprite_is_the_sprite_with_four_times_the_transition_noise():
+    sprite, noisy = build_scene("sprite", 16), build_scene("sprite-noisy", 16)
+    z = np.random.default_rng(0).uniform(-0.7, 0.7, (5, 2))
+    a = np.tanh(z)
+    np.testing.assert_allclose(noisy.mdp.transition_std(z, a), 4 * sprite.mdp.transition_std(z, a))
+    np.testing.assert_array_equal(noisy.mdp.transition_mean(z, a), sprite.mdp.transition_mean(z, a))
+    np.testing.assert_array_equal(noisy.mdp.reward(z, a), sprite.mdp.reward(z, a))
+    np.testing.assert_array_equal(noisy.eval_states, sprite.eval_states)
+    assert noisy.name == "sprite-noisy" and noisy.mdp.transition_std(z, a)[0, 0] == NOISY_SPRITE_NOISE

@@ -11,6 +11,11 @@ loads) with --render MODULE:FUNCTION (a function of a state returning an (H, W, 
 (H, W, 4) uint8 image) and, for a finite MDP, --behaviour FILE (JSON {"mean": [...],
 "std": [...]}: the pre-squash behaviour per state).
 
+Variants: --coupling independent (eps-r's reward-ground loss with independent
+noise for the two states), --update-rule dbc (drq+dbc under DBC's own update).
+Every summary states --samples-per-pair, the noise draws per bisimulation target
+(default 1, as training draws).
+
 Bad input is one line naming the argument, exit status 2, and nothing written.
 """
 
@@ -31,7 +36,8 @@ from bisimkit.mdp import load_mdp
 from figures.metric_check import plot_metric_check
 
 from ..entry import run_command
-from . import METRIC_METHODS, MODES, MC_SAMPLES, learn_metric, meets_targets, write_results
+from . import (METRIC_METHODS, MODES, MC_SAMPLES, SAMPLES_PER_PAIR, learn_metric, meets_targets,
+               write_results)
 from ..scenes import DISTRACTORS, IMAGE_SIZE, SCENES
 
 
@@ -45,8 +51,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="eps-r", help=f"one of {', '.join(METRIC_METHODS)} (default eps-r)")
     p.add_argument("--mode", default="isolated", help=f"{' or '.join(MODES)} (default isolated)")
     p.add_argument("--out", required=True, help="folder for the results (new or empty)")
-    p.add_argument("--steps", type=int, default=3000, help="updates (default 3000)")
-    p.add_argument("--batch", type=int, default=128, help="transitions per update (default 128)")
+    p.add_argument("--steps", type=int, default=1500, help="updates (default 1500)")
+    p.add_argument("--batch", type=int, default=64, help="transitions per update (default 64)")
+    p.add_argument("--samples-per-pair", type=int, default=SAMPLES_PER_PAIR,
+                   help="noise draws averaged per bisimulation target (TrainConfig.bisim_samples; default "
+                        f"{SAMPLES_PER_PAIR}, as training draws)")
+    p.add_argument("--coupling", default=None,
+                   help="eps-r only: 'independent', its reward-ground loss with the two states' noise drawn "
+                        "independently (default: the method's own coupling)")
+    p.add_argument("--update-rule", default="joint",
+                   help="joint, or for drq+dbc dbc: DBC's own update as the dbc preset sets it up (default joint)")
     p.add_argument("--image-size", type=int, default=IMAGE_SIZE,
                    help=f"frame side of a built-in scene (default {IMAGE_SIZE})")
     p.add_argument("--distractors", default="all",
@@ -134,7 +148,8 @@ def _run(args) -> int:
                          batch=args.batch, image_size=args.image_size, seed=args.seed, device=args.device,
                          draws=args.draws, behaviour=behaviour, schedule=args.schedule,
                          eval_every=args.eval_every, samples=args.samples, warmup=args.warmup, config=config,
-                         progress=progress)
+                         progress=progress, samples_per_pair=args.samples_per_pair, coupling=args.coupling,
+                         update_rule=args.update_rule)
     # everything computed: write into a fresh folder beside OUT, which then takes the (empty) OUT's place
     with staged_folder(out) as staging:
         write_results(check, staging)
@@ -145,7 +160,9 @@ def _run(args) -> int:
     met = meets_targets(s)
     print(f"{s['scene']} {s['method']} ({s['mode']}): mean error {100 * s['mean_relative_error']:.2f}%, max "
           f"{100 * s['max_relative_error']:.2f}% of the largest exact distance {s['exact_max']:.4g}; Spearman "
-          f"{s['spearman']:.3f}; distractor invariance {s['distractor_invariance']:.3f}; {s['seconds']:.0f} s "
+          f"{s['spearman']:.3f}; distractor invariance {s['distractor_invariance']:.3f} (held-out family "
+          f"{s['held_out']['distractor_invariance']:.3f}); {s['samples_per_pair']} sample(s) per pair; "
+          f"{s['seconds']:.0f} s "
           f"(targets met: {', '.join(k for k, v in met.items() if v) or 'none'})")
     if not s["exact"]["target_exact"]:
         print(f"note: {s['exact']['note']}")

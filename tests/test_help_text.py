@@ -34,7 +34,7 @@ DEFAULT = re.compile(r"\bdefault:?\s+(-?\d+(?:\.\d+)?(?:e-?\d+)?)\b(?![/.\w])") 
 #: The figure scripts and the agents' smaller entry points (``python -m NAME``), whose parsers
 #: ``main`` builds.
 FIGURE_MODULES = tuple(f"figures.{name}" for name in (
-    "aggregate_table", "diagonal", "gaussian_grid", "gaussian_slice", "heatmaps", "learning_curves",
+    "aggregate_table", "coupling_study", "diagonal", "gaussian_grid", "gaussian_slice", "heatmaps", "learning_curves",
     "learning_seeds", "loss_convergence", "metric_check", "nearest_neighbours", "order_dependence", "performance",
     "results_table", "scatter", "sweep_report"))
 AGENT_MODULES = ("agents.carla_env", "agents.videos")

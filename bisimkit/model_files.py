@@ -684,14 +684,11 @@ def _drn_states_slowly(lines, state_idx, src, model_type):
 
 def _drn_actions(lines: list[str], action_idx: np.ndarray, src: _Source) -> tuple[list[str], list[str | None]]:
     """Parse the action lines: each choice's name (``""`` for ``__NOLABEL__``) and reward bracket text."""
-    parts = [lines[i].split(None, 2) for i in action_idx.tolist()]
-    names: list[str] = []
-    brackets: list[str | None] = []
-    for p in parts:                         # action NAME [rewards], NAME and rewards optional
-        if len(p) > 1 and p[1][:1] == "[":
-            p = [p[0], "", " ".join(p[1:])]
-        names.append(p[1] if len(p) > 1 else "")
-        brackets.append(p[2].strip() if len(p) > 2 else None)
+    parts = [lines[i].split(None, 2) for i in action_idx.tolist()]   # action NAME [rewards]
+    if any(len(p) > 1 and p[1][:1] == "[" for p in parts):             # ... with no NAME
+        parts = [[p[0], "", " ".join(p[1:])] if len(p) > 1 and p[1][:1] == "[" else p for p in parts]
+    names = [p[1] if len(p) > 1 else "" for p in parts]
+    brackets = [p[2].strip() if len(p) > 2 else None for p in parts]
     ok = all(p[0] == "action" for p in parts) and all(
         b is None or (b[:1] == "[" and b[-1:] == "]" and b.count("]") == 1) for b in brackets)
     if not ok:

@@ -15,9 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bisimkit import mdp as mdp_module
 from bisimkit.errors import InputError
-from bisimkit.model_files import ROW_TOLERANCE, ModelData, from_stormpy, read_drn, read_model, read_prism
+from bisimkit.model_files import ModelData, from_stormpy, read_drn, read_model, read_prism
 
 DATA = Path(__file__).parent / "data" / "model_files"
 HAVE_STORMPY = importlib.util.find_spec("stormpy") is not None
@@ -45,12 +44,20 @@ def _build(path: Path, constants: dict | None = None, exact: bool = False, prism
     return stormpy.build_model(program, options=options)
 
 
-def _export_drn(model, path: Path) -> Path:
+def _export_drn(model, path: Path, precision: int | None = None) -> Path:
+    """Storm's DRN export (doubles with 10 significant digits, or ``precision`` digits)."""
     import stormpy
     import stormpy.io
 
     export = getattr(stormpy.io, "export_to_drn", None) or stormpy.export_to_drn
-    export(model, str(path))
+    if precision is None:
+        export(model, str(path))
+    else:
+        from stormpy.developer import DirectEncodingExporterOptions
+
+        options = DirectEncodingExporterOptions()
+        options.output_precision = precision
+        export(model, str(path), options=options)
     return path
 
 
@@ -151,10 +158,6 @@ def _refused(path: Path, *fragments: str, culprit: str | None = None) -> str:
 
 
 # ------------------------------------------------------------------------------ hand-written files
-def test_tolerance_is_the_core_one():
-    assert ROW_TOLERANCE == mdp_module.ROW_TOLERANCE
-
-
 def test_tiny_drn_arrays_labels_and_rewards():
     m = read_model(DATA / "tiny.drn")
     assert (m.model_type, m.n_states, m.n_actions, m.n_transitions) == ("dtmc", 3, 1, 5)
@@ -435,6 +438,14 @@ def test_stormpy_chain_drn_and_prism_files_agree(tmp_path, name, constants, exac
     _assert_same(direct, drn, exact=exact)
     prism = read_model(_export_prism(model, tmp_path / "p"))
     _assert_same(direct, prism, exact=True, names=False)
+
+
+@needs_stormpy
+def test_drn_with_17_digits_gives_the_model_bit_for_bit(tmp_path):
+    pytest.importorskip("stormpy.developer", reason="this stormpy has no exporter options")
+    model = _build(_stormpy_files() / "dtmc" / "brp.pm", {"N": 16, "MAX": 2})
+    direct = from_stormpy(model)
+    _assert_same(direct, read_model(_export_drn(model, tmp_path / "m.drn", precision=17)), exact=True)
 
 
 @needs_stormpy

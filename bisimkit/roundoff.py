@@ -123,12 +123,15 @@ def pair_differences(value: np.ndarray, rest: np.ndarray, bound: np.ndarray, s: 
     the rests and the result) plus the two inputs' bounds: the rounding of large, nearly equal means
     cancels instead of being charged at their size. The error is at most
     ``bound[s] + bound[t] + 3u (|rest[s]| + |rest[t]|) + 2u const`` (the separable form the Stein equations use)."""
-    vs, vt = value[s], value[t]
-    d, e = two_sum(vs, -vt)
-    rest_diff = rest[s] - rest[t]
-    tail = e + rest_diff
-    diff = d + tail
-    error = bound[s] + bound[t] + U * (np.abs(rest_diff) + np.abs(tail) + np.abs(diff)) * (1 + 4 * U)
+    if not (np.any(rest[s]) or np.any(rest[t])):  # values that are exact: one rounded subtraction each
+        diff = value[s] - value[t]
+        error = bound[s] + bound[t] + U * np.abs(diff)
+    else:
+        d, e = two_sum(value[s], -value[t])
+        rest_diff = rest[s] - rest[t]
+        tail = e + rest_diff
+        diff = d + tail
+        error = bound[s] + bound[t] + U * (np.abs(rest_diff) + np.abs(tail) + np.abs(diff)) * (1 + 4 * U)
     if value.ndim == 1:
         return np.abs(diff), error
     k = diff.shape[-1]

@@ -115,20 +115,52 @@ def on_small_path() -> bool:
     return getattr(_local, "small", False)
 
 
+_UNRESOLVED = object()
+_native_module = _UNRESOLVED
+
+
+def native_module():
+    """The extension module ``bisimkit_native`` (the kernels compiled when the package is installed),
+    imported on first use; None where it is not installed."""
+    global _native_module
+    if _native_module is _UNRESOLVED:
+        try:
+            import bisimkit_native  # the compiled kernels: a few milliseconds, when a kernel is first called
+        except ImportError:
+            bisimkit_native = None
+        _native_module = bisimkit_native
+    return _native_module
+
+
 class Kernel:
-    """A function compiled by numba on its first call (module doc); ``py_func`` is the function itself."""
+    """A kernel (module doc); ``py_func`` is the function itself. A kernel with a compiled twin in
+    ``bisimkit_native`` (``bisimkit_native.<module>.<name>``: the same arguments, the same results bit
+    for bit) runs it on both paths; the others are compiled by numba on their first call."""
 
     def __init__(self, py_func: Callable, options: dict) -> None:
         self.py_func = py_func
         self.options = options
         self._dispatcher = None
+        self._native = _UNRESOLVED
         self.__name__, self.__qualname__, self.__doc__ = py_func.__name__, py_func.__qualname__, py_func.__doc__
         self.__module__ = py_func.__module__
 
     def __call__(self, *args):
+        native = self.native
+        if native is not None:
+            return native(*args)
         if on_small_path():
             return self.py_func(*args)
         return self.dispatcher(*args)
+
+    @property
+    def native(self) -> Callable | None:
+        """The compiled twin, or None where there is none."""
+        if self._native is _UNRESOLVED:
+            module = native_module()
+            group = getattr(module, self.__module__.rsplit(".", 1)[-1], None) if module is not None else None
+            self._native = getattr(group, self.__name__, None)
+        return self._native
 
     @property
     def dispatcher(self):

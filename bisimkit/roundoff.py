@@ -164,7 +164,7 @@ def row_defects(X: np.ndarray, chunk_cells: int = 262_144) -> np.ndarray:
     return out.reshape(X.shape[:-1])
 
 
-@kernel(cache=True)
+@kernel
 def _breakpoint_errors(indptr, data, out):
     """Per CSR row: a bound on sum_i |computed breakpoint i - exact breakpoint i| (see breakpoint_errors)."""
     u = 1.1102230246251565e-16

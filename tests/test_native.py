@@ -74,7 +74,9 @@ def test_every_kernel_has_its_compiled_twin_and_no_other_exists():
 def test_the_compiled_constants_are_the_python_ones():
     import bisimkit_native
 
-    for name, value in bisimkit_native.simplex.CONSTANTS.items():
+    constants = dict(bisimkit_native.simplex.CONSTANTS)
+    assert np.dtype(simplex.BASIS_DTYPE) == np.int16 and constants.pop("BASIS_BITS") == 16
+    for name, value in constants.items():
         assert getattr(simplex, name) == value, name
 
 

@@ -16,7 +16,7 @@ import sys
 
 #: Top-level module -> the extra of pyproject.toml that installs it.
 EXTRAS = {"torch": "torch", "dm_control": "agents", "mujoco": "agents", "distracting_control": "agents",
-          "cv2": "agents", "stormpy": "test", "gymnasium": "gym",
+          "cv2": "agents", "stormpy": "storm", "gymnasium": "gym",
           "wandb": "wandb"}
 
 

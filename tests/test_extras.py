@@ -71,4 +71,6 @@ def test_messages_name_the_module_and_the_extra():
     assert missing_extra(ModuleNotFoundError("x", name="numpy")) is None  # a core dependency: not an extra
     assert missing_extra(ModuleNotFoundError("x", name="gymnasium")) == (
         "gymnasium is not installed; it comes with the 'gym' extra: pip install -e '.[gym]'")
-    assert set(EXTRAS.values()) <= {"torch", "agents", "test", "gym", "wandb"}
+    assert set(EXTRAS.values()) <= {"torch", "agents", "test", "gym", "wandb", "storm"}
+    assert missing_extra(ModuleNotFoundError("x", name="stormpy")) == (
+        "stormpy is not installed; it comes with the 'storm' extra: pip install -e '.[storm]'")

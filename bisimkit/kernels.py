@@ -37,8 +37,9 @@ import numpy as np
 #: Work, in transport cells, up to which a solve takes the small-problem path: ``pairs x rows per pair
 #: x (largest support)^2`` (:func:`problem_cells`; two MDPs' cross pairs: A's largest support times B's,
 #: :func:`between_cells`), the cells one evaluation of a coupling operator prices at most. Below it a
-#: solve's process does not import scipy (about 0.4 s of CPU); above it the sparse matrices and solvers
-#: of scipy pay for themselves (``docs/performance.md#start-up``).
+#: solve's process does not import scipy; far above it the dense systems of the small path cost more
+#: than scipy's sparse ones (whole processes cross between 84 000 and 191 000 cells,
+#: ``docs/performance.md#start-up``); the limit keeps well below that.
 SMALL_PROBLEM_CELLS = 20_000
 
 #: Marks the loops of a kernel's body whose iterations the compiled kernel spreads over threads (OpenMP);
@@ -55,8 +56,9 @@ class NativeKernelWarning(RuntimeWarning):
 
 #: What a process without the compiled kernels is told, once.
 NATIVE_MISSING = ("bisimkit: the compiled kernels (the extension module bisimkit_native) are not installed, so "
-                  "the kernels run as Python, 10 to 1000 times slower; build them with `pip install -e .` "
-                  "in the repository (a C++17 compiler is needed; docs/development.md#the-compiled-kernels)")
+                  "the kernels run as Python, many times slower; build them with `pip install -e .` "
+                  "in the repository (a C++17 compiler and Python's C headers are needed; "
+                  "docs/development.md#the-compiled-kernels)")
 
 
 #: Evaluations of the operator a solve makes, in units of coupling iteration's (about 5 rounds): value

@@ -19,9 +19,8 @@ import io
 import json
 import sys
 import warnings
-from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -40,7 +39,6 @@ from .relations import RELATION_ATOL, RELATION_KINDS, relation_blocks
 from .separable import separability
 from .quotient import QUOTIENT_METRICS
 from .solvers import BACKENDS, DEFAULT_TOL, METHODS, TORCH_METRICS, PrecisionWarning, Solution, ZeroGroundWarning, solve
-from .kernels import when_numba_loads
 
 EXIT_INPUT = 2
 #: A solve that ran out of memory all the same (one line; outputs are written atomically, so none is half-written).
@@ -160,7 +158,7 @@ def cmd_solve(args) -> int:
     if args.method == "mc":
         raise InputError("--method mc: applies to Gaussian MDP files only (finite MDPs are solved exactly or by vi)")
     mdp = load_mdp_or_example(args.mdp)
-    # Bad input is refused before anything is announced or compiled.
+    # Bad input is refused before anything is announced or computed.
     info = operator_info(args.metric)
     if info.uses_policy:
         mdp.require_policy(f"metric '{args.metric}'")
@@ -175,28 +173,14 @@ def cmd_solve(args) -> int:
         (ZeroGroundWarning, PrecisionWarning), f"n={mdp.n_states}", lambda sol: summarize(mdp, sol))
 
 
-@contextmanager
-def compile_notice_once_loaded(say: Callable[[str], None]) -> Iterator[None]:
-    """:func:`bisimkit.warmup.compile_notice` from when a kernel loads numba: a small problem's solve
-    loads neither numba nor the notice (:mod:`bisimkit.kernels`), a larger one hears of every compile."""
-    with ExitStack() as stack:
-        def listen(numba) -> None:
-            from .warmup import compile_notice  # start-up cost: numba's event API, loaded once numba is
-            stack.enter_context(compile_notice(say))
-
-        with when_numba_loads(listen):
-            yield
-
-
 def solve_and_report(args, run: Callable, warned: tuple[type[Warning], ...], size: str,
                      summary: Callable[[Solution], str]) -> int:
-    """The end of ``solve``: ``run(progress)`` under the progress line and the compile notice, the
+    """The end of ``solve``: ``run(progress)`` under the progress line, the
     warnings of the classes ``warned`` as one line each, then ``--out`` written (its line names
     ``size``) or ``summary(sol)`` printed. Returns the exit status: 0 converged, 1 not."""
     line, report = solve_progress(args.metric, args.tol)
-    say = (lambda note: None) if args.quiet else (lambda note: print(f"bisimkit: {note}", file=sys.stderr, flush=True))
     try:
-        with compile_notice_once_loaded(say), warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught:
             for category in warned:
                 warnings.simplefilter("always", category)
             sol = run(None if args.quiet else report)
@@ -249,7 +233,7 @@ def cmd_solve_between(args) -> int:
                          f"each MDP's own mico self-distances); use one of {', '.join(BETWEEN_METRICS)}")
     mdp_a, mdp_b = _load_side(args.mdp), _load_side(args.against, "--against")
     _checked_out(args.out)
-    # Bad input is refused before anything is announced or compiled; the second MDP is --against.
+    # Bad input is refused before anything is announced or computed; the second MDP is --against.
     try:
         check_between(mdp_a, mdp_b, args.metric, args.ground, args.tol, args.method, args.max_iterations)
     except InputError as exc:

@@ -196,7 +196,7 @@ def _cascade(block: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     return total, lost, levels
 
 
-@kernel(cache=True)
+@kernel
 def _breakpoint_errors(indptr, data, out):
     """Per CSR row: a bound on sum_i |computed breakpoint i - exact breakpoint i| (see breakpoint_errors)."""
     u = 1.1102230246251565e-16

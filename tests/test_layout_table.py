@@ -12,7 +12,7 @@ PACKAGES = ("bisimkit", "bisimkit_cli", "validation", "figures", "agents", "benc
 
 def table_paths(text: str) -> list[str]:
     """The paths of the first column of the Layout table: a cell's first path is relative to the root,
-    the bare names after it to that path's folder."""
+    the bare names after it to that path's folder (the root's, after a file of the root)."""
     section = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
     paths = []
     for line in section.splitlines():
@@ -20,7 +20,7 @@ def table_paths(text: str) -> list[str]:
             continue
         names = re.findall(r"`([^`]+)`", line.split(" | ")[0])
         folder = names[0].rpartition("/")[0] if not names[0].endswith("/") else names[0].rstrip("/")
-        paths += [name if "/" in name else f"{folder}/{name}" for name in names]
+        paths += [name if "/" in name or not folder else f"{folder}/{name}" for name in names]
     return paths
 
 
@@ -42,8 +42,9 @@ def covered(module: str, paths: list[str]) -> bool:
 
 
 def test_the_table_parser_reads_cells():
-    text = "## Layout\n\n| path | what |\n|---|---|\n| `a/b.py`, `c.py`, `d/e/` | x |\n| `f/` | y |\n\n## Next\n"
-    assert table_paths(text) == ["a/b.py", "a/c.py", "d/e/", "f/"]
+    text = ("## Layout\n\n| path | what |\n|---|---|\n| `a/b.py`, `c.py`, `d/e/` | x |\n| `f/` | y |\n"
+            "| `g.txt`, `h.txt` | z |\n\n## Next\n")
+    assert table_paths(text) == ["a/b.py", "a/c.py", "d/e/", "f/", "g.txt", "h.txt"]
     assert covered("d/e/g.py", ["d/e/"]) and not covered("f/g.py", ["f/"])
 
 

@@ -34,7 +34,6 @@ from bisimkit.cluster import check_executor, check_slurm, import_submitit, slurm
 from bisimkit.errors import InputError, check_count
 from bisimkit.files import atomic_write, atomic_write_json, atomic_write_text
 from bisimkit.progress import Progress
-from bisimkit.warmup import warm_up
 
 from . import learning
 from .families import GENERAL_FAMILIES
@@ -344,8 +343,6 @@ def verify_sharded(out: str | Path = "verify-out", cases: int | None = None, see
         bar.close()
         finished = [s for s in case_shards if status[s]["status"] != "failed"]
         rows = merge_rows(run, plan, finished)
-        if any(r.violation is not None for r in rows):
-            warm_up()  # load the kernels here, as a single process has by now: shrinking has a wall-clock budget
     with timer("counterexamples"):
         save_counterexamples(rows, plan, shrink_examples)
     with timer("findings"):

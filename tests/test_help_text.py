@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from bisimkit import METRIC_NAMES
-from bisimkit import cli as core_cli
+from bisimkit_cli import core as core_cli
 from bisimkit_cli.main import COMMANDS
 from validation.claims import claim_ids
 from validation.learning import loss_ids

@@ -7,7 +7,7 @@ transitions of a fixed behaviour policy in a scene of :mod:`agents.scenes`,
 and compares the latent distance it learns with the exact fixed point of the
 operator the method's loss targets:
 
-* **isolated** (``mode="isolated"``): each step is :meth:`Agent.metric_losses`
+* **isolated** (``mode="isolated"``): each step is the agent's ``metric_step``
   (the world-model losses and ``beta`` x the bisimulation loss, the same code
   the full update runs) and one Adam step of the encoder, world model and head,
   the world model alone for the first ``warmup`` steps (``bisim_warmup``);
@@ -229,30 +229,31 @@ def _config(scene: Scene, method: str, image_size: int, batch: int, seed: int, d
         raise InputError(f"config: {exc}") from None
 
 
-def _agent_class(coupling: str):
-    """:class:`agents.agent.Agent`, or for eps-r's independent variant the agent whose bisimulation loss draws
-    the two states' noise independently (:func:`bisimkit.losses.sampled_loss`, reward ground)."""
+def _agent_class(coupling: str, update_rule: str):
+    """:class:`agents.agent.Agent` (the config's update rule), or under the joint update with the independent
+    coupling the agent whose bisimulation loss draws the two states' noise independently
+    (:func:`bisimkit.losses.sampled_loss`, reward ground)."""
     from ..agent import Agent  # torch: the agents extra, as in learn_metric
 
-    return Agent if coupling != "independent" else independent_reward_agent()
+    return Agent if coupling != "independent" or update_rule == "dbc" else independent_reward_agent()
 
 
 @lru_cache(maxsize=None)
 def independent_reward_agent():
-    """The class of eps-r's independent-coupling variant (a subclass of :class:`agents.agent.Agent`; built on first
-    use, as it needs torch)."""
+    """The class of eps-r's independent-coupling variant (a subclass of :class:`agents.agent.JointAgent` whose
+    :meth:`~agents.agent.JointAgent.bisimulation_term` it replaces; built on first use, as it needs torch)."""
     from bisimkit.losses import gaussian_policy, gaussian_transition, reward_ground, sampled_loss  # torch, as above
 
-    from ..agent import Agent  # torch: the agents extra
+    from ..agent import JointAgent  # torch: the agents extra
 
-    class IndependentRewardAgent(Agent):
+    class IndependentRewardAgent(JointAgent):
         """eps-r with the independent coupling: ``sampled_loss`` with the reward ground and
         ``coupling="independent"`` in place of ``entangled_loss`` (everything else is eps-r's)."""
 
-        def _bisimulation_loss(self, z, distance):
+        def bisimulation_term(self, z, distance):
             return sampled_loss(z, distance=distance, policy=gaussian_policy(self.actor, self.action_dim, squash=True),
                                 transition=gaussian_transition(self.transition, self.latent_dim),
-                                ground=reward_ground(self._next_reward), discount=self.config.discount,
+                                ground=reward_ground(self.next_reward), discount=self.config.discount,
                                 coupling="independent", samples=self.config.bisim_samples)
 
     IndependentRewardAgent.__qualname__ = "IndependentRewardAgent"
@@ -323,7 +324,7 @@ def learn_metric(mdp, render=None, method: str = "eps-r", distractors="all", ste
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     dist = Distractors(kinds, height, np.random.default_rng([seed, 1]))
-    agent = _agent_class(coupling)((3, height, width), scene.action_dim, cfg, pick_device(device))
+    agent = _agent_class(coupling, update_rule)((3, height, width), scene.action_dim, cfg, pick_device(device))
     curve: list = []
     policy = None
     if mode == "isolated":  # the behaviour's metric, known before training: the curve tracks the errors
@@ -378,21 +379,7 @@ def _train_isolated(agent, scene, dist, rng, steps, batch, schedule, eval_every,
     for step in range(steps):
         u, data = _batch(scene, dist, batch, rng)
         _set_lr((agent.model_opt, agent.encoder_opt, agent.world_opt), _lr(step, steps, cfg.lr, schedule))
-        if agent.dbc_update:  # DBC's encoder and world-model step (its update without the critic step)
-            tensors = agent._batch(data)
-            loss, stats = agent.dbc_model_losses(tensors)
-            agent.encoder_opt.zero_grad(set_to_none=True)
-            agent.world_opt.zero_grad(set_to_none=True)
-            loss.backward()
-            agent.encoder_opt.step()
-            agent.world_opt.step()
-            with torch.no_grad():
-                z = agent.encoder(tensors[0])
-        else:
-            loss, stats, z = agent.metric_losses(data)
-            agent.model_opt.zero_grad(set_to_none=True)
-            loss.backward()
-            agent.model_opt.step()
+        stats, z = agent.metric_step(data)  # the update's metric learning without the critic
         # the actor the loss samples from follows the behaviour: maximum likelihood of its pre-squash actions
         mu, sigma = agent.actor(z.detach())
         target = torch.as_tensor(u, dtype=torch.float32, device=mu.device)

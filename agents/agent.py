@@ -539,7 +539,7 @@ class JointAgent(DrQAgent):
     def bisimulation_term(self, z: torch.Tensor, distance: Callable) -> torch.Tensor:
         """The method's bisimulation loss from :mod:`bisimkit.losses` (:data:`BISIMULATION_LOSSES`) on latents
         ``z`` with the distance function ``distance``. A variant of a method overrides this (e.g. eps-r with the
-        independent coupling, :func:`agents.metric_check.independent_reward_agent`)."""
+        independent coupling, :func:`agents.metric_check.methods.independent_reward_agent`)."""
         return BISIMULATION_LOSSES[self.method.bisim](self, z, distance)
 
     def metric_losses(self, batch: dict) -> tuple[torch.Tensor, Stats, torch.Tensor]:

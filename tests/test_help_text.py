@@ -265,17 +265,16 @@ def test_solve_help_lists_the_metrics_each_option_applies_to():
 
 
 def test_metric_check_command_defaults_are_learn_metrics():
-    """``python -m agents.metric_check``'s defaults are those of ``learn_metric``, which it calls."""
+    """``python -m agents.metric_check``'s defaults are those of the settings ``learn_metric`` runs with."""
     if "agents.metric_check" not in PARSERS:
         pytest.skip("the agents extra is not installed")
-    import inspect
+    import dataclasses
 
-    from agents.metric_check import learn_metric
+    from agents.metric_check import Settings
 
-    params = inspect.signature(learn_metric).parameters
-    shared = [a for a in PARSERS["agents.metric_check"]._actions
-              if a.dest in params and params[a.dest].default is not inspect.Parameter.empty]
+    params = {f.name: f.default for f in dataclasses.fields(Settings)}
+    shared = [a for a in PARSERS["agents.metric_check"]._actions if a.dest in params]
     assert len(shared) >= 10
     for action in shared:
-        assert action.default == params[action.dest].default, \
-            f"--{action.dest}: the command's default {action.default!r}, learn_metric's {params[action.dest].default!r}"
+        assert action.default == params[action.dest], \
+            f"--{action.dest}: the command's default {action.default!r}, the settings' {params[action.dest]!r}"

@@ -23,7 +23,7 @@ from bisimkit.gaussian import LinearGaussianMDP  # noqa: E402
 from bisimkit.gaussian.discretize import discretize  # noqa: E402
 from bisimkit.gaussian.exact import distance as exact_distance  # noqa: E402
 from bisimkit.solvers import solve  # noqa: E402
-from figures.aggregate import interval_estimates  # noqa: E402
+from bisimkit_runs.aggregate import interval_estimates  # noqa: E402
 from figures.coupling_study import BEGIN, END, aggregate, findings, load_records  # noqa: E402
 from figures.coupling_study import main as figure_main  # noqa: E402
 

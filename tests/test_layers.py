@@ -3,10 +3,14 @@
 Layers (each may import only itself and the layers to its left)::
 
     bisimkit (core, losses)  <-  validation  <-  figures  <-  bisimkit_cli (command lines)
+    bisimkit  <-  bisimkit_runs (run folders, sweeps, aggregates, tables)  <-  figures, agents
 
-and ``agents`` imports ``bisimkit`` (its losses, errors, files), never the reverse.
-Every module is imported in a fresh interpreter, which reports the project packages
-that got imported and whether ``os.environ`` changed.
+``agents`` imports ``bisimkit`` (its losses, errors, files) and ``bisimkit_runs`` (the files it writes),
+never ``validation`` or ``figures``; ``figures`` never imports ``agents``. The scripts (``__main__.py``:
+run, never imported) are the entry points and may import any layer: ``python -m agents.sweep gather`` and
+``python -m agents.metric_check`` draw with ``figures``, ``python -m figures.nearest_neighbours`` rolls out
+an agent. Every module is imported in a fresh interpreter, which reports the project packages that got
+imported and whether ``os.environ`` changed.
 """
 
 from __future__ import annotations
@@ -22,25 +26,22 @@ import pytest
 pytestmark = pytest.mark.xdist_group("layers")
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT = ("bisimkit", "bisimkit_cli", "validation", "figures", "agents")
+PROJECT = ("bisimkit", "bisimkit_cli", "bisimkit_runs", "validation", "figures", "agents")
 #: What each package may import (besides third-party code).
 ALLOWED = {
     "bisimkit": {"bisimkit"},
     "validation": {"bisimkit", "validation"},
-    "figures": {"bisimkit", "validation", "figures"},
+    "bisimkit_runs": {"bisimkit", "bisimkit_runs"},
+    "figures": {"bisimkit", "validation", "bisimkit_runs", "figures"},
     "bisimkit_cli": {"bisimkit", "bisimkit_cli", "validation", "figures"},
-    "agents": {"bisimkit", "agents"},
+    "agents": {"bisimkit", "bisimkit_runs", "agents"},
 }
 #: ``bisimkit.cli`` names three functions of the command line (``bisimkit_cli.core``) under the core's name for code
 #: written against it; it is the one core module that imports the top layer, and no core module imports it.
 CORE_ALIAS = "bisimkit.cli"
-#: The agents' figures take the paper's task and method order from ``agents`` at import (and the sweep
-#: report reads a sweep's files through ``agents.sweep.runner``, which owns their format).
-AGENT_FIGURES = {"figures.runs", "figures.learning_curves", "figures.results_table", "figures.sweep_report",
-                 "figures.aggregate_table"}
 #: Packages whose modules must leave ``os.environ`` alone at import (agents sets MUJOCO_GL only
 #: when it first loads dm_control, in agents.compat.distracting_control).
-ENV_CHECKED = ("bisimkit", "bisimkit_cli", "validation", "figures", "agents")
+ENV_CHECKED = ("bisimkit", "bisimkit_cli", "bisimkit_runs", "validation", "figures", "agents")
 
 PROBE = """
 import importlib, json, os, sys
@@ -125,8 +126,7 @@ def test_dependencies_point_one_way(imports, package):
     for module, found in imports.items():
         if module.split(".")[0] != package:
             continue
-        allowed = ALLOWED[package] | ({"agents"} if module in AGENT_FIGURES else set()) \
-            | ({"bisimkit_cli"} if module == CORE_ALIAS else set())
+        allowed = ALLOWED[package] | ({"bisimkit_cli"} if module == CORE_ALIAS else set())
         extra = set(found["packages"]) - allowed
         if extra:
             wrong[module] = sorted(extra)
@@ -146,11 +146,13 @@ def test_core_package_does_not_reach_up():
 
 
 #: Never imported from these packages, not even inside a function (the import-time check
-#: above cannot see a deferred import). ``bisimkit/__main__.py`` is a script, not library code, and
-#: ``bisimkit/cli.py`` the alias of the command line's functions (``CORE_ALIAS``).
+#: above cannot see a deferred import, nor one for type checking only). The ``__main__.py`` scripts are entry
+#: points, not library code, and ``bisimkit/cli.py`` the alias of the command line's functions (``CORE_ALIAS``).
 NEVER = {
-    "bisimkit": {"validation", "figures", "agents", "bisimkit_cli"},
-    "validation": {"figures", "agents", "bisimkit_cli"},
+    "bisimkit": {"validation", "figures", "agents", "bisimkit_cli", "bisimkit_runs"},
+    "validation": {"figures", "agents", "bisimkit_cli", "bisimkit_runs"},
+    "bisimkit_runs": {"validation", "figures", "agents", "bisimkit_cli"},
+    "figures": {"agents", "bisimkit_cli"},
     "agents": {"validation", "figures", "bisimkit_cli"},
 }
 
@@ -328,3 +330,4 @@ def test_a_core_command_starts_without_the_added_commands_modules():
     assert _loaded(code, ("validation", "hypothesis", "figures", "scipy.special")) == []
     verify_help = "from bisimkit_cli.main import main\ntry:\n    main(['verify', '--help'])\nexcept SystemExit:\n    pass"
     assert "validation" in _loaded(verify_help, ("validation",))
+

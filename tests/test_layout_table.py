@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("bisimkit", "bisimkit_cli", "validation", "figures", "agents", "benchmarks")
+PACKAGES = ("bisimkit", "bisimkit_cli", "bisimkit_runs", "validation", "figures", "agents", "benchmarks")
 
 
 def table_paths(text: str) -> list[str]:

@@ -15,8 +15,8 @@ from agents.evaluate import main as evaluate_main  # noqa: E402
 from agents.train import main as train_main  # noqa: E402
 from bisimkit.errors import InputError  # noqa: E402
 from figures.learning_curves import main as curves_main  # noqa: E402
-from figures.nearest_neighbours import main as neighbours_main  # noqa: E402
-from figures.runs import find_runs  # noqa: E402
+from figures.nearest_neighbours.__main__ import main as neighbours_main  # noqa: E402
+from bisimkit_runs.runs import find_runs  # noqa: E402
 
 from test_config import Payload, _checkpoint  # noqa: E402
 

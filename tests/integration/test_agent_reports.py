@@ -25,7 +25,7 @@ from agents.config import TrainConfig  # noqa: E402
 from bisimkit.errors import InputError  # noqa: E402
 from agents.videos import EVAL_VIDEOS, TRAIN_VIDEOS  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 

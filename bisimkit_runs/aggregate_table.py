@@ -19,7 +19,6 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterable
 
 import numpy as np
@@ -29,7 +28,7 @@ from bisimkit.errors import InputError, check_count
 from .aggregate import (DEFAULT_CONFIDENCE, DEFAULT_REPS, ESTIMATOR_LABEL, ESTIMATORS, Interval, improvement_interval,
                         interval_estimates, normalise, profile_interval)
 from .names import DCS_TASKS
-from .runs import METHOD_LABEL, TASK_ABBREV, Group, PathLike, evaluation_at, find_runs, group_runs
+from .runs import TASK_ABBREV, Group, PathLike, evaluation_at, find_runs, group_runs
 
 #: Score bounds of the Distracting Control Suite tasks: 1000 control steps, rewards in [0, 1].
 DCS_BOUNDS = (0.0, 1000.0)

@@ -21,7 +21,6 @@ a failure; the third makes the run ``failed`` with its last error.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time

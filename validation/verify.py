@@ -63,25 +63,24 @@ from .families import FAMILIES, GENERAL_FAMILIES, Case, example_cases
 from .figure_data import VerifyFigureData, verify_figure_data
 from .gaussian_claims import GAUSSIAN_FAMILIES, gaussian_cases
 from .verify_plan import (ALL_CLAIMS, CLAIMS, DEFAULT_CASES, GAUSSIAN_CLAIMS, QUICK_CASES, USER_EXTRA_CLAIMS,
-                          USER_FAMILY, Plan, _select, _select_losses, load_state, plan_run, save_state, user_case,
-                          user_claims)
+                          USER_FAMILY, Plan, load_state, plan_run, save_state, select_claims, select_losses,
+                          user_case, user_claims)
 from .verify_report import (LOSS_READING, READINGS, check_findings, console_summary, finding_markdown,
                             loss_markdown, markdown, surprises, table, verdicts, write_report)
-from .verify_rows import Row, _case_dict, _case_from_dict
+from .verify_rows import Row, case_dict, case_from_dict
 from .verify_shrink import SHRINK_SECONDS, SHRINK_SECONDS_QUICK, save_counterexample, save_counterexamples, shrink
 from .verify_worker import (LOSS_CLAIMS, LOSS_SOURCE, TORCH_MISSING, LossWorker, loss_rows, pending_loss_runs,
                             run_losses, start_losses)
 
 __all__ = [  # the job's names, wherever they are defined
-    "ALL_CLAIMS", "CLAIMS", "DEFAULT_CASES", "GAUSSIAN_CLAIMS", "LOSS_CLAIMS", "LOSS_READING", "LOSS_SOURCE",
-    "QUICK_CASES", "READINGS", "SHRINK_SECONDS", "SHRINK_SECONDS_QUICK", "TORCH_MISSING", "USER_EXTRA_CLAIMS",
-    "USER_FAMILY", "CASE_BLOCK", "Case", "Claim", "FigureWriter", "FixedPoints", "LossWorker", "Outcome",
-    "PhaseTimer", "Plan", "Row", "check_findings", "checks_order", "console_summary", "family_size",
-    "finding_markdown", "load_state", "loss_markdown", "loss_rows",
-    "make_figures", "markdown", "pending_loss_runs", "plan_run", "run_families", "run_family", "run_losses",
-    "save_counterexample", "save_counterexamples", "save_state", "shrink", "start_losses",
+    "ALL_CLAIMS", "CASE_BLOCK", "CLAIMS", "DEFAULT_CASES", "GAUSSIAN_CLAIMS", "LOSS_CLAIMS", "LOSS_READING",
+    "LOSS_SOURCE", "QUICK_CASES", "READINGS", "SHRINK_SECONDS", "SHRINK_SECONDS_QUICK", "TORCH_MISSING",
+    "USER_EXTRA_CLAIMS", "USER_FAMILY", "Case", "Claim", "FigureWriter", "FixedPoints", "LossWorker", "Outcome",
+    "PhaseTimer", "Plan", "Row", "case_dict", "case_from_dict", "check_findings", "checks_order", "console_summary",
+    "family_cases", "family_size", "finding_markdown", "load_state", "loss_markdown", "loss_rows", "make_figures",
+    "markdown", "pending_loss_runs", "plan_run", "run_families", "run_family", "run_losses", "save_counterexample",
+    "save_counterexamples", "save_state", "select_claims", "select_losses", "shrink", "start_losses",
     "surprises", "table", "user_case", "user_claims", "verdicts", "verify", "write_report",
-    "_case_dict", "_case_from_dict", "_select", "_select_losses",
 ]
 
 #: Draws the verify figures into a folder and returns the written paths.
@@ -119,7 +118,7 @@ def _generated_cases(name: str, seed: int, start: int, stop: int) -> list:
     return out
 
 
-def _family_cases(name: str, cases: int, seed: int, quick: bool = False, plan: Plan | None = None,
+def family_cases(name: str, cases: int, seed: int, quick: bool = False, plan: Plan | None = None,
                   start: int = 0, stop: int | None = None) -> list:
     """The cases of one family, or those numbered ``start`` to ``stop - 1`` (a shard's)."""
     stop = family_size(name, cases, quick, plan) if stop is None else stop
@@ -156,7 +155,7 @@ def run_family(name: str, cases: list, claims: list[Claim], bar: Progress | None
             if not outcome.held and finite:
                 size = case.mdp.n_states * case.mdp.n_actions
                 if row.violation is None or size < row.violation["size"]:
-                    row.violation = {"size": size, "case": _case_dict(case), "detail": outcome.detail,
+                    row.violation = {"size": size, "case": case_dict(case), "detail": outcome.detail,
                                      "margin": float(outcome.margin)}
         if keep is not None and name in GENERAL_FAMILIES:
             keep.append((name, fp))
@@ -237,7 +236,7 @@ def verify(out: str | Path = "verify-out", cases: int | None = None, seed: int =
     with timer("cases"):
         plan = plan_run(out, cases, seed, claims, quick, mdps)
         state = load_state(plan, resume)
-        todo = {f: _family_cases(f, plan.cases, seed, quick, plan) for f in plan.families
+        todo = {f: family_cases(f, plan.cases, seed, quick, plan) for f in plan.families
                 if f not in state["families"]}
         bar = Progress(sum(map(len, todo.values())) + pending_loss_runs(plan, state), "verify", unit="cases",
                        bar=True, enabled=progress)

@@ -38,7 +38,7 @@ from bisimkit.progress import Progress
 from . import learning
 from .families import GENERAL_FAMILIES
 from .figure_data import order_values, scatter_columns, subsample_scatter
-from .verify import (FigureWriter, PhaseTimer, _family_cases, check_findings, checks_order, family_size, loss_rows,
+from .verify import (FigureWriter, PhaseTimer, family_cases, check_findings, checks_order, family_size, loss_rows,
                      make_figures, run_family, run_losses, save_counterexamples, write_report)
 from .verify_plan import Plan, plan_run
 from .verify_rows import Row
@@ -155,7 +155,7 @@ def run_shard(run: ShardRun, shard, attempt: int = 1) -> str:
         keep: list | None = [] if run.figures else None
         families = {}
         for fam in plan.families:
-            cases = _family_cases(fam, plan.cases, plan.seed, plan.quick, plan, *ranges[fam])
+            cases = family_cases(fam, plan.cases, plan.seed, plan.quick, plan, *ranges[fam])
             families[fam] = [r.to_state() for r in run_family(fam, cases, plan.claims, keep=keep)]
         if keep is not None:
             atomic_write(run.figures_path(shard), lambda fh: np.savez(fh, **_figure_arrays(plan, keep)))

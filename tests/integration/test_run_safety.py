@@ -15,10 +15,10 @@ from agents.evaluate import main as evaluate_main  # noqa: E402
 from agents.train import main as train_main  # noqa: E402
 from bisimkit.errors import InputError  # noqa: E402
 from figures.learning_curves import main as curves_main  # noqa: E402
-from figures.nearest_neighbours import main as neighbours_main  # noqa: E402
-from figures.runs import find_runs  # noqa: E402
+from figures.nearest_neighbours.__main__ import main as neighbours_main  # noqa: E402
+from bisimkit_runs.runs import find_runs  # noqa: E402
 
-from test_config import Payload, _checkpoint  # noqa: E402
+from test_config import Payload, sample_checkpoint  # noqa: E402
 
 
 def one_error(capsys, *needles: str) -> str:
@@ -32,7 +32,7 @@ def one_error(capsys, *needles: str) -> str:
 def test_every_entry_point_refuses_a_checkpoint_that_would_run_code(tmp_path, capsys):
     marker, run = tmp_path / "marker", tmp_path / "run"
     run.mkdir()
-    torch.save({**vars(_checkpoint()), "agent": {"networks": {}, "evil": Payload(marker)}}, run / CHECKPOINT)
+    torch.save({**vars(sample_checkpoint()), "agent": {"networks": {}, "evil": Payload(marker)}}, run / CHECKPOINT)
     assert train_main(["--resume", "--out", str(run), "--quiet", "--no-tensorboard"]) == 2
     one_error(capsys, str(run / CHECKPOINT), "holds getattr (code, not data)")
     assert evaluate_main([str(run), "--device", "cpu"]) == 2
@@ -46,7 +46,7 @@ def test_every_entry_point_refuses_a_checkpoint_that_would_run_code(tmp_path, ca
 def test_a_truncated_checkpoint_is_one_line(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
-    _checkpoint().save(run / CHECKPOINT)
+    sample_checkpoint().save(run / CHECKPOINT)
     data = (run / CHECKPOINT).read_bytes()
     (run / CHECKPOINT).write_bytes(data[: len(data) // 2])
     assert evaluate_main([str(run), "--device", "cpu"]) == 2
@@ -67,7 +67,7 @@ def test_a_checkpoint_config_with_an_unknown_field_or_a_wrong_type_is_one_line(t
     run.mkdir()
     for config, needle in (({**TrainConfig().to_dict(), "k_views": 2}, "config: unknown field(s) k_views"),
                            ({**TrainConfig().to_dict(), "batch_size": "512"}, "batch_size: '512' is not a positive")):
-        _checkpoint(config=config).save(run / CHECKPOINT)
+        sample_checkpoint(config=config).save(run / CHECKPOINT)
         assert evaluate_main([str(run), "--device", "cpu"]) == 2
         one_error(capsys, str(run / CHECKPOINT), needle)
 

@@ -25,7 +25,7 @@ from agents.config import TrainConfig  # noqa: E402
 from bisimkit.errors import InputError  # noqa: E402
 from agents.videos import EVAL_VIDEOS, TRAIN_VIDEOS  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -215,7 +215,7 @@ def test_results_table_cli(synthetic, tmp_path, capsys):
 # ------------------------------------------------------------------ learning curves
 def test_curve_aggregation_across_seeds(tmp_path):
     from figures.learning_curves import curves
-    from figures.runs import find_runs
+    from bisimkit_runs.runs import find_runs
 
     write_run(tmp_path, "cheetah-run", "drq", 0, [(0, 0), (100, 100), (200, 200), (300, 300)])
     write_run(tmp_path, "cheetah-run", "drq", 1, [(0, 0), (150, 300), (200, 400)])
@@ -234,7 +234,7 @@ def test_runs_of_one_seed_with_different_budgets_are_two_lines_and_two_rows(tmp_
     each its own line (nothing cut to the shorter) and row, labelled by what differs."""
     from figures.learning_curves import curves, main as curves_main
     from figures.results_table import main as table_main, results_table
-    from figures.runs import find_runs, group_runs
+    from bisimkit_runs.runs import find_runs, group_runs
 
     short = write_run(tmp_path, "cartpole-swingup", "eps-r", 0, [(0, 0), (1000, 10), (2000, 20)], "short",
                       env_steps=2000, batch_size=512)
@@ -271,7 +271,7 @@ def test_seeds_of_one_configuration_are_one_group_and_a_repeated_seed_is_reporte
     counted once (the run evaluated furthest is used)."""
     from figures.learning_curves import curves
     from figures.results_table import results_table
-    from figures.runs import describe_groups, find_runs, group_runs
+    from bisimkit_runs.runs import describe_groups, find_runs, group_runs
 
     same = dict(env_steps=200, batch_size=512)
     a = write_run(tmp_path, "walker-walk", "drq", 0, [(0, 0), (100, 10), (200, 20)], "a", device="cpu",
@@ -293,7 +293,7 @@ def test_seeds_of_one_configuration_are_one_group_and_a_repeated_seed_is_reporte
 
 
 def test_a_learning_field_splits_a_method_and_a_missing_one_is_unset(tmp_path):
-    from figures.runs import find_runs, group_runs
+    from bisimkit_runs.runs import find_runs, group_runs
 
     write_run(tmp_path, "walker-walk", "eps-r", 0, [(0, 0)], "a", batch_size=128, beta=0.5)
     write_run(tmp_path, "walker-walk", "eps-r", 1, [(0, 0)], "b", batch_size=512, beta=0.5)
@@ -307,7 +307,7 @@ def test_fields_of_another_task_and_later_fields_do_not_split_older_runs(tmp_pat
     """A DCS run written before the CARLA fields and ``augment`` existed groups with one that states
     them (carla_* do not apply to walker-walk; a missing augment is None, each method's own choice);
     a different augment does split."""
-    from figures.runs import find_runs, group_runs
+    from bisimkit_runs.runs import find_runs, group_runs
 
     write_run(tmp_path, "walker-walk", "eps-r", 0, [(0, 0)], "old", beta=0.5)
     write_run(tmp_path, "walker-walk", "eps-r", 1, [(0, 0)], "new", beta=0.5, augment=None, carla_town="Town04",
@@ -319,7 +319,7 @@ def test_fields_of_another_task_and_later_fields_do_not_split_older_runs(tmp_pat
 
 def test_learning_curves_png(synthetic, tiny_run, tmp_path):
     from figures.learning_curves import curves, plot_learning_curves
-    from figures.runs import find_runs
+    from bisimkit_runs.runs import find_runs
 
     runs = find_runs(synthetic)
     assert len(runs) == 7  # not-a-run (no config.json) is skipped
@@ -379,7 +379,7 @@ def test_learning_curves_cli_errors(tmp_path, capsys):
 def test_nearest_neighbours_figure(tiny_run, tmp_path):
     from agents.restore import restore_agent
     from agents.neighbours import collect_observations, distance_to_all
-    from figures.nearest_neighbours import nearest_neighbours
+    from figures.nearest_neighbours.__main__ import nearest_neighbours
 
     out = tmp_path / "nn.png"
     result = nearest_neighbours(tiny_run, out, episodes=3, queries=2, neighbours=3, episode_steps=10, keep=4,
@@ -416,7 +416,7 @@ def test_nearest_neighbours_figure(tiny_run, tmp_path):
 
 
 def test_nearest_neighbours_bad_input(tiny_run, tmp_path, capsys):
-    from figures.nearest_neighbours import main
+    from figures.nearest_neighbours.__main__ import main
 
     assert main([str(tiny_run), "--out", str(tmp_path / "nn.png"), "--episodes", "1"]) == 2
     assert capsys.readouterr().err.startswith("error: episodes:")

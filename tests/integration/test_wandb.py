@@ -90,5 +90,5 @@ def test_wandb_not_imported_by_the_training_modules():
     code = ("import sys, agents.train, agents.config, agents.gym_env; "
             "print('wandb' in sys.modules, 'gymnasium' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         cwd=Path(__file__).resolve().parents[1])
+                         cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.split() == ["False", "False"], out.stderr

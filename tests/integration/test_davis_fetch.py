@@ -17,7 +17,7 @@ import pytest
 
 from agents.videos import EVAL_VIDEOS, TRAIN_VIDEOS, main, resolve_videos
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 USED = TRAIN_VIDEOS + EVAL_VIDEOS
 
 

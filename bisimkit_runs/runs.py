@@ -1,4 +1,4 @@
-"""Find training runs on disk and read their evaluation logs (shared by the curve and table figures).
+"""Find training runs on disk and read their evaluation logs (shared by the tables and the curve figures).
 
 A run folder is any folder holding both ``eval.csv`` and ``config.json`` (what
 ``python -m agents.train`` writes). :func:`find_runs` accepts a root to search
@@ -25,8 +25,7 @@ fields are told apart by a label naming the fields that differ
 (``ε-R (env_steps=4000)``); methods with one configuration keep their plain
 label. :func:`describe_groups` lists the run folders behind each group.
 
-The paper's task and method order come from ``agents`` (``agents.dcs.PAPER_TASKS``,
-``agents.config.METHODS``: neither imports torch or the simulator).
+The paper's task and method order are those of :mod:`bisimkit_runs.names`.
 """
 
 from __future__ import annotations
@@ -41,10 +40,10 @@ from typing import Iterable, Union
 
 import numpy as np
 
-from agents.config import METHODS
-from agents.dcs import PAPER_TASKS
-from agents.run_files import CONFIG_FILE, EVAL_FILE, TRAIN_FILE
 from bisimkit.errors import InputError
+
+from .files import CONFIG_FILE, EVAL_FILE, TRAIN_FILE
+from .names import METHOD_ORDER, TASK_ORDER
 
 # The paper's task abbreviations and method names (the orders: TASK_ORDER, METHOD_ORDER).
 TASK_ABBREV: dict[str, str] = {"ball_in_cup-catch": "BiC", "cartpole-swingup": "CS", "cheetah-run": "CR",
@@ -75,18 +74,13 @@ UNSET = "unset"
 PathLike = Union[str, os.PathLike]
 
 
-#: The paper's six tasks in its table order, and the methods in its table order.
-TASK_ORDER: tuple[str, ...] = tuple(PAPER_TASKS)
-METHOD_ORDER: tuple[str, ...] = tuple(METHODS)
-
-
 def task_order() -> tuple[str, ...]:
-    """The paper's six tasks in its table order (``agents.dcs.PAPER_TASKS``)."""
+    """The paper's six tasks in its table order (:data:`bisimkit_runs.names.TASK_ORDER`)."""
     return TASK_ORDER
 
 
 def method_order() -> tuple[str, ...]:
-    """The methods in the paper's table order (``agents.config.METHODS``)."""
+    """The methods in the paper's table order (:data:`bisimkit_runs.names.METHOD_ORDER`)."""
     return METHOD_ORDER
 
 

@@ -1,9 +1,9 @@
-"""The files of a run folder: what ``agents.train`` writes and the figures and sweeps read.
+"""The files of a run folder: what ``agents.train`` writes and the tables, figures and sweeps read.
 
 A run folder holds ``config.json`` (the configuration), ``train.csv`` (a row per training
 episode, :data:`TRAIN_FIELDS`) and an evaluation log per background split (:data:`EVAL_FILES`,
 rows of :data:`EVAL_FIELDS`). Importing this module loads nothing else, so readers without
-torch (``figures``, ``agents.sweep``) take the names from here.
+torch take the names from here.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The paper's neighbour figure: query observations next to their nearest neighbours from other
 episodes under the learned bisimulation distance, each labelled with its distance, episode, step
-and background video. The rollouts and distances come from :mod:`agents.neighbours`; this module
-draws them, and its command line (:func:`main`) asks for them.
+and background video. The rollouts and distances come from :mod:`agents.neighbours`; the drawing
+is :func:`figures.nearest_neighbours.plot_neighbours`; this command joins them.
 
     python -m figures.nearest_neighbours runs/walker-walk/eps-r/seed0 --out nn.png \
         [--episodes 10 --queries 5 --neighbours 3 --episode-steps N --keep 40 --seed 0]
@@ -12,46 +12,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
-
-from typing import TYPE_CHECKING
-
-import numpy as np
 
 from bisimkit.errors import InputError
 from bisimkit.extras import report_missing
 
-from .style import plt, save
-
-if TYPE_CHECKING:
-    from agents.neighbours import Observations
-
-
-def _last_frame(obs: np.ndarray) -> np.ndarray:
-    return obs[-3:].transpose(1, 2, 0)
-
-
-def plot_neighbours(data: Observations, matches: list[dict], out_png: str | os.PathLike, title: str,
-                    distance_name: str) -> Path:
-    """One row per query: its last frame, then its neighbours labelled with distance and video."""
-    rows, cols = len(matches), 1 + len(matches[0]["neighbours"])
-    fig, axes = plt.subplots(rows, cols, figsize=(2.1 * cols, 2.75 * rows), squeeze=False)
-    for row, match in zip(axes, matches):
-        q = match["query"]
-        cells = [(q, f"query\nep {data.episode[q]} t={data.step[q]}\n{data.videos[data.episode[q]]}")]
-        cells += [(j, f"d = {dist:.3g}\nep {data.episode[j]} t={data.step[j]}\n{data.videos[data.episode[j]]}")
-                  for j, dist in zip(match["neighbours"], match["distances"])]
-        for ax, (index, label) in zip(row, cells):
-            ax.imshow(_last_frame(data.obs[index]), interpolation="nearest")
-            ax.set_title(label, fontsize=8)
-            ax.set_xticks([])
-            ax.set_yticks([])
-        for spine in row[0].spines.values():
-            spine.set_edgecolor("tab:red")
-            spine.set_linewidth(2.5)
-    fig.suptitle(f"{title}\nnearest neighbours from other episodes under {distance_name}", fontsize=10)
-    fig.tight_layout()
-    return save(fig, out_png)
+from figures.nearest_neighbours import plot_neighbours
 
 
 def nearest_neighbours(checkpoint: str | os.PathLike, out_png: str | os.PathLike, episodes: int = 10,

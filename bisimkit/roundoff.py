@@ -123,13 +123,17 @@ def pair_differences(left: tuple[np.ndarray, np.ndarray, np.ndarray], s: np.ndar
     the rests and the result) plus the two inputs' bounds: the rounding of large, nearly equal means
     cancels instead of being charged at their size. The error is at most
     ``bound_x(s) + bound_y(t) + 3u (|rest_x(s)| + |rest_y(t)|) + 2u const`` (the separable form the Stein
-    equations use)."""
+    equations use). Values held exactly (no rest) take one rounded subtraction each."""
     (xv, xr, xb), (yv, yr, yb) = left, right
-    d, e = two_sum(xv[s], -yv[t])
-    rest_diff = xr[s] - yr[t]
-    tail = e + rest_diff
-    diff = d + tail
-    error = xb[s] + yb[t] + U * (np.abs(rest_diff) + np.abs(tail) + np.abs(diff)) * (1 + 4 * U)
+    if not (np.any(xr[s]) or np.any(yr[t])):
+        diff = xv[s] - yv[t]
+        error = xb[s] + yb[t] + U * np.abs(diff)
+    else:
+        d, e = two_sum(xv[s], -yv[t])
+        rest_diff = xr[s] - yr[t]
+        tail = e + rest_diff
+        diff = d + tail
+        error = xb[s] + yb[t] + U * (np.abs(rest_diff) + np.abs(tail) + np.abs(diff)) * (1 + 4 * U)
     if xv.ndim == 1:
         return np.abs(diff), error
     k = diff.shape[-1]

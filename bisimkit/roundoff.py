@@ -379,12 +379,14 @@ class MDPRoundOff:
         return np.zeros(self._mdp.n_states)
 
 
-def policy_average(policy: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def policy_average(policy: np.ndarray, values: np.ndarray, defect: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(value, rest, bound)``: ``sum_a pi[s, a] values[s, a]`` (values (n, m), or (1, m) for values shared
     by every state) as :func:`dot_rows` gives it, with ``bound`` widened to cover the exact average under
-    the normalised policy row ``pi[s] / sum(pi[s])`` (:func:`row_defects` bounds the normalisation)."""
+    the normalised policy row ``pi[s] / sum(pi[s])`` (``defect``, :func:`row_defects` of the policy, bounds
+    the normalisation; computed when not given)."""
     value, rest, bound = dot_rows(policy, values)
-    defect = row_defects(policy)
+    defect = row_defects(policy) if defect is None else defect
     size = np.abs(value) + np.abs(rest) + bound
     return value, rest, bound + size * defect / np.maximum(1.0 - defect, 0.5) * (1 + 4 * U)
 
@@ -403,7 +405,8 @@ def grid_bits(X: np.ndarray, chunk_cells: int = 1_048_576) -> int:
                 return False
         return True
 
-    if not on_grid(52):
+    head = flat[:64] * 2.0 ** 52
+    if not np.all(head == np.floor(head)) or not on_grid(52):  # a few entries usually settle it
         return 53
     low, high = 0, 52  # on_grid(high) holds
     while low < high:

@@ -21,7 +21,7 @@ _PUBLIC = {
     "EXAMPLES": "examples", "example": "examples",
     "from_gymnasium": "gym",
     "FiniteMDP": "mdp", "load_mdp": "mdp", "mdp_from_dict": "mdp", "save_mdp": "mdp",
-    "read_model": "model_files", "from_stormpy": "model_files", "SolveOptions": "solvers",
+    "read_model": "model_files", "from_stormpy": "mdp", "SolveOptions": "solvers",
     "METRIC_NAMES": "operators", "OPERATORS": "operators", "apply_operator": "operators",
     "check_pseudometric": "pseudometric",
     "relation_blocks": "relations", "relation_labels": "relations",

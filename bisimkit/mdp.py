@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import InputError
-from .fields import check_finite, check_keys, format_index, to_float_array, validate_discount
+from .fields import ROW_TOLERANCE, check_finite, check_keys, format_index, to_float_array, validate_discount
 from .files import atomic_write, atomic_write_bytes
 from .kernels import DenseRows, on_small_path
 from .roundoff import MDPRoundOff, policy_average, row_defects
@@ -32,9 +32,8 @@ from .roundoff import MDPRoundOff, policy_average, row_defects
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
-#: Rows of ``transitions`` and ``policy`` may be off by this much (and entries
-#: this negative) before they are rejected; accepted rows are then cleaned.
-ROW_TOLERANCE = 1e-9
+    from .model_files import ModelData
+
 
 FIELDS = ("transitions", "rewards", "policy", "discount", "action_values", "state_shape", "name", "initial_state")
 REQUIRED = ("transitions", "rewards", "discount")
@@ -448,21 +447,72 @@ def mdp_from_dict(data: Any, source: str = "input") -> FiniteMDP:
     )
 
 
+# ----------------------------------------------------------------- as MDPs
+#: The discount a model from a model checker gets when none is given (such models carry none).
+MODEL_DISCOUNT = 0.9
+MODEL_SUFFIXES = (".drn", ".tra")
+
+
+def to_mdp(data: ModelData, reward: str | None = None, discount: float = MODEL_DISCOUNT, policy=None,
+           kind: str | None = None):
+    """``data`` as a :class:`~bisimkit.mdp.FiniteMDP` with its transitions held sparse (never densified) and
+    each state's labels kept (``mdp.labels``).
+
+    Parameters
+    ----------
+    reward : a label (its indicator is the reward, for every action) or a reward structure
+        (:meth:`ModelData.reward_matrix`; ``kind`` settles a name that is both); None gives every reward 0.
+    discount : c in [0, 1) (models from a model checker carry none; default :data:`MODEL_DISCOUNT`).
+    policy : a Markov chain's is its one action; an MDP has none unless given: ``"uniform"`` or an (n, m)
+        array.
+    """
+    n, m = data.n_states, data.n_actions
+    rewards = np.zeros((n, m)) if reward is None else data.reward_matrix(reward, kind)
+    if isinstance(policy, str):
+        if policy != "uniform":
+            raise InputError(f"unknown policy {policy!r} (use 'uniform' or an (n, m) array)", param="policy")
+        policy = np.full((n, m), 1.0 / m)
+    elif policy is None and data.model_type == "dtmc":
+        policy = np.ones((n, 1))
+    ptr, idx = data._labels_by_state
+    names = np.asarray(data.label_names, dtype=object)
+    labels = [frozenset(names[idx[ptr[s]:ptr[s + 1]]]) for s in range(n)]
+    initial = int(data.initial_states[0]) if len(data.initial_states) == 1 else None
+    name = Path(data.source).name if data.source and data.source != "stormpy model" else data.source
+    return FiniteMDP(data.transition_matrix(), rewards, discount, policy, name=name, initial_state=initial,
+                     labels=labels)
+
+
+def load_model(path: str | os.PathLike, reward: str | None = None, discount: float = MODEL_DISCOUNT, policy=None,
+               kind: str | None = None):
+    """Read a Storm DRN file or a PRISM explicit export (:func:`bisimkit.model_files.read_model`) as a sparse
+    :class:`~bisimkit.mdp.FiniteMDP` (:func:`to_mdp`)."""
+    from .model_files import read_model  # start-up cost: the reader is loaded where a model file is read
+
+    return to_mdp(read_model(path), reward, discount, policy, kind)
+
+
+def from_stormpy(model, reward: str | None = None, discount: float = MODEL_DISCOUNT, policy=None,
+                 kind: str | None = None):
+    """A model stormpy built (from a PRISM or JANI file) as a sparse :class:`~bisimkit.mdp.FiniteMDP`
+    (:func:`bisimkit.model_files.stormpy_data`, :func:`to_mdp`; the ``storm`` extra)."""
+    from .model_files import stormpy_data  # start-up cost: the reader is loaded where a model is converted
+
+    return to_mdp(stormpy_data(model), reward, discount, policy, kind)
+
+
 def load_mdp(path: str | os.PathLike, reward: str | None = None, discount: float | None = None,
-             policy=None) -> FiniteMDP:
+             policy=None, kind: str | None = None) -> FiniteMDP:
     """Load and validate an MDP from a ``.json`` or ``.npz`` file (the file format of ``docs/cli.md``), or a
     model from a model checker: Storm's ``.drn`` or PRISM's explicit ``.tra`` (with its ``.lab`` and
-    reward files), held sparse (:func:`bisimkit.model_files.load_model`). ``reward`` (a label, whose
+    reward files), held sparse (:func:`load_model`). ``reward`` (a label, whose
     indicator is the reward, or a reward structure), ``discount`` (default 0.9) and ``policy``
     (``"uniform"``, or an array; a Markov chain has its own) apply to model files only: an MDP file
-    carries its own."""
+    carries its own. ``kind`` (``"label"`` or ``"reward"``) settles a reward name that is both."""
     path = Path(path)
     if path.suffix.lower() in (".drn", ".tra"):
-        # the model-file reader builds FiniteMDPs: imported here, where a model file is read
-        from .model_files import MODEL_DISCOUNT, load_model
-
-        return load_model(path, reward, MODEL_DISCOUNT if discount is None else discount, policy)
-    for value, param in ((reward, "reward"), (discount, "discount"), (policy, "policy")):
+        return load_model(path, reward, MODEL_DISCOUNT if discount is None else discount, policy, kind)
+    for value, param in ((reward, "reward"), (discount, "discount"), (policy, "policy"), (kind, "kind")):
         if value is not None:
             raise InputError(f"{path}: {param}= applies to model files (.drn, .tra); an MDP file carries its own "
                              f"{param if param != 'reward' else 'rewards'}", param=param)

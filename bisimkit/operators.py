@@ -27,6 +27,7 @@ from .errors import InputError
 from .forms import (COMPILED_EPS_BAR_PAIRS, EPS_BAR_MEMORY_SHARE, EPS_BAR_SINGLE_PAIRS, PairLinearForm, SteinForm,
                     TransportTerms, pair_system, physical_memory)
 from .ground import Ground
+from .kernels import DenseRows
 from .mdp import FiniteMDP
 from .pairs import PairSpace
 from .roundoff import U, MDPRoundOff, gamma, gamma_array, grid_breakpoint_error, pair_differences
@@ -548,7 +549,8 @@ def _stacked(a: FiniteMDP, b: FiniteMDP, pairs: PairSpace):
     index = np.full((n, n), -1, dtype=np.int64)
     index[pairs.s, na + pairs.t] = np.arange(len(pairs))
     index[na + pairs.t, pairs.s] = np.arange(len(pairs))
-    rows = sp.block_diag((sp.csr_matrix(a.transition_rows), sp.csr_matrix(b.transition_rows)), format="csr")
+    rows = sp.block_diag([sp.csr_matrix(m.transition_rows.toarray() if isinstance(m.transition_rows, DenseRows)
+                                        else m.transition_rows) for m in (a, b)], format="csr")
     return np.vstack([a.policy, b.policy]), rows, pairs.s, na + pairs.t, index
 
 

@@ -31,7 +31,7 @@ from bisimkit.files import atomic_write, atomic_write_json, atomic_write_text, c
 from bisimkit.gaussian.model import is_gaussian_file, load_gaussian
 from bisimkit.ground import resolve_ground
 from bisimkit.gym import load_gym_spec
-from bisimkit.mdp import ROW_TOLERANCE, FiniteMDP, coordinate_independent, load_mdp
+from bisimkit.mdp import MODEL_DISCOUNT, ROW_TOLERANCE, FiniteMDP, coordinate_independent, load_mdp, load_model
 from bisimkit.operators import GROUND_METRICS, GROUND_RELATIONS, METRIC_NAMES, OPERATORS, operator_info
 from bisimkit.order import ACTION_ORDER_METRICS, STATE_ORDER_METRICS, resolve_order
 from bisimkit.progress import solve_progress
@@ -75,8 +75,6 @@ def load_mdp_or_example(spec: str, args=None) -> FiniteMDP:
         raise InputError(f"{spec}: no such file (bundled examples: {', '.join(EXAMPLES)})")
     if Path(spec).suffix.lower() not in MODEL_FILE_SUFFIXES:
         return load_mdp(spec)
-    from bisimkit.model_files import MODEL_DISCOUNT, load_model  # start-up cost: only where a model file is read
-
     policy = given.get("policy")
     if policy is not None and policy != "uniform":
         policy = _policy_file(policy)

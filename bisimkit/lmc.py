@@ -1,0 +1,1344 @@
+r"""Bisimilarity distances of labelled Markov chains, discounted and undiscounted, with a certified bracket.
+
+The distance
+------------
+A labelled Markov chain has states ``0..n-1``, a successor distribution ``P(s)`` per state (sparse rows)
+and a set of labels ``L(s)`` per state. For a discount ``c`` in ``(0, 1]`` the operator on pair
+functions ``d: S x S -> [0, 1]`` is
+
+.. math::
+
+    F(d)(s, t) = g(s, t) \oplus c\, W_1(P(s), P(t); d), \qquad a \oplus b = a + b - a b,
+
+with the ground ``g(s, t) = [L(s) \ne L(t)]`` (1 where the labels differ, 0 where they agree), so that
+``F(d)(s, t) = 1`` where the labels differ and ``c W_1(P(s), P(t); d)`` where they agree (Desharnais et
+al. 1999; van Breugel and Worrell 2001). A user ground ``g`` with values in ``[0, 1]`` may replace the
+labels; ``a + b - ab`` is the probability that two coupled runs are told apart, now (probability
+``g``) or later (``c W_1``), and keeps the operator linear in ``d`` for a fixed coupling
+(``docs/lmc.md#the-ground``).
+
+The distance is the **least** fixed point of ``F``. For ``c < 1`` ``F`` is a contraction and has one
+fixed point; for ``c = 1`` it has many (two bisimilar self-looping states may be put at any distance)
+and the least one is the limit of ``F^k(0)``.
+
+Algorithm (``docs/lmc.md`` has the proofs)
+------------------------------------------
+1. **The exact chain.** The distances are those of an exact rational chain: every stored probability is
+   read as the simplest fraction (denominator at most :data:`MAX_DENOMINATOR`) within
+   :data:`RATIONAL_ULPS` units in the last place of it; a row whose fractions do not sum to exactly 1
+   takes the binary values of its floats instead, and if those do not either, the row's defect is put on
+   its largest entry. ``LMCResult.model_defect`` is the largest total-variation distance between a
+   stored row and its exact row.
+2. **Distance 0** is probabilistic bisimilarity (for every ``c > 0``): partition refinement from the
+   ground's zero classes, splitting by modular fingerprints of the exact class masses, then an exact
+   integer check of the final partition (and an exact refinement in Python if a fingerprint ever
+   collided). The chain is replaced by its **quotient**; distances are constant on classes.
+3. **Distance 1** (``c = 1``): a pair of quotient states is at distance 1 exactly when the ground
+   separates it (``g = 1``) or it cannot reach the diagonal in the pair graph whose edges lead from
+   ``(s, t)`` (with ``g(s, t) < 1``) to every ``(u, v)`` in ``supp P(s) x supp P(t)``: one backward
+   breadth-first search from the diagonal, ``O(k^2 + m^2)`` for ``k`` classes and ``m`` transitions.
+   For ``c < 1`` distance 1 means ``g = 1``.
+4. **Policy iteration** on the remaining pairs ``U``: a coupling per pair, the linear system
+   ``x = b + T x`` of its value, improvement by optimal transport (the compiled network simplex of
+   :mod:`bisimkit.simplex`). With the diagonal at 0 and the distance-1 pairs at 1 every coupling
+   strategy leaves ``U`` with probability 1, so ``I - T`` is non-singular.
+5. **The bracket.** With ``z`` the solution of ``(I - T) z = 1`` (expected steps in ``U``), the upper
+   bound ``u = x + e z`` is checked to be a pre-fixed point (``F(u) <= u``, with the transport of the
+   current couplings, their marginal drift and every rounding charged), hence above the least fixed
+   point; the lower bound ``l = x - e z`` is checked to be a post-fixed point (``l <= F(l)``, with lower
+   bounds of the optimal transport values from the simplex's dual potentials), hence below the unique
+   fixed point of ``F`` on ``U``. ``certified_error = max(u - l)``.
+
+References: J. Desharnais, V. Gupta, R. Jagadeesan, P. Panangaden, "Metrics for labeled Markov
+systems", CONCUR 1999. F. van Breugel, J. Worrell, "Towards quantitative verification of probabilistic
+transition systems", ICALP 2001. D. Chen, F. van Breugel, J. Worrell, "On the complexity of computing
+probabilistic bisimilarity distances for probabilistic automata", FoSSaCS 2012. Q. Tang, F. van Breugel,
+"Computing probabilistic bisimilarity distances via policy iteration", CONCUR 2016; "Algorithms to
+compute probabilistic bisimilarity distances for labelled Markov chains", CONCUR 2017; "Deciding
+probabilistic bisimilarity distance one for labelled Markov chains", CAV 2018.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Sequence
+
+import numpy as np
+
+from .errors import InputError
+from .kernels import kernel
+from .mdp import ROW_TOLERANCE
+
+#: Labels left out of the ground by default: ``init`` marks where runs start, not how a state behaves.
+DEFAULT_EXCLUDED_LABELS = ("init",)
+#: Largest denominator tried when a stored probability is read as a fraction.
+MAX_DENOMINATOR = 1_000_000
+#: A fraction stands for a stored float when it is within this many units in the last place of it.
+RATIONAL_ULPS = 4
+#: All-pairs results are returned as dense n x n matrices up to this many states.
+DENSE_STATES = 4096
+#: Default memory budget of an all-pairs or query solve (bytes); larger problems are refused up front.
+DEFAULT_MAX_MEMORY = 8 * 2**30
+#: Estimated bytes per transport cell and per pair of the pair space (cell table, plans, bases, system).
+CELL_BYTES = 64
+PAIR_BYTES = 160
+#: Rounds of policy iteration before giving up (each round at least one coupling improves).
+MAX_ROUNDS = 200
+#: Unit roundoff of float64.
+_U = 2.0 ** -53
+#: Two primes below 2**31 for the fingerprints of exact class masses.
+_PRIMES = (2_147_483_629, 2_147_483_587)
+#: Target codes in the cell table: the diagonal (distance 0) and pairs at distance 1.
+_DIAG = -1
+_ONE = -2
+
+
+# ------------------------------------------------------------------------------ inputs
+@dataclass(frozen=True, eq=False)
+class LabelledChain:
+    """A labelled Markov chain in compressed sparse row form.
+
+    Attributes
+    ----------
+    row_ptr : int64 (n + 1,); the successors of state s are ``columns[row_ptr[s]:row_ptr[s+1]]``.
+    columns : int64 (m,); successor states.
+    probabilities : float64 (m,); each row sums to 1 within :data:`~bisimkit.mdp.ROW_TOLERANCE`.
+    classes : int64 (n,); the label class of each state: two states carry the same labels exactly when
+        their classes are equal (e.g. :meth:`bisimkit.model_files.ModelData.label_classes`).
+    source : where the chain came from, for messages.
+    """
+
+    row_ptr: np.ndarray
+    columns: np.ndarray
+    probabilities: np.ndarray
+    classes: np.ndarray
+    source: str = "chain"
+
+    @property
+    def n_states(self) -> int:
+        return len(self.row_ptr) - 1
+
+    @classmethod
+    def from_model(cls, model, labels: Sequence[str] | None = None) -> "LabelledChain":
+        """The chain of a :class:`~bisimkit.model_files.ModelData` (a DTMC, or an MDP with one action per
+        state), its label classes over ``labels`` (default: every label but :data:`DEFAULT_EXCLUDED_LABELS`)."""
+        kind = getattr(model, "model_type", None)
+        if kind not in ("dtmc", "mdp"):
+            raise InputError(f"model_type {kind!r}: the lmc distance needs a Markov chain (dtmc)", param="model")
+        if model.n_actions != 1:
+            raise InputError(f"model_type 'mdp': every state has {model.n_actions} actions; the lmc distance is "
+                             f"defined for Markov chains (one action per state)", param="model")
+        names = list(model.label_names)
+        if labels is None:
+            chosen = [x for x in names if x not in DEFAULT_EXCLUDED_LABELS]
+        else:
+            if isinstance(labels, str):
+                raise InputError(f"{labels!r} is a string; give a list of label names", param="labels")
+            chosen = []
+            for i, name in enumerate(labels):
+                if name not in names:
+                    shown = ", ".join(repr(x) for x in names[:20]) or "(none)"
+                    raise InputError(f"entry {i}: unknown label {name!r}; the model's labels are {shown}",
+                                     param="labels")
+                chosen.append(name)
+        classes = model.label_classes(chosen)
+        return cls(np.asarray(model.row_ptr, dtype=np.int64), np.asarray(model.columns, dtype=np.int64),
+                   np.asarray(model.probabilities, dtype=np.float64), classes,
+                   source=str(model.source or "model"))
+
+
+def _as_chain(model, labels) -> LabelledChain:
+    if isinstance(model, LabelledChain):
+        if labels is not None:
+            raise InputError("a LabelledChain carries its label classes; labels= is for a ModelData",
+                             param="labels")
+        chain = model
+    elif hasattr(model, "label_classes") and hasattr(model, "row_ptr"):
+        chain = LabelledChain.from_model(model, labels)
+    else:
+        raise InputError(f"expected a ModelData or a LabelledChain, got {type(model).__name__}", param="model")
+    _check_chain(chain)
+    return chain
+
+
+def _check_chain(chain: LabelledChain) -> None:
+    ptr, cols, probs = chain.row_ptr, chain.columns, chain.probabilities
+    if ptr.ndim != 1 or len(ptr) < 2 or ptr[0] != 0 or np.any(np.diff(ptr) < 0) or ptr[-1] != len(cols):
+        raise InputError(f"row_ptr must start at 0, not decrease and end at len(columns) = {len(cols)}",
+                         param="row_ptr")
+    n = len(ptr) - 1
+    if len(probs) != len(cols):
+        raise InputError(f"{len(probs)} probabilities for {len(cols)} columns", param="probabilities")
+    empty = np.flatnonzero(np.diff(ptr) == 0)
+    if len(empty):
+        raise InputError(f"state {int(empty[0])} has no successors; every state of a Markov chain needs a "
+                         f"successor distribution", param="row_ptr")
+    bad = np.flatnonzero((cols < 0) | (cols >= n))
+    if len(bad):
+        raise InputError(f"entry {int(bad[0])}: successor {int(cols[bad[0]])} is out of range ({n} states)",
+                         param="columns")
+    bad = np.flatnonzero(~np.isfinite(probs) | (probs < 0))
+    if len(bad):
+        s = int(np.searchsorted(ptr, bad[0], side="right") - 1)
+        raise InputError(f"state {s}: probability {float(probs[bad[0]])!r} is not a finite non-negative number",
+                         param="probabilities")
+    sums = np.add.reduceat(probs, ptr[:-1])
+    bad = np.flatnonzero(np.abs(sums - 1.0) > ROW_TOLERANCE)
+    if len(bad):
+        raise InputError(f"state {int(bad[0])}: probabilities sum to {float(sums[bad[0]])!r}, not 1",
+                         param="probabilities")
+    cls = np.asarray(chain.classes)
+    if cls.ndim != 1 or len(cls) != n:
+        raise InputError(f"{cls.size} label classes for {n} states: every state needs its labels",
+                         param="classes")
+    if not np.issubdtype(cls.dtype, np.integer) or (n and cls.min() < 0):
+        raise InputError("label classes must be non-negative integers", param="classes")
+
+
+def _check_discount(discount) -> float:
+    try:
+        c = float(discount)
+    except (TypeError, ValueError):
+        raise InputError(f"{discount!r} is not a number", param="discount") from None
+    if not (0.0 < c <= 1.0):
+        raise InputError(f"{discount!r} is not in (0, 1]", param="discount")
+    return c
+
+
+def _check_ground(ground, n: int) -> np.ndarray:
+    g = np.asarray(ground, dtype=np.float64)
+    if g.shape != (n, n):
+        raise InputError(f"shape {g.shape}, expected ({n}, {n}) for {n} states", param="ground")
+    bad = np.argwhere(~np.isfinite(g) | (g < 0) | (g > 1))
+    if len(bad):
+        i, j = (int(x) for x in bad[0])
+        raise InputError(f"entry ({i}, {j}) is {float(g[i, j])!r}, outside [0, 1]", param="ground")
+    bad = np.argwhere(g != g.T)
+    if len(bad):
+        i, j = (int(x) for x in bad[0])
+        raise InputError(f"not symmetric: entry ({i}, {j}) is {g[i, j]!r}, entry ({j}, {i}) is {g[j, i]!r}",
+                         param="ground")
+    diag = np.flatnonzero(np.diag(g) != 0)
+    if len(diag):
+        i = int(diag[0])
+        raise InputError(f"entry ({i}, {i}) is {g[i, i]!r}; the diagonal must be 0", param="ground")
+    return g
+
+
+def _ground_classes(g: np.ndarray) -> np.ndarray:
+    """Classes of the relation ``g = 0``; it must be a congruence: states at ground 0 have equal rows (as for
+    every pseudometric), so that the ground is constant on pairs of classes."""
+    n = g.shape[0]
+    zero = g == 0
+    cls = np.full(n, -1, dtype=np.int64)
+    k = 0
+    for s in range(n):
+        if cls[s] >= 0:
+            continue
+        members = np.flatnonzero(zero[s])
+        if np.any(cls[members] >= 0):
+            t = int(members[cls[members] >= 0][0])
+            raise InputError(f"entries ({s}, {t}) = 0 but states {s} and {t} have different rows: the states at "
+                             f"ground 0 from each other must have equal rows (a pseudometric has)", param="ground")
+        rows = g[members]
+        diff = np.flatnonzero(np.any(rows != rows[0], axis=1))
+        if len(diff):
+            t = int(members[diff[0]])
+            raise InputError(f"entries ({s}, {t}) = 0 but states {s} and {t} have different rows: the states at "
+                             f"ground 0 from each other must have equal rows (a pseudometric has)", param="ground")
+        cls[members] = k
+        k += 1
+    return cls
+
+
+def _check_pairs(pairs, n: int) -> np.ndarray:
+    try:
+        arr = np.asarray(pairs)
+    except (TypeError, ValueError):
+        raise InputError("expected a sequence of (s, t) state pairs", param="pairs") from None
+    if arr.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    if arr.ndim != 2 or arr.shape[1] != 2 or not np.issubdtype(arr.dtype, np.integer):
+        raise InputError(f"expected (s, t) pairs of state indices, got an array of shape {arr.shape} and "
+                         f"type {arr.dtype}", param="pairs")
+    bad = np.argwhere((arr < 0) | (arr >= n))
+    if len(bad):
+        i, j = (int(x) for x in bad[0])
+        raise InputError(f"entry {i}: state {int(arr[i, j])} is out of range ({n} states)", param="pairs")
+    return arr.astype(np.int64)
+
+
+# ------------------------------------------------------------------------------ the exact chain
+@dataclass
+class ExactRows:
+    """The exact chain: probability ``num[e] / denominator`` on transition ``e`` (``num`` int64 when the
+    common denominator is below 2**61, else Python ints), and the largest total-variation distance
+    ``defect`` between a stored row and its exact row (rounded up)."""
+
+    num: np.ndarray
+    denominator: int
+    defect: float
+    repaired_rows: int
+
+
+def _fraction_for(v: float) -> Fraction:
+    """The fraction read for the stored float ``v`` (module doc, step 1)."""
+    q = Fraction(v).limit_denominator(MAX_DENOMINATOR)
+    ulp = math.ulp(v) if v != 0 else 0.0
+    if abs(float(q - Fraction(v))) <= RATIONAL_ULPS * ulp:
+        return q
+    return Fraction(v)
+
+
+def exact_rows(row_ptr: np.ndarray, probabilities: np.ndarray) -> ExactRows:
+    """Read the stored probabilities as an exact stochastic chain (module doc, step 1)."""
+    ptr = np.asarray(row_ptr, dtype=np.int64)
+    values, inverse = np.unique(probabilities, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    fracs = [_fraction_for(float(v)) for v in values]
+    # the distance of each stored value to its fraction, rounded up
+    err = np.array([math.nextafter(float(abs(q - Fraction(float(v)))), math.inf) if q != Fraction(float(v)) else 0.0
+                    for q, v in zip(fracs, values)])
+    entries: list[Fraction] | None = None
+    den = math.lcm(*(q.denominator for q in fracs)) if fracs else 1
+    repaired: dict[int, list[Fraction]] = {}
+    n = len(ptr) - 1
+    if den < 2**61:
+        num_vals = np.array([q.numerator * (den // q.denominator) for q in fracs], dtype=np.int64)
+        num = num_vals[inverse]
+        sums = np.add.reduceat(num, ptr[:-1]) if n else np.zeros(0, np.int64)
+        bad_rows = np.flatnonzero(sums != den)
+    else:
+        entries = [fracs[i] for i in inverse.tolist()]
+        bad_rows = np.array([s for s in range(n) if sum(entries[ptr[s]:ptr[s + 1]]) != 1], dtype=np.int64)
+    defect_rows = np.add.reduceat(err[inverse], ptr[:-1]) * (1 + 4 * _U) if n else np.zeros(0)
+    for s in bad_rows.tolist():
+        stored = [Fraction(float(p)) for p in probabilities[ptr[s]:ptr[s + 1]]]
+        if sum(stored) != 1:
+            top = max(range(len(stored)), key=lambda i: stored[i])
+            stored[top] += 1 - sum(stored)
+        repaired[s] = stored
+        exact_stored = [Fraction(float(p)) for p in probabilities[ptr[s]:ptr[s + 1]]]
+        defect_rows[s] = math.nextafter(float(sum(abs(a - b) for a, b in zip(stored, exact_stored))), math.inf)
+    if repaired:
+        if entries is None:
+            entries = [fracs[i] for i in inverse.tolist()]
+        for s, row in repaired.items():
+            entries[ptr[s]:ptr[s + 1]] = row
+        den = math.lcm(*{q.denominator for q in entries})
+    if entries is not None:
+        if den < 2**61:
+            num = np.array([q.numerator * (den // q.denominator) for q in entries], dtype=np.int64)
+        else:
+            num = np.empty(len(entries), dtype=object)
+            num[:] = [q.numerator * (den // q.denominator) for q in entries]
+    return ExactRows(num, den, float(defect_rows.max(initial=0.0)), len(repaired))
+
+
+# ------------------------------------------------------------------------------ distance 0: bisimilarity
+def _relabel(keys: Sequence[np.ndarray]) -> np.ndarray:
+    """Ids 0, 1, ... of the distinct rows of the columns ``keys``, in order of first occurrence of each id's
+    smallest key (ids sorted by the keys)."""
+    n = len(keys[0])
+    order = np.lexsort(tuple(reversed(keys)))
+    new = np.ones(n, dtype=bool)
+    if n > 1:
+        change = np.zeros(n - 1, dtype=bool)
+        for k in keys:
+            ks = k[order]
+            change |= ks[1:] != ks[:-1]
+        new[1:] = change
+    ids = np.empty(n, dtype=np.int64)
+    ids[order] = np.cumsum(new) - 1
+    return ids
+
+
+def _canonical(blocks: np.ndarray) -> np.ndarray:
+    """Block ids renumbered 0, 1, ... in order of each block's first state."""
+    _, first, inverse = np.unique(blocks, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inverse.reshape(-1)]
+
+
+def _fingerprint_weights(num: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if num.dtype == object:
+        return tuple(np.array([int(x) % p for x in num], dtype=np.int64) for p in _PRIMES)
+    return tuple(num % p for p in _PRIMES)
+
+
+def refine(row_ptr: np.ndarray, columns: np.ndarray, num: np.ndarray, initial: np.ndarray,
+           seed: int = 0) -> tuple[np.ndarray, int]:
+    """Coarsest partition finer than ``initial`` in which all states of a block put equal exact mass
+    ``num`` into every block: probabilistic bisimilarity. Returns ``(blocks, rounds)``, block ids in order
+    of first state.
+
+    Each round splits the blocks by two fingerprints of every state's vector of block masses,
+    ``sum_B mass_B r_B mod p`` for random ``r_B`` and two primes ``p`` (equal vectors have equal
+    fingerprints, so no round splits a class of bisimilar states); :func:`check_bisimulation` then
+    verifies the result with exact integers and :func:`refine_exact` finishes it if a fingerprint collided.
+    """
+    ptr = np.asarray(row_ptr, dtype=np.int64)
+    cols = np.asarray(columns, dtype=np.int64)
+    n = len(ptr) - 1
+    blocks = _canonical(np.asarray(initial, dtype=np.int64))
+    if n == 0:
+        return blocks, 0
+    w = _fingerprint_weights(num)
+    starts = ptr[:-1]
+    rng = np.random.default_rng(seed)
+    count = int(blocks.max()) + 1
+    rounds = 0
+    while True:
+        rounds += 1
+        keys = [blocks]
+        for wk, p in zip(w, _PRIMES):
+            r = rng.integers(1, p, size=count, dtype=np.int64)
+            keys.append(np.add.reduceat((wk * r[blocks[cols]]) % p, starts) % p)
+        new = _relabel(keys)
+        new_count = int(new.max()) + 1
+        blocks = new
+        if new_count == count:
+            break
+        count = new_count
+    return _canonical(blocks), rounds
+
+
+def _block_masses(row_ptr, columns, num, blocks):
+    """Per state, its (block, exact mass) pairs sorted by block: ``(ptr, block, mass)`` in CSR form."""
+    ptr = np.asarray(row_ptr, dtype=np.int64)
+    n = len(ptr) - 1
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+    tb = blocks[columns]
+    order = np.lexsort((tb, src))
+    s_sorted, b_sorted = src[order], tb[order]
+    start = np.ones(len(order), dtype=bool)
+    start[1:] = (s_sorted[1:] != s_sorted[:-1]) | (b_sorted[1:] != b_sorted[:-1])
+    first = np.flatnonzero(start)
+    mass = np.add.reduceat(num[order], first) if len(first) else num[:0]
+    gsrc = s_sorted[first]
+    gptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(gsrc, minlength=n), out=gptr[1:])
+    return gptr, b_sorted[first], mass
+
+
+def check_bisimulation(row_ptr, columns, num, blocks) -> tuple[bool, tuple]:
+    """Whether every state has exactly the block masses of its block's first state (exact integers), and
+    the block masses ``(ptr, block, mass)`` of every state."""
+    gptr, gblk, gmass = _block_masses(row_ptr, columns, num, blocks)
+    n = len(gptr) - 1
+    _, rep = np.unique(blocks, return_index=True)
+    r = rep[blocks]
+    cnt = np.diff(gptr)
+    if np.any(cnt != cnt[r]):
+        return False, (gptr, gblk, gmass)
+    pos = np.arange(len(gblk)) - np.repeat(gptr[:-1], cnt)
+    mine = np.arange(len(gblk))
+    theirs = np.repeat(gptr[r], cnt) + pos
+    same = (gblk[mine] == gblk[theirs]) & (gmass[mine] == gmass[theirs])
+    del n
+    return bool(np.all(same)), (gptr, gblk, gmass)
+
+
+def refine_exact(row_ptr, columns, num, initial) -> np.ndarray:
+    """Partition refinement with exact integer signatures in Python dictionaries: the reference the
+    fingerprinted :func:`refine` falls back on when its result fails :func:`check_bisimulation`."""
+    ptr = [int(x) for x in row_ptr]
+    cols = [int(x) for x in columns]
+    weights = [int(x) for x in num]
+    blocks = [int(x) for x in _canonical(np.asarray(initial, dtype=np.int64))]
+    n = len(ptr) - 1
+    count = len(set(blocks))
+    while True:
+        table: dict = {}
+        new = []
+        for s in range(n):
+            masses: dict[int, int] = {}
+            for e in range(ptr[s], ptr[s + 1]):
+                b = blocks[cols[e]]
+                masses[b] = masses.get(b, 0) + weights[e]
+            key = (blocks[s], tuple(sorted(masses.items())))
+            new.append(table.setdefault(key, len(table)))
+        blocks = new
+        if len(table) == count:
+            break
+        count = len(table)
+    return _canonical(np.asarray(blocks, dtype=np.int64))
+
+
+@dataclass
+class Quotient:
+    """The bisimulation quotient: ``k`` classes, class ``classes[s]`` of each state, its rows in CSR form
+    (successor classes, exact numerators over the chain's denominator, float probabilities) and the
+    first state of each class."""
+
+    classes: np.ndarray
+    row_ptr: np.ndarray
+    columns: np.ndarray
+    num: np.ndarray
+    probabilities: np.ndarray
+    representatives: np.ndarray
+    rounds: int
+    exact_fallback: bool
+
+    @property
+    def k(self) -> int:
+        return len(self.row_ptr) - 1
+
+
+def bisimulation_quotient(row_ptr, columns, exact: ExactRows, initial) -> Quotient:
+    """Probabilistic bisimilarity of the exact chain from the partition ``initial``, and its quotient."""
+    blocks, rounds = refine(row_ptr, columns, exact.num, initial)
+    ok, (gptr, gblk, gmass) = check_bisimulation(row_ptr, columns, exact.num, blocks)
+    fallback = False
+    if not ok:  # a fingerprint collided: finish exactly
+        blocks = refine_exact(row_ptr, columns, exact.num, blocks)
+        ok, (gptr, gblk, gmass) = check_bisimulation(row_ptr, columns, exact.num, blocks)
+        fallback = True
+        if not ok:  # pragma: no cover - refine_exact is exact
+            raise RuntimeError("partition refinement did not reach a bisimulation")
+    _, rep = np.unique(blocks, return_index=True)
+    k = len(rep)
+    cnt = np.diff(gptr)[rep]
+    qptr = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(cnt, out=qptr[1:])
+    take = np.concatenate([np.arange(gptr[r], gptr[r + 1]) for r in rep]) if k else np.zeros(0, np.int64)
+    qcols = gblk[take].astype(np.int64)
+    qnum = gmass[take]
+    qprob = _to_float(qnum, exact.denominator)
+    return Quotient(blocks, qptr, qcols, qnum, qprob, rep.astype(np.int64), rounds, fallback)
+
+
+def _to_float(num: np.ndarray, den: int) -> np.ndarray:
+    """``num / den`` correctly rounded."""
+    if num.dtype != object and den < 2**53 and (len(num) == 0 or int(np.max(np.abs(num))) < 2**53):
+        return num.astype(np.float64) / float(den)
+    return np.array([float(Fraction(int(a), den)) for a in num], dtype=np.float64)
+
+
+# ------------------------------------------------------------------------------ the pair space
+#: Bound on the total-variation distance between a float quotient row and its exact row: every entry is
+#: the correctly rounded ``num / denominator``, so the sum of the errors is at most 2**-53 (charged twice).
+_ROW_ERROR = 2.0 ** -52
+
+
+@dataclass
+class PairSpace:
+    """Unordered pairs ``(I[p], J[p])``, ``I < J``, of quotient states with ground below 1, and their
+    transport cells: pair p's cells are ``cell_ptr[p]:cell_ptr[p+1]``, row-major over
+    ``supp P(I) x supp P(J)``, each naming the successor pair's index or ``_DIAG`` / ``_ONE``."""
+
+    I: np.ndarray
+    J: np.ndarray
+    g: np.ndarray
+    cell_ptr: np.ndarray
+    tgt: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return len(self.I)
+
+
+class _Ground:
+    """The ground on quotient states: label classes (0 or 1) or a dense matrix."""
+
+    def __init__(self, labels: np.ndarray | None, matrix: np.ndarray | None) -> None:
+        self.labels = labels
+        self.matrix = matrix
+
+    def __call__(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        if self.matrix is not None:
+            return self.matrix[i, j]
+        return (self.labels[i] != self.labels[j]).astype(np.float64)
+
+    def candidates(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Every pair ``i < j`` with ground below 1, sorted by ``i * k + j``."""
+        if self.matrix is not None:
+            i, j = np.nonzero(np.triu(self.matrix < 1.0, 1))
+            return i.astype(np.int64), j.astype(np.int64)
+        order = np.argsort(self.labels, kind="stable")
+        bounds = np.flatnonzero(np.diff(self.labels[order])) + 1
+        Is, Js = [], []
+        for members in np.split(order, bounds):
+            if len(members) > 1:
+                a, b = np.triu_indices(len(members), 1)
+                Is.append(members[a])
+                Js.append(members[b])
+        if not Is:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        I, J = np.concatenate(Is), np.concatenate(Js)
+        lo, hi = np.minimum(I, J), np.maximum(I, J)
+        order = np.argsort(lo * k + hi, kind="stable")
+        return lo[order].astype(np.int64), hi[order].astype(np.int64)
+
+    def candidate_count(self, k: int, degrees: np.ndarray) -> tuple[int, int]:
+        """``(pairs, cells)`` of the all-pairs space without building it."""
+        if self.matrix is not None:
+            mask = np.triu(self.matrix < 1.0, 1)
+            i, j = np.nonzero(mask)
+            return len(i), int(np.sum(degrees[i] * degrees[j]))
+        pairs = cells = 0
+        for lab in np.unique(self.labels):
+            d = degrees[self.labels == lab].astype(np.float64)
+            pairs += len(d) * (len(d) - 1) // 2
+            cells += int((d.sum() ** 2 - (d ** 2).sum()) / 2)
+        return pairs, cells
+
+
+def _successors(I, J, qptr, qcols, chunk_cells: int = 1 << 22):
+    """Yield ``(pair, u, v)`` for every cell of the pairs ``(I, J)`` in row-major order, in chunks."""
+    deg = np.diff(qptr)
+    di, dj = deg[I], deg[J]
+    nc = di * dj
+    ends = np.cumsum(nc)
+    start = 0
+    while start < len(I):
+        stop = int(np.searchsorted(ends, (ends[start - 1] if start else 0) + chunk_cells, side="right"))
+        stop = max(stop, start + 1)
+        sl = slice(start, stop)
+        counts = nc[sl]
+        p = np.repeat(np.arange(start, stop, dtype=np.int64), counts)
+        off = np.repeat(np.cumsum(counts) - counts, counts)
+        local = np.arange(len(p), dtype=np.int64) - off
+        b_deg = dj[p]
+        a, b = local // b_deg, local % b_deg
+        u = qcols[qptr[I[p]] + a]
+        v = qcols[qptr[J[p]] + b]
+        yield p, u, v
+        start = stop
+
+
+def _cell_targets(u, v, ground: _Ground, lookup) -> np.ndarray:
+    lo, hi = np.minimum(u, v), np.maximum(u, v)
+    tgt = np.full(len(u), _DIAG, dtype=np.int64)
+    off = lo != hi
+    if off.any():
+        gl = ground(lo[off], hi[off])
+        t = np.full(int(off.sum()), _ONE, dtype=np.int64)
+        live = gl < 1.0
+        t[live] = lookup(lo[off][live], hi[off][live])
+        tgt[off] = t
+    return tgt
+
+
+def _sorted_lookup(keys: np.ndarray, k: int):
+    def lookup(lo, hi):
+        q = lo * k + hi
+        pos = np.searchsorted(keys, q)
+        if len(q) and (pos.max(initial=0) >= len(keys) or np.any(keys[np.minimum(pos, len(keys) - 1)] != q)):
+            raise RuntimeError("a successor pair is missing from the pair space")  # pragma: no cover
+        return pos
+    return lookup
+
+
+def build_pairs(I, J, quotient: Quotient, ground: _Ground) -> PairSpace:
+    """The cell table of the pairs ``(I, J)`` (sorted by ``I * k + J``, closed under successor pairs)."""
+    k = quotient.k
+    keys = I * k + J
+    lookup = _sorted_lookup(keys, k)
+    deg = np.diff(quotient.row_ptr)
+    nc = deg[I] * deg[J]
+    cell_ptr = np.zeros(len(I) + 1, dtype=np.int64)
+    np.cumsum(nc, out=cell_ptr[1:])
+    tgt = np.empty(int(cell_ptr[-1]), dtype=np.int64)
+    pos = 0
+    for _, u, v in _successors(I, J, quotient.row_ptr, quotient.columns):
+        tgt[pos:pos + len(u)] = _cell_targets(u, v, ground, lookup)
+        pos += len(u)
+    g = ground(I, J) if len(I) else np.zeros(0)
+    return PairSpace(I, J, np.asarray(g, dtype=np.float64), cell_ptr, tgt)
+
+
+def closure(seeds_i, seeds_j, quotient: Quotient, ground: _Ground, max_pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs ``i < j`` with ground below 1 reachable from the seed pairs through successor pairs
+    (stopping at the diagonal and at ground 1), sorted by ``i * k + j``."""
+    k = quotient.k
+    lo, hi = np.minimum(seeds_i, seeds_j), np.maximum(seeds_i, seeds_j)
+    keep = lo != hi
+    lo, hi = lo[keep], hi[keep]
+    keep = ground(lo, hi) < 1.0 if len(lo) else np.zeros(0, bool)
+    frontier = np.unique(lo[keep] * k + hi[keep])
+    seen = set(frontier.tolist())
+    found = [frontier]
+    while len(frontier):
+        fi, fj = frontier // k, frontier % k
+        nxt = []
+        for _, u, v in _successors(fi, fj, quotient.row_ptr, quotient.columns):
+            a, b = np.minimum(u, v), np.maximum(u, v)
+            off = a != b
+            a, b = a[off], b[off]
+            live = ground(a, b) < 1.0
+            nxt.append(np.unique(a[live] * k + b[live]))
+        cand = np.unique(np.concatenate(nxt)) if nxt else np.zeros(0, np.int64)
+        new = [x for x in cand.tolist() if x not in seen]
+        seen.update(new)
+        if len(seen) > max_pairs:
+            raise InputError(f"the queried pairs reach more than {max_pairs} pairs of bisimulation classes, more "
+                             f"than max_memory allows; query fewer pairs or raise max_memory", param="pairs")
+        frontier = np.asarray(new, dtype=np.int64)
+        found.append(frontier)
+    keys = np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
+    return keys // k, keys % k
+
+
+def reach_diagonal(space: PairSpace) -> np.ndarray:
+    """bool per pair: whether it reaches the diagonal in the pair graph (edges to every successor pair
+    with ground below 1). One backward breadth-first search from the diagonal."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import breadth_first_order
+
+    N = space.size
+    if N == 0:
+        return np.zeros(0, dtype=bool)
+    src = np.repeat(np.arange(N, dtype=np.int64), np.diff(space.cell_ptr))
+    edge = (space.tgt >= 0) | (space.tgt == _DIAG)
+    dst = np.where(space.tgt == _DIAG, N, space.tgt)[edge]
+    back = sp.csr_matrix((np.ones(len(dst), dtype=np.int8), (dst, src[edge])), shape=(N + 1, N + 1))
+    order = breadth_first_order(back, N, directed=True, return_predecessors=False)
+    good = np.zeros(N + 1, dtype=bool)
+    good[order] = True
+    return good[:N]
+
+
+def restrict(space: PairSpace, keep: np.ndarray) -> PairSpace:
+    """The pairs ``keep``; cells leading to dropped pairs lead to distance 1 instead."""
+    new_index = np.full(space.size, _ONE, dtype=np.int64)
+    new_index[keep] = np.arange(int(keep.sum()))
+    counts = np.diff(space.cell_ptr)[keep]
+    cell_keep = np.repeat(keep, np.diff(space.cell_ptr))
+    tgt = space.tgt[cell_keep]
+    live = tgt >= 0
+    tgt[live] = new_index[tgt[live]]
+    ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    return PairSpace(space.I[keep], space.J[keep], space.g[keep], ptr, tgt)
+
+
+# ------------------------------------------------------------------------------ couplings
+@dataclass
+class _Group:
+    """The pairs of one support shape ``ka x kb``: masses, cell targets into the extended value vector
+    (``N`` for the diagonal, ``N + 1`` for distance 1), the current couplings and simplex bases."""
+
+    pairs: np.ndarray
+    ka: int
+    kb: int
+    a: np.ndarray
+    b: np.ndarray
+    target: np.ndarray
+    plan: np.ndarray | None = None
+    basis: np.ndarray | None = None
+    warm: np.ndarray | None = None
+
+    @property
+    def fixed(self) -> bool:
+        """One atom on a side: the product is the only coupling."""
+        return self.ka == 1 or self.kb == 1
+
+
+def _groups(space: PairSpace, quotient: Quotient) -> list[_Group]:
+    N = space.size
+    deg = np.diff(quotient.row_ptr)
+    di, dj = deg[space.I], deg[space.J]
+    tgt = np.where(space.tgt >= 0, space.tgt, np.where(space.tgt == _DIAG, N, N + 1))
+    shape = di * (int(deg.max(initial=1)) + 1) + dj
+    out = []
+    for key in np.unique(shape):
+        pairs = np.flatnonzero(shape == key)
+        ka, kb = int(di[pairs[0]]), int(dj[pairs[0]])
+        a = quotient.probabilities[quotient.row_ptr[space.I[pairs]][:, None] + np.arange(ka)]
+        b = quotient.probabilities[quotient.row_ptr[space.J[pairs]][:, None] + np.arange(kb)]
+        cells = space.cell_ptr[pairs][:, None] + np.arange(ka * kb)
+        grp = _Group(pairs, ka, kb, a, b, tgt[cells].reshape(len(pairs), ka, kb))
+        if grp.fixed:
+            grp.plan = a[:, :, None] * b[:, None, :]
+        out.append(grp)
+    return out
+
+
+def _transport(grp: _Group, C: np.ndarray):
+    """Optimal couplings of the group under the costs ``C`` (G, ka, kb): ``(cost, plan, gap)`` with ``gap``
+    a bound on ``|cost - OT|`` for the float marginals (rounding included)."""
+    if grp.fixed:
+        plan = grp.plan
+        cost = np.einsum("gab,gab->g", plan, C)
+        return cost, plan, (grp.ka * grp.kb + 2) * 2 * _U * cost, False
+    from .simplex import basis_offsets, solve_padded
+
+    G = len(grp.pairs)
+    k = np.full(G, grp.ka, dtype=np.int64)
+    l = np.full(G, grp.kb, dtype=np.int64)
+    if grp.basis is None:
+        from .simplex import BASIS_DTYPE
+
+        grp.basis = np.zeros((int(basis_offsets(k, l)[-1]), 2), dtype=BASIS_DTYPE)
+        grp.warm = np.zeros(G, dtype=np.bool_)
+    costs, flows, ok, _, grp.basis, gaps = solve_padded(grp.a, grp.b, C, k, l, grp.basis, grp.warm)
+    grp.warm = ok.copy()
+    bad = np.flatnonzero(~ok)
+    for p in bad:  # pragma: no cover - the simplex's pivot cap: POT's solver instead
+        from .couplings import load_pot
+        from .transport import plan_gap
+
+        Gp, log = load_pot().emd(grp.a[p], grp.b[p], C[p], numItermax=10_000_000, log=True)
+        flows[p] = Gp
+        costs[p] = float(np.sum(Gp * C[p]))
+        gaps[p] = plan_gap(grp.a[p], grp.b[p], C[p], Gp, log["u"], log["v"], costs[p])
+    return costs, flows, gaps, True
+
+
+def _oplus(g: np.ndarray, w: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray]:
+    """Rigorous lower and upper bounds of ``g + (1 - g) c w`` (non-negative ``g``, ``w``) from its float value:
+    four roundings of at most ``u`` relative each on non-negative terms."""
+    v = g + (1.0 - g) * (c * w)
+    slack = 5 * _U * (g + w) + 1e-300
+    return v - slack, v + slack
+
+
+# ------------------------------------------------------------------------------ policy iteration
+@dataclass
+class _Solution:
+    lower: np.ndarray
+    upper: np.ndarray
+    rounds: int
+    evaluations: int
+    certified: bool
+    note: str = ""
+
+
+def _assemble(groups: list[_Group], space: PairSpace, c: float):
+    """``I - T`` (CSR) and ``b`` of the current couplings: ``x = b + T x`` on the pairs."""
+    import scipy.sparse as sp
+
+    N = space.size
+    rows, cols, vals = [], [], []
+    b = space.g.copy()
+    scale = c * (1.0 - space.g)
+    for grp in groups:
+        G = len(grp.pairs)
+        cells = grp.ka * grp.kb
+        plan = grp.plan.reshape(G, cells)
+        tg = grp.target.reshape(G, cells)
+        r = np.repeat(grp.pairs, cells)
+        t = tg.ravel()
+        m = plan.ravel() * scale[r]
+        live = (t < N) & (m > 0)
+        rows.append(r[live])
+        cols.append(t[live])
+        vals.append(m[live])
+        b[grp.pairs] += scale[grp.pairs] * np.sum(np.where(tg == N + 1, plan, 0.0), axis=1)
+    rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+    cols = np.concatenate(cols) if cols else np.zeros(0, np.int64)
+    vals = np.concatenate(vals) if vals else np.zeros(0)
+    T = sp.csr_matrix((vals, (rows, cols)), shape=(N, N))
+    return sp.identity(N, format="csr") - T, b, T
+
+
+#: Strongly connected components up to this size are eliminated densely inside :func:`_scc_sweep`;
+#: larger ones by a sparse LU of their block.
+DENSE_SCC_MAX = 256
+
+
+@kernel(cache=True, nogil=True)
+def _scc_sweep(scc_ptr, members, first, last, indptr, indices, data, rhs, x, local):
+    """Block back-substitution of ``x = rhs + T x`` over the components ``first .. last - 1``.
+
+    Parameters
+    ----------
+    scc_ptr, members : the components in solving order: component ``c`` is
+        ``members[scc_ptr[c]:scc_ptr[c + 1]]``; every successor of a component lies in it or in an earlier one.
+    first, last : the range of components to solve (each at most :data:`DENSE_SCC_MAX` states).
+    indptr, indices, data : ``T`` in CSR form (non-negative, rows summing to at most 1).
+    rhs : (N, r) right-hand sides; ``x`` : (N, r) output, read for the earlier components.
+    local : int64 (N,) scratch, all -1 on entry and on exit.
+    """
+    r = rhs.shape[1]
+    for comp in range(first, last):
+        lo = scc_ptr[comp]
+        hi = scc_ptr[comp + 1]
+        size = hi - lo
+        if size == 1:
+            p = members[lo]
+            diag = 0.0
+            acc = rhs[p].copy()
+            for e in range(indptr[p], indptr[p + 1]):
+                q = indices[e]
+                if q == p:
+                    diag += data[e]
+                else:
+                    for j in range(r):
+                        acc[j] += data[e] * x[q, j]
+            for j in range(r):
+                x[p, j] = acc[j] / (1.0 - diag)
+            continue
+        for i in range(size):
+            local[members[lo + i]] = i
+        M = np.zeros((size, size))
+        R = np.zeros((size, r))
+        for i in range(size):
+            p = members[lo + i]
+            M[i, i] = 1.0
+            for j in range(r):
+                R[i, j] = rhs[p, j]
+            for e in range(indptr[p], indptr[p + 1]):
+                q = indices[e]
+                if local[q] >= 0:
+                    M[i, local[q]] -= data[e]
+                else:
+                    for j in range(r):
+                        R[i, j] += data[e] * x[q, j]
+        # Gaussian elimination with partial pivoting
+        for col in range(size):
+            piv = col
+            best = abs(M[col, col])
+            for i in range(col + 1, size):
+                if abs(M[i, col]) > best:
+                    best = abs(M[i, col])
+                    piv = i
+            if piv != col:
+                for j in range(size):
+                    tmp = M[col, j]
+                    M[col, j] = M[piv, j]
+                    M[piv, j] = tmp
+                for j in range(r):
+                    tmp = R[col, j]
+                    R[col, j] = R[piv, j]
+                    R[piv, j] = tmp
+            inv = 1.0 / M[col, col]
+            for i in range(col + 1, size):
+                f = M[i, col] * inv
+                if f != 0.0:
+                    for j in range(col, size):
+                        M[i, j] -= f * M[col, j]
+                    for j in range(r):
+                        R[i, j] -= f * R[col, j]
+        for i in range(size - 1, -1, -1):
+            for j in range(r):
+                acc = R[i, j]
+                for m in range(i + 1, size):
+                    acc -= M[i, m] * R[m, j]
+                R[i, j] = acc / M[i, i]
+        for i in range(size):
+            p = members[lo + i]
+            for j in range(r):
+                x[p, j] = R[i, j]
+            local[p] = -1
+
+
+def _components(T) -> tuple[np.ndarray, np.ndarray]:
+    """The strongly connected components of the graph of ``T`` in solving order (successors first):
+    ``(scc_ptr, members)``."""
+    from scipy.sparse.csgraph import connected_components
+
+    N = T.shape[0]
+    count, label = connected_components(T, directed=True, connection="strong")
+    rows = np.repeat(np.arange(N, dtype=np.int64), np.diff(T.indptr))
+    cols = np.asarray(T.indices, dtype=np.int64)
+    cross = label[rows] != label[cols]
+    if np.any(label[rows[cross]] < label[cols[cross]]):
+        label = _topological_labels(count, label[rows[cross]], label[cols[cross]])
+    members = np.argsort(label, kind="stable").astype(np.int64)
+    scc_ptr = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(label, minlength=count), out=scc_ptr[1:])
+    return scc_ptr, members
+
+
+def _topological_labels(count: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Relabel components so that every edge of the condensation goes to a smaller label (Kahn's algorithm
+    from the sinks), for a component labelling that is not in that order already."""
+    edges = np.unique(src * count + dst)
+    s, d = edges // count, edges % count
+    out_deg = np.bincount(s, minlength=count)
+    order = np.argsort(d, kind="stable")
+    pred_ptr = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(d, minlength=count), out=pred_ptr[1:])
+    preds = s[order]
+    new = np.empty(count, dtype=np.int64)
+    ready = list(np.flatnonzero(out_deg == 0))
+    nxt = 0
+    while ready:
+        c = ready.pop()
+        new[c] = nxt
+        nxt += 1
+        for q in preds[pred_ptr[c]:pred_ptr[c + 1]]:
+            out_deg[q] -= 1
+            if out_deg[q] == 0:
+                ready.append(int(q))
+    return new
+
+
+def _block_solve(T, rhs: np.ndarray, comps) -> np.ndarray:
+    """``x = rhs + T x`` by block back-substitution over the components of ``T``."""
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import splu
+
+    scc_ptr, members = comps
+    N = T.shape[0]
+    x = np.zeros_like(rhs)
+    local = np.full(N, -1, dtype=np.int64)
+    sizes = np.diff(scc_ptr)
+    big = np.flatnonzero(sizes > DENSE_SCC_MAX)
+    indptr, indices, data = (np.asarray(T.indptr, np.int64), np.asarray(T.indices, np.int64),
+                             np.asarray(T.data, np.float64))
+    start = 0
+    for comp in list(big) + [len(sizes)]:
+        if comp > start:
+            _scc_sweep(scc_ptr, members, start, comp, indptr, indices, data, rhs, x, local)
+        if comp < len(sizes):
+            S = members[scc_ptr[comp]:scc_ptr[comp + 1]]
+            block = T[S][:, S]
+            right = rhs[S] + T[S] @ x
+            x[S] = splu((sp.identity(len(S), format="csc") - block).tocsc()).solve(right)
+        start = comp + 1
+    return x
+
+
+def _evaluate(A, b, T):
+    """The value ``x`` of the couplings and ``z`` with ``(I - T) z = 1``, by block back-substitution over the
+    strongly connected components of the couplings' pair graph, with one step of refinement."""
+    N = A.shape[0]
+    comps = _components(T)
+    rhs = np.stack([b, np.ones(N)], axis=1)
+    sol = _block_solve(T, rhs, comps)
+    res = rhs - (sol - T @ sol)
+    sol += _block_solve(T, res, comps)
+    x, z = sol[:, 0], sol[:, 1]
+    rx = b + T @ x - x
+    rz = 1.0 + T @ z - z
+    return x, z, rx, rz
+
+
+def _policy_value_bounds(groups, ext, space, c):
+    """Rigorous upper bound, per pair, of ``g + (1-g) c (cost of the current coupling under ext + drift)``:
+    the couplings' marginals differ from the exact laws by their drift and the rows' rounding, and moving
+    that much mass costs at most 1 per unit."""
+    up = np.zeros(space.size)
+    for grp in groups:
+        C = ext[grp.target]
+        plan = grp.plan
+        cost = np.einsum("gab,gab->g", plan, C)
+        drift = (np.abs(plan.sum(axis=2) - grp.a).sum(axis=1) + np.abs(plan.sum(axis=1) - grp.b).sum(axis=1))
+        cells = grp.ka * grp.kb
+        w = (cost * (1 + (cells + 2) * 2 * _U) + drift * (1 + 4 * _U)
+             + (cells + grp.ka + grp.kb + 4) * 2 * _U * (1.0 + plan.sum(axis=(1, 2))) + 2 * _ROW_ERROR)
+        up[grp.pairs] = _oplus(space.g[grp.pairs], np.minimum(w, 1.0), c)[1]
+    return up
+
+
+def policy_iteration(space: PairSpace, quotient: Quotient, c: float, tol: float) -> _Solution:
+    """Couplings improved until the bracket ``x -/+ e z`` is certified (module doc, steps 4 and 5)."""
+    N = space.size
+    groups = _groups(space, quotient)
+    if N == 0:
+        return _Solution(np.zeros(0), np.zeros(0), 0, 0, True)
+    # start: couplings that keep the most mass on the diagonal (every other pair costs 1)
+    ext = np.concatenate([np.ones(N), [0.0, 1.0]])
+    for grp in groups:
+        if not grp.fixed:
+            _, grp.plan, _, _ = _transport(grp, ext[grp.target])
+    eps = 0.0
+    rounds = 0
+    evaluations = 0
+    certified = False
+    note = ""
+    lower = np.zeros(N)
+    while True:
+        A, b, T = _assemble(groups, space, c)
+        x, z, rx, rz = _evaluate(A, b, T)
+        evaluations += 1
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(z))):  # pragma: no cover - I - T is non-singular
+            note = "a coupling system could not be solved"
+            break
+        z = np.maximum(z, 1.0)
+        floor = (np.max(np.abs(rx)) + 64 * _U) / max(1.0 - float(np.max(np.abs(rz))), 0.5)
+        eps = max(eps, 4 * floor)
+        switched_any = False
+        while True:
+            rounds += 1
+            lower = np.clip(x - eps * z, 0.0, 1.0)
+            ext = np.concatenate([lower, [0.0, 1.0]])
+            fail = np.zeros(N, dtype=bool)
+            switch_rows = []
+            for grp in groups:
+                C = ext[grp.target]
+                cost, plan, gap, solved = _transport(grp, C)
+                w_low = np.maximum(cost - gap - 2 * _ROW_ERROR, 0.0)
+                low = _oplus(space.g[grp.pairs], w_low, c)[0]
+                bad = (lower[grp.pairs] > low) & (lower[grp.pairs] > 0.0)
+                fail[grp.pairs] = bad
+                if solved:
+                    current = np.einsum("gab,gab->g", grp.plan, C)
+                    margin = 16 * grp.ka * grp.kb * _U * current + 1e-300
+                    better = cost < current - margin
+                    if better.any():
+                        grp.plan = np.where(better[:, None, None], plan, grp.plan)
+                        switch_rows.append(int(better.sum()))
+            if not fail.any():
+                certified = True
+                break
+            if switch_rows:
+                switched_any = True
+                break
+            if float(eps * z.max()) > tol:
+                note = f"the bracket could not be closed below tol (e = {eps:.3g}, max z = {z.max():.3g})"
+                break
+            eps *= 4
+        if certified or not switched_any or rounds >= MAX_ROUNDS:
+            if not certified and not note:
+                note = f"no certificate after {rounds} rounds"
+            break
+    if not certified:
+        lower = np.zeros(N)
+    # the upper bound: the current couplings' value, raised along z until it is a verified pre-fixed point
+    eps_up = max(eps, 4 * (np.max(np.abs(rx)) + 64 * _U))
+    upper = np.ones(N)
+    for _ in range(40):
+        cand = np.minimum(x + eps_up * z, 1.0)
+        ext = np.concatenate([cand, [0.0, 1.0]])
+        bound = _policy_value_bounds(groups, ext, space, c)
+        if np.all((bound <= cand) | (cand >= 1.0)):
+            upper = cand
+            break
+        eps_up *= 4
+    return _Solution(lower, upper, rounds, evaluations, certified, note)
+
+
+# ------------------------------------------------------------------------------ the result
+@dataclass
+class LMCResult:
+    """Bisimilarity distances with a certified bracket.
+
+    Attributes
+    ----------
+    distances : the midpoints of the bracket: ``(n, n)`` for all pairs (up to :data:`DENSE_STATES` states;
+        None above, read them with :meth:`bounds`), or ``(q,)`` for the queried ``pairs``.
+        ``|distances - d| <= certified_error / 2``.
+    lower, upper : rigorous bounds of the exact chain's distances, same shape (``lower <= d <= upper``).
+    pairs : the queried ``(q, 2)`` state pairs, or None for all pairs.
+    certified_error : ``max(upper - lower)`` over every pair solved (0 when every pair is decided exactly).
+    discount : c.
+    classes : int64 (n,), the bisimulation class of each state (distance 0 exactly within a class).
+    n_classes : the number of classes k.
+    zero_pairs : unordered state pairs ``s < t`` at distance exactly 0 (bisimilar).
+    one_pairs : unordered state pairs at distance exactly 1: separated by the ground, or (c = 1) unable to
+        reach a bisimilar pair. All pairs: the exact count; queries: those among the explored pairs plus the
+        ground-separated ones.
+    solved_pairs : pairs of classes solved by policy iteration (the rest are exactly 0 or 1).
+    iterations : policy evaluations (linear solves); ``rounds``: improvement rounds.
+    seconds : wall time; ``timings``: per stage.
+    method : what was done, in words.
+    model_defect : the largest total-variation distance between a stored row and the exact row the
+        distances are certified for (``docs/lmc.md#the-exact-chain``).
+    certified : whether the bracket was verified (else ``lower`` is 0 on the solved pairs).
+    """
+
+    distances: np.ndarray | None
+    lower: np.ndarray | None
+    upper: np.ndarray | None
+    pairs: np.ndarray | None
+    certified_error: float
+    discount: float
+    classes: np.ndarray
+    n_classes: int
+    zero_pairs: int
+    one_pairs: int
+    solved_pairs: int
+    iterations: int
+    rounds: int
+    seconds: float
+    method: str
+    model_defect: float
+    certified: bool
+    timings: dict = field(default_factory=dict)
+    _table: "_ClassTable | None" = field(default=None, repr=False)
+
+    def bounds(self, s, t) -> tuple[np.ndarray, np.ndarray]:
+        """``(lower, upper)`` of the distance of the state pairs ``(s[i], t[i])`` (scalars or arrays); every
+        pair of an all-pairs result, or the explored pairs of a query."""
+        s = np.atleast_1d(np.asarray(s, dtype=np.int64))
+        t = np.atleast_1d(np.asarray(t, dtype=np.int64))
+        n = len(self.classes)
+        for name, arr in (("s", s), ("t", t)):
+            bad = np.flatnonzero((arr < 0) | (arr >= n))
+            if len(bad):
+                raise InputError(f"state {int(arr[bad[0]])} is out of range ({n} states)", param=name)
+        return self._table.bounds(self.classes[s], self.classes[t])
+
+
+class _ClassTable:
+    """Distances of pairs of classes: 0 on the diagonal, 1 where the ground is 1, the solved pairs' bracket,
+    1 for the other explored pairs (distance 1 by the graph test)."""
+
+    def __init__(self, k, ground: _Ground, keys, lower, upper, explored_keys) -> None:
+        self.k, self.ground, self.keys, self.lo, self.up = k, ground, keys, lower, upper
+        self.explored = explored_keys
+
+    def bounds(self, ci, cj):
+        lo_c, hi_c = np.minimum(ci, cj), np.maximum(ci, cj)
+        lower = np.ones(len(ci))
+        upper = np.ones(len(ci))
+        diag = lo_c == hi_c
+        lower[diag] = upper[diag] = 0.0
+        off = ~diag
+        if off.any():
+            g = self.ground(lo_c[off], hi_c[off])
+            q = lo_c[off] * self.k + hi_c[off]
+            idx = np.flatnonzero(off)
+            live = g < 1.0
+            if live.any():
+                qq = q[live]
+                pos = np.minimum(np.searchsorted(self.keys, qq), max(len(self.keys) - 1, 0))
+                hit = (self.keys[pos] == qq) if len(self.keys) else np.zeros(len(qq), bool)
+                where = idx[live]
+                lower[where[hit]] = self.lo[pos[hit]]
+                upper[where[hit]] = self.up[pos[hit]]
+                if self.explored is not None:
+                    pos2 = np.minimum(np.searchsorted(self.explored, qq), max(len(self.explored) - 1, 0))
+                    known = (self.explored[pos2] == qq) if len(self.explored) else np.zeros(len(qq), bool)
+                    unknown = ~hit & ~known
+                    if unknown.any():
+                        lower[where[unknown]] = np.nan
+                        upper[where[unknown]] = np.nan
+        return lower, upper
+
+
+# ------------------------------------------------------------------------------ the entry point
+def lmc_distances(model, discount: float = 1.0, *, labels: Sequence[str] | None = None, ground=None,
+                  pairs=None, tol: float = 1e-9, max_memory: int | None = None) -> LMCResult:
+    r"""Bisimilarity distances of a labelled Markov chain, certified by a bracket.
+
+    ``d`` is the least fixed point of ``F(d)(s, t) = g(s, t) + (1 - g(s, t)) c W_1(P(s), P(t); d)``, with
+    ``g(s, t) = [L(s) != L(t)]`` (module doc): 1 where the labels differ, else ``c W_1``.
+
+    Parameters
+    ----------
+    model : a :class:`~bisimkit.model_files.ModelData` (a DTMC, or an MDP with one action per state) or a
+        :class:`LabelledChain` (CSR rows and label classes).
+    discount : c in (0, 1]; 1 (undiscounted) is the usual distance of probabilistic model checking.
+    labels : the label names that count (ModelData only); default every label but ``init``
+        (:data:`DEFAULT_EXCLUDED_LABELS`): the initial state is where runs start, not a behaviour.
+        ``deadlock`` counts: it marks states that had no successors before the model builder added a
+        self-loop.
+    ground : optional (n, n) array in [0, 1], symmetric, zero diagonal, states at ground 0 from each other
+        having equal rows (every pseudometric qualifies); replaces the labels.
+    pairs : optional ``[(s, t), ...]``; only the pairs they reach through the supports are solved.
+    tol : the certified error to reach (``certified_error <= tol`` unless the result says otherwise).
+    max_memory : bytes the pair space may take (default :data:`DEFAULT_MAX_MEMORY`); a larger problem is
+        refused in one line before the pair work starts.
+
+    Returns
+    -------
+    :class:`LMCResult`
+    """
+    start = time.perf_counter()
+    timings: dict[str, float] = {}
+
+    def lap(name: str, since: float) -> float:
+        now = time.perf_counter()
+        timings[name] = timings.get(name, 0.0) + now - since
+        return now
+
+    c = _check_discount(discount)
+    try:
+        tol = float(tol)
+    except (TypeError, ValueError):
+        raise InputError(f"{tol!r} is not a number", param="tol") from None
+    if not (tol > 0 and math.isfinite(tol)):
+        raise InputError(f"{tol!r} is not a positive number", param="tol")
+    budget = DEFAULT_MAX_MEMORY if max_memory is None else int(max_memory)
+    if ground is not None and labels is not None:
+        raise InputError("give labels= or ground=, not both", param="ground")
+    chain = _as_chain(model, labels)
+    n = chain.n_states
+    if ground is not None:
+        g_full = _check_ground(ground, n)
+        initial = _ground_classes(g_full)
+    else:
+        g_full = None
+        initial = np.asarray(chain.classes, dtype=np.int64)
+    queries = None if pairs is None else _check_pairs(pairs, n)
+    t = lap("checks", start)
+
+    exact = exact_rows(chain.row_ptr, chain.probabilities)
+    t = lap("exact chain", t)
+    quotient = bisimulation_quotient(chain.row_ptr, chain.columns, exact, initial)
+    k = quotient.k
+    reps = quotient.representatives
+    ground_q = _Ground(None, g_full[np.ix_(reps, reps)]) if g_full is not None else _Ground(initial[reps], None)
+    t = lap("bisimulation", t)
+
+    deg = np.diff(quotient.row_ptr)
+    if queries is None:
+        count, cells = ground_q.candidate_count(k, deg)
+        need = count * PAIR_BYTES + cells * CELL_BYTES
+        if need > budget:
+            raise InputError(
+                f"all pairs need about {need / 2**30:.1f} GiB ({count} pairs of bisimulation classes, {cells} "
+                f"transport cells; {n} states in {k} classes), more than max_memory = {budget / 2**30:.1f} GiB; "
+                f"query pairs= or raise max_memory", param="pairs")
+        I, J = ground_q.candidates(k)
+    else:
+        cq = quotient.classes[queries]
+        mean_cells = float(np.mean(deg.astype(np.float64) ** 2)) if k else 1.0
+        I, J = closure(cq[:, 0], cq[:, 1], quotient, ground_q,
+                       max_pairs=int(budget / (PAIR_BYTES + CELL_BYTES * mean_cells)))
+    space = build_pairs(I, J, quotient, ground_q)
+    t = lap("pair space", t)
+
+    explored_keys = space.I * k + space.J
+    if c == 1.0:
+        good = reach_diagonal(space)
+        d1_pairs = (space.I[~good], space.J[~good])
+        space = restrict(space, good)
+    else:
+        d1_pairs = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    t = lap("distance one", t)
+
+    sol = policy_iteration(space, quotient, c, tol)
+    t = lap("policy iteration", t)
+
+    keys = space.I * k + space.J
+    table = _ClassTable(k, ground_q, keys, sol.lower, sol.upper, None if queries is None else explored_keys)
+    sizes = np.bincount(quotient.classes, minlength=k).astype(np.int64)
+    zero_pairs = int(np.sum(sizes * (sizes - 1) // 2))
+    one_pairs = _ground_one_pairs(ground_q, sizes, n) + int(np.sum(sizes[d1_pairs[0]] * sizes[d1_pairs[1]]))
+    if queries is None:
+        if n <= DENSE_STATES:
+            ci = np.repeat(np.arange(k), k)
+            cj = np.tile(np.arange(k), k)
+            lo_k, up_k = table.bounds(ci, cj)
+            cls = quotient.classes
+            lower = lo_k.reshape(k, k)[np.ix_(cls, cls)]
+            upper = up_k.reshape(k, k)[np.ix_(cls, cls)]
+            distances = (lower + upper) / 2
+        else:
+            lower = upper = distances = None
+    else:
+        lower, upper = table.bounds(quotient.classes[queries[:, 0]], quotient.classes[queries[:, 1]])
+        distances = (lower + upper) / 2
+    err = float(np.max(sol.upper - sol.lower, initial=0.0))
+    kind = "undiscounted" if c == 1.0 else f"discounted (c = {c:g})"
+    method = (f"lmc {kind}: exact chain, bisimulation quotient ({k} classes of {n} states, "
+              f"{quotient.rounds} refinement rounds), ")
+    if c == 1.0:
+        method += f"distance one by the pair graph ({len(d1_pairs[0])} class pairs), "
+    method += (f"policy iteration on {space.size} class pairs ({sol.evaluations} evaluations, {sol.rounds} rounds), "
+               f"bracket {'certified' if sol.certified else 'NOT certified: ' + sol.note}")
+    if queries is not None:
+        method += f"; {len(queries)} queried pairs reach {len(explored_keys)} class pairs"
+    lap("result", t)
+    return LMCResult(distances, lower, upper, None if queries is None else queries, err, c, quotient.classes, k,
+                     zero_pairs, one_pairs, space.size, sol.evaluations, sol.rounds, time.perf_counter() - start,
+                     method, exact.defect, sol.certified, timings, table)
+
+
+def _ground_one_pairs(ground: _Ground, sizes: np.ndarray, n: int) -> int:
+    """State pairs ``s < t`` with ground 1."""
+    if ground.matrix is not None:
+        i, j = np.nonzero(np.triu(ground.matrix >= 1.0, 1))
+        return int(np.sum(sizes[i] * sizes[j]))
+    per_label = np.bincount(ground.labels, weights=sizes).astype(np.int64)
+    return int(n * (n - 1) // 2 - np.sum(per_label * (per_label - 1) // 2))

@@ -717,19 +717,47 @@ def restrict(space: PairSpace, keep: np.ndarray) -> PairSpace:
     return PairSpace(space.I[keep], space.J[keep], space.g[keep], ptr, tgt)
 
 
+def full_graph(space: PairSpace):
+    """The pair graph with an edge for every cell between two pairs of the space (CSR, pattern only)."""
+    import scipy.sparse as sp
+
+    N = space.size
+    live = space.tgt >= 0
+    rows = np.repeat(np.arange(N, dtype=np.int64), np.diff(space.cell_ptr))[live]
+    indptr = np.zeros(N + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=N), out=indptr[1:])
+    G = sp.csr_matrix((np.ones(len(rows)), space.tgt[live], indptr), shape=(N, N))
+    G.sum_duplicates()  # scipy's strongly connected components need canonical rows
+    return G
+
+
+def reorder(space: PairSpace, order: np.ndarray) -> PairSpace:
+    """The space with its pairs renumbered: new pair ``i`` is old pair ``order[i]``."""
+    N = space.size
+    new_index = np.empty(N, dtype=np.int64)
+    new_index[order] = np.arange(N)
+    counts = np.diff(space.cell_ptr)[order]
+    ptr = np.zeros(N + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    cells = np.repeat(space.cell_ptr[order] - ptr[:-1], counts) + np.arange(int(ptr[-1]))
+    tgt = space.tgt[cells]
+    live = tgt >= 0
+    tgt[live] = new_index[tgt[live]]
+    return PairSpace(space.I[order], space.J[order], space.g[order], ptr, tgt)
+
+
 # ------------------------------------------------------------------------------ couplings
 @dataclass
 class _Group:
-    """The pairs of one support shape ``ka x kb``: masses, cell targets into the extended value vector
-    (``N`` for the diagonal, ``N + 1`` for distance 1), the current couplings and simplex bases."""
+    """The pairs of one support shape ``ka x kb``: their masses, the positions ``cells`` (G, ka * kb) of their
+    transport cells in the flat cell arrays, and the simplex bases of their last solve."""
 
     pairs: np.ndarray
     ka: int
     kb: int
     a: np.ndarray
     b: np.ndarray
-    target: np.ndarray
-    plan: np.ndarray | None = None
+    cells: np.ndarray
     basis: np.ndarray | None = None
     warm: np.ndarray | None = None
 
@@ -739,47 +767,61 @@ class _Group:
         return self.ka == 1 or self.kb == 1
 
 
-def _groups(space: PairSpace, quotient: Quotient) -> list[_Group]:
-    N = space.size
-    deg = np.diff(quotient.row_ptr)
-    di, dj = deg[space.I], deg[space.J]
-    tgt = np.where(space.tgt >= 0, space.tgt, np.where(space.tgt == _DIAG, N, N + 1))
-    shape = di * (int(deg.max(initial=1)) + 1) + dj
-    out = []
-    for key in np.unique(shape):
-        pairs = np.flatnonzero(shape == key)
-        ka, kb = int(di[pairs[0]]), int(dj[pairs[0]])
-        a = quotient.probabilities[quotient.row_ptr[space.I[pairs]][:, None] + np.arange(ka)]
-        b = quotient.probabilities[quotient.row_ptr[space.J[pairs]][:, None] + np.arange(kb)]
-        cells = space.cell_ptr[pairs][:, None] + np.arange(ka * kb)
-        grp = _Group(pairs, ka, kb, a, b, tgt[cells].reshape(len(pairs), ka, kb))
-        if grp.fixed:
-            grp.plan = a[:, :, None] * b[:, None, :]
-        out.append(grp)
-    return out
+class _Couplings:
+    """A coupling for every pair of the space, stored cell by cell (``plan``, aligned with the cell table),
+    with the cells' targets in the extended value vector (``N`` the diagonal, ``N + 1`` distance 1) and
+    the pairs grouped by support shape for the transport solves."""
+
+    def __init__(self, space: PairSpace, quotient: Quotient) -> None:
+        N = space.size
+        self.N = N
+        self.target = np.where(space.tgt >= 0, space.tgt, np.where(space.tgt == _DIAG, N, N + 1))
+        counts = np.diff(space.cell_ptr)
+        self.cell_pair = np.repeat(np.arange(N, dtype=np.int64), counts)
+        self.plan = np.zeros(len(self.target))
+        deg = np.diff(quotient.row_ptr)
+        di, dj = deg[space.I], deg[space.J]
+        shape = di * (int(deg.max(initial=1)) + 1) + dj
+        order = np.argsort(shape, kind="stable")
+        bounds = np.flatnonzero(np.diff(shape[order])) + 1
+        self.groups: list[_Group] = []
+        for pairs in np.split(order, bounds) if N else []:
+            ka, kb = int(di[pairs[0]]), int(dj[pairs[0]])
+            a = quotient.probabilities[quotient.row_ptr[space.I[pairs]][:, None] + np.arange(ka)]
+            b = quotient.probabilities[quotient.row_ptr[space.J[pairs]][:, None] + np.arange(kb)]
+            cells = space.cell_ptr[pairs][:, None] + np.arange(ka * kb)
+            grp = _Group(pairs, ka, kb, a, b, cells)
+            if grp.fixed:
+                self.plan[cells] = (a[:, :, None] * b[:, None, :]).reshape(len(pairs), ka * kb)
+            self.groups.append(grp)
+
+    def costs(self, grp: _Group, ext: np.ndarray) -> np.ndarray:
+        """(G, ka, kb) transport costs of the group under the values ``ext``."""
+        return ext[self.target[grp.cells]].reshape(len(grp.pairs), grp.ka, grp.kb)
+
+    def plan_of(self, grp: _Group) -> np.ndarray:
+        return self.plan[grp.cells].reshape(len(grp.pairs), grp.ka, grp.kb)
 
 
-def _transport(grp: _Group, C: np.ndarray):
-    """Optimal couplings of the group under the costs ``C`` (G, ka, kb): ``(cost, plan, gap)`` with ``gap``
-    a bound on ``|cost - OT|`` for the float marginals (rounding included)."""
+def _transport(grp: _Group, C: np.ndarray, couplings: _Couplings):
+    """Optimal couplings of the group under the costs ``C`` (G, ka, kb): ``(cost, plan, gap, solved)`` with
+    ``gap`` a bound on ``|cost - OT|`` for the float marginals (rounding included); ``solved`` is False for a
+    group whose only coupling is the product."""
     if grp.fixed:
-        plan = grp.plan
+        plan = couplings.plan_of(grp)
         cost = np.einsum("gab,gab->g", plan, C)
         return cost, plan, (grp.ka * grp.kb + 2) * 2 * _U * cost, False
-    from .simplex import basis_offsets, solve_padded
+    from .simplex import BASIS_DTYPE, basis_offsets, solve_padded
 
     G = len(grp.pairs)
     k = np.full(G, grp.ka, dtype=np.int64)
     l = np.full(G, grp.kb, dtype=np.int64)
     if grp.basis is None:
-        from .simplex import BASIS_DTYPE
-
         grp.basis = np.zeros((int(basis_offsets(k, l)[-1]), 2), dtype=BASIS_DTYPE)
         grp.warm = np.zeros(G, dtype=np.bool_)
     costs, flows, ok, _, grp.basis, gaps = solve_padded(grp.a, grp.b, C, k, l, grp.basis, grp.warm)
     grp.warm = ok.copy()
-    bad = np.flatnonzero(~ok)
-    for p in bad:  # pragma: no cover - the simplex's pivot cap: POT's solver instead
+    for p in np.flatnonzero(~ok):  # pragma: no cover - the simplex's pivot cap: POT's solver instead
         from .couplings import load_pot
         from .transport import plan_gap
 
@@ -809,37 +851,30 @@ class _Solution:
     note: str = ""
 
 
-def _assemble(groups: list[_Group], space: PairSpace, c: float):
-    """``I - T`` (CSR) and ``b`` of the current couplings: ``x = b + T x`` on the pairs."""
+def _assemble(couplings: _Couplings, space: PairSpace, c: float):
+    """``T`` (CSR) and ``b`` of the current couplings:
+    ``x = b + T x`` on the pairs."""
     import scipy.sparse as sp
 
     N = space.size
-    rows, cols, vals = [], [], []
-    b = space.g.copy()
     scale = c * (1.0 - space.g)
-    for grp in groups:
-        G = len(grp.pairs)
-        cells = grp.ka * grp.kb
-        plan = grp.plan.reshape(G, cells)
-        tg = grp.target.reshape(G, cells)
-        r = np.repeat(grp.pairs, cells)
-        t = tg.ravel()
-        m = plan.ravel() * scale[r]
-        live = (t < N) & (m > 0)
-        rows.append(r[live])
-        cols.append(t[live])
-        vals.append(m[live])
-        b[grp.pairs] += scale[grp.pairs] * np.sum(np.where(tg == N + 1, plan, 0.0), axis=1)
-    rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-    cols = np.concatenate(cols) if cols else np.zeros(0, np.int64)
-    vals = np.concatenate(vals) if vals else np.zeros(0)
-    T = sp.csr_matrix((vals, (rows, cols)), shape=(N, N))
-    return sp.identity(N, format="csr") - T, b, T
+    target, plan, cell_pair = couplings.target, couplings.plan, couplings.cell_pair
+    live = (target < N) & (plan > 0)
+    rows = cell_pair[live]
+    indptr = np.zeros(N + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=N), out=indptr[1:])
+    T = sp.csr_matrix((scale[rows] * plan[live], target[live], indptr), shape=(N, N))
+    T.sum_duplicates()  # scipy's strongly connected components need canonical rows
+    one = np.bincount(cell_pair, weights=np.where(target == N + 1, plan, 0.0), minlength=N)
+    return space.g + scale * one, T
 
 
 #: Strongly connected components up to this size are eliminated densely inside :func:`_scc_sweep`;
 #: larger ones by a sparse LU of their block.
 DENSE_SCC_MAX = 256
+#: When every component of the full pair graph has at most this many pairs, those components serve every
+#: policy evaluation; otherwise each coupling's own graph is decomposed.
+FIXED_COMPONENTS_MAX = 64
 
 
 @kernel(cache=True, nogil=True)
@@ -863,16 +898,17 @@ def _scc_sweep(scc_ptr, members, first, last, indptr, indices, data, rhs, x, loc
         if size == 1:
             p = members[lo]
             diag = 0.0
-            acc = rhs[p].copy()
+            for j in range(r):
+                x[p, j] = rhs[p, j]
             for e in range(indptr[p], indptr[p + 1]):
                 q = indices[e]
                 if q == p:
                     diag += data[e]
                 else:
                     for j in range(r):
-                        acc[j] += data[e] * x[q, j]
+                        x[p, j] += data[e] * x[q, j]
             for j in range(r):
-                x[p, j] = acc[j] / (1.0 - diag)
+                x[p, j] /= 1.0 - diag
             continue
         for i in range(size):
             local[members[lo + i]] = i
@@ -996,11 +1032,13 @@ def _block_solve(T, rhs: np.ndarray, comps) -> np.ndarray:
     return x
 
 
-def _evaluate(A, b, T):
+def _evaluate(b, T, comps=None):
     """The value ``x`` of the couplings and ``z`` with ``(I - T) z = 1``, by block back-substitution over the
-    strongly connected components of the couplings' pair graph, with one step of refinement."""
-    N = A.shape[0]
-    comps = _components(T)
+    strongly connected components of the couplings' pair graph (or the coarser ``comps``), with one step of
+    refinement."""
+    N = T.shape[0]
+    if comps is None:
+        comps = _components(T)
     rhs = np.stack([b, np.ones(N)], axis=1)
     sol = _block_solve(T, rhs, comps)
     res = rhs - (sol - T @ sol)
@@ -1011,14 +1049,14 @@ def _evaluate(A, b, T):
     return x, z, rx, rz
 
 
-def _policy_value_bounds(groups, ext, space, c):
+def _policy_value_bounds(couplings: _Couplings, ext, space, c):
     """Rigorous upper bound, per pair, of ``g + (1-g) c (cost of the current coupling under ext + drift)``:
     the couplings' marginals differ from the exact laws by their drift and the rows' rounding, and moving
     that much mass costs at most 1 per unit."""
     up = np.zeros(space.size)
-    for grp in groups:
-        C = ext[grp.target]
-        plan = grp.plan
+    for grp in couplings.groups:
+        C = couplings.costs(grp, ext)
+        plan = couplings.plan_of(grp)
         cost = np.einsum("gab,gab->g", plan, C)
         drift = (np.abs(plan.sum(axis=2) - grp.a).sum(axis=1) + np.abs(plan.sum(axis=1) - grp.b).sum(axis=1))
         cells = grp.ka * grp.kb
@@ -1028,17 +1066,21 @@ def _policy_value_bounds(groups, ext, space, c):
     return up
 
 
-def policy_iteration(space: PairSpace, quotient: Quotient, c: float, tol: float) -> _Solution:
-    """Couplings improved until the bracket ``x -/+ e z`` is certified (module doc, steps 4 and 5)."""
+def policy_iteration(space: PairSpace, quotient: Quotient, c: float, tol: float, comps=None) -> _Solution:
+    """Couplings improved until the bracket ``x -/+ e z`` is certified (module doc, steps 4 and 5).
+
+    ``comps``: strongly connected components of the full pair graph in solving order, used for every
+    evaluation when given (each coupling's graph is a subgraph, so its components refine them)."""
     N = space.size
-    groups = _groups(space, quotient)
     if N == 0:
         return _Solution(np.zeros(0), np.zeros(0), 0, 0, True)
+    couplings = _Couplings(space, quotient)
     # start: couplings that keep the most mass on the diagonal (every other pair costs 1)
     ext = np.concatenate([np.ones(N), [0.0, 1.0]])
-    for grp in groups:
+    for grp in couplings.groups:
         if not grp.fixed:
-            _, grp.plan, _, _ = _transport(grp, ext[grp.target])
+            _, plan, _, _ = _transport(grp, couplings.costs(grp, ext), couplings)
+            couplings.plan[grp.cells] = plan.reshape(len(grp.pairs), -1)
     eps = 0.0
     rounds = 0
     evaluations = 0
@@ -1046,8 +1088,8 @@ def policy_iteration(space: PairSpace, quotient: Quotient, c: float, tol: float)
     note = ""
     lower = np.zeros(N)
     while True:
-        A, b, T = _assemble(groups, space, c)
-        x, z, rx, rz = _evaluate(A, b, T)
+        b, T = _assemble(couplings, space, c)
+        x, z, rx, rz = _evaluate(b, T, comps)
         evaluations += 1
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(z))):  # pragma: no cover - I - T is non-singular
             note = "a coupling system could not be solved"
@@ -1060,26 +1102,27 @@ def policy_iteration(space: PairSpace, quotient: Quotient, c: float, tol: float)
             rounds += 1
             lower = np.clip(x - eps * z, 0.0, 1.0)
             ext = np.concatenate([lower, [0.0, 1.0]])
-            fail = np.zeros(N, dtype=bool)
-            switch_rows = []
-            for grp in groups:
-                C = ext[grp.target]
-                cost, plan, gap, solved = _transport(grp, C)
+            fail = False
+            switches = []
+            for grp in couplings.groups:
+                C = couplings.costs(grp, ext)
+                cost, plan, gap, solved = _transport(grp, C, couplings)
                 w_low = np.maximum(cost - gap - 2 * _ROW_ERROR, 0.0)
                 low = _oplus(space.g[grp.pairs], w_low, c)[0]
-                bad = (lower[grp.pairs] > low) & (lower[grp.pairs] > 0.0)
-                fail[grp.pairs] = bad
+                mine = lower[grp.pairs]
+                fail = fail or bool(np.any((mine > low) & (mine > 0.0)))
                 if solved:
-                    current = np.einsum("gab,gab->g", grp.plan, C)
+                    current = np.einsum("gab,gab->g", couplings.plan_of(grp), C)
                     margin = 16 * grp.ka * grp.kb * _U * current + 1e-300
-                    better = cost < current - margin
-                    if better.any():
-                        grp.plan = np.where(better[:, None, None], plan, grp.plan)
-                        switch_rows.append(int(better.sum()))
-            if not fail.any():
+                    better = np.flatnonzero(cost < current - margin)
+                    if len(better):
+                        switches.append((grp.cells[better], plan[better].reshape(len(better), -1)))
+            if not fail:  # l is a post-fixed point: certified; the couplings stay those of x
                 certified = True
                 break
-            if switch_rows:
+            if switches:
+                for cells, plan in switches:
+                    couplings.plan[cells] = plan
                 switched_any = True
                 break
             if float(eps * z.max()) > tol:
@@ -1097,8 +1140,7 @@ def policy_iteration(space: PairSpace, quotient: Quotient, c: float, tol: float)
     upper = np.ones(N)
     for _ in range(40):
         cand = np.minimum(x + eps_up * z, 1.0)
-        ext = np.concatenate([cand, [0.0, 1.0]])
-        bound = _policy_value_bounds(groups, ext, space, c)
+        bound = _policy_value_bounds(couplings, np.concatenate([cand, [0.0, 1.0]]), space, c)
         if np.all((bound <= cand) | (cand >= 1.0)):
             upper = cand
             break
@@ -1173,7 +1215,8 @@ class _ClassTable:
     1 for the other explored pairs (distance 1 by the graph test)."""
 
     def __init__(self, k, ground: _Ground, keys, lower, upper, explored_keys) -> None:
-        self.k, self.ground, self.keys, self.lo, self.up = k, ground, keys, lower, upper
+        order = np.argsort(keys, kind="stable")
+        self.k, self.ground, self.keys, self.lo, self.up = k, ground, keys[order], lower[order], upper[order]
         self.explored = explored_keys
 
     def bounds(self, ci, cj):
@@ -1297,7 +1340,16 @@ def lmc_distances(model, discount: float = 1.0, *, labels: Sequence[str] | None 
         d1_pairs = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     t = lap("distance one", t)
 
-    sol = policy_iteration(space, quotient, c, tol)
+    comps = None
+    if space.size:
+        # pairs renumbered successors first (memory locality of the back-substitution); the full graph's
+        # components serve every evaluation when they are small
+        scc_ptr, members = _components(full_graph(space))
+        space = reorder(space, members)
+        if np.max(np.diff(scc_ptr)) <= FIXED_COMPONENTS_MAX:
+            comps = (scc_ptr, np.arange(space.size, dtype=np.int64))
+    t = lap("ordering", t)
+    sol = policy_iteration(space, quotient, c, tol, comps)
     t = lap("policy iteration", t)
 
     keys = space.I * k + space.J

@@ -370,16 +370,43 @@ def _fingerprint_weights(num: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return tuple(num % p for p in _PRIMES)
 
 
+def _mix(blocks: np.ndarray, salt: int, p: int) -> np.ndarray:
+    """A pseudo-random value in ``[1, p)`` per block id (splitmix64 of the id and a salt)."""
+    with np.errstate(over="ignore"):
+        z = (blocks.astype(np.uint64) + np.uint64(salt)) * np.uint64(0x9E3779B97F4A7C15)
+        z ^= z >> np.uint64(30)
+        z *= np.uint64(0xBF58476D1CE4E5B9)
+        z ^= z >> np.uint64(27)
+        z *= np.uint64(0x94D049BB133111EB)
+        z ^= z >> np.uint64(31)
+    return (z % np.uint64(p - 1)).astype(np.int64) + 1
+
+
+def _gather_rows(ptr: np.ndarray, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of the entries of the CSR rows ``states`` (concatenated) and the start of each row in them."""
+    counts = ptr[states + 1] - ptr[states]
+    starts = np.zeros(len(states), dtype=np.int64)
+    if len(states) > 1:
+        np.cumsum(counts[:-1], out=starts[1:])
+    pos = np.repeat(ptr[states] - starts, counts) + np.arange(int(counts.sum()), dtype=np.int64)
+    return pos, starts
+
+
 def refine(row_ptr: np.ndarray, columns: np.ndarray, num: np.ndarray, initial: np.ndarray,
            seed: int = 0) -> tuple[np.ndarray, int]:
     """Coarsest partition finer than ``initial`` in which all states of a block put equal exact mass
     ``num`` into every block: probabilistic bisimilarity. Returns ``(blocks, rounds)``, block ids in order
     of first state.
 
-    Each round splits the blocks by two fingerprints of every state's vector of block masses,
-    ``sum_B mass_B r_B mod p`` for random ``r_B`` and two primes ``p`` (equal vectors have equal
-    fingerprints, so no round splits a class of bisimilar states); :func:`check_bisimulation` then
-    verifies the result with exact integers and :func:`refine_exact` finishes it if a fingerprint collided.
+    States are told apart by two fingerprints of their vectors of block masses, ``sum_B mass_B r_B mod p``
+    with pseudo-random ``r_B`` and two primes ``p``; equal vectors have equal fingerprints, so no round
+    splits a class of bisimilar states. The first round compares every state's masses into every block.
+    After it every block is stable for the partition before the round, and a later round only looks at the
+    predecessors of the blocks the last round created (one part of every split block keeps its id, the
+    largest where possible, as in Paige and Tarjan's "process the smaller half"): their masses into those
+    new blocks decide, the mass into the part that kept the id follows from the old block's. A round that
+    creates no block ends it. :func:`check_bisimulation` then verifies the result with exact integers, and
+    :func:`refine_exact` finishes it if a fingerprint ever collided.
     """
     ptr = np.asarray(row_ptr, dtype=np.int64)
     cols = np.asarray(columns, dtype=np.int64)
@@ -388,22 +415,57 @@ def refine(row_ptr: np.ndarray, columns: np.ndarray, num: np.ndarray, initial: n
     if n == 0:
         return blocks, 0
     w = _fingerprint_weights(num)
-    starts = ptr[:-1]
-    rng = np.random.default_rng(seed)
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+    order = np.argsort(cols, kind="stable")
+    pred = src[order]
+    pred_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cols, minlength=n), out=pred_ptr[1:])
     count = int(blocks.max()) + 1
+    size = np.bincount(blocks, minlength=count).astype(np.int64)
+    look = np.arange(n, dtype=np.int64)
+    new_from = 0  # the first round weighs every block
     rounds = 0
-    while True:
+    while len(look):
         rounds += 1
-        keys = [blocks]
-        for wk, p in zip(w, _PRIMES):
-            r = rng.integers(1, p, size=count, dtype=np.int64)
-            keys.append(np.add.reduceat((wk * r[blocks[cols]]) % p, starts) % p)
-        new = _relabel(keys)
-        new_count = int(new.max()) + 1
-        blocks = new
-        if new_count == count:
+        pos, starts = _gather_rows(ptr, look)
+        tb = blocks[cols[pos]]
+        counted = tb >= new_from
+        old = blocks[look]
+        keys = [old]
+        for wk, prime, salt in zip(w, _PRIMES, (2 * rounds + seed, 2 * rounds + 1 + seed)):
+            term = (wk[pos] * _mix(tb, (salt * 0x632BE59BD9B4E019) % 2**64, prime)) % prime
+            keys.append(np.add.reduceat(np.where(counted, term, 0), starts) % prime)
+        sub = _relabel(keys)  # groups of (old block, fingerprints), ids sorted by old block
+        n_sub = int(sub.max()) + 1
+        sub_size = np.bincount(sub, minlength=n_sub)
+        first = np.zeros(n_sub, dtype=np.int64)
+        first[sub[::-1]] = np.arange(len(sub))[::-1]
+        sub_old = old[first]
+        looked = np.bincount(sub_old, weights=sub_size, minlength=count).astype(np.int64)
+        whole = looked[sub_old] == size[sub_old]  # every state of the old block was looked at
+        # in a wholly looked-at block the largest group keeps the id; otherwise the others keep it
+        bounds = np.flatnonzero(np.r_[True, sub_old[1:] != sub_old[:-1]])
+        largest = np.maximum.reduceat(sub_size, bounds)
+        keeper = np.zeros(n_sub, dtype=bool)
+        cand = whole & (sub_size == np.repeat(largest, np.diff(np.r_[bounds, n_sub])))
+        cand_idx = np.flatnonzero(cand)
+        if len(cand_idx):
+            _, pick = np.unique(sub_old[cand_idx], return_index=True)
+            keeper[cand_idx[pick]] = True
+        fresh = ~keeper
+        n_new = int(fresh.sum())
+        if n_new == 0:
             break
-        count = new_count
+        new_id = np.where(keeper, sub_old, count + np.cumsum(fresh) - 1)
+        ids = new_id[sub]
+        moved = look[ids >= count]
+        np.subtract.at(size, old[ids >= count], 1)
+        blocks[look] = ids
+        size = np.concatenate([size, sub_size[fresh]])
+        new_from = count
+        count += n_new
+        ppos, _ = _gather_rows(pred_ptr, moved)
+        look = np.unique(pred[ppos])
     return _canonical(blocks), rounds
 
 

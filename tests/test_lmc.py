@@ -195,6 +195,15 @@ def test_refinement_matches_the_exact_python_refinement():
         assert check_bisimulation(ch.row_ptr, ch.columns, ex.num, blocks)[0]
 
 
+def test_refinement_matches_the_exact_python_refinement_on_brp():
+    _, _, model = _prism("dtmc/brp-16-2.pm")
+    ch = LabelledChain.from_model(model)
+    ex = exact_rows(ch.row_ptr, ch.probabilities)
+    blocks, rounds = refine(ch.row_ptr, ch.columns, ex.num, ch.classes)
+    assert rounds > 50  # a long chain: many rounds, each looking at the predecessors of the new blocks only
+    assert np.array_equal(blocks, refine_exact(ch.row_ptr, ch.columns, ex.num, ch.classes))
+
+
 def test_a_partition_that_is_not_a_bisimulation_is_caught_and_finished_exactly(monkeypatch):
     import bisimkit.lmc as L
 

@@ -873,6 +873,8 @@ def _transport(grp: _Group, C: np.ndarray, couplings: _Couplings):
         plan = couplings.plan_of(grp)
         cost = np.einsum("gab,gab->g", plan, C)
         return cost, plan, (grp.ka * grp.kb + 2) * 2 * _U * cost, False
+    if grp.ka == 2 and grp.kb == 2:
+        return _transport_2x2(grp.a, grp.b, C) + (True,)
     from .simplex import BASIS_DTYPE, basis_offsets, solve_padded
 
     G = len(grp.pairs)
@@ -892,6 +894,32 @@ def _transport(grp: _Group, C: np.ndarray, couplings: _Couplings):
         costs[p] = float(np.sum(Gp * C[p]))
         gaps[p] = plan_gap(grp.a[p], grp.b[p], C[p], Gp, log["u"], log["v"], costs[p])
     return costs, flows, gaps, True
+
+
+def _transport_2x2(a: np.ndarray, b: np.ndarray, C: np.ndarray):
+    """Optimal transport between two-atom laws, in closed form: the couplings are
+    ``[[t, a0 - t], [b0 - t, a1 - b0 + t]]`` for ``t`` in ``[max(0, b0 - a1), min(a0, b0)]`` and the cost is
+    affine in ``t``, so the optimum is the cheaper end. ``gap`` covers the rounding of both ends' costs and
+    the difference between the ends computed from the float laws and from the exact ones beyond the
+    ``2 * _ROW_ERROR`` the caller charges (every plan entry moves by at most the laws' total deviation)."""
+    a0, a1, b0 = a[:, 0], a[:, 1], b[:, 0]
+    lo = np.maximum(0.0, b0 - a1)
+    hi = np.minimum(a0, b0)
+    c00, c01, c10, c11 = C[:, 0, 0], C[:, 0, 1], C[:, 1, 0], C[:, 1, 1]
+
+    def cost(t):
+        return c00 * t + c01 * (a0 - t) + c10 * (b0 - t) + c11 * np.maximum(a1 - b0 + t, 0.0)
+
+    f_lo, f_hi = cost(lo), cost(hi)
+    t = np.where(f_lo <= f_hi, lo, hi)
+    plan = np.empty_like(C)
+    plan[:, 0, 0] = t
+    plan[:, 0, 1] = np.maximum(a0 - t, 0.0)
+    plan[:, 1, 0] = np.maximum(b0 - t, 0.0)
+    plan[:, 1, 1] = np.maximum(a1 - b0 + t, 0.0)
+    value = np.minimum(f_lo, f_hi)
+    gap = 24 * _U * (1.0 + value) + 8 * _ROW_ERROR
+    return value, plan, gap
 
 
 def _oplus(g: np.ndarray, w: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray]:
@@ -934,6 +962,10 @@ def _assemble(couplings: _Couplings, space: PairSpace, c: float):
 #: Strongly connected components up to this size are eliminated densely inside :func:`_scc_sweep`;
 #: larger ones by a sparse LU of their block.
 DENSE_SCC_MAX = 256
+#: Gauss-Seidel sweeps tried on a larger component before its sparse LU, and the change per sweep (relative to
+#: the largest value) at which they stop.
+GAUSS_SEIDEL_SWEEPS = 400
+GAUSS_SEIDEL_TARGET = 2.0 ** -50
 #: When every component of the full pair graph has at most this many pairs, those components serve every
 #: policy evaluation; otherwise each coupling's own graph is decomposed.
 FIXED_COMPONENTS_MAX = 64
@@ -1026,6 +1058,66 @@ def _scc_sweep(scc_ptr, members, first, last, indptr, indices, data, rhs, x, loc
             local[p] = -1
 
 
+@kernel(cache=True, nogil=True)
+def _scc_gauss_seidel(members, indptr, indices, data, rhs, x, local, max_sweeps, target):
+    """Gauss-Seidel sweeps of ``x_S = rhs_S + T x`` over one component ``S = members`` (the states outside S
+    already solved) until the largest residual is at most ``target`` or ``max_sweeps`` have run.
+
+    Parameters
+    ----------
+    members : the states of the component.
+    indptr, indices, data : ``T`` in CSR form.
+    rhs, x : (N, r) right-hand sides and values (x read outside S, written on S; its entries on S are the
+        start).
+    local : int64 (N,) scratch, -1 outside S on entry and exit.
+    max_sweeps : the most sweeps; target : the residual at which to stop.
+
+    Returns the sweeps run and the largest change in the last sweep.
+    """
+    r = rhs.shape[1]
+    size = len(members)
+    for i in range(size):
+        local[members[i]] = i
+    # the part of the right-hand side from outside S is fixed
+    fixed = np.empty((size, r))
+    for i in range(size):
+        p = members[i]
+        for j in range(r):
+            fixed[i, j] = rhs[p, j]
+        for e in range(indptr[p], indptr[p + 1]):
+            q = indices[e]
+            if local[q] < 0:
+                for j in range(r):
+                    fixed[i, j] += data[e] * x[q, j]
+    sweeps = 0
+    resid = np.inf
+    while sweeps < max_sweeps:
+        sweeps += 1
+        resid = 0.0
+        for i in range(size):
+            p = members[i]
+            diag = 0.0
+            for e in range(indptr[p], indptr[p + 1]):
+                if indices[e] == p:
+                    diag += data[e]
+            for j in range(r):
+                acc = fixed[i, j]
+                for e in range(indptr[p], indptr[p + 1]):
+                    q = indices[e]
+                    if q != p and local[q] >= 0:
+                        acc += data[e] * x[q, j]
+                new = acc / (1.0 - diag)
+                change = abs(new - x[p, j])
+                if change > resid:
+                    resid = change
+                x[p, j] = new
+        if resid <= target:
+            break
+    for i in range(size):
+        local[members[i]] = -1
+    return sweeps, resid
+
+
 def _components(T) -> tuple[np.ndarray, np.ndarray]:
     """The strongly connected components of the graph of ``T`` in solving order (successors first):
     ``(scc_ptr, members)``."""
@@ -1087,9 +1179,14 @@ def _block_solve(T, rhs: np.ndarray, comps) -> np.ndarray:
             _scc_sweep(scc_ptr, members, start, comp, indptr, indices, data, rhs, x, local)
         if comp < len(sizes):
             S = members[scc_ptr[comp]:scc_ptr[comp + 1]]
-            block = T[S][:, S]
-            right = rhs[S] + T[S] @ x
-            x[S] = splu((sp.identity(len(S), format="csc") - block).tocsc()).solve(right)
+            # Gauss-Seidel first (cheap where coupled runs separate quickly), a sparse LU if it stalls
+            sweeps, resid = _scc_gauss_seidel(S, indptr, indices, data, rhs, x, local, GAUSS_SEIDEL_SWEEPS,
+                                              GAUSS_SEIDEL_TARGET * max(1.0, float(np.max(np.abs(x[S])))))
+            if not resid <= GAUSS_SEIDEL_TARGET * max(1.0, float(np.max(np.abs(x[S])))):
+                block = T[S][:, S]
+                x[S] = 0.0
+                right = rhs[S] + T[S] @ x
+                x[S] = splu((sp.identity(len(S), format="csc") - block).tocsc()).solve(right)
         start = comp + 1
     return x
 

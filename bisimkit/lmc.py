@@ -91,6 +91,11 @@ MAX_ROUNDS = 200
 _U = 2.0 ** -53
 #: Two primes below 2**31 for the fingerprints of exact class masses.
 _PRIMES = (2_147_483_629, 2_147_483_587)
+def _index_dtype(bound: int):
+    """int32 for indices below ``bound`` when it fits (halves the cell tables), else int64."""
+    return np.int32 if bound < 2**31 - 1 else np.int64
+
+
 #: Target codes in the cell table: the diagonal (distance 0) and pairs at distance 1.
 _DIAG = -1
 _ONE = -2
@@ -650,7 +655,7 @@ class _Ground:
         return pairs, cells
 
 
-def _successors(I, J, qptr, qcols, chunk_cells: int = 1 << 22):
+def _successors(I, J, qptr, qcols, chunk_cells: int = 1 << 20):
     """Yield ``(pair, u, v)`` for every cell of the pairs ``(I, J)`` in row-major order, in chunks."""
     deg = np.diff(qptr)
     di, dj = deg[I], deg[J]
@@ -705,7 +710,7 @@ def build_pairs(I, J, quotient: Quotient, ground: _Ground) -> PairSpace:
     nc = deg[I] * deg[J]
     cell_ptr = np.zeros(len(I) + 1, dtype=np.int64)
     np.cumsum(nc, out=cell_ptr[1:])
-    tgt = np.empty(int(cell_ptr[-1]), dtype=np.int64)
+    tgt = np.empty(int(cell_ptr[-1]), dtype=_index_dtype(len(I) + 2))
     pos = 0
     for _, u, v in _successors(I, J, quotient.row_ptr, quotient.columns):
         tgt[pos:pos + len(u)] = _cell_targets(u, v, ground, lookup)
@@ -785,10 +790,10 @@ def full_graph(space: PairSpace):
 
     N = space.size
     live = space.tgt >= 0
-    rows = np.repeat(np.arange(N, dtype=np.int64), np.diff(space.cell_ptr))[live]
-    indptr = np.zeros(N + 1, dtype=np.int64)
+    rows = np.repeat(np.arange(N, dtype=space.tgt.dtype), np.diff(space.cell_ptr))[live]
+    indptr = np.zeros(N + 1, dtype=_index_dtype(len(rows)))
     np.cumsum(np.bincount(rows, minlength=N), out=indptr[1:])
-    G = sp.csr_matrix((np.ones(len(rows)), space.tgt[live], indptr), shape=(N, N))
+    G = sp.csr_matrix((np.ones(len(rows), dtype=np.int8), space.tgt[live], indptr), shape=(N, N))
     G.sum_duplicates()  # scipy's strongly connected components need canonical rows
     return G
 
@@ -837,9 +842,11 @@ class _Couplings:
     def __init__(self, space: PairSpace, quotient: Quotient) -> None:
         N = space.size
         self.N = N
-        self.target = np.where(space.tgt >= 0, space.tgt, np.where(space.tgt == _DIAG, N, N + 1))
+        index = _index_dtype(N + 2)
+        self.target = np.where(space.tgt >= 0, space.tgt, np.where(space.tgt == _DIAG, N, N + 1)).astype(index)
         counts = np.diff(space.cell_ptr)
-        self.cell_pair = np.repeat(np.arange(N, dtype=np.int64), counts)
+        self.cell_pair = np.repeat(np.arange(N, dtype=index), counts)
+        cell_index = _index_dtype(len(self.target))
         self.plan = np.zeros(len(self.target))
         deg = np.diff(quotient.row_ptr)
         di, dj = deg[space.I], deg[space.J]
@@ -851,7 +858,7 @@ class _Couplings:
             ka, kb = int(di[pairs[0]]), int(dj[pairs[0]])
             a = quotient.probabilities[quotient.row_ptr[space.I[pairs]][:, None] + np.arange(ka)]
             b = quotient.probabilities[quotient.row_ptr[space.J[pairs]][:, None] + np.arange(kb)]
-            cells = space.cell_ptr[pairs][:, None] + np.arange(ka * kb)
+            cells = (space.cell_ptr[pairs][:, None] + np.arange(ka * kb)).astype(cell_index)
             grp = _Group(pairs, ka, kb, a, b, cells)
             if grp.fixed:
                 self.plan[cells] = (a[:, :, None] * b[:, None, :]).reshape(len(pairs), ka * kb)
@@ -951,7 +958,7 @@ def _assemble(couplings: _Couplings, space: PairSpace, c: float):
     target, plan, cell_pair = couplings.target, couplings.plan, couplings.cell_pair
     live = (target < N) & (plan > 0)
     rows = cell_pair[live]
-    indptr = np.zeros(N + 1, dtype=np.int64)
+    indptr = np.zeros(N + 1, dtype=_index_dtype(len(rows)))
     np.cumsum(np.bincount(rows, minlength=N), out=indptr[1:])
     T = sp.csr_matrix((scale[rows] * plan[live], target[live], indptr), shape=(N, N))
     T.sum_duplicates()  # scipy's strongly connected components need canonical rows
@@ -1125,8 +1132,8 @@ def _components(T) -> tuple[np.ndarray, np.ndarray]:
 
     N = T.shape[0]
     count, label = connected_components(T, directed=True, connection="strong")
-    rows = np.repeat(np.arange(N, dtype=np.int64), np.diff(T.indptr))
-    cols = np.asarray(T.indices, dtype=np.int64)
+    rows = np.repeat(np.arange(N, dtype=T.indices.dtype), np.diff(T.indptr))
+    cols = T.indices
     cross = label[rows] != label[cols]
     if np.any(label[rows[cross]] < label[cols[cross]]):
         label = _topological_labels(count, label[rows[cross]], label[cols[cross]])
@@ -1171,8 +1178,7 @@ def _block_solve(T, rhs: np.ndarray, comps) -> np.ndarray:
     local = np.full(N, -1, dtype=np.int64)
     sizes = np.diff(scc_ptr)
     big = np.flatnonzero(sizes > DENSE_SCC_MAX)
-    indptr, indices, data = (np.asarray(T.indptr, np.int64), np.asarray(T.indices, np.int64),
-                             np.asarray(T.data, np.float64))
+    indptr, indices, data = T.indptr, T.indices, np.asarray(T.data, np.float64)
     start = 0
     for comp in list(big) + [len(sizes)]:
         if comp > start:

@@ -285,6 +285,39 @@ def test_brp_undiscounted_is_certified():
     assert np.allclose(r.distances, r.distances.T)
 
 
+def test_queries_on_brp_agree_with_all_pairs():
+    _, _, model = _prism("dtmc/brp-16-2.pm")
+    full = lmc_distances(model, 1.0)
+    rng = np.random.default_rng(1)
+    pairs = rng.integers(0, model.n_states, size=(12, 2))
+    q = lmc_distances(model, 1.0, pairs=pairs)
+    assert q.certified and q.solved_pairs < full.solved_pairs
+    s, t = pairs.T
+    assert np.all(q.lower <= full.upper[s, t]) and np.all(full.lower[s, t] <= q.upper)
+    lo, up = full.bounds(s, t)
+    assert np.array_equal(lo, full.lower[s, t]) and np.array_equal(up, full.upper[s, t])
+
+
+def test_discounted_brp_is_below_the_undiscounted():
+    _, _, model = _prism("dtmc/brp-16-2.pm")
+    one = lmc_distances(model, 1.0)
+    nine = lmc_distances(model, 0.9)
+    assert nine.certified and nine.certified_error < 1e-9
+    assert np.all(nine.lower <= one.upper)  # F at c = 0.9 is below F at c = 1, so are the least fixed points
+    assert np.any(nine.upper < one.lower)   # and strictly somewhere
+    assert nine.one_pairs <= one.one_pairs  # for c < 1 only the ground separates at distance 1
+
+
+@pytest.mark.slow
+@given(small_chains(max_states=9), st.sampled_from([F(1), F(19, 20)]))
+def test_larger_random_chains_against_the_reference(data, c):
+    rows, labels = data
+    exact = ref.distances(rows, ref.label_ground(labels), c)
+    r = lmc_distances(chain(rows, labels), float(c))
+    assert_brackets(r, exact)
+    assert r.certified_error <= 1e-9
+
+
 # ------------------------------------------------------------------------------ bad input
 def test_bad_input_one_line_naming_the_field(tmp_path):
     ch = chain(SAME_LABEL_ONE, SAME_LABEL_ONE_LABELS)
@@ -300,6 +333,14 @@ def test_bad_input_one_line_naming_the_field(tmp_path):
         (lambda: lmc_distances(ch, 1.0, tol=-1), "tol"),
         (lambda: lmc_distances(LabelledChain(ch.row_ptr, ch.columns, ch.probabilities * 0.9, ch.classes), 1.0),
          "probabilities"),
+        (lambda: lmc_distances(LabelledChain(np.array([0, 1, 1, 2, 3]), ch.columns[:3], np.ones(3), ch.classes),
+                               1.0), "row_ptr"),
+        (lambda: lmc_distances(ch, 1.0, pairs=[(0, 1, 2)]), "pairs"),
+        (lambda: lmc_distances(ch, 1.0, ground=np.array([[0, 0, .5, .5], [0, 0, .5, .6], [.5, .5, 0, 1],
+                                                         [.5, .6, 1, 0]])), "ground"),
+        (lambda: lmc_distances(ch, 1.0, labels=["a"]), "labels"),
+        (lambda: lmc_distances("chain.drn", 1.0), "model"),
+        (lambda: lmc_distances(ch, 1.0).bounds(0, 9), "t"),
     ]
     for call, field in cases:
         with pytest.raises(InputError) as info:

@@ -24,7 +24,7 @@ and the least one is the limit of ``F^k(0)``.
 Algorithm (``docs/lmc.md`` has the proofs)
 ------------------------------------------
 1. **The exact chain.** The distances are those of an exact rational chain: every stored probability is
-   read as the simplest fraction (denominator at most :data:`MAX_DENOMINATOR`) within
+   read as the fraction with the smallest denominator (at most :data:`MAX_DENOMINATOR`) within
    :data:`RATIONAL_ULPS` units in the last place of it; a row whose fractions do not sum to exactly 1
    takes the binary values of its floats instead, and if those do not either, the row's defect is put on
    its largest entry. ``LMCResult.model_defect`` is the largest total-variation distance between a
@@ -79,18 +79,20 @@ MAX_DENOMINATOR = 1_000_000
 #: A fraction stands for a stored float when it is within this many units in the last place of it.
 RATIONAL_ULPS = 4
 #: All-pairs results are returned as dense n x n matrices up to this many states.
-DENSE_STATES = 4096
+DENSE_STATES = 2048
 #: Default memory budget of an all-pairs or query solve (bytes); larger problems are refused up front.
 DEFAULT_MAX_MEMORY = 8 * 2**30
 #: Estimated bytes per transport cell and per pair of the pair space (cell table, plans, bases, system).
 CELL_BYTES = 64
 PAIR_BYTES = 160
-#: Rounds of policy iteration before giving up (each round at least one coupling improves).
+#: Improvement rounds of policy iteration before it stops uncertified (each round changes a coupling).
 MAX_ROUNDS = 200
 #: Unit roundoff of float64.
 _U = 2.0 ** -53
 #: Two primes below 2**31 for the fingerprints of exact class masses.
 _PRIMES = (2_147_483_629, 2_147_483_587)
+
+
 def _index_dtype(bound: int):
     """int32 for indices below ``bound`` when it fits (halves the cell tables), else int64."""
     return np.int32 if bound < 2**31 - 1 else np.int64
@@ -160,7 +162,15 @@ def _as_chain(model, labels) -> LabelledChain:
         if labels is not None:
             raise InputError("a LabelledChain carries its label classes; labels= is for a ModelData",
                              param="labels")
-        chain = model
+        arrays = {}
+        for name, kind in (("row_ptr", np.integer), ("columns", np.integer), ("probabilities", np.number),
+                           ("classes", np.integer)):
+            arr = np.asarray(getattr(model, name))
+            if arr.ndim != 1 or not np.issubdtype(arr.dtype, kind):
+                raise InputError(f"expected a one-dimensional array of {'integers' if kind is np.integer else 'numbers'}, "
+                                 f"got shape {arr.shape} and type {arr.dtype}", param=name)
+            arrays[name] = arr.astype(np.float64 if name == "probabilities" else np.int64)
+        chain = LabelledChain(**arrays, source=model.source)
     elif hasattr(model, "label_classes") and hasattr(model, "row_ptr"):
         chain = LabelledChain.from_model(model, labels)
     else:
@@ -910,42 +920,90 @@ class _Couplings:
 
 
 def _transport(grp: _Group, C: np.ndarray, couplings: _Couplings):
-    """Optimal couplings of the group under the costs ``C`` (G, ka, kb): ``(cost, plan, gap, solved)`` with
-    ``gap`` a bound on ``|cost - OT|`` for the float marginals (rounding included); ``solved`` is False for a
-    group whose only coupling is the product."""
-    if grp.fixed:
+    """Optimal couplings of the group under the costs ``C`` (G, ka, kb): ``(cost, plan, low, solved)``, with
+    ``low`` a rigorous lower bound of the optimal transport value between the *exact* laws of each pair
+    (rounding and the float laws' deviation from the exact ones included); ``solved`` is False for a group
+    whose only coupling is the product."""
+    if grp.fixed:  # the product is the only coupling: its cost, from float laws within 2**-53 of the exact
         plan = couplings.plan_of(grp)
         cost = np.einsum("gab,gab->g", plan, C)
-        return cost, plan, (grp.ka * grp.kb + 2) * 2 * _U * cost, False
+        return cost, plan, cost - (grp.ka * grp.kb + 2) * 2 * _U * cost - 2 * _ROW_ERROR, False
     if grp.ka == 2 and grp.kb == 2:
         return _transport_2x2(grp.a, grp.b, C) + (True,)
     from .simplex import BASIS_DTYPE, basis_offsets, solve_padded
 
-    G = len(grp.pairs)
-    k = np.full(G, grp.ka, dtype=np.int64)
-    l = np.full(G, grp.kb, dtype=np.int64)
+    G, ka, kb = len(grp.pairs), grp.ka, grp.kb
+    k = np.full(G, ka, dtype=np.int64)
+    l = np.full(G, kb, dtype=np.int64)
     if grp.basis is None:
         grp.basis = np.zeros((int(basis_offsets(k, l)[-1]), 2), dtype=BASIS_DTYPE)
         grp.warm = np.zeros(G, dtype=np.bool_)
-    costs, flows, ok, _, grp.basis, gaps = solve_padded(grp.a, grp.b, C, k, l, grp.basis, grp.warm)
+    costs, flows, ok, _, grp.basis, _ = solve_padded(grp.a, grp.b, C, k, l, grp.basis, grp.warm)
     grp.warm = ok.copy()
+    u, v = _tree_potentials(grp.basis.reshape(G, ka + kb - 1, 2).astype(np.int64), C)
     for p in np.flatnonzero(~ok):  # pragma: no cover - the simplex's pivot cap: POT's solver instead
         from .couplings import load_pot
-        from .transport import plan_gap
 
         Gp, log = load_pot().emd(grp.a[p], grp.b[p], C[p], numItermax=10_000_000, log=True)
         flows[p] = Gp
         costs[p] = float(np.sum(Gp * C[p]))
-        gaps[p] = plan_gap(grp.a[p], grp.b[p], C[p], Gp, log["u"], log["v"], costs[p])
-    return costs, flows, gaps, True
+        u[p], v[p] = log["u"], log["v"]
+    return costs, flows, _dual_bound(grp.a, grp.b, C, u, v), True
+
+
+def _tree_potentials(basis: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dual potentials ``u`` (G, ka), ``v`` (G, kb) of spanning-tree bases (G, ka + kb - 1, 2) of (row, column)
+    cells: ``u_0 = 0`` and ``u_r + v_c = C[r, c]`` on the tree's cells, propagated along the tree (NaN where a
+    basis is not a spanning tree)."""
+    G, ka, kb = C.shape
+    rows, cols = basis[..., 0], basis[..., 1]
+    on_tree = C[np.arange(G)[:, None], rows, cols]
+    u = np.full((G, ka), np.nan)
+    v = np.full((G, kb), np.nan)
+    u[:, 0] = 0.0
+    g = np.repeat(np.arange(G), rows.shape[1])
+    r, c, cost = rows.ravel(), cols.ravel(), on_tree.ravel()
+    for _ in range(ka + kb):
+        ur, vc = u[g, r], v[g, c]
+        fill_v = np.isfinite(ur) & np.isnan(vc)
+        fill_u = np.isnan(ur) & np.isfinite(vc)
+        if not (fill_v.any() or fill_u.any()):
+            break
+        v[g[fill_v], c[fill_v]] = cost[fill_v] - ur[fill_v]
+        u[g[fill_u], r[fill_u]] = cost[fill_u] - vc[fill_u]
+    return u, v
+
+
+def _dual_bound(a: np.ndarray, b: np.ndarray, C: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """A rigorous lower bound, per problem, of the transport value between the exact laws ``a*``, ``b*``
+    (each within total variation 2**-53 of ``a``, ``b``) under the costs ``C``, from any potentials.
+
+    Weak duality: shifted down by their largest violation of ``u_i + v_j <= C_ij`` (plus a rounding margin),
+    the potentials are feasible, and ``OT(a*, b*) >= sum a* u + sum b* v``. That sum differs from
+    ``sum a u + sum b v`` by at most ``2**-53 (max|u| + max|v|)``, and its evaluation errs by at most
+    ``(k + l + 2) u`` times the sum of the absolute terms. Where a potential is missing the bound is 0 (the
+    costs are non-negative)."""
+    ka, kb = u.shape[1], v.shape[1]
+    valid = np.all(np.isfinite(u), axis=1) & np.all(np.isfinite(v), axis=1)
+    u = np.where(valid[:, None], u, 0.0)
+    v = np.where(valid[:, None], v, 0.0)
+    size = np.max(np.abs(u), axis=1) + np.max(np.abs(v), axis=1)
+    violation = np.max((u[:, :, None] + v[:, None, :] - C).reshape(len(C), -1), axis=1)
+    shift = np.maximum(violation, 0.0) + 4 * _U * (size + np.max(np.abs(C).reshape(len(C), -1), axis=1))
+    u = u - shift[:, None]
+    dual = np.sum(a * u, axis=1) + np.sum(b * v, axis=1)
+    terms = np.sum(np.abs(a * u), axis=1) + np.sum(np.abs(b * v), axis=1)
+    size = np.max(np.abs(u), axis=1) + np.max(np.abs(v), axis=1)
+    low = dual - (ka + kb + 2) * 2 * _U * terms - _ROW_ERROR * size
+    return np.where(valid, np.maximum(low, 0.0), 0.0)
 
 
 def _transport_2x2(a: np.ndarray, b: np.ndarray, C: np.ndarray):
     """Optimal transport between two-atom laws, in closed form: the couplings are
     ``[[t, a0 - t], [b0 - t, a1 - b0 + t]]`` for ``t`` in ``[max(0, b0 - a1), min(a0, b0)]`` and the cost is
-    affine in ``t``, so the optimum is the cheaper end. ``gap`` covers the rounding of both ends' costs and
-    the difference between the ends computed from the float laws and from the exact ones beyond the
-    ``2 * _ROW_ERROR`` the caller charges (every plan entry moves by at most the laws' total deviation)."""
+    affine in ``t``, so the optimum is the cheaper end. The lower bound returned charges the rounding of both
+    ends' costs and the difference between the ends computed from the float laws and from the exact ones
+    (each plan entry moves by at most twice the laws' total deviation, 2 * 2**-53, and costs are at most 1)."""
     a0, a1, b0 = a[:, 0], a[:, 1], b[:, 0]
     lo = np.maximum(0.0, b0 - a1)
     hi = np.minimum(a0, b0)
@@ -962,8 +1020,7 @@ def _transport_2x2(a: np.ndarray, b: np.ndarray, C: np.ndarray):
     plan[:, 1, 0] = np.maximum(b0 - t, 0.0)
     plan[:, 1, 1] = np.maximum(a1 - b0 + t, 0.0)
     value = np.minimum(f_lo, f_hi)
-    gap = 24 * _U * (1.0 + value) + 8 * _ROW_ERROR
-    return value, plan, gap
+    return value, plan, value - 24 * _U * (1.0 + value) - 10 * _ROW_ERROR
 
 
 def _oplus(g: np.ndarray, w: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray]:
@@ -1309,8 +1366,8 @@ def policy_iteration(space: PairSpace, quotient: Quotient, c: float, comps=None)
             switches = []
             for grp in couplings.groups:
                 C = couplings.costs(grp, ext)
-                cost, plan, gap, solved = _transport(grp, C, couplings)
-                w_low = np.maximum(cost - gap - 2 * _ROW_ERROR, 0.0)
+                cost, plan, w_low, solved = _transport(grp, C, couplings)
+                w_low = np.maximum(w_low, 0.0)
                 low = _oplus(space.g[grp.pairs], w_low, c)[0]
                 mine = lower[grp.pairs]
                 fail = fail or bool(np.any((mine > low) & (mine > 0.0)))
@@ -1401,8 +1458,10 @@ class LMCResult:
     _table: "_ClassTable | None" = field(default=None, repr=False)
 
     def bounds(self, s, t) -> tuple[np.ndarray, np.ndarray]:
-        """``(lower, upper)`` of the distance of the state pairs ``(s[i], t[i])`` (scalars or arrays); every
-        pair of an all-pairs result, or the explored pairs of a query."""
+        """``(lower, upper)`` of the distance of the state pairs ``(s[i], t[i])`` (scalars or arrays): any pair
+        of an all-pairs result; for a query, the pairs it explored (NaN for a pair of classes it did not
+        reach: a pair with another query's answer may still be 0 or 1 for sure, bisimilar or labelled
+        apart)."""
         s = np.atleast_1d(np.asarray(s, dtype=np.int64))
         t = np.atleast_1d(np.asarray(t, dtype=np.int64))
         n = len(self.classes)

@@ -226,6 +226,39 @@ def test_rows_that_are_not_simple_fractions_keep_their_binary_values():
     assert ex.defect <= 2 * np.finfo(float).eps
 
 
+def test_transport_lower_bounds_are_below_the_exact_value():
+    """Every shape's lower bound (product, closed form, simplex with tree potentials) is below the exact
+    optimal transport value between the exact laws, and the plan's cost is not below it."""
+    import bisimkit.lmc as L
+
+    rng = np.random.default_rng(7)
+    for ka, kb in [(1, 3), (2, 2), (3, 2), (3, 3), (2, 4)]:
+        G = 20
+        laws = []
+        for k in (ka, kb):
+            den = rng.integers(k, 12, size=G)
+            rows = []
+            for g in range(G):
+                cuts = np.sort(rng.choice(np.arange(1, den[g]), size=k - 1, replace=False)) if k > 1 else []
+                rows.append([F(int(x), int(den[g])) for x in np.diff([0, *cuts, den[g]])])
+            laws.append(rows)
+        a = np.array([[float(x) for x in r] for r in laws[0]])
+        b = np.array([[float(x) for x in r] for r in laws[1]])
+        C = rng.random((G, ka, kb)) * (rng.random((G, ka, kb)) < 0.8)
+        grp = L._Group(np.arange(G), ka, kb, a, b, np.zeros((G, ka * kb), dtype=np.int64))
+
+        class Plans:
+            def plan_of(self, _):
+                return a[:, :, None] * b[:, None, :]
+        cost, plan, low, _ = L._transport(grp, C, Plans())
+        for g in range(G):
+            p = dict(enumerate(laws[0][g]))
+            q = dict(enumerate(laws[1][g]))
+            exact = min(sum(m * F(float(C[g, i, j])) for (i, j), m in vert.items()) for vert in ref._vertices(p, q))
+            assert F(float(low[g])) <= exact, (ka, kb, g)
+            assert abs(float(exact) - cost[g]) < 1e-12
+
+
 # ------------------------------------------------------------------------------ PRISM models through stormpy
 def _prism(name: str, constants: str | None = None):
     stormpy = pytest.importorskip("stormpy")

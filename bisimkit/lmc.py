@@ -1459,9 +1459,8 @@ class LMCResult:
 
     def bounds(self, s, t) -> tuple[np.ndarray, np.ndarray]:
         """``(lower, upper)`` of the distance of the state pairs ``(s[i], t[i])`` (scalars or arrays): any pair
-        of an all-pairs result; for a query, the pairs it explored (NaN for a pair of classes it did not
-        reach: a pair with another query's answer may still be 0 or 1 for sure, bisimilar or labelled
-        apart)."""
+        of an all-pairs result; for a query, the pairs it explored, NaN for other pairs of classes (bisimilar
+        pairs and pairs the ground separates are 0 and 1 either way)."""
         s = np.atleast_1d(np.asarray(s, dtype=np.int64))
         t = np.atleast_1d(np.asarray(t, dtype=np.int64))
         n = len(self.classes)

@@ -17,7 +17,8 @@ losses come from ``bisimkit.losses``.
 
 ``agents.config`` is the one training configuration (``TrainConfig``, the presets
 ``paper``, ``drq`` and ``dbc``, and the command line generated from them);
-``agents.agent`` the update rule; ``agents.replay`` the replay buffer;
+``agents.agent`` the agents, one class per update rule (``DrQAgent``,
+``JointAgent``, ``DBCAgent``); ``agents.replay`` the replay buffer;
 ``agents.train`` the training loop (``Trainer``); ``agents.checkpoint`` the
 checkpoint, read as data only; ``agents.rollout`` episode seeding and
 evaluation rollouts. ``agents.restore`` rebuilds an agent from a run folder or

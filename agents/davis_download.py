@@ -54,7 +54,7 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _check_sha256(value: str) -> str:
+def check_sha256(value: str) -> str:
     value = value.strip().lower()
     if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
         raise InputError(f"{value!r} is not a SHA-256 (64 hexadecimal digits)", param="sha256")

@@ -26,8 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from bisimkit.files import atomic_write_text
-
-from .run_files import METRIC_LOSSES
+from bisimkit_runs.files import METRIC_LOSSES
 
 #: The extra to install for TensorBoard.
 TENSORBOARD_HINT = "pip install -e '.[tensorboard]'"

@@ -47,6 +47,7 @@ import numpy as np
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json, atomic_write_text, check_output
 from bisimkit.progress import Progress
+from bisimkit_runs.files import CONFIG_FILE, EVAL_FIELDS, EVAL_FILES, TRAIN_FIELDS, TRAIN_FILE
 
 from .checkpoint import CHECKPOINT, Checkpoint, Counters
 from .entry import run_command
@@ -54,7 +55,6 @@ from .logging_backends import Scalars, TensorBoard, WandB, metric_row
 from .config import (PRESETS, RESUMABLE_CHANGES, ConfigParser, TrainConfig, add_config_arguments,
                      explicit_fields, make_config)
 from .rollout import episode_seed, evaluate_policy, make_run_env
-from .run_files import CONFIG_FILE, EVAL_FIELDS, EVAL_FILES, TRAIN_FIELDS, TRAIN_FILE
 
 
 

@@ -33,7 +33,7 @@ from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json, staged_folder
 from bisimkit.progress import Progress
 
-from .davis_download import (ARCHIVE, DAVIS_BYTES, DAVIS_SHA256, DAVIS_URL, DownloadError, _check_sha256, download,
+from .davis_download import (ARCHIVE, DAVIS_BYTES, DAVIS_SHA256, DAVIS_URL, DownloadError, check_sha256, download,
                              extract_videos, sha256_of)
 
 DAVIS_ENV = "BISIMKIT_DAVIS"
@@ -255,7 +255,7 @@ def fetch(dest: str | os.PathLike, url: str = DAVIS_URL, sha256: str | None = No
           retries: int = 5, progress: bool = True, say: Callable[[str], None] = print) -> Path:
     """Download, verify and extract DAVIS into ``dest`` (:mod:`agents.davis_download`); returns ``dest/DAVIS``.
     ``sha256``: the archive's checksum (default: the pinned one of the official archive)."""
-    expected = _check_sha256(sha256) if sha256 else DAVIS_SHA256
+    expected = check_sha256(sha256) if sha256 else DAVIS_SHA256
     dest = Path(dest).expanduser()
     if dest.exists() and not dest.is_dir():
         raise InputError(f"{dest} is not a folder", param="to")

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from validation.reference import _Model
+from validation.reference import ReferenceModel
 
 BASIS_MEASURED = "measured"
 BASIS_APRIORI = "a-priori c (upper bound)"
@@ -62,7 +62,7 @@ def first_step(mdp, metric: str, chunk: int = 200_000) -> float:
 
     Vectorised over pairs in chunks; used to extrapolate a baseline stopped inside its first sweep.
     """
-    model = _Model(mdp)
+    model = ReferenceModel(mdp)
     n, m = model.n, model.m
     R = model.R
     if metric == "bisim":
@@ -132,7 +132,7 @@ def timed_baseline(mdp, metric: str, tol: float = 1e-9, budget: float = 60.0, gr
     sweep 1 when it would not have) and reports it next to the measurement under
     ``extrapolation_check``.
     """
-    model = _Model(mdp, ground)
+    model = ReferenceModel(mdp, ground)
     n, c = model.n, model.c
     diagonal = metric in ("psm-sampled", "mico", "dbc-sampled")
     n_pairs = n * (n + 1) // 2 if diagonal else n * (n - 1) // 2

@@ -39,7 +39,8 @@ CASES = ("mirrored-rooms", "planted", "random")
 
 
 def warm_up() -> None:
-    """Compile the numba kernels outside the timed region (they are cached on disk)."""
+    """Run every kind of operator once outside the timed region: the compiled kernels and the libraries a
+    solve imports are loaded by then."""
     small = random_mdp(8, 2, seed=0, max_support=4)
     for metric in ("pi", "eps", "bisim", "psm"):
         solve(small, metric, quotient=False)

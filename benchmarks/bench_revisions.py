@@ -1,14 +1,17 @@
 """Solve times of this tree against another checkout, on the benchmark workloads, in one run.
 
 Each round runs every workload once in each tree, alternating which goes first, each in
-a fresh process with its kernels compiled outside the timed region (the workload
-scripts' own ``--budget 0`` mode: bisimkit's solve only, no baseline). It prints the
+a fresh process with its kernels loaded outside the timed region (the workload
+scripts' own ``--budget 0`` mode: bisimkit's solve only, no baseline). Both trees run on
+this interpreter (``benchmarks.trees.tree_env``): the other tree's own dependencies (numba,
+for a checkout whose kernels it compiles) must be installed in it. It prints the
 median seconds of each side, their ratio (this tree / other), and each side's last
 certificate and ``converged``, so a change to the solvers states what it costs.
 
 ``--cpu`` times the process CPU seconds of ``solve`` instead of wall seconds, on one
-thread (``NUMBA_NUM_THREADS=1`` and one BLAS thread): on a machine shared with other
-work the wall clock measures the neighbours, the CPU time much less so.
+thread (``OMP_NUM_THREADS=1``, ``NUMBA_NUM_THREADS=1`` for a checkout that compiles with numba,
+and one BLAS thread): on a machine shared with other work the wall clock measures the
+neighbours, the CPU time much less so.
 
     python -m benchmarks.bench_revisions --against /path/to/other/checkout [--rounds 3] [--cpu]
                                          [--only pi-dense,bisim-sparse] [--out FILE.json]
@@ -21,12 +24,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks.trees import tree_env
 from bisimkit.files import atomic_write_json
 
 HERE = Path(__file__).resolve().parent.parent
@@ -73,11 +76,8 @@ def run_case(tree: Path, workload: str, module: str, n: int, metric: str, cpu: b
 
 
 def _env(tree: Path, one_thread: bool) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(tree)
-    if one_thread:
-        env.update(NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    return env
+    threads = {key: "1" for key in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    return tree_env(tree, **(threads if one_thread else {}))
 
 
 def main(argv: list[str] | None = None) -> int:

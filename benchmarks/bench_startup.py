@@ -7,8 +7,8 @@ Every sample is a fresh interpreter, timed from the outside (wall seconds of the
 
 * ``import bisimkit``: ``python -c "import bisimkit"``;
 * ``tiny solve``: ``python -m bisimkit solve examples/tiny-rooms.json --metric pi --out FILE.json
-  --quiet``, the whole process, with the kernels already in numba's disk cache (one untimed run of
-  each tree first fills it);
+  --quiet``, the whole process, after one untimed run of each command in each tree (file-system
+  caches warm; a checkout that compiles its kernels with numba fills numba's disk cache then);
 * ``two_mdp_solve``: ``python -m bisimkit solve A.json --against B.json --metric pi --out FILE.json
   --quiet`` on two Markov chains of the shape of SVI's smallest benchmark pair (miconic p01 against
   p02: 6 and 18 states, one action, c = 0.95, transition supports of at most 2 and 3), made by
@@ -18,7 +18,8 @@ Every sample is a fresh interpreter, timed from the outside (wall seconds of the
 * ``svi_pair`` (with ``--svi-repo``, a checkout of https://github.com/SergioCalo/SVI): the same
   command on SVI's files of that pair, read as ``benchmarks.bench_between`` reads them;
 * what the libraries cost on their own (this interpreter, no bisimkit): ``pass``, ``import numpy``,
-  ``import scipy.sparse``, ``import numba``, the three together as the solver imports them, and
+  ``import scipy.sparse``, ``import bisimkit_native`` (the compiled kernels), the three together as a
+  larger solve imports them, and
   this tree's ``import bisimkit.cli`` (everything ``bisimkit solve`` imports before it runs).
 
 Each sample records wall seconds and the child's CPU seconds (user + system, ``os.wait4``); on a
@@ -40,6 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.trees import tree_env
 from bisimkit.files import atomic_write_json
 from bisimkit.generators import random_mdp
 from bisimkit.mdp import save_mdp
@@ -58,17 +60,15 @@ STAND_INS = {"two_mdp_solve": ({"n": 6, "seed": 0, "max_support": 2}, {"n": 18, 
 #: SVI's smallest benchmark pair, under its ``benchmarks/`` folder.
 SVI_PAIR = ("deterministic/miconic/p01.json", "deterministic/miconic/p02.json")
 #: What the libraries cost alone, for the breakdown: the solver's three (scipy.sparse with its linear
-#: algebra and graphs, numba, numpy under both), and this tree's command line with all it imports.
+#: algebra and graphs, the compiled kernels, numpy under both), and this tree's command line with all it imports.
 LIBRARIES = {"python": "pass", "numpy": "import numpy", "scipy.sparse": "import scipy.sparse",
-             "numba": "import numba",
-             "all three": "import scipy.sparse.linalg, scipy.sparse.csgraph, numba",
+             "bisimkit_native": "import bisimkit_native",
+             "all three": "import scipy.sparse.linalg, scipy.sparse.csgraph, bisimkit_native",
              "bisimkit.cli": "import bisimkit.cli"}
 
 
 def _env(tree: Path) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(tree)  # this checkout's bisimkit, ahead of the installed one
-    return env
+    return tree_env(tree)  # this checkout's bisimkit, ahead of the installed one
 
 
 def timed(cmd: list[str], tree: Path) -> tuple[float, float]:
@@ -129,7 +129,7 @@ def measure(trees: dict[str, Path], rounds: int, svi_repo: Path | None = None) -
         for tree in trees.values():
             for key in commands:
                 if key != "import":
-                    timed(commands[key](tree), tree)  # fills numba's disk cache of that tree
+                    timed(commands[key](tree), tree)  # warm caches (numba's disk cache, for a numba checkout)
         names = list(trees)
         for r in range(rounds):
             for name in (names if r % 2 == 0 else names[::-1]):

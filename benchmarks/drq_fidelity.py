@@ -39,7 +39,7 @@ import numpy as np
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json
 from figures.reference_runs import DRQ_SOURCE, Runs, drq_at, drq_grid, drq_runs
-from figures.runs import read_csv_columns
+from bisimkit_runs.runs import read_csv_columns
 
 DRQ_MEAN, DRQ_STD, AT_STEPS = 759.0, 92.0, 100_000
 PASS_MARK = DRQ_MEAN - DRQ_STD

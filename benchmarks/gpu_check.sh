@@ -36,7 +36,7 @@
 #                                          # fitted and extrapolated to MICO_TARGET (20000), then the MICO_TARGET
 #                                          # solve on DEVICE certified to 1e-9 with its time and peak memory, all
 #                                          # under MICO_LIMIT seconds (570): $OUT/mico.json, $OUT/mico.log; no
-#                                          # rendering, no bundle needed (numpy, scipy, numba and torch are there)
+#                                          # rendering, no bundle needed (numpy, scipy and torch are there)
 #   bash benchmarks/gpu_check.sh scene84   # the scene check at 84 px (python -m agents.metric_check, isolated,
 #                                          # batch SCENE_BATCH (64), SCENE_STEPS (1500) updates, an evaluation every
 #                                          # 250): ring eps-r beside ring eps-pi, then sprite eps-r beside sprite

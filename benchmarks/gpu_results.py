@@ -46,7 +46,7 @@ import numpy as np
 
 from benchmarks.bench_updates import target_lines
 from bisimkit.errors import InputError
-from figures.runs import read_csv_columns
+from bisimkit_runs.runs import read_csv_columns
 
 GPU_RESULTS = Path(__file__).resolve().parent / "results" / "gpu"
 
@@ -150,7 +150,7 @@ DISTRACTED_RANDOM = "distracted_random.json"
 RANDOM_KEYS = ("task", "action_repeat", "episode_steps", "seed", "eval_episodes", "background", "camera")
 
 
-def _random_key(cfg: dict) -> dict:
+def random_key(cfg: dict) -> dict:
     return {k: cfg.get(k) for k in RANDOM_KEYS}
 
 
@@ -160,7 +160,7 @@ def distracted_random(root: Path, cfg: dict, episodes: int = 10) -> list[float]:
     them for the same environment and episodes, else computed (``benchmarks.learning_check.random_returns``:
     it renders, a minute or two on a CPU) and written there."""
     path = Path(root) / DISTRACTED_RANDOM
-    key = _random_key(cfg)
+    key = random_key(cfg)
     try:
         cached = json.loads(path.read_text())
         if cached.get("key") == key and len(cached.get("returns", [])) == episodes:

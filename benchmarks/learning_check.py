@@ -55,7 +55,7 @@ from agents.train import train
 from bisimkit.errors import InputError
 from bisimkit.extras import report_missing
 from bisimkit.files import atomic_write_json
-from figures.runs import read_csv_columns
+from bisimkit_runs.runs import read_csv_columns
 
 # DrQ with its stacked encoder at CPU size (48 px, batch 64, 200-unit MLPs, cheap rendering), and one
 # augmented view without a target encoder: the paper preset's K = M = 2 views and target encoder

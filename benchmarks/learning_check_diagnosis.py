@@ -142,7 +142,7 @@ def gradient_norms(agent, data: dict[str, np.ndarray], batches: int, rows: int, 
 
 def last_evaluation(folder: Path) -> float | None:
     """The run's last evaluation mean (eval.csv), when it has one."""
-    from figures.runs import read_csv_columns
+    from bisimkit_runs.runs import read_csv_columns
 
     try:
         means = read_csv_columns(folder / "eval.csv")["mean_return"]

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from agents.agent import Agent, pick_device
-from agents.metric_check import _config
+from agents.metric_check import Settings
 from agents.scenes import DISTRACTORS, SCENES, Distractors, build_scene, check_distractors
 from bisimkit.files import atomic_write_json
 
@@ -48,7 +48,7 @@ def probe(scene_name: str, distractors: str, steps: int, batch: int, image_size:
           eval_every: int, method: str = "eps-r") -> dict:
     scene = build_scene(scene_name, image_size)
     kinds = check_distractors(distractors)
-    cfg = _config(scene, method, image_size, batch, seed, "cpu", {})
+    cfg = Settings(method=method, image_size=image_size, batch=batch, seed=seed, warmup=0).train_config(scene)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     dist = Distractors(kinds, image_size, np.random.default_rng([seed, 1]))

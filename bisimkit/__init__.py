@@ -12,7 +12,7 @@ Quick use::
 from importlib import import_module
 
 #: Each public name and the module that defines it. They are imported on first use (module
-#: ``__getattr__``): numpy, scipy and numba take most of a second to load, which ``import bisimkit``
+#: ``__getattr__``): numpy and scipy take most of a second to load, which ``import bisimkit``
 #: and the command line's start-up do not pay for what they do not use (start-up cost).
 _PUBLIC = {
     "Comparison": "comparison", "compare": "comparison",

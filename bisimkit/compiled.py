@@ -1,4 +1,4 @@
-"""Compiled (numba) kernels behind the pair solvers: sparse assembly and products.
+"""Compiled kernels behind the pair solvers: sparse assembly and products (:mod:`bisimkit.kernels`).
 
 * :func:`pair_system_from_slots`: the matrix of fixed couplings from plans
   stored in per-problem slots (coupling iteration);
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
 
-@kernel(cache=True)
+@kernel
 def _count_slots(off, ci, cj, mass, row_pair, index, counts):
     for p in range(len(off) - 1):
         r = row_pair[p]
@@ -32,7 +32,7 @@ def _count_slots(off, ci, cj, mass, row_pair, index, counts):
                 counts[r] += 1
 
 
-@kernel(cache=True)
+@kernel
 def _fill_slots(off, ci, cj, mass, row_pair, row_weight, index, indptr, indices, data):
     fill = indptr[:-1].copy()
     for p in range(len(off) - 1):
@@ -46,7 +46,7 @@ def _fill_slots(off, ci, cj, mass, row_pair, row_weight, index, indptr, indices,
                 fill[r] += 1
 
 
-@kernel(cache=True, parallel=True)
+@kernel(parallel=True)
 def _eps_bar_pass(S, T, index, m, a_ptr, a_idx, a_bp, x_ptr, x_idx, x_bp, mode, counts, indptr, indices, data,
                   vec, out):
     """One pass over the pairs: counts (mode 0), entries (mode 1) or the product
@@ -94,19 +94,19 @@ def _eps_bar_pass(S, T, index, m, a_ptr, a_idx, a_bp, x_ptr, x_idx, x_bp, mode, 
             out[p] = acc
 
 
-@kernel(cache=True, parallel=True)
+@kernel(parallel=True)
 def _csr_matvec(indptr, indices, data, x, out):
     for r in prange(len(indptr) - 1):
-        acc = 0.0  # float64 accumulation, also for float32 data
+        acc = np.float64(0.0)  # float64 accumulation, also for float32 data (a float would sum them in float32)
         for e in range(indptr[r], indptr[r + 1]):
             acc += data[e] * x[indices[e]]
         out[r] = acc
 
 
-@kernel(cache=True)
+@kernel
 def _csr_matvec_serial(indptr, indices, data, x, out):
     for r in range(len(indptr) - 1):
-        acc = 0.0
+        acc = np.float64(0.0)
         for e in range(indptr[r], indptr[r + 1]):
             acc += data[e] * x[indices[e]]
         out[r] = acc

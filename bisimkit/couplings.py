@@ -96,7 +96,7 @@ class Cells:
 
 
 # ------------------------------------------------------------------ kernel
-@kernel(cache=True, nogil=True)
+@kernel
 def _row_breakpoints(data, lo, hi, out):
     """Breakpoints of the histogram ``data[lo:hi]`` into ``out[lo:hi]`` (sequential sums)."""
     total = 0.0
@@ -110,13 +110,13 @@ def _row_breakpoints(data, lo, hi, out):
         out[hi - 1] = 1.0  # the quantile function ends at 1 exactly: no crumb past the last atom
 
 
-@kernel(cache=True)
+@kernel
 def _csr_breakpoints(indptr, data, out):
     for r in range(len(indptr) - 1):
         _row_breakpoints(data, indptr[r], indptr[r + 1], out)
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def merge_breakpoints(ia, ba, ib, bb, out_i, out_j, out_m):
     """The north-west-corner coupling of two histograms given by their breakpoints.
 
@@ -153,7 +153,7 @@ def merge_breakpoints(ia, ba, ib, bb, out_i, out_j, out_m):
     return n
 
 
-@kernel(cache=True)
+@kernel
 def _merge_rows(xptr, xidx, xbp, src, yptr, yidx, ybp, dst, offsets, out_i, out_j, out_m, counts):
     for k in range(len(src)):
         r = src[k]
@@ -278,7 +278,7 @@ def padded_rows(X: sp.csr_matrix, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
     return index, mass, lengths
 
 
-@kernel(cache=True)
+@kernel
 def _gather_rows(indptr, indices, data, rows, index, mass):
     for k in range(len(rows)):
         lo = indptr[rows[k]]

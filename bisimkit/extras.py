@@ -1,6 +1,7 @@
 """Optional extras: which ``pip install`` brings back a missing module, said in one sentence.
 
-The core needs numpy, scipy, POT, numba and matplotlib. The rest is optional:
+The core needs numpy, scipy, POT and matplotlib (and its compiled kernels, built when it is
+installed). The rest is optional:
 ``torch`` for :mod:`bisimkit.losses` (extra ``torch``); ``gymnasium`` for
 :func:`bisimkit.from_gymnasium` and ``gym:ID`` arguments (extra ``gym``); the simulator
 stack for the agents (extra ``agents``: dm_control, MuJoCo, distracting-control, OpenCV,

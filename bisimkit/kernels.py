@@ -1,30 +1,34 @@
-"""Kernels compiled by numba when first called, and the small-problem path that runs them as Python.
+"""Kernels compiled when the package is installed, with their Python bodies as the reference; and the
+small-problem path, which runs a solve on numpy containers alone.
 
-A kernel is written once, as a plain Python function with numba's restrictions, and decorated
-with :func:`kernel` (in place of ``numba.njit``). Nothing is compiled, and numba is not imported,
-until a kernel is first called outside the small-problem path: numba then compiles the kernel
-(or loads it from its disk cache) from a copy of the function whose globals see the other
-kernels as numba dispatchers and :data:`prange` as ``numba.prange``. Importing numba and setting
-up its CPU target take about a second of a process's start (``docs/performance.md#start-up``),
-more than a tiny solve needs in all.
+A kernel is written once as a plain Python function (loops over numpy arrays, outputs written in place)
+and decorated with :func:`kernel`; ``native/`` holds the same function in C++, statement for statement,
+built into the extension module ``bisimkit_native`` by ``pip install`` (scikit-build-core and nanobind;
+``docs/development.md#the-compiled-kernels``). Calling a kernel calls its compiled twin, with the same
+arguments and the same results bit for bit (the same operations, in the same order, rounded the same
+way: ``tests/test_native.py``). Nothing is compiled at run time; the extension is loaded when a kernel is
+first called (a few milliseconds), so ``import bisimkit`` does not load it.
 
-**The small-problem path.** Inside ``with small_path(True):`` every kernel runs as the Python
-function it is written as (the same code, interpreted: a tiny solve takes 2-13 times as long as
-compiled), and the stages of a solve that would build scipy's sparse matrices use numpy arrays
-instead: the transition rows as :class:`DenseRows`, the pair systems as dense matrices inverted by
-elimination in numpy (:func:`dense_inverse`), the zero-set components by a union-find
-(:func:`components`). A solve takes this path when its MDP is small (:func:`small_problem`,
-:data:`SMALL_PROBLEM_CELLS`) and numba is not loaded yet; its process then imports neither numba
-nor scipy. Results are the same fixed points with the same kind of certificate (the simplex's
-duality gaps, the residual bound of the linear solves): the same algorithms, with the arithmetic
-carried out by the interpreter and numpy.
+The Python body runs instead where the extension is missing (a checkout never installed: one
+:class:`NativeKernelWarning` says how to build it), where a call's arguments have types the compiled
+kernel does not take (one warning per kernel names the argument), and inside ``with interpreted():``,
+which tests use to compare the two.
+
+**The small-problem path.** Inside ``with small_path(True):`` the stages of a solve that would build
+scipy's sparse matrices use numpy arrays instead: the transition rows as :class:`DenseRows`, the pair
+systems as dense matrices inverted by elimination in numpy (:func:`dense_inverse`), the zero-set
+components by a union-find (:func:`components`). A solve takes this path when its MDP is small
+(:func:`small_problem`, :data:`SMALL_PROBLEM_CELLS`); its process then does not import scipy. The kernels
+are the compiled ones on both paths. Results are the same fixed points with the same kind of certificate
+(the simplex's duality gaps, the residual bound of the linear solves): the same algorithms, with the
+linear algebra carried out by numpy instead of scipy.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
 import types
+import warnings
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
@@ -32,19 +36,29 @@ import numpy as np
 
 #: Work, in transport cells, up to which a solve takes the small-problem path: ``pairs x rows per pair
 #: x (largest support)^2`` (:func:`problem_cells`; two MDPs' cross pairs: A's largest support times B's,
-#: :func:`between_cells`), the cells one evaluation of a coupling operator prices at most. A process
-#: that compiles pays about 1.5 s before its first kernel runs (numba and scipy imported, the kernels
-#: loaded from numba's disk cache); the interpreted kernels cost more per cell. Whole processes of one
-#: solve, each path forced, cross between about 30 000 and 47 000 cells (pi and eps, 2 shared cores;
-#: ``docs/performance.md#start-up``); the limit keeps below that.
+#: :func:`between_cells`), the cells one evaluation of a coupling operator prices at most. Below it a
+#: solve's process does not import scipy; far above it the dense systems of the small path cost more
+#: than scipy's sparse ones (whole processes cross between 84 000 and 191 000 cells,
+#: ``docs/performance.md#start-up``); the limit keeps well below that.
 SMALL_PROBLEM_CELLS = 20_000
 
-#: Stands for ``numba.prange`` in a kernel's body: ``range`` when the kernel runs as Python; the
-#: compiled copy sees ``numba.prange``.
+#: Marks the loops of a kernel's body whose iterations the compiled kernel spreads over threads (OpenMP);
+#: in the Python body it is ``range``.
 prange = range
 
 _local = threading.local()
-_on_load: list[Callable[[object], None]] = []
+
+
+class NativeKernelWarning(RuntimeWarning):
+    """A kernel runs as Python: the compiled kernels are not installed, or a call's arguments have types
+    its compiled twin does not take."""
+
+
+#: What a process without the compiled kernels is told, once.
+NATIVE_MISSING = ("bisimkit: the compiled kernels (the extension module bisimkit_native) are not installed, so "
+                  "the kernels run as Python, many times slower; build them with `pip install -e .` "
+                  "in the repository (a C++17 compiler and Python's C headers are needed; "
+                  "docs/development.md#the-compiled-kernels)")
 
 
 #: Evaluations of the operator a solve makes, in units of coupling iteration's (about 5 rounds): value
@@ -54,11 +68,8 @@ VALUE_ITERATION_FACTOR = 50
 
 def small_problem(cells: float, value_iteration: bool = False) -> bool:
     """Whether a solve whose operator prices ``cells`` transport cells per evaluation (:func:`problem_cells`)
-    takes the small-problem path; ``value_iteration`` counts its evaluations :data:`VALUE_ITERATION_FACTOR` times.
-
-    Only while numba is not loaded in this process: once it is (a larger solve before, a warm-up), the
-    start-up cost is paid and the compiled kernels are the faster at every size (2-13 times per tiny solve)."""
-    return not numba_loaded() and cells * (VALUE_ITERATION_FACTOR if value_iteration else 1) <= SMALL_PROBLEM_CELLS
+    takes the small-problem path; ``value_iteration`` counts its evaluations :data:`VALUE_ITERATION_FACTOR` times."""
+    return cells * (VALUE_ITERATION_FACTOR if value_iteration else 1) <= SMALL_PROBLEM_CELLS
 
 
 def problem_cells(n_pairs: int, rows_per_pair: int, support: int, other_support: int | None = None) -> float:
@@ -101,7 +112,7 @@ def _mixture_support(n_states: int, n_actions: int, transitions: np.ndarray) -> 
 
 @contextmanager
 def small_path(on: bool = True) -> Iterator[None]:
-    """Within the block, kernels run as Python and the solve stages use numpy containers (module doc)."""
+    """Within the block, the solve stages use numpy containers (module doc)."""
     before = getattr(_local, "small", False)
     _local.small = bool(on)
     try:
@@ -115,103 +126,99 @@ def on_small_path() -> bool:
     return getattr(_local, "small", False)
 
 
-class Kernel:
-    """A function compiled by numba on its first call (module doc); ``py_func`` is the function itself."""
+@contextmanager
+def interpreted(on: bool = True) -> Iterator[None]:
+    """Within the block, this thread's kernels run as their Python bodies (the reference the compiled
+    kernels are tested against)."""
+    before = getattr(_local, "interpreted", False)
+    _local.interpreted = bool(on)
+    try:
+        yield
+    finally:
+        _local.interpreted = before
 
-    def __init__(self, py_func: Callable, options: dict) -> None:
+
+_UNRESOLVED = object()
+_native_module = _UNRESOLVED
+
+
+def native_module():
+    """The extension module ``bisimkit_native``, imported on first use; None (said once, in a
+    :class:`NativeKernelWarning`) where it is not installed."""
+    global _native_module
+    if _native_module is _UNRESOLVED:
+        try:
+            import bisimkit_native  # the compiled kernels: a few milliseconds, when a kernel is first called
+        except ImportError:
+            bisimkit_native = None
+            warnings.warn(NATIVE_MISSING, NativeKernelWarning, stacklevel=3)
+        _native_module = bisimkit_native
+    return _native_module
+
+
+class Kernel:
+    """A kernel (module doc): calls its compiled twin ``native``, or ``py_func``, the function itself."""
+
+    def __init__(self, py_func: Callable, parallel: bool = False, name: str | None = None) -> None:
         self.py_func = py_func
-        self.options = options
-        self._dispatcher = None
-        self.__name__, self.__qualname__, self.__doc__ = py_func.__name__, py_func.__qualname__, py_func.__doc__
+        self.parallel = parallel
+        self._native = _UNRESOLVED
+        self._refused = False
+        self.__name__ = name or py_func.__name__
+        self.__qualname__, self.__doc__ = py_func.__qualname__, py_func.__doc__
         self.__module__ = py_func.__module__
 
     def __call__(self, *args):
-        if on_small_path():
+        native = self._native
+        if native is _UNRESOLVED:
+            native = self.native
+        if native is None or getattr(_local, "interpreted", False):
             return self.py_func(*args)
-        return self.dispatcher(*args)
+        try:
+            return native(*args)
+        except TypeError as error:  # argument types the compiled kernel does not take (checked before any work)
+            if not self._refused:
+                self._refused = True
+                warnings.warn(f"bisimkit: the compiled kernel {self} does not take these arguments ({error}); "
+                              "it runs as Python", NativeKernelWarning, stacklevel=2)
+            return self.py_func(*args)
 
     @property
-    def dispatcher(self):
-        """numba's dispatcher of this kernel (numba imported now; it compiles or loads on the first call)."""
-        if self._dispatcher is None:
-            numba = load_numba()
-            f = self.py_func
-            scope = dict(f.__globals__)
-            for name in _global_names(f.__code__) - {f.__name__}:
-                value = scope.get(name)
-                if isinstance(value, Kernel):
-                    scope[name] = value.dispatcher  # the kernels it calls: their dispatchers (compiled with it)
-                elif value is prange:
-                    scope[name] = numba.prange
-            copy = types.FunctionType(f.__code__, scope, f.__name__, f.__defaults__, f.__closure__)
-            copy.__qualname__, copy.__module__, copy.__doc__ = f.__qualname__, f.__module__, f.__doc__
-            dispatcher = numba.njit(**self.options)(copy)
-            scope[f.__name__] = dispatcher
-            self._dispatcher = dispatcher
-        return self._dispatcher
+    def native(self) -> Callable | None:
+        """The compiled twin (``bisimkit_native.<module>.<name>``), or None where there is none."""
+        if self._native is _UNRESOLVED:
+            module = native_module()
+            group = getattr(module, self.__module__.rsplit(".", 1)[-1], None) if module is not None else None
+            self._native = getattr(group, self.__name__, None)
+            if module is not None and self._native is None:
+                warnings.warn(f"bisimkit: the installed compiled kernels lack {self}: rebuild them with "
+                              "`pip install -e .` (docs/development.md#the-compiled-kernels); it runs as Python",
+                              NativeKernelWarning, stacklevel=3)
+        return self._native
 
     def __repr__(self) -> str:
         return f"<kernel {self.__module__}.{self.__qualname__}>"
 
 
-def _global_names(code: types.CodeType) -> set[str]:
-    """The global names a function's code (nested functions included) may read."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _global_names(const)
-    return names
-
-
-def kernel(**options) -> Callable[[Callable], Kernel]:
-    """``@kernel(cache=True, ...)``: ``numba.njit(**options)``, compiled on the first call (module doc)."""
-    def wrap(func: Callable) -> Kernel:
-        return Kernel(func, options)
-
-    return wrap
+def kernel(func: Callable | None = None, *, parallel: bool = False):
+    """``@kernel``: the function is a kernel (module doc); ``@kernel(parallel=True)``: its ``prange`` loops
+    run on threads in the compiled kernel."""
+    if func is None:
+        return lambda f: Kernel(f, parallel)
+    return Kernel(func, parallel)
 
 
 def twins(body: Callable) -> tuple[Kernel, Kernel]:
-    """A batch kernel and its serial twin, from one body: :data:`prange` spreads the iterations over
-    threads in the first and is a plain ``range`` in the second (a small batch, or its one-time
-    compilation, does not pay for waking the thread pool). The twin is a copy of the function under
-    its own name, so each has its own on-disk cache entry."""
-    serial = types.FunctionType(body.__code__, body.__globals__, f"{body.__name__}_serial", body.__defaults__,
+    """A batch kernel and its serial twin, from one body ``<name>_body``: :data:`prange` spreads the
+    iterations over threads in the first and is a plain ``range`` in the second (a small batch does not
+    pay for waking the threads). They are the kernels ``<name>`` and ``<name>_serial`` (the names of their
+    compiled kernels); the twin's body is a copy of the function under its name."""
+    name = body.__name__.removesuffix("_body")
+    serial = types.FunctionType(body.__code__, body.__globals__, f"{name}_serial", body.__defaults__,
                                 body.__closure__)
-    serial.__qualname__ = f"{body.__qualname__}_serial"
+    serial.__qualname__ = f"{name}_serial"
     serial.__module__ = body.__module__
-    return Kernel(body, {"cache": True, "parallel": True}), Kernel(serial, {"cache": True})
-
-
-def numba_loaded() -> bool:
-    """Whether numba is imported in this process."""
-    return "numba" in sys.modules
-
-
-def load_numba():
-    """numba, imported for a kernel about to be compiled or loaded from the cache; the callbacks of
-    :func:`when_numba_loads` waiting for it run now (each once)."""
-    import numba  # start-up cost: ~0.6 s, paid only when a kernel is compiled or loaded from the cache
-
-    while _on_load:
-        _on_load.pop(0)(numba)
-    return numba
-
-
-@contextmanager
-def when_numba_loads(callback: Callable[[object], None]) -> Iterator[None]:
-    """Within the block, ``callback(numba)`` runs once: at once if numba is loaded, else when a kernel
-    first needs it (a kernel's dispatcher is built before it compiles or loads anything)."""
-    if numba_loaded():
-        callback(sys.modules["numba"])
-        yield
-        return
-    _on_load.append(callback)
-    try:
-        yield
-    finally:
-        if callback in _on_load:
-            _on_load.remove(callback)
+    return Kernel(body, parallel=True, name=name), Kernel(serial)
 
 
 # ------------------------------------------------------------------ numpy containers of the small path

@@ -28,7 +28,7 @@ from .errors import InputError
 from .fields import check_finite, check_keys, format_index, to_float_array, validate_discount
 from .files import atomic_write, atomic_write_bytes
 from .kernels import DenseRows, on_small_path
-from .roundoff import MDPRoundOff, policy_average
+from .roundoff import MDPRoundOff, policy_average, row_defects
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -143,7 +143,12 @@ class FiniteMDP:
     @cached_property
     def _mean_action(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         pi = self.require_policy("the mean action")
-        parts = [policy_average(pi, self.action_values[None, :, k]) for k in range(self.action_values.shape[1])]
+        defect = row_defects(pi)
+        if np.array_equal(self.action_values, np.eye(self.n_actions)):
+            # one-hot actions: abar(s) is pi(s) itself, exactly, up to the row's normalisation
+            bound = np.abs(pi) * (defect / np.maximum(1.0 - defect, 0.5))[:, None] * (1 + 4 * np.finfo(float).eps)
+            return np.array(pi), np.zeros_like(pi), bound
+        parts = [policy_average(pi, self.action_values[None, :, k], defect) for k in range(self.action_values.shape[1])]
         return tuple(np.column_stack([p[i] for p in parts]) for i in range(3))
 
     @cached_property

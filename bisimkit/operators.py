@@ -548,13 +548,20 @@ def stein_constant(value: np.ndarray, rest: np.ndarray, bound: np.ndarray, value
     if value_b is None:
         value_b, rest_b, bound_b = value, rest, bound
     na, nb = value.shape[0], value_b.shape[0]
-    joint = (np.concatenate([value, value_b]), np.concatenate([rest, rest_b]), np.concatenate([bound, bound_b]))
-    A = np.empty((na, nb))
-    step = max(1, chunk_cells // max(nb, 1))
-    cols = na + np.arange(nb)[None, :]
-    for lo in range(0, na, step):
-        rows = np.arange(lo, min(lo + step, na))[:, None]
-        A[lo:lo + step] = pair_differences(*joint, rows, cols)[0]
+    if not (np.any(rest) or np.any(rest_b)):
+        # exact values: one rounded subtraction per coordinate, summed (the error parts below cover it)
+        columns = (value.reshape(na, -1).T, value_b.reshape(nb, -1).T)
+        A = np.zeros((na, nb))
+        for x, y in zip(*columns):
+            A += np.abs(np.subtract.outer(x, y))
+    else:
+        joint = (np.concatenate([value, value_b]), np.concatenate([rest, rest_b]), np.concatenate([bound, bound_b]))
+        A = np.empty((na, nb))
+        step = max(1, chunk_cells // max(nb, 1))
+        cols = na + np.arange(nb)[None, :]
+        for lo in range(0, na, step):
+            rows = np.arange(lo, min(lo + step, na))[:, None]
+            A[lo:lo + step] = pair_differences(*joint, rows, cols)[0]
     k = value.shape[1] if value.ndim == 2 else 1
 
     def side(r, b):

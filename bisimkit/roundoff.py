@@ -123,12 +123,15 @@ def pair_differences(value: np.ndarray, rest: np.ndarray, bound: np.ndarray, s: 
     the rests and the result) plus the two inputs' bounds: the rounding of large, nearly equal means
     cancels instead of being charged at their size. The error is at most
     ``bound[s] + bound[t] + 3u (|rest[s]| + |rest[t]|) + 2u const`` (the separable form the Stein equations use)."""
-    vs, vt = value[s], value[t]
-    d, e = two_sum(vs, -vt)
-    rest_diff = rest[s] - rest[t]
-    tail = e + rest_diff
-    diff = d + tail
-    error = bound[s] + bound[t] + U * (np.abs(rest_diff) + np.abs(tail) + np.abs(diff)) * (1 + 4 * U)
+    if not (np.any(rest[s]) or np.any(rest[t])):  # values that are exact: one rounded subtraction each
+        diff = value[s] - value[t]
+        error = bound[s] + bound[t] + U * np.abs(diff)
+    else:
+        d, e = two_sum(value[s], -value[t])
+        rest_diff = rest[s] - rest[t]
+        tail = e + rest_diff
+        diff = d + tail
+        error = bound[s] + bound[t] + U * (np.abs(rest_diff) + np.abs(tail) + np.abs(diff)) * (1 + 4 * U)
     if value.ndim == 1:
         return np.abs(diff), error
     k = diff.shape[-1]
@@ -140,10 +143,12 @@ def row_defects(X: np.ndarray, chunk_cells: int = 262_144) -> np.ndarray:
     """A bound on ``|sum of row - 1|`` (the exact sum of the stored floats) for every row of the last
     axis of the non-negative array ``X``.
 
-    Each row is summed in twice the working precision (:func:`two_sum` along the row, the errors gathered
-    apart; Ogita, Rump, Oishi 2005, Sum2), which leaves the exact sum within ``gamma(k)^2`` of the row's
-    total of ``|x|``: the bound is ``|(s - 1) + e|`` plus that, so a row that sums to exactly 1 gets a
-    defect of order 1e-32 instead of a unit of round-off. Works through the rows in blocks of about
+    Rows whose entries all lie on the ``2^-52`` grid are summed exactly by floating point (every partial
+    sum is such a multiple below 2), and the bound is ``|float sum - 1|`` itself. Other rows are summed
+    in twice the working precision (pairwise, every addition by :func:`two_sum` with its error gathered
+    apart: :func:`_cascade`), which leaves the exact sum within ``2 gamma(k) u log2(k)`` of the row's total
+    of ``|x|``: the bound is ``|(s - 1) + e|`` plus that, so a row that sums to exactly 1 gets a defect of
+    order 1e-30 instead of a unit of round-off. Works through the rows in blocks of about
     ``chunk_cells`` entries, to bound the memory.
     """
     X = np.asarray(X, dtype=np.float64)
@@ -153,18 +158,45 @@ def row_defects(X: np.ndarray, chunk_cells: int = 262_144) -> np.ndarray:
     step = max(1, chunk_cells // max(k, 1))
     for lo in range(0, rows.shape[0], step):
         block = rows[lo:lo + step]
-        total = np.zeros(block.shape[0])
-        lost = np.zeros(block.shape[0])
-        for j in range(k):
-            total, e = two_sum(total, block[:, j])
-            lost = lost + e
+        total = block.sum(axis=1)
+        scaled = block * 2.0 ** 52
+        if np.all(scaled == np.floor(scaled)) and np.all(total <= 1.5):
+            out[lo:lo + step] = np.abs(total - 1.0)  # entries on the 2^-52 grid: every partial sum is exact
+            continue
+        total, lost, levels = _cascade(block)
         size = np.abs(block).sum(axis=1)
         out[lo:lo + step] = (np.abs((total - 1.0) + lost) * (1 + 4 * U)
-                             + gamma(k) ** 2 * size * (1 + gamma(k)) + 2 * k * TINY)
+                             + 2 * gamma(k) * U * levels * size * (1 + gamma(k)) + 2 * k * TINY)
     return out.reshape(X.shape[:-1])
 
 
-@kernel(cache=True)
+def _plain_defects(X: np.ndarray) -> np.ndarray:
+    """:func:`row_defects` from the float sums and their a priori error, ``|s - 1| + gamma(k) s`` (where the
+    rest of a bound is a ``gamma(m)`` anyway, exact sums would buy nothing)."""
+    total = np.asarray(X, dtype=np.float64).sum(axis=-1)
+    return np.abs(total - 1.0) + gamma(X.shape[-1]) * total
+
+
+def _cascade(block: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(total, lost, levels)``: the rows of ``block`` summed pairwise, each level's additions by
+    :func:`two_sum` with their rounding errors gathered in ``lost``, so ``total + lost`` is the exact sum up
+    to the rounding of gathering the errors: each level's errors are at most ``u`` times that level's
+    sums of ``|x|``, and summing them rounds by ``gamma(k)`` of that, so the remainder is below
+    ``2 gamma(k) u levels sum |x|``."""
+    values = block
+    lost = np.zeros(block.shape[0])
+    levels = 0
+    while values.shape[1] > 1:
+        if values.shape[1] % 2:
+            values = np.concatenate([values, np.zeros((values.shape[0], 1))], axis=1)
+        values, e = two_sum(values[:, 0::2], values[:, 1::2])
+        lost = lost + e.sum(axis=1)
+        levels += 1
+    total = values[:, 0] if values.shape[1] else np.zeros(block.shape[0])
+    return total, lost, levels
+
+
+@kernel
 def _breakpoint_errors(indptr, data, out):
     """Per CSR row: a bound on sum_i |computed breakpoint i - exact breakpoint i| (see breakpoint_errors)."""
     u = 1.1102230246251565e-16
@@ -344,65 +376,71 @@ class UnionRoundOff:
         return value
 
 
-def policy_average(policy: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def policy_average(policy: np.ndarray, values: np.ndarray, defect: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(value, rest, bound)``: ``sum_a pi[s, a] values[s, a]`` (values (n, m), or (1, m) for values shared
     by every state) as :func:`dot_rows` gives it, with ``bound`` widened to cover the exact average under
-    the normalised policy row ``pi[s] / sum(pi[s])`` (:func:`row_defects` bounds the normalisation)."""
+    the normalised policy row ``pi[s] / sum(pi[s])`` (``defect``, :func:`row_defects` of the policy, bounds
+    the normalisation; computed when not given)."""
     value, rest, bound = dot_rows(policy, values)
-    defect = row_defects(policy)
+    defect = row_defects(policy) if defect is None else defect
     size = np.abs(value) + np.abs(rest) + bound
     return value, rest, bound + size * defect / np.maximum(1.0 - defect, 0.5) * (1 + 4 * U)
 
 
-def mixture_errors(policy: np.ndarray, transitions: np.ndarray, chunk_cells: int = 65_536
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def grid_bits(X: np.ndarray, chunk_cells: int = 1_048_576) -> int:
+    """The smallest k (0 to 52, or 53 for "none") such that every entry of ``X`` (in [0, 2)) is a multiple of
+    ``2^-k``: the binary digits after the point that the entries need. Sums of such numbers below 2 are
+    exact in float64; products of an entry on a ``2^-a`` grid with one on a ``2^-b`` grid, a + b <= 53,
+    are exact too."""
+    flat = np.asarray(X, dtype=np.float64).reshape(-1)
+
+    def on_grid(k: int) -> bool:
+        for lo in range(0, len(flat), chunk_cells):
+            scaled = flat[lo:lo + chunk_cells] * 2.0 ** k
+            if not np.all(scaled == np.floor(scaled)):
+                return False
+        return True
+
+    head = flat[:64] * 2.0 ** 52
+    if not np.all(head == np.floor(head)) or not on_grid(52):  # a few entries usually settle it
+        return 53
+    low, high = 0, 52  # on_grid(high) holds
+    while low < high:
+        mid = (low + high) // 2
+        if on_grid(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return high
+
+
+def mixture_errors(policy: np.ndarray, transitions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(relative, tv)`` per state for the stored ``Ppi = clean(einsum(pi, P))`` of
     :attr:`bisimkit.mdp.FiniteMDP.transition_pi`: a bound on the relative error of every entry of the row
     against the exact law ``sum_a pi^(s, a) P^(s, a)`` of the normalised rows, and on the row's total
     variation from it.
 
-    Each entry's m-term sum is recomputed in twice the working precision (:func:`two_product`,
-    :func:`two_sum`), which gives its rounding error up to ``gamma(m)^2`` of its size: 0 in practice when
-    the products and sums were exact (dyadic masses). The inputs' normalisation (:func:`row_defects`)
-    scales the exact mixture by at most ``(1 +- d_pi)(1 +- d_P)``; the row's renormalisation divides by
-    its float sum, exact when that sum is 1 and its terms are multiples of ``2^-52``, else within
-    ``gamma(n)`` of the exact sum, and rounds each quotient unless the divisor is 1."""
+    Exact when the inputs allow it: when the policy's entries lie on a ``2^-a`` grid and the transition
+    masses on a ``2^-b`` grid with ``a + b <= 53`` (:func:`grid_bits`), every product and every partial
+    sum is a multiple of ``2^-(a+b)`` below 2, so the mixture is computed exactly; rows that also sum to
+    exactly 1 make its renormalisation exact as well, and the bound is 0. Otherwise the a priori bound:
+    the m-term sums are off by ``gamma(m)`` relative to the exact mixture of the stored rows, the inputs'
+    normalisation by their defects (:func:`row_defects`), and the renormalisation (a sum of n terms and a
+    division) by ``gamma(n) + u``; dividing by a sum that is itself off by the first part doubles it."""
     n, m, _ = transitions.shape
-    relative = np.zeros(n)
-    tv = np.zeros(n)
-    pi_defect = row_defects(policy)
-    P_defect = row_defects(transitions).max(axis=1)
-    step = max(1, chunk_cells // max(n, 1))  # rows per block: each temporary is (rows, n)
-    for lo in range(0, n, step):
-        hi = min(lo + step, n)
-        pi, P = policy[lo:hi], transitions[lo:hi]
-        q = np.einsum("sa,sat->st", pi, P)  # as transition_pi computes it
-        hi_part, lo_part = two_product(pi[:, 0, None], P[:, 0, :])
-        size = np.abs(hi_part)
-        positive = (pi[:, 0, None] > 0) & (P[:, 0, :] > 0)
-        for a in range(1, m):
-            h, r = two_product(pi[:, a, None], P[:, a, :])
-            hi_part, e = two_sum(hi_part, h)
-            lo_part = lo_part + (e + r)
-            size = size + np.abs(h)
-            positive |= (pi[:, a, None] > 0) & (P[:, a, :] > 0)
-        error = (np.abs((q - hi_part) - lo_part) * (1 + 4 * U) + gamma(m) ** 2 * size * (1 + gamma(m))
-                 + 2 * m * TINY)
-        d_in = pi_defect[lo:hi] + P_defect[lo:hi] + pi_defect[lo:hi] * P_defect[lo:hi]
-        d_in = d_in / np.maximum(1.0 - d_in, 0.5)
-        error = error + d_in[:, None] * (q + error)  # |q - exact normalised mixture| per entry
-        with np.errstate(divide="ignore", invalid="ignore"):
-            entry = np.where(q > 0, error / np.where(q > 0, q, 1.0), np.where(positive, 1.0, 0.0))
-        total = q.sum(axis=1)
-        scaled = q * 2.0 ** 52
-        exact_sum = np.all(scaled == np.floor(scaled), axis=1) & (total <= 1.5)
-        sum_error = np.where(exact_sum, 0.0, gamma(n) * total)
-        sigma = sum_error + error.sum(axis=1)  # |float sum - 1|, the exact mixture summing to 1
-        division = np.where(total == 1.0, 0.0, U)
-        low = np.maximum(total - sum_error, 0.5)
-        relative[lo:hi] = ((entry.max(axis=1, initial=0.0) + sigma) / low + division) * (1 + 4 * U)
-        tv[lo:hi] = (0.5 * (error.sum(axis=1) + sigma) / low + 0.5 * division) * (1 + 4 * U)
-    return relative, tv
+    if grid_bits(policy) + grid_bits(transitions) <= 53:
+        pi_defect = row_defects(policy)  # on a grid: exact sums, cheaply
+        P_defect = row_defects(transitions).max(axis=1)
+        mixture = np.zeros(n)  # the products and sums are exact
+        renormalise = np.where((pi_defect == 0) & (P_defect == 0), 0.0, gamma(n) + 2 * U)
+    else:
+        pi_defect, P_defect = _plain_defects(policy), _plain_defects(transitions).max(axis=1)
+        mixture = np.full(n, gamma(m))
+        renormalise = np.full(n, gamma(n) + 2 * U)
+    d_in = pi_defect + P_defect + pi_defect * P_defect
+    relative = (2.0 * (mixture + d_in / np.maximum(1.0 - d_in, 0.5)) + renormalise) * (1 + 8 * U)
+    return relative, 0.5 * relative
 
 
 def gamma_array(k: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Exact transportation simplex for many small OT problems, compiled with numba.
+"""Exact transportation simplex for many small OT problems, compiled kernels (:mod:`bisimkit.kernels`).
 
 Each problem ``min sum g[i,j] C[i,j]`` with row sums ``a`` and column sums ``b``
 is solved by the primal (network) simplex on the bipartite graph of rows and
@@ -51,7 +51,7 @@ PARALLEL_MIN_CELLS = 2_000_000
 BASIS_DTYPE = np.int16
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _add_edge(e, i, j, k, er, ec, adj, deg):
     er[e] = i
     ec[e] = j
@@ -61,7 +61,7 @@ def _add_edge(e, i, j, k, er, ec, adj, deg):
     deg[k + j] += 1
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _remove_from(node, e, adj, deg):
     for x in range(deg[node]):
         if adj[node, x] == e:
@@ -70,7 +70,7 @@ def _remove_from(node, e, adj, deg):
             return
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _find(parent, x):
     while parent[x] != x:
         parent[x] = parent[parent[x]]
@@ -78,7 +78,7 @@ def _find(parent, x):
     return x
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _join(parent, x, y):
     """Union-find: merge the sets of x and y; False when they were one set already."""
     rx = _find(parent, x)
@@ -89,12 +89,12 @@ def _join(parent, x, y):
     return True
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg):
     """Least-cost start: fill cells in increasing cost, then join the forest
     into a spanning tree with zero-flow cells. Returns False on failure."""
     n = k + l
-    order = np.argsort(C[:k, :l].ravel())
+    order = np.argsort(C[:k, :l].ravel(), kind="stable")  # equal costs in index order, on every machine
     rs = a[:k].copy()
     rd = b[:l].copy()
     uf = np.arange(n)
@@ -122,7 +122,7 @@ def _greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg):
     return edges == n - 1
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _warm_basis(a, b, k, l, flow, er, ec, adj, deg, br, bc, rs, rd, left, done, stack):
     """Flows of a given spanning tree by peeling leaves. Returns False if the
     cells are not a spanning tree or give negative flows. ``rs, rd, left, done,
@@ -177,7 +177,7 @@ def _warm_basis(a, b, k, l, flow, er, ec, adj, deg, br, bc, rs, rd, left, done, 
     return assigned == n - 1
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _smallest_even_flow(path, length, flow, er, ec, theta, leave):
     """The smallest flow on the even-numbered edges of ``path[:length]`` (the edges whose
     flow the pivot decreases), starting from ``(theta, leave)``; returns ``(flow, edge)``."""
@@ -190,7 +190,7 @@ def _smallest_even_flow(path, length, flow, er, ec, theta, leave):
     return theta, leave
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _hang(root, C, k, er, ec, adj, deg, parent_edge, depth, pot, stack):
     """Set parents, depths and potentials (``C[i, j] = u_i + v_j`` on tree cells) of the subtree
     below ``root``, whose own three values are set, by a DFS that never goes back up a parent edge."""
@@ -233,7 +233,7 @@ Scratch = namedtuple("Scratch", [
 ])
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _workspace(nmax, dmax):
     """A :class:`Scratch` for problems up to ``nmax`` nodes (allocated once per block of problems)."""
     def ints():
@@ -243,7 +243,7 @@ def _workspace(nmax, dmax):
                    ints(), np.empty(nmax), np.empty(nmax), np.empty(nmax), np.empty(nmax, dtype=np.bool_))
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _solve_one(a, b, C, k, l, flow, basis_row, basis_col, warm, ws):
     """Solve one transport problem by the network simplex.
 
@@ -397,7 +397,7 @@ def _solve_one(a, b, C, k, l, flow, basis_row, basis_col, warm, ws):
                                            ws.rest_row, ws.rest_col)
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _plan_gap(a, b, k, l, flow, edge_row, edge_col, pot, cost, violation, scale, floor, rows, cols):
     """A bound on ``|cost - OT(a, b; C)|`` for the plan ``flow`` with potentials ``pot``
     (``scale = max |C|``, ``floor = min C``).
@@ -441,7 +441,7 @@ def _plan_gap(a, b, k, l, flow, edge_row, edge_col, pot, cost, violation, scale,
     return gap if gap > 0.0 else 0.0
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _basis_from_flow(flow, C, k, l, br, bc):
     """A spanning-tree basis containing the positive cells of a basic plan,
     joined with cheapest zero cells. Returns False if the plan has a cycle."""
@@ -457,7 +457,7 @@ def _basis_from_flow(flow, C, k, l, br, bc):
                 bc[edges] = j
                 edges += 1
     if edges < n - 1:
-        order = np.argsort(C[:k, :l].ravel())
+        order = np.argsort(C[:k, :l].ravel(), kind="stable")
         for idx in order:
             i = idx // l
             j = idx % l
@@ -470,7 +470,7 @@ def _basis_from_flow(flow, C, k, l, br, bc):
     return edges == n - 1
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _basis_from_flow_at(flows, C, k, l, basis, off, ok, p):
     lo = off[p]
     hi = off[p] + k[p] + l[p] - 1
@@ -488,7 +488,7 @@ _bases_from_flows, _bases_from_flows_serial = twins(_bases_from_flows_body)
 BLOCK = 256
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _solve_block(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm, blk, nmax, dmax):
     """Problems ``blk * BLOCK`` up to the next block of a padded batch (:func:`solve_padded`)."""
     ws = _workspace(nmax, dmax)
@@ -511,7 +511,7 @@ def _solve_batch_body(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off,
 _solve_batch, _solve_batch_serial = twins(_solve_batch_body)
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass,
                         x, cbuf, fbuf, ws):
     """Problem ``rows[x]`` of :func:`solve_supports`: gather its costs from ``D`` into ``cbuf``, solve,
@@ -541,7 +541,7 @@ def _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ga
     warm[p] = good
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _solve_supports_block(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass,
                           blk, nmax, dmax, cmax):
     cbuf = np.empty(cmax)
@@ -654,13 +654,13 @@ def solve_padded(a: np.ndarray, b: np.ndarray, C: np.ndarray, k: np.ndarray, l: 
 
 
 # ------------------------------------------------------------ line-metric starts
-@kernel(cache=True, nogil=True)
+@kernel
 def _line_basis(xs, a, k, ys, b, l, h, br, bc):
     """The north-west-corner staircase of the two histograms with atoms sorted by ``h``:
     the monotone coupling, optimal for the cost |h_i - h_j|, as a spanning tree of
     ``k + l - 1`` cells (positions in the supports)."""
-    oi = np.argsort(h[xs[:k]])
-    oj = np.argsort(h[ys[:l]])
+    oi = np.argsort(h[xs[:k]], kind="stable")
+    oj = np.argsort(h[ys[:l]], kind="stable")
     i = 0
     j = 0
     rs = a[oi[0]]
@@ -681,7 +681,7 @@ def _line_basis(xs, a, k, ys, b, l, h, br, bc):
                 rd = b[oj[j]]
 
 
-@kernel(cache=True)
+@kernel
 def _line_bases(xs, a, k, ys, b, l, h, basis, off, valid):
     for p in range(len(k)):
         if valid[p] or k[p] == 0 or l[p] == 0:

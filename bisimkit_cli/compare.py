@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bisimkit.cli import load_mdp_or_example
+from .core import load_mdp_or_example
 from bisimkit.comparison import check_compare, compare
 from bisimkit.errors import InputError
 from bisimkit.files import check_output

@@ -1,11 +1,11 @@
-"""The ``bisimkit`` program: the core commands of :mod:`bisimkit.cli` plus ``verify`` and ``compare``."""
+"""The ``bisimkit`` program: the core commands of :mod:`bisimkit_cli.core` plus ``verify`` and ``compare``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from bisimkit import cli
+from . import core
 
 
 def add_verify(sub: argparse._SubParsersAction) -> None:
@@ -25,8 +25,8 @@ COMMANDS = (add_verify, add_compare)
 
 
 def core_commands() -> set[str]:
-    """The names of the commands :mod:`bisimkit.cli` defines itself."""
-    parser = cli.build_parser()
+    """The names of the commands :mod:`bisimkit_cli.core` defines itself."""
+    parser = core.build_parser()
     return {name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
             for name in action.choices}
 
@@ -35,8 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``bisimkit`` with ``argv``; returns the exit status. A core command (``solve``, ...) runs
     without the modules the added commands need, which would only slow its start."""
     args = sys.argv[1:] if argv is None else argv
-    core = bool(args) and args[0] in core_commands()
-    return cli.main(argv, commands=() if core else COMMANDS)
+    only_core = bool(args) and args[0] in core_commands()
+    return core.main(argv, commands=() if only_core else COMMANDS)
 
 
 def run() -> None:

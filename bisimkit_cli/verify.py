@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bisimkit.cli import load_mdp_or_example
+from .core import load_mdp_or_example
 from bisimkit.cluster import EXECUTORS
 from bisimkit.errors import InputError
 from bisimkit.files import check_output

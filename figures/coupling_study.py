@@ -6,7 +6,7 @@
 Reads every record ``RECORDS/MODE/SCENE/METHOD/seedK/summary.json`` that
 ``python -m benchmarks.coupling_study`` wrote and, per mode, scene and method,
 aggregates each number over the seeds: the mean and its 95% stratified-bootstrap
-interval (:func:`figures.aggregate.interval_estimates`, one task, the seeds as
+interval (:func:`bisimkit_runs.aggregate.interval_estimates`, one task, the seeds as
 runs). Writes the table (markdown), the figure (the error of the learned metric
 against the metric each method intends, method by method, every seed a point) and,
 with ``--page``, the table and findings into the block of that page between
@@ -33,8 +33,8 @@ import numpy as np
 
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_text, check_output
+from bisimkit_runs.aggregate import DEFAULT_CONFIDENCE, interval_estimates
 
-from .aggregate import DEFAULT_CONFIDENCE, interval_estimates
 from .style import plt, save
 
 MODES = ("isolated", "agent")

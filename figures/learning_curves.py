@@ -2,7 +2,7 @@
 
 One panel per task (the paper's order: ball_in_cup-catch, cartpole-swingup,
 cheetah-run, finger-spin, reacher-easy, walker-walk; only those with runs), one
-line per configuration (:func:`figures.runs.group_runs`: the runs of a group
+line per configuration (:func:`bisimkit_runs.runs.group_runs`: the runs of a group
 share every learning field of ``config.json`` but the seed), one colour per
 method (the same in every panel) and one line style per configuration of a
 method, labelled by the fields that tell it apart (``ε-R (env_steps=4000)``; a
@@ -21,7 +21,7 @@ Next to the PNG, ``curves.runs.txt`` (the PNG's name with ``.runs.txt``) lists
 the run folders behind every line, per task with the fields that differ between
 its lines and any duplicate left out; the same listing goes to stderr.
 
-Runs are found by :func:`figures.runs.find_runs` (any folder under the root
+Runs are found by :func:`bisimkit_runs.runs.find_runs` (any folder under the root
 holding ``eval.csv`` and ``config.json``); several roots or run folders may be
 given. ``--metric`` is an ``eval.csv`` column (default ``mean_return``) or a
 ``train.csv`` one (e.g. ``episode_return``, ``bisim_loss``).
@@ -46,12 +46,11 @@ from matplotlib.ticker import FuncFormatter
 
 from bisimkit.errors import InputError
 from bisimkit.extras import report_missing
-
 from bisimkit.files import atomic_write_text
+from bisimkit_runs.runs import (METHOD_ORDER, TASK_ORDER, Group, PathLike, Run, describe_groups, duplicate_note,
+                                find_runs, group_runs, ordered)
 
 from .reference_runs import DRQ_SOURCE, drq_band, drq_runs, has_drq_runs
-from .runs import (METHOD_ORDER, TASK_ORDER, Group, PathLike, Run, describe_groups, duplicate_note, find_runs,
-                   group_runs, ordered)
 from .style import plt, save
 
 METHOD_COLOR: dict[str, str] = {"sac": "tab:gray", "drq": "tab:blue", "drq+dbc": "tab:green", "eps-r": "tab:red",
@@ -64,7 +63,7 @@ METRIC_LABEL = {"mean_return": "evaluation return", "episode_return": "training 
 
 @dataclass
 class Curve:
-    """Mean and std over the seeds of one configuration (a :class:`~figures.runs.Group`) on a step grid."""
+    """Mean and std over the seeds of one configuration (a :class:`~bisimkit_runs.runs.Group`) on a step grid."""
 
     task: str
     method: str
@@ -107,7 +106,7 @@ def aggregate(runs: list[Run], metric: str = "mean_return") -> Curve:
 
 
 def curves(runs: list[Run], metric: str = "mean_return") -> list[Curve]:
-    """One :class:`Curve` per configuration (:func:`~figures.runs.group_runs`), in the paper's task then
+    """One :class:`Curve` per configuration (:func:`~bisimkit_runs.runs.group_runs`), in the paper's task then
     method order."""
     out = []
     for group in group_runs(runs):

@@ -6,12 +6,12 @@ A sweep root (``python -m agents.sweep launch``) holds ``sweep.json`` (its grid 
 ``[conditions.NAME]`` bundle and any other varied field): the paper's three tables are three conditions. Per
 condition, ``DIR`` gets:
 
-* ``table-COND.md``: the paper's table layout (:mod:`figures.results_table`: mean ± std over seeds of the final
+* ``table-COND.md``: the paper's table layout (:mod:`bisimkit_runs.results_table`: mean ± std over seeds of the final
   evaluation, best mean per column in bold, seeds per cell in the footnote; a condition of carla-highway runs
   only gets the paper's CARLA table, ours beside the paper's values), then what is missing;
 * ``curves-COND.png``: learning curves (:mod:`figures.learning_curves`: mean ± std band per method, a panel per
   task), with ``curves-COND.runs.txt``;
-* ``aggregates-COND.md``, ``aggregates-COND.csv`` and ``profiles-COND.png`` (:mod:`figures.aggregate_table`: IQM,
+* ``aggregates-COND.md``, ``aggregates-COND.csv`` and ``profiles-COND.png`` (:mod:`bisimkit_runs.aggregate_table`: IQM,
   mean, median and optimality gap of the normalised scores with 95% stratified-bootstrap intervals, per method and
   per task, the probability of improvement of every pair of methods, the performance profiles); the aggregate
   section also follows the condition's table. A condition whose runs miss a seed or a task gets one line naming
@@ -22,8 +22,8 @@ row of every run's ``eval.csv`` and ``eval_train.csv`` with the run's name, stat
 and ``missing.txt``. A partial sweep gathers what has evaluations and names the runs that have none yet or are
 not done. ``COND`` is ``all`` for a grid of tasks, methods and seeds only.
 
-Reads JSON and CSV files only (the sweep's own files through :mod:`agents.sweep.runner`, which owns their
-format); the tables and curves take the paper's task and method order from ``agents`` (:mod:`figures.runs`).
+Reads JSON and CSV files only: the sweep's own files through :mod:`bisimkit_runs.sweeps`, the runs through
+:mod:`bisimkit_runs.runs` (the paper's task and method order: :mod:`bisimkit_runs.names`).
 """
 
 from __future__ import annotations
@@ -35,22 +35,24 @@ import re
 import sys
 from pathlib import Path
 
-from agents.run_files import CONFIG_FILE, EVAL_FIELDS, EVAL_FILE, EVAL_FILES
-from agents.sweep.runner import RUNS_DIR, read_state, read_sweep  # the sweep's files, as launch writes them
 from bisimkit.errors import InputError
 from bisimkit.extras import report_missing
 from bisimkit.files import atomic_write_text
+from bisimkit_runs.aggregate import DEFAULT_REPS
+from bisimkit_runs.aggregate_table import aggregate_runs, markdown
+from bisimkit_runs.files import CONFIG_FILE, EVAL_FIELDS, EVAL_FILE, EVAL_FILES
+from bisimkit_runs.names import CARLA_TASK
+from bisimkit_runs.results_table import carla_table, table_and_listing
+from bisimkit_runs.sweeps import RUNS_DIR, read_state, read_sweep
 
 from . import aggregate_table
-from .aggregate import DEFAULT_REPS
 from .learning_curves import plot_learning_curves
-from .results_table import CARLA_TASK, carla_table, table_and_listing
 
 BASE_AXES = ("task", "method", "seed")
 
 
 def run_status(root: Path, name: str) -> str:
-    """A run's status from its state file (:func:`agents.sweep.runner.read_state`); ``pending`` when
+    """A run's status from its state file (:func:`bisimkit_runs.sweeps.read_state`); ``pending`` when
     the file is missing or unreadable (gather reports what exists)."""
     try:
         return str(read_state(root, name).get("status", "pending"))
@@ -86,7 +88,7 @@ def _rows(path: Path) -> list[dict]:
 def gather(root: str | Path, out: str | Path, step: int | None = None, reps: int | None = None) -> dict:
     """Write the tables, curves, aggregates, tidy CSV and missing list of sweep ``root`` into ``out`` (see the
     module doc; ``reps``: bootstrap replications of the aggregates, default
-    :data:`figures.aggregate.DEFAULT_REPS`); returns ``{"conditions": {label: files}, "missing": [...], "runs": n,
+    :data:`bisimkit_runs.aggregate.DEFAULT_REPS`); returns ``{"conditions": {label: files}, "missing": [...], "runs": n,
     "with_evaluations": n}``."""
     root, out = Path(root), Path(out)
     sweep = read_sweep(root)
@@ -129,13 +131,13 @@ def gather(root: str | Path, out: str | Path, step: int | None = None, reps: int
             png = plot_learning_curves(folders, out / f"curves-{slug}.png")
             files = {"table": str(out / f"table-{slug}.md"), "curves": str(png)}
             try:
-                agg = aggregate_table.aggregate_runs(folders, step, reps or DEFAULT_REPS)
+                agg = aggregate_runs(folders, step, reps or DEFAULT_REPS)
             except InputError as exc:
                 body += f"\n*Aggregates not computed: {str(exc).splitlines()[0]}.*\n"
             else:
                 files.update({f"aggregates_{kind}": path
                               for kind, path in aggregate_table.write(agg, out, suffix=f"-{slug}").items()})
-                body += "\n" + aggregate_table.markdown(agg)
+                body += "\n" + markdown(agg)
             atomic_write_text(out / f"table-{slug}.md", body)
         else:
             body = f"## {label}\n\nNo run of this condition has an evaluation yet.\n\n{note}"

@@ -11,7 +11,7 @@ with pandas 3), so this script runs in a separate virtual environment::
 :func:`score_matrices` (numpy's legacy ``RandomState``, whose stream is fixed across numpy versions);
 the test builds the same matrices and pins the numbers printed here. rliable draws its bootstrap
 indices from numpy's global ``RandomState``, seeded here before each call, one ``choice(runs,
-(runs, tasks))`` per replication (x before y for two score matrices); ``figures.aggregate`` given a
+(runs, tasks))`` per replication (x before y for two score matrices); ``bisimkit_runs.aggregate`` given a
 ``RandomState`` with the same seed draws the same indices, so its intervals must equal rliable's.
 """
 

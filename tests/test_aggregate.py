@@ -1,4 +1,4 @@
-"""Aggregate estimators (``figures.aggregate``) against rliable's own numbers, and the aggregate report
+"""Aggregate estimators (``bisimkit_runs.aggregate``) against rliable's own numbers, and the aggregate report
 of run folders and sweeps (``figures.aggregate_table``, ``results_table --aggregates``, ``gather``).
 
 The reference numbers were printed by rliable 1.2.0 itself (``tests/make_rliable_reference.py``, run in
@@ -155,8 +155,8 @@ def runs(tmp_path) -> Path:
 
 
 def test_score_matrices_normalise_dcs_returns_by_1000(runs):
-    from figures.aggregate_table import score_matrices
-    from figures.runs import find_runs, group_runs
+    from bisimkit_runs.aggregate_table import score_matrices
+    from bisimkit_runs.runs import find_runs, group_runs
 
     scores = score_matrices(group_runs(find_runs(runs)))
     assert scores.labels == ["DrQ", "ε-R"] and scores.tasks == ["cartpole-swingup", "walker-walk"]
@@ -239,7 +239,7 @@ def test_unknown_bounds_and_bad_flags(tmp_path, capsys):
 def test_gather_of_the_paper_sweep_adds_aggregates_and_names_missing_seeds(tmp_path):
     """The paper preset's sweep file, every run of one condition evaluated (known returns) and one seed of
     another missing: gather writes the first's aggregates and one line naming the missing seed."""
-    from agents.sweep.runner import RUNS_DIR, SWEEP_FILE
+    from bisimkit_runs.sweeps import RUNS_DIR, SWEEP_FILE
     from agents.sweep.spec import load_spec
     from bisimkit.files import atomic_write_json
     from figures.sweep_report import gather

@@ -202,7 +202,7 @@ def test_config_file_fields_are_checked(tmp_path):
 
 
 # ------------------------------------------------------------------ checkpoint format
-def _checkpoint(**changes) -> Checkpoint:
+def sample_checkpoint(**changes) -> Checkpoint:
     base = dict(config=TrainConfig().to_dict(), agent={"networks": {"w": torch.zeros(2)}, "updates": 0}, t=1,
                 episode=0, buffer_total=1, numpy_rng={"bit_generator": "PCG64", "state": {"state": 1, "inc": 3}},
                 torch_rng={"torch": torch.get_rng_state()}, last_checkpoint=8, last_eval_step=0, elapsed_s=1.0,
@@ -212,7 +212,7 @@ def _checkpoint(**changes) -> Checkpoint:
 
 def test_checkpoint_round_trips_as_data(tmp_path):
     path = tmp_path / CHECKPOINT
-    _checkpoint().save(path)
+    sample_checkpoint().save(path)
     back = Checkpoint.load(path)
     assert back.t == 1 and back.csv_rows == {"train.csv": 1} and torch.equal(back.agent["networks"]["w"],
                                                                             torch.zeros(2))
@@ -230,7 +230,7 @@ class Payload:
 
 def test_checkpoint_holding_code_is_refused_and_never_run(tmp_path):
     marker, path = tmp_path / "marker", tmp_path / CHECKPOINT
-    torch.save({**vars(_checkpoint()), "agent": {"networks": {}, "evil": Payload(marker)}}, path)
+    torch.save({**vars(sample_checkpoint()), "agent": {"networks": {}, "evil": Payload(marker)}}, path)
     with pytest.raises(InputError, match=r"^checkpoint: .* holds getattr \(code, not data\); refusing to load it"):
         Checkpoint.load(path)
     assert not marker.exists()
@@ -251,7 +251,7 @@ def test_checkpoint_of_another_format_is_refused(tmp_path):
     torch.save({"config": {}, "agent": {}, "t": 3}, path)  # the first releases' dict
     with pytest.raises(InputError, match="has format 1; this version of agents reads format 2"):
         Checkpoint.load(path)
-    torch.save({**vars(_checkpoint()), "t": "three"}, path)
+    torch.save({**vars(sample_checkpoint()), "t": "three"}, path)
     with pytest.raises(InputError, match="t is a str, expected int"):
         Checkpoint.load(path)
 

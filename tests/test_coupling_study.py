@@ -23,7 +23,7 @@ from bisimkit.gaussian import LinearGaussianMDP  # noqa: E402
 from bisimkit.gaussian.discretize import discretize  # noqa: E402
 from bisimkit.gaussian.exact import distance as exact_distance  # noqa: E402
 from bisimkit.solvers import solve  # noqa: E402
-from figures.aggregate import interval_estimates  # noqa: E402
+from bisimkit_runs.aggregate import interval_estimates  # noqa: E402
 from figures.coupling_study import BEGIN, END, aggregate, findings, load_records  # noqa: E402
 from figures.coupling_study import main as figure_main  # noqa: E402
 
@@ -218,7 +218,7 @@ def test_each_variant_is_checked_in_one_line():
 
 # ------------------------------------------------------------------ the variants in the agent
 def test_the_independent_variant_is_eps_rs_loss_with_independent_noise():
-    from agents.agent import Agent
+    from agents.agent import JointAgent
     from agents.config import TrainConfig
     from bisimkit.losses import gaussian_policy, gaussian_transition, reward_ground, sampled_loss
 
@@ -232,9 +232,9 @@ def test_the_independent_variant_is_eps_rs_loss_with_independent_noise():
     torch.manual_seed(1)
     expected = sampled_loss(z, distance=agent.distance, policy=gaussian_policy(agent.actor, 1, squash=True),
                             transition=gaussian_transition(agent.transition, agent.latent_dim),
-                            ground=reward_ground(agent._next_reward), discount=0.9, coupling="independent")
+                            ground=reward_ground(agent.next_reward), discount=0.9, coupling="independent")
     torch.manual_seed(1)
-    entangled = Agent._bisimulation_loss(agent, z, agent.distance)
+    entangled = JointAgent.bisimulation_term(agent, z, agent.distance)
     assert torch.equal(got, expected) and not torch.allclose(got, entangled)
 
 

@@ -12,6 +12,8 @@ from agents.encoder import ConvTrunk, LatentHead, PixelEncoder, conv_output_side
 from benchmarks.tolerance import loss_rtol
 from benchmarks.tolerance_margins import ENCODER_ROWS as ROWS, FRAMES, LAYOUTS, encoders, layout_gradients, pixels
 
+B = 5  # batch rows of the shape checks
+
 
 @pytest.mark.parametrize("stacked,image_size", LAYOUTS)
 def test_channels_last_encoder_matches_the_plain_one(stacked, image_size):
@@ -115,3 +117,39 @@ def test_fast_agents_actor_head_reads_the_channels_last_features():
         z_plain = plain.actor_latent(plain.encoder.trunk(obs))
         z_fast = fast.actor_latent(fast.encoder.trunk(obs))
     assert (z_fast - z_plain).abs().max() < 0.05
+
+
+# ------------------------------------------------------------------ shapes (paper appendix C)
+def test_encoder_embeds_each_frame_independently():
+    torch.manual_seed(0)
+    enc = PixelEncoder(frames=3)
+    assert conv_output_side(84) == 35 and enc.latent_dim == 150
+    convs = [m for m in enc.trunk if isinstance(m, torch.nn.Conv2d)]
+    layers = [(c.kernel_size, c.stride, c.out_channels) for c in convs]
+    assert layers == [((3, 3), (2, 2), 32)] + [((3, 3), (1, 1), 32)] * 3
+    obs = torch.randint(0, 256, (B, 9, 84, 84), dtype=torch.uint8)
+    z = enc(obs)
+    assert z.shape == (B, 150) and z.dtype == torch.float32
+    changed = obs.clone()
+    changed[:, 3:6] = 255 - changed[:, 3:6]  # only the middle frame
+    dz = (enc(changed) - z).abs().amax(0)
+    assert dz[:50].max() == 0 and dz[100:].max() == 0 and dz[50:100].max() > 0
+    assert torch.allclose(enc(obs.float() / 255), z)
+    with pytest.raises(ValueError, match=r"^obs: expected shape \(B, 9, 84, 84\)"):
+        enc(obs[:, :6])
+
+
+def test_stacked_encoder_sees_the_stack_as_one_image():
+    torch.manual_seed(0)
+    enc = PixelEncoder(frames=3, stacked=True)
+    assert enc.latent_dim == 50
+    first = enc.trunk[0]
+    assert first.in_channels == 9 and first.stride == (2, 2)
+    obs = torch.randint(0, 256, (B, 9, 84, 84), dtype=torch.uint8)
+    z = enc(obs)
+    assert z.shape == (B, 50)
+    changed = obs.clone()
+    changed[:, 3:6] = 255 - changed[:, 3:6]  # one frame changes the whole embedding
+    assert ((enc(changed) - z).abs() > 0).float().mean() > 0.5
+    with pytest.raises(ValueError, match=r"^obs: expected shape \(B, 9, 84, 84\)"):
+        enc(obs[:, :6])

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from bisimkit import FiniteMDP, solve
-from bisimkit.cli import main as cli_main
+from bisimkit_cli.core import main as cli_main
 from bisimkit.errors import InputError
 from bisimkit.generators import random_mdp
 from bisimkit.solvers import BACKENDS, TORCH_METRICS, PrecisionWarning
@@ -159,7 +159,7 @@ def test_missing_torch_names_the_extra(monkeypatch):
 
 
 def test_import_bisimkit_does_not_import_torch():
-    code = "import sys, bisimkit, bisimkit.solvers, bisimkit.cli; print('torch' in sys.modules)"
+    code = "import sys, bisimkit, bisimkit.solvers, bisimkit_cli.core; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
@@ -177,7 +177,7 @@ def test_cli_backend_torch(tmp_path, capsys):
 
 
 def test_cli_help_lists_the_backends_the_solver_checks():
-    from bisimkit.cli import build_parser
+    from bisimkit_cli.core import build_parser
 
     solve_parser = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices
                         and "solve" in a.choices).choices["solve"]

@@ -8,7 +8,7 @@ import tempfile
 import pytest
 
 from bisimkit import files
-from bisimkit.cli import main
+from bisimkit_cli.core import main
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json, check_output
 
@@ -56,7 +56,7 @@ def test_cli_a_file_error_during_the_work_is_one_line_exit_4_nothing_written(tmp
     def full(path, writer):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
-    monkeypatch.setattr("bisimkit.cli.atomic_write", full)
+    monkeypatch.setattr("bisimkit_cli.core.atomic_write", full)
     out = tmp_path / "d.npy"
     assert main(["solve", "chain", "--metric", "pi", "--quiet", "--out", str(out)]) == 4
     err = capsys.readouterr().err.strip().splitlines()

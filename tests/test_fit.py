@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from bisimkit import example, save_mdp
-from bisimkit.cli import main
+from bisimkit_cli.core import main
 from bisimkit.mdp import FiniteMDP
 
 ROOT = Path(__file__).resolve().parents[1]

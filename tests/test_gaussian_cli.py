@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from bisimkit.cli import main
+from bisimkit_cli.core import main
 from bisimkit.gaussian.examples import gaussian_example
 from bisimkit.gaussian.exact import distance
 from bisimkit.gaussian.model import save_gaussian

@@ -4,7 +4,7 @@ import io
 import json
 import tarfile
 
-from benchmarks.gpu_results import DISTRACTED_RANDOM, _random_key, bench_table, main
+from benchmarks.gpu_results import DISTRACTED_RANDOM, random_key, bench_table, main
 
 RECORD = {"device_name": "NVIDIA H200", "batch": 512, "torch": "2.11", "rounds": 5, "rounds_done": 5,
           "seconds_per_update": {"eps-r/plain": 0.040, "eps-r/fast": 0.020, "eps-r/graphs": 0.0125,
@@ -91,7 +91,7 @@ def distracted_run(method: str, seed: int, finals: list[tuple[int, float]]) -> d
 def cache_random(root, returns, cfg=None):
     """The random policy's returns as gpu_results caches them (so no environment is rendered here)."""
     root.mkdir(parents=True, exist_ok=True)
-    key = _random_key(cfg or {"method": "drq", "seed": 0})
+    key = random_key(cfg or {"method": "drq", "seed": 0})
     (root / DISTRACTED_RANDOM).write_text(json.dumps({"key": key, "returns": returns}))
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from bisimkit import InputError, from_gymnasium, relation_blocks
-from bisimkit.cli import load_mdp_or_example, main
+from bisimkit_cli.core import load_mdp_or_example, main
 
 gymnasium = pytest.importorskip("gymnasium", reason="the 'gym' extra (gymnasium) is not installed")
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from bisimkit import METRIC_NAMES
-from bisimkit import cli as core_cli
+from bisimkit_cli import core as core_cli
 from bisimkit_cli.main import COMMANDS
 from validation.claims import claim_ids
 from validation.learning import loss_ids
@@ -35,7 +35,7 @@ DEFAULT = re.compile(r"\bdefault:?\s+(-?\d+(?:\.\d+)?(?:e-?\d+)?)\b(?![/.\w])") 
 #: ``main`` builds.
 FIGURE_MODULES = tuple(f"figures.{name}" for name in (
     "aggregate_table", "coupling_study", "diagonal", "gaussian_grid", "gaussian_slice", "heatmaps", "learning_curves",
-    "learning_seeds", "loss_convergence", "metric_check", "nearest_neighbours", "order_dependence", "performance",
+    "learning_seeds", "loss_convergence", "metric_check", "nearest_neighbours.__main__", "order_dependence", "performance",
     "results_table", "scatter", "sweep_report"))
 AGENT_MODULES = ("agents.carla_env", "agents.videos")
 #: Extras the agents' and figures' entry points may lack on a machine without them.
@@ -166,9 +166,10 @@ def test_stated_defaults_are_the_real_ones(name):
 
 
 def test_every_figure_script_is_checked():
-    """FIGURE_MODULES lists every figures module with a command line."""
+    """FIGURE_MODULES lists every figures module with a command line (a subpackage's is its ``__main__``)."""
     root = Path(__file__).resolve().parents[1] / "figures"
-    scripts = {f"figures.{p.stem}" for p in root.glob("*.py") if "def main(" in p.read_text(encoding="utf-8")}
+    scripts = {"figures." + ".".join(p.relative_to(root).with_suffix("").parts) for p in root.rglob("*.py")
+               if "def main(" in p.read_text(encoding="utf-8")}
     assert scripts == set(FIGURE_MODULES)
 
 
@@ -265,17 +266,16 @@ def test_solve_help_lists_the_metrics_each_option_applies_to():
 
 
 def test_metric_check_command_defaults_are_learn_metrics():
-    """``python -m agents.metric_check``'s defaults are those of ``learn_metric``, which it calls."""
+    """``python -m agents.metric_check``'s defaults are those of the settings ``learn_metric`` runs with."""
     if "agents.metric_check" not in PARSERS:
         pytest.skip("the agents extra is not installed")
-    import inspect
+    import dataclasses
 
-    from agents.metric_check import learn_metric
+    from agents.metric_check import Settings
 
-    params = inspect.signature(learn_metric).parameters
-    shared = [a for a in PARSERS["agents.metric_check"]._actions
-              if a.dest in params and params[a.dest].default is not inspect.Parameter.empty]
+    params = {f.name: f.default for f in dataclasses.fields(Settings)}
+    shared = [a for a in PARSERS["agents.metric_check"]._actions if a.dest in params]
     assert len(shared) >= 10
     for action in shared:
-        assert action.default == params[action.dest].default, \
-            f"--{action.dest}: the command's default {action.default!r}, learn_metric's {params[action.dest].default!r}"
+        assert action.default == params[action.dest], \
+            f"--{action.dest}: the command's default {action.default!r}, the settings' {params[action.dest]!r}"

@@ -1,4 +1,5 @@
-"""Kernels compiled on first call, and the small-problem path (numpy only) against the compiled one."""
+"""The compiled kernels against the Python fallback in whole solves, and the small-problem path (numpy
+containers) against the other one."""
 
 import json
 import subprocess
@@ -12,7 +13,7 @@ from scipy.sparse.csgraph import connected_components
 
 import bisimkit.kernels as kernels
 from bisimkit.generators import random_mdp
-from bisimkit.kernels import DenseRows, components, small_path
+from bisimkit.kernels import DenseRows, components, interpreted, small_path
 from bisimkit.solvers import solve
 from bisimkit.simplex import solve_padded
 
@@ -21,9 +22,8 @@ METRICS = ("pi", "psm", "bisim", "eps", "eps-avg", "eps-bar", "mico", "dbc")
 
 
 def force(small: bool, monkeypatch) -> None:
-    """The small-problem path at every size (as in a process without numba), or never."""
+    """The small-problem path at every size, or never."""
     monkeypatch.setattr(kernels, "SMALL_PROBLEM_CELLS", float("inf") if small else -1.0)
-    monkeypatch.setattr(kernels, "numba_loaded", lambda: not small)
 
 
 def _solve(mdp, metric, small: bool, monkeypatch, **kw):
@@ -31,8 +31,26 @@ def _solve(mdp, metric, small: bool, monkeypatch, **kw):
     return solve(mdp, metric, **kw)
 
 
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("small", [True, False])
+def test_whole_solves_with_the_python_kernels_are_the_compiled_ones_bit_for_bit(seed, small, monkeypatch):
+    """Every stage around the kernels is the same code either way, so a solve whose kernels run as Python
+    (:func:`bisimkit.kernels.interpreted`) gives the same bits as the compiled one, on both paths."""
+    rng = np.random.default_rng(seed + 10)
+    n, m = int(rng.integers(2, 7)), int(rng.integers(1, 3))
+    mdp = random_mdp(n, m, seed=seed, max_support=int(rng.integers(1, n + 1)), reward_levels=[None, 2][seed % 2])
+    force(small, monkeypatch)
+    for metric in METRICS:
+        compiled = solve(mdp, metric)
+        with interpreted():
+            python = solve(mdp, metric)
+        assert compiled.converged and python.converged, metric
+        assert np.array_equal(compiled.distances, python.distances), metric
+        assert compiled.certified_error == python.certified_error and compiled.iterations == python.iterations
+
+
 @pytest.mark.parametrize("seed", range(4))
-def test_small_path_agrees_with_the_compiled_one_within_the_certificates(seed, monkeypatch):
+def test_small_path_agrees_with_the_sparse_one_within_the_certificates(seed, monkeypatch):
     rng = np.random.default_rng(seed)
     n, m = int(rng.integers(2, 8)), int(rng.integers(1, 4))
     levels = [None, 2][seed % 2]  # tied rewards: relations that merge states, so the quotient stage runs
@@ -55,7 +73,7 @@ def test_small_path_with_a_ground_matrix_and_full_diagonal(monkeypatch):
         assert np.max(np.abs(small.distances - compiled.distances)) <= small.certified_error + compiled.certified_error
 
 
-def test_interpreted_simplex_is_the_compiled_one():
+def test_interpreted_simplex_is_the_compiled_one_bit_for_bit():
     rng = np.random.default_rng(3)
     k = np.array([3, 5, 1, 4])
     a = np.zeros((4, 5))
@@ -65,10 +83,10 @@ def test_interpreted_simplex_is_the_compiled_one():
         b[p, :size] = rng.dirichlet(np.ones(size))
     C = rng.random((4, 5, 5))
     compiled = solve_padded(a, b, C, k, k)
-    with small_path(True):
-        interpreted = solve_padded(a, b, C, k, k)
-    for x, y in zip(compiled, interpreted):
-        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-15)
+    with interpreted():
+        python = solve_padded(a, b, C, k, k)
+    for x, y in zip(compiled, python):
+        np.testing.assert_array_equal(x, y)
 
 
 def test_dense_rows_read_as_scipy_csr():
@@ -90,41 +108,28 @@ def test_components_are_scipys(seed):
     np.testing.assert_array_equal(components(A), expected)
 
 
-def test_a_tiny_solve_process_imports_neither_numba_nor_scipy(tmp_path):
+def test_a_tiny_solve_process_imports_neither_numba_nor_scipy_and_runs_compiled_kernels(tmp_path):
     out = tmp_path / "d.json"
     code = ("import sys\nfrom bisimkit_cli.main import main\n"
             f"assert main(['solve', 'examples/tiny-rooms.json', '--metric', 'pi', '--out', {str(out)!r}, '--quiet']) == 0\n"
-            "print(sorted(m for m in ('numba', 'scipy') if m in sys.modules))")
+            "print(sorted(m for m in ('numba', 'scipy', 'bisimkit_native') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip().splitlines()[-1] == "[]"
+    assert proc.stdout.strip().splitlines()[-1] == "['bisimkit_native']"
     assert json.loads(out.read_text())["converged"] is True
 
 
-def test_small_problems_take_the_compiled_path_once_numba_is_loaded(monkeypatch):
+def test_small_problems_take_the_small_path_by_their_size_alone():
     from bisimkit.kernels import mdp_cells, small_problem
     from bisimkit.solvers import small_solve
 
     mdp = random_mdp(4, 2, seed=0, max_support=2)
-    monkeypatch.setattr(kernels, "numba_loaded", lambda: False)
     assert small_problem(mdp_cells(4, 2, mdp.transitions)) and small_solve(mdp, "pi", "auto")
-    assert not small_problem(kernels.SMALL_PROBLEM_CELLS + 1)
+    assert small_problem(kernels.SMALL_PROBLEM_CELLS) and not small_problem(kernels.SMALL_PROBLEM_CELLS + 1)
     assert not small_problem(kernels.SMALL_PROBLEM_CELLS / 2, value_iteration=True)
-    monkeypatch.setattr(kernels, "numba_loaded", lambda: True)
-    assert not small_solve(mdp, "pi", "auto")
 
 
-def test_numba_waits_for_a_kernel_and_then_hears_the_callback():
-    heard = []
-    with kernels.when_numba_loads(heard.append):
-        kernels.load_numba()
-    assert len(heard) == 1 and heard[0] is sys.modules["numba"]
-    with kernels.when_numba_loads(heard.append):  # loaded already: at once
-        pass
-    assert len(heard) == 2
-
-
-def test_small_path_between_two_mdps_agrees_with_the_compiled_one(monkeypatch):
+def test_small_path_between_two_mdps_agrees_with_the_sparse_one(monkeypatch):
     from bisimkit.between import solve_between
 
     a, b = random_mdp(3, 2, seed=1, max_support=2), random_mdp(5, 2, seed=2, max_support=3)
@@ -151,7 +156,7 @@ def test_between_cells_price_each_cross_pair_as_a_law_of_a_against_one_of_b():
     assert between_cells(c.transitions, c.transitions) == mdp_cells(7, 3, c.transitions, pairs=49)
 
 
-def test_dense_two_mdps_of_svi_shape_take_the_small_path_and_agree_with_the_compiled_one(monkeypatch):
+def test_dense_two_mdps_of_svi_shape_take_the_small_path_and_agree_with_the_sparse_one(monkeypatch):
     """6 and 18 states of full support (SVI's smallest pair's shape): 11 664 cross cells, the small path."""
     from bisimkit.between import small_between, solve_between
     from bisimkit.mdp import FiniteMDP
@@ -159,7 +164,6 @@ def test_dense_two_mdps_of_svi_shape_take_the_small_path_and_agree_with_the_comp
     rng = np.random.default_rng(0)
     a, b = (FiniteMDP(rng.dirichlet(np.ones(n), size=(n, 1)), rng.random((n, 1)), 0.95, np.ones((n, 1)))
             for n in (6, 18))
-    monkeypatch.setattr(kernels, "numba_loaded", lambda: False)
     assert small_between(a, b, "pi", "auto") and not small_between(a, b, "pi", "vi")
     small = solve_between(a, b, "pi")
     force(False, monkeypatch)

@@ -3,10 +3,14 @@
 Layers (each may import only itself and the layers to its left)::
 
     bisimkit (core, losses)  <-  validation  <-  figures  <-  bisimkit_cli (command lines)
+    bisimkit  <-  bisimkit_runs (run folders, sweeps, aggregates, tables)  <-  figures, agents
 
-and ``agents`` imports ``bisimkit`` (its losses, errors, files), never the reverse.
-Every module is imported in a fresh interpreter, which reports the project packages
-that got imported and whether ``os.environ`` changed.
+``agents`` imports ``bisimkit`` (its losses, errors, files) and ``bisimkit_runs`` (the files it writes),
+never ``validation`` or ``figures``; ``figures`` never imports ``agents``. The scripts (``__main__.py``:
+run, never imported) are the entry points and may import any layer: ``python -m agents.sweep gather`` and
+``python -m agents.metric_check`` draw with ``figures``, ``python -m figures.nearest_neighbours`` rolls out
+an agent. Every module is imported in a fresh interpreter, which reports the project packages that got
+imported and whether ``os.environ`` changed.
 """
 
 from __future__ import annotations
@@ -22,22 +26,22 @@ import pytest
 pytestmark = pytest.mark.xdist_group("layers")
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT = ("bisimkit", "bisimkit_cli", "validation", "figures", "agents")
+PROJECT = ("bisimkit", "bisimkit_cli", "bisimkit_runs", "validation", "figures", "agents")
 #: What each package may import (besides third-party code).
 ALLOWED = {
     "bisimkit": {"bisimkit"},
     "validation": {"bisimkit", "validation"},
-    "figures": {"bisimkit", "validation", "figures"},
+    "bisimkit_runs": {"bisimkit", "bisimkit_runs"},
+    "figures": {"bisimkit", "validation", "bisimkit_runs", "figures"},
     "bisimkit_cli": {"bisimkit", "bisimkit_cli", "validation", "figures"},
-    "agents": {"bisimkit", "agents"},
+    "agents": {"bisimkit", "bisimkit_runs", "agents"},
 }
-#: The agents' figures take the paper's task and method order from ``agents`` at import (and the sweep
-#: report reads a sweep's files through ``agents.sweep.runner``, which owns their format).
-AGENT_FIGURES = {"figures.runs", "figures.learning_curves", "figures.results_table", "figures.sweep_report",
-                 "figures.aggregate_table"}
+#: ``bisimkit.cli`` names three functions of the command line (``bisimkit_cli.core``) under the core's name for code
+#: written against it; it is the one core module that imports the top layer, and no core module imports it.
+CORE_ALIAS = "bisimkit.cli"
 #: Packages whose modules must leave ``os.environ`` alone at import (agents sets MUJOCO_GL only
 #: when it first loads dm_control, in agents.compat.distracting_control).
-ENV_CHECKED = ("bisimkit", "bisimkit_cli", "validation", "figures", "agents")
+ENV_CHECKED = ("bisimkit", "bisimkit_cli", "bisimkit_runs", "validation", "figures", "agents")
 
 PROBE = """
 import importlib, json, os, sys
@@ -72,7 +76,7 @@ def probe(module: str) -> dict:
 FORK_PROBE = """
 import importlib, json, os, sys
 project = set(sys.argv[1].split(','))
-for lib in ("numpy", "scipy.sparse", "scipy.optimize", "scipy.stats", "numba", "matplotlib", "torch"):
+for lib in ("numpy", "scipy.sparse", "scipy.optimize", "scipy.stats", "matplotlib", "torch"):
     try:
         importlib.import_module(lib)
     except ImportError:
@@ -122,7 +126,7 @@ def test_dependencies_point_one_way(imports, package):
     for module, found in imports.items():
         if module.split(".")[0] != package:
             continue
-        allowed = ALLOWED[package] | ({"agents"} if module in AGENT_FIGURES else set())
+        allowed = ALLOWED[package] | ({"bisimkit_cli"} if module == CORE_ALIAS else set())
         extra = set(found["packages"]) - allowed
         if extra:
             wrong[module] = sorted(extra)
@@ -142,10 +146,13 @@ def test_core_package_does_not_reach_up():
 
 
 #: Never imported from these packages, not even inside a function (the import-time check
-#: above cannot see a deferred import). ``bisimkit/__main__.py`` is a script, not library code.
+#: above cannot see a deferred import, nor one for type checking only). The ``__main__.py`` scripts are entry
+#: points, not library code, and ``bisimkit/cli.py`` the alias of the command line's functions (``CORE_ALIAS``).
 NEVER = {
-    "bisimkit": {"validation", "figures", "agents", "bisimkit_cli"},
-    "validation": {"figures", "agents", "bisimkit_cli"},
+    "bisimkit": {"validation", "figures", "agents", "bisimkit_cli", "bisimkit_runs"},
+    "validation": {"figures", "agents", "bisimkit_cli", "bisimkit_runs"},
+    "bisimkit_runs": {"validation", "figures", "agents", "bisimkit_cli"},
+    "figures": {"agents", "bisimkit_cli"},
     "agents": {"validation", "figures", "bisimkit_cli"},
 }
 
@@ -156,7 +163,7 @@ def test_no_deferred_import_reaches_up(package):
 
     wrong = []
     for path in sorted((ROOT / package).rglob("*.py")):
-        if path.name == "__main__.py":
+        if path.name == "__main__.py" or path == ROOT / "bisimkit" / "cli.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
@@ -233,11 +240,23 @@ def test_no_import_cycles():
 
 
 def test_core_never_imports_the_command_line():
-    """Only the command line itself (and the ``python -m bisimkit`` script) imports ``bisimkit.cli``."""
+    """No core module imports the command line, neither ``bisimkit_cli`` nor its alias ``bisimkit.cli``
+    (the ``python -m bisimkit`` script runs it and is never imported)."""
     graph = _import_graph()
-    users = sorted(m for m, edges in graph.items()
-                   if "bisimkit.cli" in edges and m.split(".")[0] == "bisimkit" and m != "bisimkit.cli")
+    users = sorted(m for m, edges in graph.items() if m.split(".")[0] == "bisimkit" and m != CORE_ALIAS
+                   and any(e == CORE_ALIAS or e.split(".")[0] == "bisimkit_cli" for e in edges))
     assert users == []
+
+
+def test_the_core_alias_of_the_command_line_only_names_its_functions():
+    """``bisimkit/cli.py`` holds no code of its own: a docstring, one import from ``bisimkit_cli.core``, ``__all__``."""
+    import ast
+
+    body = ast.parse((ROOT / "bisimkit" / "cli.py").read_text()).body
+    kinds = [type(node).__name__ for node in body]
+    assert kinds == ["Expr", "ImportFrom", "Assign"]
+    assert body[1].module == "bisimkit_cli.core"
+    assert sorted(a.name for a in body[1].names) == sorted(ast.literal_eval(body[2].value))
 
 
 def deferred_imports_without_reason(source: str) -> list[int]:
@@ -294,14 +313,14 @@ def _loaded(code: str, heavy: tuple[str, ...]) -> list[str]:
 
 
 def test_import_bisimkit_loads_no_heavy_library_and_its_names_on_first_use():
-    """``import bisimkit`` loads neither numpy, scipy, numba, torch nor matplotlib
+    """``import bisimkit`` loads neither numpy, scipy, the compiled kernels, torch nor matplotlib
     (docs/performance.md#start-up); every name of ``__all__`` is still there."""
-    assert _loaded("import bisimkit", ("numpy", "scipy", "numba", "torch", "matplotlib")) == []
+    assert _loaded("import bisimkit", ("numpy", "scipy", "bisimkit_native", "numba", "torch", "matplotlib")) == []
     assert _loaded("import bisimkit.gaussian", ("scipy",)) == []
     assert "scipy.special" in _loaded("from bisimkit.gaussian import *", ("scipy.special",))
     names = _loaded("import bisimkit\nfrom bisimkit import *\nassert all(n in dir(bisimkit) for n in bisimkit.__all__)\n"
-                    "print(len([globals()[n] for n in bisimkit.__all__]))", ("numba",))
-    assert "numba" not in names  # the kernels are compiled when first called (bisimkit.kernels)
+                    "print(len([globals()[n] for n in bisimkit.__all__]))", ("numba", "bisimkit_native"))
+    assert names == []  # the compiled kernels are loaded when a kernel is first called (bisimkit.kernels)
 
 
 def test_a_core_command_starts_without_the_added_commands_modules():
@@ -311,3 +330,79 @@ def test_a_core_command_starts_without_the_added_commands_modules():
     assert _loaded(code, ("validation", "hypothesis", "figures", "scipy.special")) == []
     verify_help = "from bisimkit_cli.main import main\ntry:\n    main(['verify', '--help'])\nexcept SystemExit:\n    pass"
     assert "validation" in _loaded(verify_help, ("validation",))
+
+
+# ------------------------------------------------------------------ public names only
+#: Where the imports of private names are looked for: the packages, the benchmarks and the tests.
+PUBLIC_NAMES_CHECKED = (*PROJECT, "benchmarks", "tests")
+#: Imports of a core module's private name by another module, named until the core's rebuild makes them
+#: public (the core, ``bisimkit/``, is not changed here); the list only shrinks.
+CORE_PRIVATE_IMPORTS = {
+    "bisimkit/between.py: bisimkit.engine._Reporter",
+    "bisimkit/engine_torch.py: bisimkit.engine._Reporter",
+    "tests/test_engine_torch.py: bisimkit.engine_torch._certificate",
+}
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_imports(source: str, module: str, is_package: bool, project: set[str]) -> list[str]:
+    """``module.NAME`` of each private name ``source`` (the text of ``module``) imports from another project module
+    (a top-level name in ``project``), relative imports resolved; ``import a._b`` counts too."""
+    import ast
+
+    package = module if is_package else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            if base.split(".")[0] in project:
+                found += [f"{base}.{a.name}" for a in node.names if _private(a.name)]
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names
+                      if a.name.split(".")[0] in project and any(_private(p) for p in a.name.split("."))]
+    return found
+
+
+def test_the_private_import_rule_resolves_relative_imports():
+    source = "from .engine import _Reporter, solve\nfrom numpy import _core\nimport bisimkit._x\n" \
+             "def f():\n    from ..files import __all__, _write\n"
+    found = private_imports(source, "bisimkit.sub.mod", False, {"bisimkit"})
+    assert sorted(found) == ["bisimkit._x", "bisimkit.files._write", "bisimkit.sub.engine._Reporter"]
+    assert private_imports(source, "pkg", True, {"bisimkit"}) == ["bisimkit._x"]  # pkg.engine is not the project's
+
+
+def test_modules_import_only_each_others_public_names():
+    """No module imports another's private name (``from x import _name``), so a module's underscore names are its
+    own to change; the core's known ones are listed (``CORE_PRIVATE_IMPORTS``), and listed only while they exist."""
+    project = set(PROJECT) | {"benchmarks"} | {p.stem for p in (ROOT / "tests").glob("*.py")}
+    found = set()
+    for package in PUBLIC_NAMES_CHECKED:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            module = ".".join(parts[1:] if package == "tests" else parts)
+            is_package = path.name == "__init__.py"
+            if is_package:
+                module = module.rpartition(".")[0]
+            found |= {f"{path.relative_to(ROOT).as_posix()}: {name}"
+                      for name in private_imports(path.read_text(), module, is_package, project)}
+    assert found - CORE_PRIVATE_IMPORTS == set()
+    assert CORE_PRIVATE_IMPORTS - found == set()  # a fixed one leaves the list
+
+
+def test_no_module_exports_a_private_name():
+    """``__all__`` (what ``from module import *`` and the docs take as a module's names) holds public names only."""
+    import ast
+
+    wrong = []
+    for package in PROJECT:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.parse(path.read_text()).body:
+                if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+                    wrong += [f"{path.relative_to(ROOT)}: {n}" for n in ast.literal_eval(node.value) if _private(n)]
+    assert wrong == []

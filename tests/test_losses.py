@@ -340,7 +340,7 @@ def test_finite_model_rejects_bad_embeddings():
 
 
 def test_import_bisimkit_does_not_import_torch():
-    code = "import sys, bisimkit, bisimkit.cli, validation.verify; print('torch' in sys.modules)"
+    code = "import sys, bisimkit, bisimkit_cli.core, validation.verify; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

@@ -15,7 +15,7 @@ import pytest
 from benchmarks.bench_memory import FACTOR, MALLOC_ENV, WORKLOADS, measure_in_child
 from bisimkit import memory
 from bisimkit.between import solve_between
-from bisimkit.cli import main
+from bisimkit_cli.core import main
 from bisimkit.errors import InputError
 from bisimkit.generators import random_mdp
 from bisimkit.mdp import save_mdp
@@ -111,7 +111,7 @@ def test_what_would_fit_names_the_float32_eps_bar_path_the_quotient_and_sparser_
 PROBE = """
 import resource, sys
 from pathlib import Path
-from bisimkit import cli
+from bisimkit_cli import core as cli
 from bisimkit.generators import random_mdp
 from bisimkit.mdp import save_mdp
 n = 1500

@@ -26,7 +26,8 @@ from conftest import procedural_environment  # noqa: E402
 
 from agents.sweep import cli  # noqa: E402
 from agents.sweep.launch import pid_alive, plan, status_lines  # noqa: E402
-from agents.sweep.runner import MAX_FAILURES, SweepJob, read_state, read_sweep, run_one, write_state  # noqa: E402
+from agents.sweep.runner import MAX_FAILURES, SweepJob, run_one  # noqa: E402
+from bisimkit_runs.sweeps import read_state, read_sweep, write_state  # noqa: E402
 from agents.sweep.spec import load_spec  # noqa: E402
 from figures.sweep_report import gather  # noqa: E402
 
@@ -156,7 +157,7 @@ def _fake_sweep(root: Path, args: list[str]) -> list[str]:
     spec = cli.spec_from_args(parsed)
     spec.name = root.name
     result = launch(spec, root, dry_run=True, log=lambda *_: None)
-    from agents.sweep.runner import SWEEP_FILE
+    from bisimkit_runs.sweeps import SWEEP_FILE
     from bisimkit.files import atomic_write_json
 
     runs = spec.runs()
@@ -357,7 +358,7 @@ def test_killed_run_resumes_when_the_sweep_is_launched_again(local_sweep, tmp_pa
 def test_carla_sweep_file_validates_and_gathers_into_the_carla_table(tmp_path):
     """The CARLA sweep file (no server needed to build and validate it) and gather's CARLA table:
     a condition of carla-highway runs only gets the paper's layout, ours beside the paper's values."""
-    from agents.sweep.runner import RUNS_DIR, SWEEP_FILE
+    from bisimkit_runs.sweeps import RUNS_DIR, SWEEP_FILE
     from bisimkit.files import atomic_write_json
     from figures.sweep_report import gather
 

@@ -37,6 +37,6 @@ def test_loss_rows_are_skipped_without_torch(tmp_path, monkeypatch):
 
 
 def test_claim_selection_knows_the_loss_ids():
-    assert V._select_losses(None) == learning.loss_ids() == ["L1", "L2", "L3", "L4", "L5", "L6"]
-    assert V._select_losses(["C1", "L2"]) == ["L2"] and V._select(["L2"]) == []
-    assert V._select_losses(["C1"]) == []
+    assert V.select_losses(None) == learning.loss_ids() == ["L1", "L2", "L3", "L4", "L5", "L6"]
+    assert V.select_losses(["C1", "L2"]) == ["L2"] and V.select_claims(["L2"]) == []
+    assert V.select_losses(["C1"]) == []

@@ -184,8 +184,8 @@ def test_shards_draw_the_cases_a_single_run_draws(monkeypatch):
     """Consecutive slices are the whole family, also across the seeded blocks (a block of 3 here),
     and the first block is the stream [seed, family] a run has always drawn from."""
     monkeypatch.setattr(V, "CASE_BLOCK", 3)
-    whole = V._family_cases("random-sparse", 8, 5)
-    parts = [c for start, stop in ((0, 2), (2, 7), (7, 8)) for c in V._family_cases("random-sparse", 8, 5,
+    whole = V.family_cases("random-sparse", 8, 5)
+    parts = [c for start, stop in ((0, 2), (2, 7), (7, 8)) for c in V.family_cases("random-sparse", 8, 5,
                                                                                      start=start, stop=stop)]
     assert [c.mdp.to_dict() for c in parts] == [c.mdp.to_dict() for c in whole]
     rng = np.random.default_rng([5, list(FAMILIES).index("random-sparse")])

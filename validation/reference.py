@@ -43,7 +43,7 @@ def _w2(p, q, d):
     return math.sqrt(max(ot.emd2(p, q, d ** 2), 0.0))
 
 
-class _Model:
+class ReferenceModel:
     """The MDP's arrays and derived quantities, computed by hand."""
 
     def __init__(self, mdp, ground="reward") -> None:
@@ -103,7 +103,7 @@ class _Model:
 
 def reference_operator(mdp, metric: str, d: np.ndarray, ground="reward") -> np.ndarray:
     """F(d) on every ordered pair (s, t), diagonal included."""
-    model = _Model(mdp, ground)
+    model = ReferenceModel(mdp, ground)
     return np.array([[model.update(metric, d, s, t) for t in range(model.n)] for s in range(model.n)])
 
 

@@ -16,18 +16,16 @@ readings are explained in ``docs/claims.md``.
    selected, and the run's key;
 2. :func:`load_state` (:mod:`validation.verify_plan`): what a previous run with the same
    key finished (resume);
-3. :func:`start_warm_up` (:mod:`validation.verify_worker`): numba compiles the kernels in a
-   side process meanwhile;
-4. :func:`start_losses` (:mod:`validation.verify_worker`): each selected loss trains a table
+3. :func:`start_losses` (:mod:`validation.verify_worker`): each selected loss trains a table
    (rows L1-L6) in a child process (:class:`LossWorker`) while this process goes on;
-5. :func:`run_families` (here): every claim on every case, family by family, into the rows of
+4. :func:`run_families` (here): every claim on every case, family by family, into the rows of
    :mod:`validation.verify_rows`;
-6. :func:`save_counterexamples` (:mod:`validation.verify_shrink`): shrink and write one
+5. :func:`save_counterexamples` (:mod:`validation.verify_shrink`): shrink and write one
    counterexample per failing row;
-7. :func:`make_figures` (here): figure data from :mod:`validation.figure_data`, drawn by the
+6. :func:`make_figures` (here): figure data from :mod:`validation.figure_data`, drawn by the
    writer the caller passes (the command line passes :mod:`figures.verify_figures`;
    this module never imports ``figures``);
-8. :func:`write_report` (:mod:`validation.verify_report`): ``report.json`` and ``report.md``.
+7. :func:`write_report` (:mod:`validation.verify_report`): ``report.json`` and ``report.md``.
 
 A sharded run (``bisimkit verify --executor local|slurm --jobs K``) is
 :func:`validation.verify_shards.verify_sharded`: step 5 split into submitit jobs (and the loss
@@ -50,7 +48,6 @@ the number of spare cells under the bound for C7.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,25 +63,24 @@ from .families import FAMILIES, GENERAL_FAMILIES, Case, example_cases
 from .figure_data import VerifyFigureData, verify_figure_data
 from .gaussian_claims import GAUSSIAN_FAMILIES, gaussian_cases
 from .verify_plan import (ALL_CLAIMS, CLAIMS, DEFAULT_CASES, GAUSSIAN_CLAIMS, QUICK_CASES, USER_EXTRA_CLAIMS,
-                          USER_FAMILY, Plan, _select, _select_losses, load_state, plan_run, save_state, user_case,
-                          user_claims)
+                          USER_FAMILY, Plan, load_state, plan_run, save_state, select_claims, select_losses,
+                          user_case, user_claims)
 from .verify_report import (LOSS_READING, READINGS, check_findings, console_summary, finding_markdown,
                             loss_markdown, markdown, surprises, table, verdicts, write_report)
-from .verify_rows import Row, _case_dict, _case_from_dict
+from .verify_rows import Row, case_dict, case_from_dict
 from .verify_shrink import SHRINK_SECONDS, SHRINK_SECONDS_QUICK, save_counterexample, save_counterexamples, shrink
 from .verify_worker import (LOSS_CLAIMS, LOSS_SOURCE, TORCH_MISSING, LossWorker, loss_rows, pending_loss_runs,
-                            run_losses, start_losses, start_warm_up)
+                            run_losses, start_losses)
 
 __all__ = [  # the job's names, wherever they are defined
-    "ALL_CLAIMS", "CLAIMS", "DEFAULT_CASES", "GAUSSIAN_CLAIMS", "LOSS_CLAIMS", "LOSS_READING", "LOSS_SOURCE",
-    "QUICK_CASES", "READINGS", "SHRINK_SECONDS", "SHRINK_SECONDS_QUICK", "TORCH_MISSING", "USER_EXTRA_CLAIMS",
-    "USER_FAMILY", "CASE_BLOCK", "Case", "Claim", "FigureWriter", "FixedPoints", "LossWorker", "Outcome",
-    "PhaseTimer", "Plan", "Row", "check_findings", "checks_order", "console_summary", "family_size",
-    "finding_markdown", "load_state", "loss_markdown", "loss_rows",
-    "make_figures", "markdown", "pending_loss_runs", "plan_run", "run_families", "run_family", "run_losses",
-    "save_counterexample", "save_counterexamples", "save_state", "shrink", "start_losses", "start_warm_up",
+    "ALL_CLAIMS", "CASE_BLOCK", "CLAIMS", "DEFAULT_CASES", "GAUSSIAN_CLAIMS", "LOSS_CLAIMS", "LOSS_READING",
+    "LOSS_SOURCE", "QUICK_CASES", "READINGS", "SHRINK_SECONDS", "SHRINK_SECONDS_QUICK", "TORCH_MISSING",
+    "USER_EXTRA_CLAIMS", "USER_FAMILY", "Case", "Claim", "FigureWriter", "FixedPoints", "LossWorker", "Outcome",
+    "PhaseTimer", "Plan", "Row", "case_dict", "case_from_dict", "check_findings", "checks_order", "console_summary",
+    "family_cases", "family_size", "finding_markdown", "load_state", "loss_markdown", "loss_rows", "make_figures",
+    "markdown", "pending_loss_runs", "plan_run", "run_families", "run_family", "run_losses", "save_counterexample",
+    "save_counterexamples", "save_state", "select_claims", "select_losses", "shrink", "start_losses",
     "surprises", "table", "user_case", "user_claims", "verdicts", "verify", "write_report",
-    "_case_dict", "_case_from_dict", "_select", "_select_losses",
 ]
 
 #: Draws the verify figures into a folder and returns the written paths.
@@ -122,7 +118,7 @@ def _generated_cases(name: str, seed: int, start: int, stop: int) -> list:
     return out
 
 
-def _family_cases(name: str, cases: int, seed: int, quick: bool = False, plan: Plan | None = None,
+def family_cases(name: str, cases: int, seed: int, quick: bool = False, plan: Plan | None = None,
                   start: int = 0, stop: int | None = None) -> list:
     """The cases of one family, or those numbered ``start`` to ``stop - 1`` (a shard's)."""
     stop = family_size(name, cases, quick, plan) if stop is None else stop
@@ -159,7 +155,7 @@ def run_family(name: str, cases: list, claims: list[Claim], bar: Progress | None
             if not outcome.held and finite:
                 size = case.mdp.n_states * case.mdp.n_actions
                 if row.violation is None or size < row.violation["size"]:
-                    row.violation = {"size": size, "case": _case_dict(case), "detail": outcome.detail,
+                    row.violation = {"size": size, "case": case_dict(case), "detail": outcome.detail,
                                      "margin": float(outcome.margin)}
         if keep is not None and name in GENERAL_FAMILIES:
             keep.append((name, fp))
@@ -171,25 +167,19 @@ def run_family(name: str, cases: list, claims: list[Claim], bar: Progress | None
 
 
 def run_families(plan: Plan, state: dict, todo: dict[str, list], bar: Progress | None,
-                 compiling: subprocess.Popen | None, tick: Callable[[], None] | None = None) -> tuple[list[Row], list]:
+                 tick: Callable[[], None] | None = None) -> tuple[list[Row], list]:
     """Every family's rows (reused from ``state`` when it finished them), and the fixed
-    points of the general families for the figures. The continuous families go first:
-    they need no compiled kernel, so the side compilation keeps going meanwhile."""
+    points of the general families for the figures (the continuous families first)."""
     by_family: dict[str, list[Row]] = {}
     keep: list = []
     for fam in sorted(plan.families, key=lambda f: f not in GAUSSIAN_FAMILIES):
         if fam in state["families"]:
             by_family[fam] = [Row.from_state(r, plan.claims) for r in state["families"][fam]]
             continue
-        if compiling is not None and fam not in GAUSSIAN_FAMILIES:
-            compiling.wait()
-            compiling = None
         sources = {k: source for k, (source, _) in enumerate(plan.user_cases)} if fam == USER_FAMILY else None
         by_family[fam] = run_family(fam, todo[fam], plan.claims, bar, keep, tick, sources)
         state["families"][fam] = [r.to_state() for r in by_family[fam]]
         save_state(plan, state)
-    if compiling is not None:
-        compiling.wait()
     return [row for fam in plan.families for row in by_family[fam]], keep
 
 
@@ -246,13 +236,12 @@ def verify(out: str | Path = "verify-out", cases: int | None = None, seed: int =
     with timer("cases"):
         plan = plan_run(out, cases, seed, claims, quick, mdps)
         state = load_state(plan, resume)
-        todo = {f: _family_cases(f, plan.cases, seed, quick, plan) for f in plan.families
+        todo = {f: family_cases(f, plan.cases, seed, quick, plan) for f in plan.families
                 if f not in state["families"]}
         bar = Progress(sum(map(len, todo.values())) + pending_loss_runs(plan, state), "verify", unit="cases",
                        bar=True, enabled=progress)
-        compiling = start_warm_up() if todo else None
         losses = start_losses(plan, state)  # trains in a child process while the claims are checked here
-        rows, fixed_points = run_families(plan, state, todo, bar, compiling, lambda: losses.poll(bar))
+        rows, fixed_points = run_families(plan, state, todo, bar, lambda: losses.poll(bar))
     with timer("counterexamples"):
         save_counterexamples(rows, plan, shrink_examples)
     with timer("findings"):

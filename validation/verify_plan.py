@@ -17,7 +17,7 @@ from . import learning
 from .claims import CLAIMS, Claim, FixedPoints, Outcome, c5_hypotheses, check_c5, claim_ids
 from .families import FAMILIES, Case
 from .gaussian_claims import GAUSSIAN_CLAIMS, GAUSSIAN_FAMILIES
-from .verify_rows import _case_dict
+from .verify_rows import case_dict
 
 #: Finite-MDP claims, then the same claims checked in continuous space.
 ALL_CLAIMS: list[Claim] = CLAIMS + GAUSSIAN_CLAIMS
@@ -77,7 +77,7 @@ class Plan:
                   "families": self.families, "losses": self.loss_ids, "quick": self.quick}
         if self.user_cases:
             config["mdps"] = [source for source, _ in self.user_cases]
-            digest = hashlib.sha256(json.dumps([_case_dict(case) for _, case in self.user_cases]).encode())
+            digest = hashlib.sha256(json.dumps([case_dict(case) for _, case in self.user_cases]).encode())
             config["mdps_sha256"] = digest.hexdigest()[:16]
         return config
 
@@ -90,7 +90,7 @@ class Plan:
         return self.out / ".verify-state.json"
 
 
-def _select(claims: list[str] | None) -> list[Claim]:
+def select_claims(claims: list[str] | None) -> list[Claim]:
     known = claim_ids() + learning.loss_ids()
     if claims is None:
         return list(ALL_CLAIMS)
@@ -100,7 +100,7 @@ def _select(claims: list[str] | None) -> list[Claim]:
     return [c for c in ALL_CLAIMS if c.id in claims]
 
 
-def _select_losses(claims: list[str] | None) -> list[str]:
+def select_losses(claims: list[str] | None) -> list[str]:
     """The loss checks (L1...) to run: all of them by default, else those listed."""
     return [i for i in learning.loss_ids() if claims is None or i in claims]
 
@@ -128,15 +128,15 @@ def plan_run(out: str | Path, cases: int | None, seed: int, claims: list[str] | 
         if losses:
             raise InputError(f"{losses[0]}: the loss checks train on their own MDPs, not on the ones given "
                              f"(choose from {', '.join(claim_ids())})", param="claims")
-        chosen = user_claims(_select(claims))
+        chosen = user_claims(select_claims(claims))
         return Plan(Path(out), len(mdps), seed, quick, chosen, [], [USER_FAMILY], list(mdps))
     cases = cases if cases is not None else (QUICK_CASES if quick else DEFAULT_CASES)
     if cases < 1:
         raise InputError(f"must be at least 1, got {cases}", param="cases")
-    chosen = _select(claims)
+    chosen = select_claims(claims)
     families = [f for f in list(FAMILIES) + ["examples"] + list(GAUSSIAN_FAMILIES)
                 if any(f in c.families for c in chosen)]
-    return Plan(Path(out), cases, seed, quick, chosen, _select_losses(claims), families)
+    return Plan(Path(out), cases, seed, quick, chosen, select_losses(claims), families)
 
 
 def load_state(plan: Plan, resume: bool) -> dict:

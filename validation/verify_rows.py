@@ -112,12 +112,12 @@ class Row:
                    data.get("violation"))
 
 
-def _case_dict(case: Case) -> dict:
+def case_dict(case: Case) -> dict:
     data = case.mdp.to_dict()
     ground = None if isinstance(case.ground, str) else np.asarray(case.ground).tolist()
     return {"mdp": data, "ground": case.ground if isinstance(case.ground, str) else ground}
 
 
-def _case_from_dict(data: dict) -> Case:
+def case_from_dict(data: dict) -> Case:
     g = data["ground"]
     return Case(mdp_from_dict(data["mdp"]), g if isinstance(g, str) else np.array(g))

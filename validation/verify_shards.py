@@ -34,12 +34,11 @@ from bisimkit.cluster import check_executor, check_slurm, import_submitit, slurm
 from bisimkit.errors import InputError, check_count
 from bisimkit.files import atomic_write, atomic_write_json, atomic_write_text
 from bisimkit.progress import Progress
-from bisimkit.warmup import warm_up
 
 from . import learning
 from .families import GENERAL_FAMILIES
 from .figure_data import order_values, scatter_columns, subsample_scatter
-from .verify import (FigureWriter, PhaseTimer, _family_cases, check_findings, checks_order, family_size, loss_rows,
+from .verify import (FigureWriter, PhaseTimer, family_cases, check_findings, checks_order, family_size, loss_rows,
                      make_figures, run_family, run_losses, save_counterexamples, write_report)
 from .verify_plan import Plan, plan_run
 from .verify_rows import Row
@@ -156,7 +155,7 @@ def run_shard(run: ShardRun, shard, attempt: int = 1) -> str:
         keep: list | None = [] if run.figures else None
         families = {}
         for fam in plan.families:
-            cases = _family_cases(fam, plan.cases, plan.seed, plan.quick, plan, *ranges[fam])
+            cases = family_cases(fam, plan.cases, plan.seed, plan.quick, plan, *ranges[fam])
             families[fam] = [r.to_state() for r in run_family(fam, cases, plan.claims, keep=keep)]
         if keep is not None:
             atomic_write(run.figures_path(shard), lambda fh: np.savez(fh, **_figure_arrays(plan, keep)))
@@ -344,8 +343,6 @@ def verify_sharded(out: str | Path = "verify-out", cases: int | None = None, see
         bar.close()
         finished = [s for s in case_shards if status[s]["status"] != "failed"]
         rows = merge_rows(run, plan, finished)
-        if any(r.violation is not None for r in rows):
-            warm_up()  # load the kernels here, as a single process has by now: shrinking has a wall-clock budget
     with timer("counterexamples"):
         save_counterexamples(rows, plan, shrink_examples)
     with timer("findings"):

@@ -14,7 +14,7 @@ from bisimkit.files import atomic_write, atomic_write_json
 from .claims import Claim, FixedPoints
 from .families import FAMILIES, Case
 from .verify_plan import Plan
-from .verify_rows import Row, _case_from_dict
+from .verify_rows import Row, case_from_dict
 
 #: Wall-clock budget for shrinking all counterexamples (full run / --quick).
 SHRINK_SECONDS = 60.0
@@ -82,5 +82,5 @@ def save_counterexamples(rows: list[Row], plan: Plan, shrink_examples: int | Non
                 pending.discard(row.label)
         row.shrunk = case is not None
         if case is None:
-            case = _case_from_dict(row.violation["case"])
+            case = case_from_dict(row.violation["case"])
         row.counterexample, row.counterexample_detail = save_counterexample(row, case, plan.out, row.shrunk)

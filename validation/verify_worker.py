@@ -1,12 +1,10 @@
-"""The side processes of ``bisimkit verify`` (:mod:`validation.verify`): the compile warm-up,
-and the loss checks trained in a child process while the claims are checked."""
+"""The side process of ``bisimkit verify`` (:mod:`validation.verify`): the loss checks trained in a
+child process while the claims are checked."""
 
 from __future__ import annotations
 
 import multiprocessing
 import queue as queues
-import subprocess
-import sys
 
 from bisimkit.progress import Progress
 
@@ -22,16 +20,6 @@ LOSS_CLAIMS: dict[str, Claim] = {c.id: Claim(c.id, c.statement, LOSS_SOURCE, Non
 #: The loss section's note when torch is absent.
 TORCH_MISSING = ("skipped: torch is not installed (the learned-loss checks need it: "
                  "pip install -e '.[torch]')")
-
-
-def start_warm_up() -> subprocess.Popen | None:
-    """Start ``python -m bisimkit.warmup``, which compiles (or loads from numba's disk cache)
-    the compiled kernels; None when the process cannot start (they then compile on first use)."""
-    try:
-        return subprocess.Popen([sys.executable, "-m", "bisimkit.warmup"], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-    except OSError:
-        return None
 
 
 def run_losses(ids: list[str], quick: bool, seed: int, bar: Progress | None = None) -> dict:

@@ -36,9 +36,17 @@ from bisimkit.mdp import load_mdp
 from figures.metric_check import plot_metric_check
 
 from ..entry import run_command
-from . import (METRIC_METHODS, MODES, MC_SAMPLES, SAMPLES_PER_PAIR, learn_metric, meets_targets,
-               write_results)
 from ..scenes import DISTRACTORS, IMAGE_SIZE, SCENES
+from .learn import learn_metric
+from .methods import METRIC_METHODS, SAMPLES_PER_PAIR
+from .references import MC_SAMPLES
+from .results import meets_targets, write_results
+from .settings import MODES, Settings
+
+
+#: The options that are :class:`Settings` fields of the same name (``--config`` is parsed as JSON first).
+SETTINGS_OPTIONS = ("method", "distractors", "steps", "mode", "batch", "image_size", "seed", "device", "draws",
+                    "schedule", "eval_every", "samples", "warmup", "samples_per_pair", "coupling", "update_rule")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -144,12 +152,8 @@ def _run(args) -> int:
     progress = None if args.quiet else (
         lambda step, row: print(f"step {step}/{args.steps}: " + ", ".join(
             f"{k} {v:.4g}" for k, v in row.items() if isinstance(v, float)), flush=True))
-    check = learn_metric(mdp, render, args.method, args.distractors, args.steps, mode=args.mode,
-                         batch=args.batch, image_size=args.image_size, seed=args.seed, device=args.device,
-                         draws=args.draws, behaviour=behaviour, schedule=args.schedule,
-                         eval_every=args.eval_every, samples=args.samples, warmup=args.warmup, config=config,
-                         progress=progress, samples_per_pair=args.samples_per_pair, coupling=args.coupling,
-                         update_rule=args.update_rule)
+    settings = Settings(**{name: getattr(args, name) for name in SETTINGS_OPTIONS}, config=config)
+    check = learn_metric(mdp, render, settings, behaviour=behaviour, progress=progress)
     # everything computed: write into a fresh folder beside OUT, which then takes the (empty) OUT's place
     with staged_folder(out) as staging:
         write_results(check, staging)

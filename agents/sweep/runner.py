@@ -5,7 +5,7 @@ A sweep root holds::
     sweep.json          the grid (spec.Spec.grid_record) and every run's name, grid values and configuration
     submissions.json    one record per launch: when, executor, its parameters, job ids and their runs
     runs/NAME/          the run folders (what python -m agents.train writes)
-    state/NAME.json     each run's state, written atomically (bisimkit.files.atomic_write_json)
+    state/NAME.json     each run's state, written atomically (bisimkit_runs.sweeps.write_state)
     submitit/           submitit's job files and logs
 
 A run's state: ``submitted`` (a job was queued for it), ``running``, ``requeued``
@@ -21,59 +21,19 @@ a failure; the third makes the run ``failed`` with its last error.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time
 from pathlib import Path
 
-from bisimkit.errors import InputError
-from bisimkit.files import atomic_write_json
+from bisimkit_runs.sweeps import RUNS_DIR, read_state, read_sweep, write_state
 
 from ..config import TrainConfig
 
-SWEEP_FILE, SUBMISSIONS_FILE = "sweep.json", "submissions.json"
-RUNS_DIR, STATE_DIR, SUBMITIT_DIR = "runs", "state", "submitit"
 #: A run whose attempts failed this many times is marked failed and not retried.
 MAX_FAILURES = 3
 #: States in which a run may be active in some job.
 ACTIVE = ("submitted", "running", "requeued", "retrying")
-
-
-def state_path(root: Path, name: str) -> Path:
-    return Path(root) / STATE_DIR / f"{name}.json"
-
-
-def read_state(root: Path, name: str) -> dict:
-    """A run's state (``{"status": "pending"}`` before anything was submitted)."""
-    path = state_path(root, name)
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        return {"status": "pending"}
-    except (OSError, ValueError) as exc:
-        raise InputError(f"state: {path} is not a state file ({exc})") from None
-
-
-def write_state(root: Path, name: str, state: dict, **changes) -> dict:
-    """``state`` updated with ``changes`` and a timestamp, written atomically; returns it."""
-    state = {**state, **changes, "updated": time.time()}
-    atomic_write_json(state_path(root, name), state)
-    return state
-
-
-def read_sweep(root: Path) -> dict:
-    """``ROOT/sweep.json`` (:class:`InputError` if ``root`` is not a sweep root)."""
-    path = Path(root) / SWEEP_FILE
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"root: {root} is not a sweep root (no {SWEEP_FILE})") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"root: {path} is not a sweep file ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
-        raise InputError(f"root: {path} is not a sweep file (no runs)")
-    return data
 
 
 def one_line(exc: BaseException) -> str:

@@ -1,0 +1,217 @@
+// The bindings of bisimkit_native.simplex: the kernels of bisimkit/simplex.py (native/simplex.hpp).
+//
+// Bases are the batch's int16 (row, column) pairs (simplex.BASIS_DTYPE); the plans' state indices
+// (``out_i``, ``out_j``) int32 or int64.
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/tuple.h>
+
+#include <cstdint>
+#include <tuple>
+
+#include "bindings.hpp"
+#include "simplex.hpp"
+
+namespace bisimkit::bindings {
+
+namespace sx = bisimkit::simplex;
+using namespace nb::literals;
+using B = std::int16_t;  // simplex.BASIS_DTYPE
+
+namespace {
+
+sx::Scratch scratch(nb::handle ws) {
+    auto field = [&](const char *name) { return nb::cast<Out>(ws.attr(name)); };
+    const Out adj = field("adj"), deg = field("deg"), er = field("edge_row"), ec = field("edge_col"),
+              pe = field("parent_edge"), depth = field("depth"), stack = field("stack"), cycle = field("cycle"),
+              left = field("left"), pot = field("pot"), rr = field("rest_row"), rc = field("rest_col"),
+              done = field("done");
+    return {mat<i64>(adj, "ws.adj"),      vec<i64>(deg, "ws.deg"),         vec<i64>(er, "ws.edge_row"),
+            vec<i64>(ec, "ws.edge_col"),  vec<i64>(pe, "ws.parent_edge"),  vec<i64>(depth, "ws.depth"),
+            vec<i64>(stack, "ws.stack"),  vec<i64>(cycle, "ws.cycle"),     vec<i64>(left, "ws.left"),
+            vec<double>(pot, "ws.pot"),   vec<double>(rr, "ws.rest_row"),  vec<double>(rc, "ws.rest_col"),
+            vec<bool>(done, "ws.done")};
+}
+
+/// The arguments ``D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j,
+/// out_mass`` of the ``_solve_supports`` kernels, as views (``O``: the element type of ``out_i``).
+template <class O>
+auto supports(const In &D, const In &xs, const In &ys, const In &a, const In &b, const In &k, const In &l,
+              const In &rows, const In &off, const Out &basis, const Out &warm, const Out &costs, const Out &gaps,
+              const Out &ok, const Out &out_i, const Out &out_j, const Out &out_mass) {
+    return std::make_tuple(mat<double>(D, "D"), mat<i64>(xs, "xs"), mat<i64>(ys, "ys"), mat<double>(a, "a"),
+                           mat<double>(b, "b"), vec<i64>(k, "k"), vec<i64>(l, "l"), vec<i64>(rows, "rows"),
+                           vec<i64>(off, "off"), mat<B>(basis, "basis"), vec<bool>(warm, "warm"),
+                           vec<double>(costs, "costs"), vec<double>(gaps, "gaps"), vec<bool>(ok, "ok"),
+                           vec<O>(out_i, "out_i"), vec<O>(out_j, "out_j"), vec<double>(out_mass, "out_mass"));
+}
+
+/// The arguments ``a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm`` of the
+/// ``_solve_batch`` kernels, as views.
+auto batch(const In &a, const In &b, const In &C, const In &k, const In &l, const Out &flows, const Out &costs,
+           const Out &gaps, const Out &ok, const Out &pivots, const Out &basis, const In &off, const In &warm) {
+    return std::make_tuple(mat<double>(a, "a"), mat<double>(b, "b"), cube<double>(C, "C"), vec<i64>(k, "k"),
+                           vec<i64>(l, "l"), cube<double>(flows, "flows"), vec<double>(costs, "costs"),
+                           vec<double>(gaps, "gaps"), vec<bool>(ok, "ok"), vec<i64>(pivots, "pivots"),
+                           mat<B>(basis, "basis"), vec<i64>(off, "off"), vec<bool>(warm, "warm"));
+}
+
+}  // namespace
+
+void bind_simplex(nb::module_ m) {
+    m.def("_add_edge", [](i64 e, i64 i, i64 j, i64 k, Out er, Out ec, Out adj, Out deg) {
+        sx::add_edge(e, i, j, k, vec<i64>(er, "er"), vec<i64>(ec, "ec"), mat<i64>(adj, "adj"), vec<i64>(deg, "deg"));
+    });
+    m.def("_remove_from", [](i64 node, i64 e, Out adj, Out deg) {
+        sx::remove_from(node, e, mat<i64>(adj, "adj"), vec<i64>(deg, "deg"));
+    });
+    m.def("_find", [](Out parent, i64 x) { return sx::find(vec<i64>(parent, "parent"), x); });
+    m.def("_join", [](Out parent, i64 x, i64 y) { return sx::join(vec<i64>(parent, "parent"), x, y); });
+    m.def("_greedy_basis", [](In a, In b, In C, i64 k, i64 l, Out flow, Out er, Out ec, Out adj, Out deg) {
+        const auto args = std::make_tuple(vec<double>(a, "a"), vec<double>(b, "b"), mat<double>(C, "C"), k, l,
+                                          mat<double>(flow, "flow"), vec<i64>(er, "er"), vec<i64>(ec, "ec"),
+                                          mat<i64>(adj, "adj"), vec<i64>(deg, "deg"));
+        nb::gil_scoped_release release;
+        return std::apply(sx::greedy_basis, args);
+    });
+    m.def("_warm_basis", [](In a, In b, i64 k, i64 l, Out flow, Out er, Out ec, Out adj, Out deg, In br, In bc,
+                            Out rs, Out rd, Out left, Out done, Out stack) {
+        return sx::warm_basis(vec<double>(a, "a"), vec<double>(b, "b"), k, l, mat<double>(flow, "flow"),
+                              vec<i64>(er, "er"), vec<i64>(ec, "ec"), mat<i64>(adj, "adj"), vec<i64>(deg, "deg"),
+                              vec<B>(br, "br"), vec<B>(bc, "bc"), vec<double>(rs, "rs"), vec<double>(rd, "rd"),
+                              vec<i64>(left, "left"), vec<bool>(done, "done"), vec<i64>(stack, "stack"));
+    });
+    m.def("_smallest_even_flow", [](In path, i64 length, In flow, In er, In ec, double theta, i64 leave) {
+        return sx::smallest_even_flow(vec<i64>(path, "path"), length, mat<double>(flow, "flow"), vec<i64>(er, "er"),
+                                      vec<i64>(ec, "ec"), theta, leave);
+    });
+    m.def("_hang", [](i64 root, In C, i64 k, In er, In ec, In adj, In deg, Out parent_edge, Out depth, Out pot,
+                      Out stack) {
+        sx::hang(root, mat<double>(C, "C"), k, vec<i64>(er, "er"), vec<i64>(ec, "ec"), mat<i64>(adj, "adj"),
+                 vec<i64>(deg, "deg"), vec<i64>(parent_edge, "parent_edge"), vec<i64>(depth, "depth"),
+                 vec<double>(pot, "pot"), vec<i64>(stack, "stack"));
+    });
+    m.def("_workspace", [](i64 nmax, i64 dmax) {
+        const nb::module_ np = nb::module_::import_("numpy");
+        const nb::object empty = np.attr("empty"), int64 = np.attr("int64");
+        auto ints = [&] { return empty(nmax, "dtype"_a = int64); };
+        const nb::object Scratch = nb::module_::import_("bisimkit.simplex").attr("Scratch");
+        return Scratch(empty(nb::make_tuple(nmax, dmax), "dtype"_a = int64), ints(), ints(), ints(), ints(), ints(),
+                       ints(), ints(), ints(), empty(nmax), empty(nmax), empty(nmax),
+                       empty(nmax, "dtype"_a = np.attr("bool_")));
+    });
+    m.def("_solve_one", [](In a, In b, In C, i64 k, i64 l, Out flow, Out basis_row, Out basis_col, nb::handle warm,
+                           nb::handle ws) {
+        const auto args = std::make_tuple(vec<double>(a, "a"), vec<double>(b, "b"), mat<double>(C, "C"), k, l,
+                                          mat<double>(flow, "flow"), vec<B>(basis_row, "basis_row"),
+                                          vec<B>(basis_col, "basis_col"), truth(warm), scratch(ws));
+        nb::gil_scoped_release release;
+        return std::apply(sx::solve_one<B>, args);
+    });
+    m.def("_plan_gap", [](In a, In b, i64 k, i64 l, In flow, In edge_row, In edge_col, In pot, double cost,
+                          double violation, double scale, double floor, Out rows, Out cols) {
+        return sx::plan_gap(vec<double>(a, "a"), vec<double>(b, "b"), k, l, mat<double>(flow, "flow"),
+                            vec<i64>(edge_row, "edge_row"), vec<i64>(edge_col, "edge_col"), vec<double>(pot, "pot"),
+                            cost, violation, scale, floor, vec<double>(rows, "rows"), vec<double>(cols, "cols"));
+    });
+    m.def("_basis_from_flow", [](In flow, In C, i64 k, i64 l, Out br, Out bc) {
+        return sx::basis_from_flow(mat<double>(flow, "flow"), mat<double>(C, "C"), k, l, vec<B>(br, "br"),
+                                   vec<B>(bc, "bc"));
+    });
+    m.def("_basis_from_flow_at", [](In flows, In C, In k, In l, Out basis, In off, Out ok, i64 p) {
+        sx::basis_from_flow_at(cube<double>(flows, "flows"), cube<double>(C, "C"), vec<i64>(k, "k"), vec<i64>(l, "l"),
+                               mat<B>(basis, "basis"), vec<i64>(off, "off"), vec<bool>(ok, "ok"), p);
+    });
+    for (const bool parallel : {true, false}) {
+        m.def(parallel ? "_bases_from_flows" : "_bases_from_flows_serial",
+              [parallel](In flows, In C, In k, In l, Out basis, In off, Out ok) {
+                  const auto args = std::make_tuple(cube<double>(flows, "flows"), cube<double>(C, "C"),
+                                                    vec<i64>(k, "k"), vec<i64>(l, "l"), mat<B>(basis, "basis"),
+                                                    vec<i64>(off, "off"), vec<bool>(ok, "ok"), parallel);
+                  nb::gil_scoped_release release;
+                  std::apply(sx::bases_from_flows<B>, args);
+              });
+    }
+    m.def("_solve_block", [](In a, In b, In C, In k, In l, Out flows, Out costs, Out gaps, Out ok, Out pivots,
+                             Out basis, In off, In warm, i64 blk, i64 nmax, i64 dmax) {
+        const auto args = std::tuple_cat(batch(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm),
+                                         std::make_tuple(blk, nmax, dmax));
+        nb::gil_scoped_release release;
+        std::apply(sx::solve_block<B>, args);
+    });
+    for (const bool parallel : {true, false}) {
+        m.def(parallel ? "_solve_batch" : "_solve_batch_serial",
+              [parallel](In a, In b, In C, In k, In l, Out flows, Out costs, Out gaps, Out ok, Out pivots, Out basis,
+                         In off, In warm, i64 nmax, i64 dmax) {
+                  const auto args = std::tuple_cat(
+                      batch(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm),
+                      std::make_tuple(nmax, dmax, parallel));
+                  nb::gil_scoped_release release;
+                  std::apply(sx::solve_batch<B>, args);
+              });
+    }
+    m.def("_solve_supports_one",
+          [](In D, In xs, In ys, In a, In b, In k, In l, In rows, In off, Out basis, Out warm, Out costs, Out gaps,
+             Out ok, Out out_i, Out out_j, Out out_mass, i64 x, Out cbuf, Out fbuf, nb::handle ws) {
+              const sx::Scratch space = scratch(ws);
+              indices(out_i, "out_i", [&](auto type) {
+                  using O = decltype(type);
+                  const auto args = std::tuple_cat(
+                      supports<O>(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j,
+                                  out_mass),
+                      std::make_tuple(x, vec<double>(cbuf, "cbuf"), vec<double>(fbuf, "fbuf"), space));
+                  nb::gil_scoped_release release;
+                  std::apply(sx::solve_supports_one<i64, B, O>, args);
+              });
+          });
+    m.def("_solve_supports_block",
+          [](In D, In xs, In ys, In a, In b, In k, In l, In rows, In off, Out basis, Out warm, Out costs, Out gaps,
+             Out ok, Out out_i, Out out_j, Out out_mass, i64 blk, i64 nmax, i64 dmax, i64 cmax) {
+              indices(out_i, "out_i", [&](auto type) {
+                  using O = decltype(type);
+                  const auto args = std::tuple_cat(
+                      supports<O>(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j,
+                                  out_mass),
+                      std::make_tuple(blk, nmax, dmax, cmax));
+                  nb::gil_scoped_release release;
+                  std::apply(sx::solve_supports_block<i64, B, O>, args);
+              });
+          });
+    for (const bool parallel : {true, false}) {
+        m.def(parallel ? "_solve_supports" : "_solve_supports_serial",
+              [parallel](In D, In xs, In ys, In a, In b, In k, In l, In rows, In off, Out basis, Out warm, Out costs,
+                         Out gaps, Out ok, Out out_i, Out out_j, Out out_mass, i64 nmax, i64 dmax, i64 cmax) {
+                  indices(out_i, "out_i", [&](auto type) {
+                      using O = decltype(type);
+                      const auto args = std::tuple_cat(
+                          supports<O>(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j,
+                                      out_mass),
+                          std::make_tuple(nmax, dmax, cmax, parallel));
+                      nb::gil_scoped_release release;
+                      std::apply(sx::solve_supports<i64, B, O>, args);
+                  });
+              });
+    }
+    m.def("_line_basis", [](In xs, In a, i64 k, In ys, In b, i64 l, In h, Out br, Out bc) {
+        sx::line_basis(vec<i64>(xs, "xs"), vec<double>(a, "a"), k, vec<i64>(ys, "ys"), vec<double>(b, "b"), l,
+                       vec<double>(h, "h"), vec<B>(br, "br"), vec<B>(bc, "bc"));
+    });
+    m.def("_line_bases", [](In xs, In a, In k, In ys, In b, In l, In h, Out basis, In off, Out valid) {
+        const auto args = std::make_tuple(mat<i64>(xs, "xs"), mat<double>(a, "a"), vec<i64>(k, "k"),
+                                          mat<i64>(ys, "ys"), mat<double>(b, "b"), vec<i64>(l, "l"),
+                                          vec<double>(h, "h"), mat<B>(basis, "basis"), vec<i64>(off, "off"),
+                                          vec<bool>(valid, "valid"));
+        nb::gil_scoped_release release;
+        std::apply(sx::line_bases<i64, B>, args);
+    });
+    nb::dict constants;
+    constants["FLOW_EPS"] = sx::FLOW_EPS;
+    constants["PRICE_TOL"] = sx::PRICE_TOL;
+    constants["BLOCK"] = sx::BLOCK;
+    constants["SOLVED"] = sx::SOLVED;
+    constants["NO_START"] = sx::NO_START;
+    constants["PIVOT_CAP"] = sx::PIVOT_CAP;
+    constants["BASIS_BITS"] = 8 * static_cast<int>(sizeof(B));
+    m.attr("CONSTANTS") = constants;
+}
+
+}  // namespace bisimkit::bindings

@@ -1,0 +1,119 @@
+// The assembly and product kernels of bisimkit/compiled.py, statement for statement (same arithmetic,
+// same order: bit for bit the Python functions' results). The loops the Python bodies run with
+// ``prange`` run on OpenMP threads; each iteration writes only its own row.
+#pragma once
+
+#include <algorithm>
+
+#include "arrays.hpp"
+#include "couplings.hpp"
+
+namespace bisimkit::compiled {
+
+template <class C, class R, class X>
+void count_slots(Vec<i64> off, Vec<C> ci, Vec<C> cj, Vec<double> mass, Vec<R> row_pair, Mat<X> index,
+                 Vec<i64> counts) {
+    for (i64 p = 0; p < off.size - 1; ++p) {
+        const i64 r = row_pair[p];
+        for (i64 e = off[p]; e < off[p + 1]; ++e) {
+            if (mass[e] > 0 && index(ci[e], cj[e]) >= 0) counts[r] += 1;
+        }
+    }
+}
+
+template <class C, class R, class X, class P, class J, class D>
+void fill_slots(Vec<i64> off, Vec<C> ci, Vec<C> cj, Vec<double> mass, Vec<R> row_pair, Vec<double> row_weight,
+                Mat<X> index, Vec<P> indptr, Vec<J> indices, Vec<D> data) {
+    Buffer<i64> fill_(indptr.size - 1);
+    const Vec<i64> fill = fill_.view();
+    for (i64 r = 0; r < indptr.size - 1; ++r) fill[r] = indptr[r];
+    for (i64 p = 0; p < off.size - 1; ++p) {
+        const i64 r = row_pair[p];
+        const double w = row_weight[p];
+        for (i64 e = off[p]; e < off[p + 1]; ++e) {
+            const i64 col = index(ci[e], cj[e]);
+            if (mass[e] > 0 && col >= 0) {
+                indices[fill[r]] = static_cast<J>(col);
+                data[fill[r]] = static_cast<D>(w * mass[e]);
+                fill[r] += 1;
+            }
+        }
+    }
+}
+
+template <class X, class J, class D>
+void eps_bar_pass(Vec<i64> S, Vec<i64> T, Mat<X> index, i64 m, Vec<i64> a_ptr, Vec<i64> a_idx, Vec<double> a_bp,
+                  Vec<i64> x_ptr, Vec<i64> x_idx, Vec<double> x_bp, i64 mode, Vec<i64> counts, Vec<i64> indptr,
+                  Vec<J> indices, Vec<D> data, Vec<double> vec, Vec<double> out) {
+    const bool fill = mode == 1;
+    const i64 pairs = S.size;
+#pragma omp parallel for schedule(dynamic, 64)
+    for (i64 p = 0; p < pairs; ++p) {
+        const i64 s = S[p];
+        const i64 t = T[p];
+        const i64 room = a_ptr[s + 1] - a_ptr[s] + a_ptr[t + 1] - a_ptr[t];
+        Buffer<i64> ai_(room), aj_(room);
+        Buffer<double> am_(room);
+        const Vec<i64> ai = ai_.view(), aj = aj_.view();
+        const Vec<double> am = am_.view();
+        const i64 na = couplings::merge_breakpoints(a_idx.slice(a_ptr[s], a_ptr[s + 1]),
+                                                    a_bp.slice(a_ptr[s], a_ptr[s + 1]),
+                                                    a_idx.slice(a_ptr[t], a_ptr[t + 1]),
+                                                    a_bp.slice(a_ptr[t], a_ptr[t + 1]), ai, aj, am);
+        i64 width = 0;
+        for (i64 x = 0; x < na; ++x) {
+            const i64 ra = s * m + ai[x];
+            const i64 rb = t * m + aj[x];
+            const i64 here = x_ptr[ra + 1] - x_ptr[ra] + x_ptr[rb + 1] - x_ptr[rb];
+            width = here > width ? here : width;  // Python's max(width, here)
+        }
+        Buffer<i64> si_(width), sj_(width);
+        Buffer<double> sm_(width);
+        const Vec<i64> si = si_.view(), sj = sj_.view();
+        const Vec<double> sm = sm_.view();
+        i64 count = 0;
+        double acc = 0.0;
+        i64 pos = fill ? indptr[p] : 0;
+        for (i64 x = 0; x < na; ++x) {
+            const i64 ra = s * m + ai[x];
+            const i64 rb = t * m + aj[x];
+            const double w = am[x];
+            const i64 ns = couplings::merge_breakpoints(x_idx.slice(x_ptr[ra], x_ptr[ra + 1]),
+                                                        x_bp.slice(x_ptr[ra], x_ptr[ra + 1]),
+                                                        x_idx.slice(x_ptr[rb], x_ptr[rb + 1]),
+                                                        x_bp.slice(x_ptr[rb], x_ptr[rb + 1]), si, sj, sm);
+            for (i64 y = 0; y < ns; ++y) {
+                const i64 col = index(si[y], sj[y]);
+                if (col >= 0) {
+                    if (mode == 2) {
+                        acc += w * sm[y] * vec[col];
+                    } else if (fill) {
+                        indices[pos] = static_cast<J>(col);
+                        data[pos] = static_cast<D>(w * sm[y]);
+                        pos += 1;
+                    } else {
+                        count += 1;
+                    }
+                }
+            }
+        }
+        if (mode == 0) {
+            counts[p] = count;
+        } else if (mode == 2) {
+            out[p] = acc;
+        }
+    }
+}
+
+template <class P, class J, class D>
+void csr_matvec(Vec<P> indptr, Vec<J> indices, Vec<D> data, Vec<D> x, Vec<D> out, bool parallel) {
+    const i64 rows = indptr.size - 1;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (i64 r = 0; r < rows; ++r) {
+        double acc = 0.0;  // float64 accumulation, also for float32 data
+        for (i64 e = indptr[r]; e < indptr[r + 1]; ++e) acc += data[e] * x[indices[e]];
+        out[r] = static_cast<D>(acc);
+    }
+}
+
+}  // namespace bisimkit::compiled

@@ -71,6 +71,7 @@ import numpy as np
 from .errors import InputError
 from .kernels import kernel
 from .mdp import ROW_TOLERANCE
+from .simplex import BASIS_DTYPE, basis_offsets, solve_padded
 
 #: Labels left out of the ground by default: ``init`` marks where runs start, not how a state behaves.
 DEFAULT_EXCLUDED_LABELS = ("init",)
@@ -801,6 +802,7 @@ def closure(seeds_i, seeds_j, quotient: Quotient, ground: _Ground, max_pairs: in
 def reach_diagonal(space: PairSpace) -> np.ndarray:
     """bool per pair: whether it reaches the diagonal in the pair graph (edges to every successor pair
     with ground below 1). One backward breadth-first search from the diagonal."""
+    # start-up cost: scipy's sparse modules load when distances are computed, not with this module
     import scipy.sparse as sp
     from scipy.sparse.csgraph import breadth_first_order
 
@@ -833,6 +835,7 @@ def restrict(space: PairSpace, keep: np.ndarray) -> PairSpace:
 
 def full_graph(space: PairSpace):
     """The pair graph with an edge for every cell between two pairs of the space (CSR, pattern only)."""
+    # start-up cost: scipy's sparse modules load when distances are computed, not with this module
     import scipy.sparse as sp
 
     N = space.size
@@ -930,8 +933,6 @@ def _transport(grp: _Group, C: np.ndarray, couplings: _Couplings):
         return cost, plan, cost - (grp.ka * grp.kb + 2) * 2 * _U * cost - 2 * _ROW_ERROR, False
     if grp.ka == 2 and grp.kb == 2:
         return _transport_2x2(grp.a, grp.b, C) + (True,)
-    from .simplex import BASIS_DTYPE, basis_offsets, solve_padded
-
     G, ka, kb = len(grp.pairs), grp.ka, grp.kb
     k = np.full(G, ka, dtype=np.int64)
     l = np.full(G, kb, dtype=np.int64)
@@ -943,7 +944,7 @@ def _transport(grp: _Group, C: np.ndarray, couplings: _Couplings):
     low = np.empty(G)
     _tree_dual_bounds(grp.basis.reshape(G, ka + kb - 1, 2), C, grp.a, grp.b, _ROW_ERROR, low)
     for p in np.flatnonzero(~ok):  # pragma: no cover - the simplex's pivot cap: POT's solver instead
-        from .couplings import load_pot
+        from .couplings import load_pot  # the POT extra: only past the simplex's pivot cap
 
         Gp, log = load_pot().emd(grp.a[p], grp.b[p], C[p], numItermax=10_000_000, log=True)
         flows[p] = Gp
@@ -952,7 +953,7 @@ def _transport(grp: _Group, C: np.ndarray, couplings: _Couplings):
     return costs, flows, low, True
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _tree_dual_bounds(basis, C, a, b, law_error, low):
     """Per problem, the lower bound of :func:`_dual_bound` from the potentials of its spanning-tree basis.
 
@@ -1089,6 +1090,7 @@ class _Solution:
 def _assemble(couplings: _Couplings, space: PairSpace, c: float):
     """``T`` (CSR) and ``b`` of the current couplings:
     ``x = b + T x`` on the pairs."""
+    # start-up cost: scipy's sparse modules load when distances are computed, not with this module
     import scipy.sparse as sp
 
     N = space.size
@@ -1116,7 +1118,7 @@ GAUSS_SEIDEL_TARGET = 2.0 ** -50
 FIXED_COMPONENTS_MAX = 64
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _scc_sweep(scc_ptr, members, first, last, indptr, indices, data, rhs, x, local):
     """Block back-substitution of ``x = rhs + T x`` over the components ``first .. last - 1``.
 
@@ -1203,7 +1205,7 @@ def _scc_sweep(scc_ptr, members, first, last, indptr, indices, data, rhs, x, loc
             local[p] = -1
 
 
-@kernel(cache=True, nogil=True)
+@kernel
 def _scc_gauss_seidel(members, indptr, indices, data, rhs, x, local, max_sweeps, target):
     """Gauss-Seidel sweeps of ``x_S = rhs_S + T x`` over one component ``S = members`` (the states outside S
     already solved) until the largest residual is at most ``target`` or ``max_sweeps`` have run.
@@ -1266,6 +1268,7 @@ def _scc_gauss_seidel(members, indptr, indices, data, rhs, x, local, max_sweeps,
 def _components(T) -> tuple[np.ndarray, np.ndarray]:
     """The strongly connected components of the graph of ``T`` in solving order (successors first):
     ``(scc_ptr, members)``."""
+    # start-up cost: scipy's sparse modules load when distances are computed, not with this module
     from scipy.sparse.csgraph import connected_components
 
     N = T.shape[0]
@@ -1308,6 +1311,7 @@ def _topological_labels(count: int, src: np.ndarray, dst: np.ndarray) -> np.ndar
 def _block_solve(T, rhs: np.ndarray, comps, start: np.ndarray | None = None) -> np.ndarray:
     """``x = rhs + T x`` by block back-substitution over the components of ``T`` (``start``: the first guess
     of the Gauss-Seidel sweeps on large components)."""
+    # start-up cost: scipy's sparse modules load when distances are computed, not with this module
     import scipy.sparse as sp
     from scipy.sparse.linalg import splu
 
@@ -1321,7 +1325,7 @@ def _block_solve(T, rhs: np.ndarray, comps, start: np.ndarray | None = None) -> 
     start = 0
     for comp in list(big) + [len(sizes)]:
         if comp > start:
-            _scc_sweep(scc_ptr, members, start, comp, indptr, indices, data, rhs, x, local)
+            _scc_sweep(scc_ptr, members, int(start), int(comp), indptr, indices, data, rhs, x, local)
         if comp < len(sizes):
             S = members[scc_ptr[comp]:scc_ptr[comp + 1]]
             # Gauss-Seidel first (cheap where coupled runs separate quickly), a sparse LU if it stalls

@@ -83,7 +83,7 @@ from typing import Sequence
 import numpy as np
 
 from .errors import InputError
-from .mdp import ROW_TOLERANCE
+from .mdp import ROW_TOLERANCE, FiniteMDP
 
 ALIGN_ACTIONS = ("name", "index")
 #: Labels listed in full in an "unknown name" message; longer lists are cut with a count.
@@ -1232,7 +1232,7 @@ def _check_align(align_actions: str) -> None:
 
 
 # ------------------------------------------------------------------------------ stormpy
-def from_stormpy(model, *, align_actions: str = "name") -> ModelData:
+def stormpy_data(model, *, align_actions: str = "name") -> ModelData:
     """The :class:`ModelData` of a sparse DTMC or MDP built by stormpy (from a PRISM or JANI
     program), with all its labels and reward structures, without writing a file.
 
@@ -1332,3 +1332,53 @@ def _matrix_entries(matrix, n_rows: int, exact: bool) -> tuple[np.ndarray, np.nd
         values = [v() for v in values]
     vals = np.array([_exact_float(v) for v in values] if exact else values, dtype=np.float64)
     return cols, vals, np.repeat(np.arange(n_rows, dtype=np.int64), lengths)
+
+
+# ----------------------------------------------------------------- as MDPs
+#: The discount a model from a model checker gets when none is given (such models carry none).
+MODEL_DISCOUNT = 0.9
+MODEL_SUFFIXES = (".drn", ".tra")
+
+
+def to_mdp(data: ModelData, reward: str | None = None, discount: float = MODEL_DISCOUNT, policy=None,
+           kind: str | None = None):
+    """``data`` as a :class:`~bisimkit.mdp.FiniteMDP` with its transitions held sparse (never densified) and
+    each state's labels kept (``mdp.labels``).
+
+    Parameters
+    ----------
+    reward : a label (its indicator is the reward, for every action) or a reward structure
+        (:meth:`ModelData.reward_matrix`; ``kind`` settles a name that is both); None gives every reward 0.
+    discount : c in [0, 1) (models from a model checker carry none; default :data:`MODEL_DISCOUNT`).
+    policy : a Markov chain's is its one action; an MDP has none unless given: ``"uniform"`` or an (n, m)
+        array.
+    """
+    n, m = data.n_states, data.n_actions
+    rewards = np.zeros((n, m)) if reward is None else data.reward_matrix(reward, kind)
+    if isinstance(policy, str):
+        if policy != "uniform":
+            raise InputError(f"unknown policy {policy!r} (use 'uniform' or an (n, m) array)", param="policy")
+        policy = np.full((n, m), 1.0 / m)
+    elif policy is None and data.model_type == "dtmc":
+        policy = np.ones((n, 1))
+    ptr, idx = data._labels_by_state
+    names = np.asarray(data.label_names, dtype=object)
+    labels = [frozenset(names[idx[ptr[s]:ptr[s + 1]]]) for s in range(n)]
+    initial = int(data.initial_states[0]) if len(data.initial_states) == 1 else None
+    name = Path(data.source).name if data.source and data.source != "stormpy model" else data.source
+    return FiniteMDP(data.transition_matrix(), rewards, discount, policy, name=name, initial_state=initial,
+                     labels=labels)
+
+
+def load_model(path: str | os.PathLike, reward: str | None = None, discount: float = MODEL_DISCOUNT, policy=None,
+               kind: str | None = None):
+    """Read a Storm DRN file or a PRISM explicit export (:func:`read_model`) as a sparse
+    :class:`~bisimkit.mdp.FiniteMDP` (:func:`to_mdp`)."""
+    return to_mdp(read_model(path), reward, discount, policy, kind)
+
+
+def from_stormpy(model, reward: str | None = None, discount: float = MODEL_DISCOUNT, policy=None,
+                 kind: str | None = None):
+    """A model stormpy built (from a PRISM or JANI file) as a sparse :class:`~bisimkit.mdp.FiniteMDP`
+    (:func:`stormpy_data`, :func:`to_mdp`; the ``storm`` extra)."""
+    return to_mdp(stormpy_data(model), reward, discount, policy, kind)

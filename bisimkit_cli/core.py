@@ -32,7 +32,7 @@ from bisimkit.gaussian.model import is_gaussian_file, load_gaussian
 from bisimkit.ground import resolve_ground
 from bisimkit.gym import load_gym_spec
 from bisimkit.mdp import ROW_TOLERANCE, FiniteMDP, coordinate_independent, load_mdp
-from bisimkit.operators import GROUND_METRICS, METRIC_NAMES, OPERATORS, operator_info
+from bisimkit.operators import GROUND_METRICS, GROUND_RELATIONS, METRIC_NAMES, OPERATORS, operator_info
 from bisimkit.order import ACTION_ORDER_METRICS, STATE_ORDER_METRICS, resolve_order
 from bisimkit.progress import solve_progress
 from bisimkit.relations import RELATION_ATOL, RELATION_KINDS, relation_blocks
@@ -318,10 +318,11 @@ def cmd_solve_gaussian(args) -> int:
 
 # ---------------------------------------------------------- relation / info
 def cmd_relation(args) -> int:
-    if args.ground is not None and args.kind != "eps":
-        raise InputError(f"--ground: applies to --kind eps only (the {args.kind} relation has no ground term)")
+    if args.ground is not None and args.kind not in GROUND_RELATIONS:
+        raise InputError(f"--ground: applies to --kind {', '.join(GROUND_RELATIONS)} only (the {args.kind} relation "
+                         f"has no ground term)")
     mdp = load_mdp_or_example(args.mdp)
-    ground = resolve_ground(mdp, args.ground) if args.kind == "eps" else "reward"
+    ground = resolve_ground(mdp, args.ground) if args.kind in GROUND_RELATIONS else "reward"
     print(json.dumps(relation_blocks(mdp, args.kind, ground, atol=args.atol)))
     return 0
 

@@ -242,7 +242,8 @@ class ModelData:
             raise InputError(f"{kind!r} is not 'label' or 'reward'", param="kind")
         if kind is None and is_label and is_reward:
             raise InputError(f"{name!r} is both a label and a reward structure; say which with "
-                             f"kind='label' or kind='reward'", param="reward")
+                             f"kind='label' or kind='reward' (on the command line: label:{name} or reward:{name})",
+                             param="reward")
         if is_label and kind in (None, "label"):
             return self.label_mask(name)[self.choice_states].astype(np.float64)
         if is_reward and kind in (None, "reward"):

@@ -54,16 +54,78 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(message)
 
 
-def load_mdp_or_example(spec: str) -> FiniteMDP:
+#: Suffixes of the model-checking files (Storm's DRN, PRISM's explicit export) that the model options apply to.
+MODEL_FILE_SUFFIXES = (".drn", ".tra")
+#: The options a model file takes (``--reward``, ``--discount``, ``--policy``) as argparse destinations.
+MODEL_OPTIONS = ("reward", "discount", "policy")
+
+
+def load_mdp_or_example(spec: str, args=None) -> FiniteMDP:
     """Load an MDP file, build the bundled example of that name, or import a tabular Gymnasium
-    environment named ``gym:ID[?key=value&...]`` (:mod:`bisimkit.gym`; the ``gym`` extra)."""
+    environment named ``gym:ID[?key=value&...]`` (:mod:`bisimkit.gym`; the ``gym`` extra).
+
+    A model file from a model checker (``.drn``, ``.tra``) takes the options ``--reward``, ``--discount`` and
+    ``--policy`` of ``args`` (:func:`bisimkit.load_mdp`); anything else refuses them in one line."""
+    given = model_options(spec, args)
     if spec.startswith("gym:") and not Path(spec).exists():
         return load_gym_spec(spec)
     if not Path(spec).exists() and spec in EXAMPLES:
         return example(spec)
     if not Path(spec).exists():
         raise InputError(f"{spec}: no such file (bundled examples: {', '.join(EXAMPLES)})")
-    return load_mdp(spec)
+    if Path(spec).suffix.lower() not in MODEL_FILE_SUFFIXES:
+        return load_mdp(spec)
+    from bisimkit.model_files import MODEL_DISCOUNT, load_model  # start-up cost: only where a model file is read
+
+    policy = given.get("policy")
+    if policy is not None and policy != "uniform":
+        policy = _policy_file(policy)
+    reward, kind = given.get("reward"), None
+    if reward is not None and reward.partition(":")[0] in ("label", "reward") and ":" in reward:
+        kind, _, reward = reward.partition(":")
+    discount = given.get("discount", MODEL_DISCOUNT)
+    return load_model(spec, reward, discount, policy, kind)
+
+
+def model_options(spec: str, args) -> dict:
+    """The model-file options given in ``args`` (``{name: value}``), refused in one line unless ``spec`` is a
+    model file."""
+    given = {name: getattr(args, name, None) for name in MODEL_OPTIONS}
+    given = {name: value for name, value in given.items() if value is not None}
+    if given and Path(spec).suffix.lower() not in MODEL_FILE_SUFFIXES:
+        option = "--" + next(iter(given))
+        raise InputError(f"{option}: applies to model files ({', '.join(MODEL_FILE_SUFFIXES)}); {spec} carries its "
+                         f"own {'rewards' if option == '--reward' else option[2:]}")
+    return given
+
+
+def _policy_file(path: str) -> np.ndarray:
+    """The (n, m) policy array of ``--policy FILE`` (.npy, or .json holding a list of rows)."""
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(f"--policy: {path}: no such file (give 'uniform' or a .npy/.json file with an (n, m) array)")
+    try:
+        if file.suffix.lower() == ".npy":
+            return np.load(file, allow_pickle=False)
+        if file.suffix.lower() == ".json":
+            return np.asarray(json.loads(file.read_text(encoding="utf-8")), dtype=np.float64)
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"--policy: {path}: cannot read an (n, m) array ({exc})") from None
+    raise InputError(f"--policy: {path}: unsupported file type '{file.suffix}' (use .npy or .json)")
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    """The options of a model file from a model checker (``.drn``, ``.tra``): what its rewards, discount and
+    policy are, which such a model does not carry (``docs/cli.md#model-files``)."""
+    g = p.add_argument_group("model files (Storm's .drn, PRISM's explicit .tra with .lab and reward files)")
+    g.add_argument("--reward", default=None, metavar="NAME",
+                   help="a label (its indicator is the reward) or a reward structure of the model; label:NAME or "
+                        "reward:NAME for a name that is both (default: none, every reward 0)")
+    g.add_argument("--discount", type=_discount, default=None, metavar="C",
+                   help="discount factor c in [0, 1) (default 0.9)")
+    g.add_argument("--policy", default=None, metavar="POLICY",
+                   help="an MDP's policy: uniform, or a .npy/.json file with an (n, m) array (a Markov chain has its "
+                        "own)")
 
 
 # ------------------------------------------------------------------- solve
@@ -150,6 +212,7 @@ def cmd_solve(args) -> int:
     _ground_applies(args.metric, args.ground)
     if args.against is not None:
         return cmd_solve_between(args)
+    model_options(args.mdp, args)
     if is_gaussian_file(args.mdp):
         return cmd_solve_gaussian(args)
     for option in GAUSSIAN_ONLY:
@@ -157,7 +220,7 @@ def cmd_solve(args) -> int:
             raise InputError(f"--{option}: applies to Gaussian MDP files only ({args.mdp} is a finite MDP)")
     if args.method == "mc":
         raise InputError("--method mc: applies to Gaussian MDP files only (finite MDPs are solved exactly or by vi)")
-    mdp = load_mdp_or_example(args.mdp)
+    mdp = load_mdp_or_example(args.mdp, args)
     # Bad input is refused before anything is announced or computed.
     info = operator_info(args.metric)
     if info.uses_policy:
@@ -204,12 +267,14 @@ NOT_WITH_AGAINST = {"order": "index", "action_order": "index", "no_quotient": Fa
                     "confidence": None}
 
 
-def _load_side(spec: str, option: str = "") -> FiniteMDP:
+def _load_side(spec: str, option: str = "", args=None) -> FiniteMDP:
     """One of the two MDPs of ``--against``; a message about its content names the file (and the
     option that gave it), so it is clear which of the two MDPs is at fault."""
     try:
-        return load_mdp_or_example(spec)
+        return load_mdp_or_example(spec, args)
     except InputError as exc:
+        if str(exc).startswith("--"):  # an option's own message names it
+            raise
         message = str(exc) if str(exc).startswith(spec) else f"{spec}: {exc}"
         raise InputError(f"{option} {message}" if option else message) from None
 
@@ -231,7 +296,7 @@ def cmd_solve_between(args) -> int:
         operator_info(args.metric)  # an unknown name is refused as such
         raise InputError(f"--against: metric '{args.metric}' has no closed cross block between two MDPs (it needs "
                          f"each MDP's own mico self-distances); use one of {', '.join(BETWEEN_METRICS)}")
-    mdp_a, mdp_b = _load_side(args.mdp), _load_side(args.against, "--against")
+    mdp_a, mdp_b = _load_side(args.mdp, args=args), _load_side(args.against, "--against", args)
     _checked_out(args.out)
     # Bad input is refused before anything is announced or computed; the second MDP is --against.
     try:
@@ -321,7 +386,7 @@ def cmd_relation(args) -> int:
     if args.ground is not None and args.kind not in GROUND_RELATIONS:
         raise InputError(f"--ground: applies to --kind {', '.join(GROUND_RELATIONS)} only (the {args.kind} relation "
                          f"has no ground term)")
-    mdp = load_mdp_or_example(args.mdp)
+    mdp = load_mdp_or_example(args.mdp, args)
     ground = resolve_ground(mdp, args.ground) if args.kind in GROUND_RELATIONS else "reward"
     print(json.dumps(relation_blocks(mdp, args.kind, ground, atol=args.atol)))
     return 0
@@ -367,7 +432,7 @@ def cmd_info(args) -> int:
         from bisimkit.gaussian.pairs import describe_gaussian  # start-up cost: loads scipy.special (see cmd_solve_gaussian)
         print(describe_gaussian(load_gaussian(args.mdp)))
         return 0
-    print(describe_mdp(load_mdp_or_example(args.mdp)))
+    print(describe_mdp(load_mdp_or_example(args.mdp, args)))
     return 0
 
 
@@ -406,8 +471,8 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
 
     p = sub.add_parser("solve", help="fixed point of a bisimulation operator")
     p.add_argument("mdp", metavar="MDP",
-                   help="MDP file (.json/.npz), bundled example name, gym:ID (a tabular Gymnasium env), "
-                        "or a linear-Gaussian JSON file")
+                   help="MDP file (.json/.npz), model file (.drn, .tra), bundled example name, gym:ID (a tabular "
+                        "Gymnasium env), or a linear-Gaussian JSON file")
     p.add_argument("--metric", required=True, metavar="NAME",
                    help=f"one of: {', '.join(METRIC_NAMES)} (Gaussian MDPs: pi, psm, eps, eps-bar)")
     p.add_argument("--ground", default=None, metavar="G",
@@ -443,6 +508,7 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     p.add_argument("--force", action="store_true",
                    help="solve even when the memory estimate says it will not fit (docs/performance.md#memory)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_model_options(p)
     g = p.add_argument_group("Gaussian MDPs (a JSON file with \"kind\": \"linear-gaussian\")")
     g.add_argument("--pairs", default=None, metavar="FILE",
                    help="state pairs: .json list of [z, z'] or .npy of shape (P, 2, n) (required)")
@@ -456,16 +522,20 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("relation", help="largest bisimulation relation by partition refinement")
-    p.add_argument("mdp", metavar="MDP", help="MDP file (.json/.npz), bundled example name, or gym:ID")
+    p.add_argument("mdp", metavar="MDP", help="MDP file (.json/.npz), model file (.drn, .tra), bundled example name, "
+                                              "or gym:ID")
     p.add_argument("--kind", required=True, choices=RELATION_KINDS,
                    help="which relation: bisim (Ferns'), pi (under the MDP's policy), psm or eps (entangled)")
     p.add_argument("--ground", default=None, metavar="G", help="for --kind eps: reward, policy or a file")
     p.add_argument("--atol", type=_positive_float, default=RELATION_ATOL,
                    help="equality tolerance for reals (default 1e-9)")
+    add_model_options(p)
     p.set_defaults(func=cmd_relation)
 
     p = sub.add_parser("info", help="sizes and validation report of an MDP (finite or linear-Gaussian)")
-    p.add_argument("mdp", metavar="MDP", help="MDP file (.json/.npz), bundled example name, or gym:ID")
+    p.add_argument("mdp", metavar="MDP", help="MDP file (.json/.npz), model file (.drn, .tra), bundled example name, "
+                                              "or gym:ID")
+    add_model_options(p)
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("examples", help="list (or write) the bundled example MDPs")
@@ -497,6 +567,7 @@ def _argument_type(convert: Callable[[str], float], accept: Callable[[float], bo
 _positive_float = _argument_type(float, lambda v: bool(np.isfinite(v)) and v > 0, "a positive number")
 _positive_int = _argument_type(int, lambda v: v >= 1, "a positive integer")
 _probability = _argument_type(float, lambda v: 0 < v < 1, "a number in (0, 1)")
+_discount = _argument_type(float, lambda v: 0 <= v < 1, "a discount factor in [0, 1)")
 
 
 def option_strings(parser: argparse.ArgumentParser) -> set[str]:

@@ -207,3 +207,59 @@ def test_a_fresh_process_solves_at_once_and_says_nothing_of_its_kernels(tmp_path
         run = subprocess.run([sys.executable, "-m", "bisimkit", "solve", spec, "--metric", "pi", "--quiet"],
                              capture_output=True, text=True, timeout=900)
         assert run.returncode == 0 and run.stderr == "", (spec, run.stderr[-2000:])
+
+
+# ------------------------------------------------------------------ model files
+MODEL_DIR = __import__("pathlib").Path(__file__).parent / "data" / "model_files"
+
+
+def test_model_file_solve_matches_the_chain_written_out(tmp_path):
+    """tiny.drn with the label goal as reward, c = 0.5, is the dense chain below (transitions of the file)."""
+    from bisimkit import FiniteMDP, solve
+
+    chain = FiniteMDP(transitions=[[[0, 1 / 3, 2 / 3]], [[0.25, 0.75, 0]], [[0, 0, 1]]], rewards=[[0], [0], [1]],
+                      policy=[[1], [1], [1]], discount=0.5)
+    out = tmp_path / "d.npy"
+    for spec in ("tiny.drn", "tiny.tra"):
+        code, stdout, stderr = run_cli("solve", str(MODEL_DIR / spec), "--metric", "pi", "--reward", "goal",
+                                       "--discount", "0.5", "--out", str(out), "--quiet")
+        assert code == 0, stderr
+        expected = solve(chain, "pi")
+        np.testing.assert_allclose(np.load(out), expected.distances, atol=2 * expected.certified_error + 1e-12)
+
+
+def test_model_file_reward_structures_and_relation(capsys):
+    from bisimkit import load_mdp, relation_blocks
+
+    path = str(MODEL_DIR / "tiny.drn")
+    assert main(["relation", path, "--kind", "pi", "--reward", "bonus"]) == 0
+    blocks = json.loads(capsys.readouterr().out)
+    assert blocks == relation_blocks(load_mdp(path, reward="bonus"), "pi")
+    assert main(["relation", path, "--kind", "pi"]) == 0  # no reward: every state alike
+    assert json.loads(capsys.readouterr().out) == [[0, 1, 2]]
+    assert main(["solve", path, "--metric", "pi", "--reward", "reward:cost", "--quiet"]) == 0
+    assert "discount=0.9" in capsys.readouterr().out  # the default discount of a model file
+
+
+def test_model_file_policy_option(tmp_path, capsys):
+    path = str(MODEL_DIR / "swapped.drn")
+    assert main(["solve", path, "--metric", "pi", "--reward", "r"]) == 2  # an MDP has no policy of its own
+    assert "policy" in capsys.readouterr().err
+    assert main(["solve", path, "--metric", "pi", "--reward", "r", "--policy", "uniform", "--quiet"]) == 0
+    capsys.readouterr()
+    policy = tmp_path / "pi.json"
+    policy.write_text("[[1, 0], [0, 1]]")
+    assert main(["solve", path, "--metric", "pi", "--reward", "r", "--policy", str(policy), "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["solve", "four-state", "--metric", "pi", "--reward", "goal"], "--reward: applies to model files"),
+    (["relation", "four-state", "--kind", "pi", "--discount", "0.5"], "--discount: applies to model files"),
+    (["solve", str(MODEL_DIR / "tiny.drn"), "--metric", "pi", "--reward", "nosuch"], "unknown reward 'nosuch'"),
+    (["solve", str(MODEL_DIR / "tiny.drn"), "--metric", "pi", "--discount", "1"], "--discount"),
+    (["info", str(MODEL_DIR / "tiny.drn"), "--policy", "missing.npy"], "--policy: missing.npy: no such file"),
+])
+def test_model_file_options_refused_in_one_line(args, needle):
+    code, stdout, stderr = run_cli(*args)
+    assert code == 2 and stdout == ""
+    assert len(stderr.strip().splitlines()) == 1 and needle in stderr, stderr

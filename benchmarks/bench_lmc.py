@@ -67,7 +67,7 @@ PUBLISHED = {
 
 
 def stormpy_model(name: str):
-    """The :class:`~bisimkit.model_files.ModelData` of a listed model, built by stormpy."""
+    """A listed model, built by stormpy, as a :class:`~bisimkit.mdp.FiniteMDP` with its labels."""
     import stormpy
 
     from bisimkit.model_files import from_stormpy
@@ -149,8 +149,8 @@ def run_model(name: str, discount: float, max_memory_gib: float) -> dict:
         model = stormpy_model(name)
         record.update(file=MODELS[name][0], constants=MODELS[name][1], set_constants=MODELS[name][2],
                       build_seconds=time.perf_counter() - start, states=model.n_states,
-                      transitions=model.n_transitions,
-                      labels=[x for x in model.label_names if x != "init"])
+                      transitions=int(model.transition_rows.nnz),
+                      labels=sorted(set().union(*model.labels) - {"init"}))
         before = _rss_mib()
         start = time.perf_counter()
         try:

@@ -61,6 +61,7 @@ probabilistic bisimilarity distance one for labelled Markov chains", CAV 2018.
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -68,9 +69,11 @@ from typing import Sequence
 
 import numpy as np
 
+from .engine import Solution
 from .errors import InputError
+from .ground import read_ground_file
 from .kernels import kernel
-from .mdp import ROW_TOLERANCE
+from .mdp import ROW_TOLERANCE, FiniteMDP
 from .simplex import BASIS_DTYPE, basis_offsets, solve_padded
 
 #: Labels left out of the ground by default: ``init`` marks where runs start, not how a state behaves.
@@ -158,8 +161,48 @@ class LabelledChain:
                    source=str(model.source or "model"))
 
 
-def _as_chain(model, labels) -> LabelledChain:
-    if isinstance(model, LabelledChain):
+def _mdp_chain(mdp: FiniteMDP, labels: Sequence[str] | None, need_labels: bool) -> LabelledChain:
+    """The chain of a :class:`~bisimkit.mdp.FiniteMDP`: its rows (one action per state) or, with several
+    actions, the chain of its policy ``Ppi``; the label classes of ``mdp.labels`` over ``labels`` (default
+    every label but :data:`DEFAULT_EXCLUDED_LABELS`), or one class when ``need_labels`` is False (a ground
+    replaces them)."""
+    n, m = mdp.n_states, mdp.n_actions
+    if m == 1:
+        rows = mdp.transition_rows
+    else:
+        mdp.require_policy(f"the lmc distance of an MDP with {m} actions (the chain of its policy)")
+        rows = mdp.transition_pi_rows
+    rows = rows.tocsr() if hasattr(rows, "tocsr") else rows
+    if not need_labels:
+        if labels is not None:
+            raise InputError("give labels= or ground=, not both", param="ground")
+        classes = np.zeros(n, dtype=np.int64)
+    elif mdp.labels is None:
+        raise InputError(f"{mdp.label} carries no labels (read a model file, pass labels=[set of names per state] to "
+                         f"FiniteMDP, or give a ground)", param="labels")
+    else:
+        present = sorted(set().union(*mdp.labels)) if n else []
+        if labels is None:
+            chosen = frozenset(x for x in present if x not in DEFAULT_EXCLUDED_LABELS)
+        else:
+            if isinstance(labels, str):
+                raise InputError(f"{labels!r} is a string; give a list of label names", param="labels")
+            for i, name in enumerate(labels):
+                if name not in present:
+                    shown = ", ".join(repr(x) for x in present[:20]) or "(none)"
+                    raise InputError(f"entry {i}: unknown label {name!r}; the model's labels are {shown}",
+                                     param="labels")
+            chosen = frozenset(labels)
+        ids: dict[frozenset, int] = {}
+        classes = np.array([ids.setdefault(state & chosen, len(ids)) for state in mdp.labels], dtype=np.int64)
+    return LabelledChain(np.asarray(rows.indptr, dtype=np.int64), np.asarray(rows.indices, dtype=np.int64),
+                         np.asarray(rows.data, dtype=np.float64), classes, source=mdp.label)
+
+
+def _as_chain(model, labels, need_labels: bool = True) -> LabelledChain:
+    if isinstance(model, FiniteMDP):
+        chain = _mdp_chain(model, labels, need_labels)
+    elif isinstance(model, LabelledChain):
         if labels is not None:
             raise InputError("a LabelledChain carries its label classes; labels= is for a ModelData",
                              param="labels")
@@ -175,7 +218,8 @@ def _as_chain(model, labels) -> LabelledChain:
     elif hasattr(model, "label_classes") and hasattr(model, "row_ptr"):
         chain = LabelledChain.from_model(model, labels)
     else:
-        raise InputError(f"expected a ModelData or a LabelledChain, got {type(model).__name__}", param="model")
+        raise InputError(f"expected a FiniteMDP, a ModelData or a LabelledChain, got {type(model).__name__}",
+                         param="model")
     _check_chain(chain)
     return chain
 
@@ -1559,7 +1603,8 @@ class _ClassTable:
 
 # ------------------------------------------------------------------------------ the entry point
 def lmc_distances(model, discount: float = 1.0, *, labels: Sequence[str] | None = None, ground=None,
-                  pairs=None, tol: float = 1e-9, max_memory: int | None = None) -> LMCResult:
+                  pairs=None, tol: float = 1e-9, max_memory: int | None = None,
+                  dense_states: int = DENSE_STATES) -> LMCResult:
     r"""Bisimilarity distances of a labelled Markov chain, certified by a bracket.
 
     ``d`` is the least fixed point of ``F(d)(s, t) = g(s, t) + (1 - g(s, t)) c W_1(P(s), P(t); d)``, with
@@ -1567,8 +1612,9 @@ def lmc_distances(model, discount: float = 1.0, *, labels: Sequence[str] | None 
 
     Parameters
     ----------
-    model : a :class:`~bisimkit.model_files.ModelData` (a DTMC, or an MDP with one action per state) or a
-        :class:`LabelledChain` (CSR rows and label classes).
+    model : a :class:`~bisimkit.mdp.FiniteMDP` with ``labels`` (one action per state, or the chain of its
+        policy), a :class:`~bisimkit.model_files.ModelData` (a DTMC, or an MDP with one action per state) or
+        a :class:`LabelledChain` (CSR rows and label classes).
     discount : c in (0, 1]; 1 (undiscounted) is the usual distance of probabilistic model checking.
     labels : the label names that count (ModelData only); default every label but ``init``
         (:data:`DEFAULT_EXCLUDED_LABELS`): the initial state is where runs start, not a behaviour.
@@ -1583,6 +1629,7 @@ def lmc_distances(model, discount: float = 1.0, *, labels: Sequence[str] | None 
         it is wider than ``tol``.
     max_memory : bytes the pair space may take (default :data:`DEFAULT_MAX_MEMORY`); a larger problem is
         refused in one line before the pair work starts.
+    dense_states : all-pairs results carry ``(n, n)`` matrices up to this many states.
 
     Returns
     -------
@@ -1606,7 +1653,7 @@ def lmc_distances(model, discount: float = 1.0, *, labels: Sequence[str] | None 
     budget = DEFAULT_MAX_MEMORY if max_memory is None else int(max_memory)
     if ground is not None and labels is not None:
         raise InputError("give labels= or ground=, not both", param="ground")
-    chain = _as_chain(model, labels)
+    chain = _as_chain(model, labels, need_labels=ground is None)
     n = chain.n_states
     if ground is not None:
         g_full = _check_ground(ground, n)
@@ -1670,7 +1717,7 @@ def lmc_distances(model, discount: float = 1.0, *, labels: Sequence[str] | None 
     zero_pairs = int(np.sum(sizes * (sizes - 1) // 2))
     one_pairs = _ground_one_pairs(ground_q, sizes, n) + int(np.sum(sizes[d1_pairs[0]] * sizes[d1_pairs[1]]))
     if queries is None:
-        if n <= DENSE_STATES:
+        if n <= dense_states:
             ci = np.repeat(np.arange(k), k)
             cj = np.tile(np.arange(k), k)
             lo_k, up_k = table.bounds(ci, cj)
@@ -1708,3 +1755,75 @@ def _ground_one_pairs(ground: _Ground, sizes: np.ndarray, n: int) -> int:
         return int(np.sum(sizes[i] * sizes[j]))
     per_label = np.bincount(ground.labels, weights=sizes).astype(np.int64)
     return int(n * (n - 1) // 2 - np.sum(per_label * (per_label - 1) // 2))
+
+
+# ------------------------------------------------------------------------------ the registry's operator
+#: Bytes per state pair of the ``(n, n)`` matrices an all-pairs ``solve(mdp, "lmc")`` returns (distances, lower
+#: and upper bounds, and the class table they are read from).
+SOLUTION_PAIR_BYTES = 48
+
+
+@dataclass
+class LMCSolution(Solution):
+    """What ``solve(mdp, "lmc")`` returns: a :class:`~bisimkit.engine.Solution` whose ``distances`` are the
+    midpoints of the certified bracket (``(n, n)``, or ``(q,)`` for the queried ``pairs``), so that
+    ``|distances - d| <= certified_error / 2``, with the bracket itself.
+
+    lower, upper : rigorous bounds of the distances, the shape of ``distances``.
+    pairs : the queried ``(q, 2)`` state pairs, or None for all pairs.
+    discount : c.
+    result : the :class:`LMCResult` (classes, the counts of pairs at distance 0 and 1, timings).
+    """
+
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+    pairs: np.ndarray | None = None
+    discount: float = 1.0
+    result: LMCResult | None = None
+
+    def to_json(self) -> dict:
+        """The ``--out FILE.json`` object: :meth:`Solution.to_json`'s, with the bracket, the discount and the
+        queried pairs."""
+        out = super().to_json()
+        out.update(discount=self.discount, lower=self.lower.tolist(), upper=self.upper.tolist(),
+                   pairs=None if self.pairs is None else self.pairs.tolist())
+        return out
+
+
+def _solution_ground(ground, n: int):
+    """``(ground array or None, its label)`` from solve's ``ground``: None or ``"labels"`` (the labels), an
+    (n, n) array, or a file holding one (``.npy``, ``.npz`` key ``ground``, ``.json``)."""
+    if ground is None or (isinstance(ground, str) and ground == "labels"):
+        return None, "labels"
+    if isinstance(ground, (str, os.PathLike)):
+        try:
+            return _check_ground(read_ground_file(ground), n), str(ground)
+        except InputError as exc:
+            raise InputError(f"{ground}: {exc.detail}", param="ground") from None
+    return _check_ground(ground, n), "matrix"
+
+
+def lmc_solution(mdp: FiniteMDP, discount=None, ground=None, pairs=None, tol: float = 1e-9,
+                 force: bool = False) -> LMCSolution:
+    """``solve(mdp, "lmc", discount=c, ground=..., pairs=...)``: :func:`lmc_distances` of the chain of ``mdp``
+    (its rows, or its policy's chain) as an :class:`LMCSolution`.
+
+    ``discount`` (c in (0, 1]) overrides the MDP's own; ``ground`` replaces the labels (module doc); an
+    all-pairs solve whose ``(n, n)`` matrices would take more than :data:`DEFAULT_MAX_MEMORY` is refused in one
+    line (``force`` lifts that and the pair space's own limit)."""
+    if not isinstance(mdp, FiniteMDP):
+        raise InputError(f"expected a FiniteMDP, got {type(mdp).__name__}", param="mdp")
+    c = _check_discount(mdp.discount if discount is None else discount)
+    n = mdp.n_states
+    g, label = _solution_ground(ground, n)
+    budget = None if not force else 2**62
+    if pairs is None and not force and SOLUTION_PAIR_BYTES * n * n > DEFAULT_MAX_MEMORY:
+        raise InputError(f"all pairs of {n} states take about {SOLUTION_PAIR_BYTES * n * n / 2**30:.1f} GiB as "
+                         f"matrices, more than {DEFAULT_MAX_MEMORY / 2**30:.0f} GiB; query pairs= (or force)",
+                         param="pairs")
+    r = lmc_distances(mdp, c, ground=g, pairs=pairs, tol=tol, max_memory=budget, dense_states=n)
+    converged = r.certified and r.certified_error <= tol
+    return LMCSolution(metric="lmc", distances=r.distances, iterations=r.iterations,
+                       certified_error=r.certified_error, seconds=r.seconds, method=r.method, tolerance=tol,
+                       ground=label, converged=converged, floor=r.certified_error, lower=r.lower, upper=r.upper,
+                       pairs=r.pairs, discount=c, result=r)

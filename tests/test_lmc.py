@@ -261,14 +261,15 @@ def test_transport_lower_bounds_are_below_the_exact_value():
 
 # ------------------------------------------------------------------------------ PRISM models through stormpy
 def _prism(name: str, constants: str | None = None):
+    """stormpy, the PRISM program, and its model's :class:`~bisimkit.model_files.ModelData`."""
     stormpy = pytest.importorskip("stormpy")
-    from bisimkit.model_files import from_stormpy
+    from bisimkit.model_files import stormpy_data
 
     path = Path(stormpy.__file__).parent / "examples" / "files" / name
     program = stormpy.parse_prism_program(str(path))
     if constants:
         program, _ = stormpy.instantiate_constants(program, constants)
-    return stormpy, program, from_stormpy(stormpy.build_model(program))
+    return stormpy, program, stormpy_data(stormpy.build_model(program))
 
 
 @pytest.mark.parametrize("name, constants", [("dtmc/die.pm", None), ("dtmc/leader-3-5.pm", None),
@@ -412,3 +413,115 @@ def test_all_pairs_too_large_is_refused_up_front():
     rows = [{int(u): F(1, 2) for u in rng.choice(n, 2, replace=False)} for _ in range(n)]
     with pytest.raises(InputError, match=r"^pairs: all pairs need about .* GiB .* query pairs= or raise max_memory"):
         lmc_distances(chain(rows, rng.integers(0, 2, size=n)), 1.0, max_memory=1000)
+
+
+# ------------------------------------------------------------------------------ the registry's operator "lmc"
+#: A labelled chain whose distances are known by hand (c = 1): state 0 goes to 1 or 2 with probability 1/2,
+#: 1 to 3, 2 and 3 loop; 0, 1 and 2 carry {a}, 3 carries {b}. d(0, 1) = 1 (1 reaches only b), d(1, 2) = 1,
+#: d(0, 2) = d(1, 2) / 2 = 1/2; at c: d(1, 2) = c, d(0, 2) = c^2 / 2, d(0, 1) = c (c/2 + c/2).
+HAND_DRN = ("state 0 init a\n\taction 0\n\t\t1 : 0.5\n\t\t2 : 0.5\nstate 1 a\n\taction 0\n\t\t3 : 1\n"
+            "state 2 a\n\taction 0\n\t\t2 : 1\nstate 3 b\n\taction 0\n\t\t3 : 1\n")
+
+
+def hand_distances(c: float) -> np.ndarray:
+    d = np.ones((4, 4)) - np.eye(4)
+    d[0, 1] = d[1, 0] = c
+    d[1, 2] = d[2, 1] = c
+    d[0, 2] = d[2, 0] = c * c / 2
+    return d
+
+
+def test_solve_lmc_on_a_drn_file_the_discount_overriding_the_models(tmp_path):
+    from bisimkit import load_mdp, solve
+    from bisimkit.lmc import LMCSolution
+
+    mdp = load_mdp(_drn(tmp_path, HAND_DRN))  # a model file gets the default discount 0.9
+    assert mdp.discount == 0.9
+    for c, sol in ((1.0, solve(mdp, "lmc", discount=1)), (0.5, solve(mdp, "lmc", discount=0.5)),
+                   (0.9, solve(mdp, "lmc"))):
+        assert isinstance(sol, LMCSolution) and sol.metric == "lmc" and sol.discount == c and sol.converged
+        assert np.all(sol.lower <= hand_distances(c) + 1e-15) and np.all(hand_distances(c) <= sol.upper + 1e-15)
+        assert np.max(np.abs(sol.distances - hand_distances(c))) <= sol.certified_error / 2 + 1e-15
+        assert sol.ground == "labels"
+
+
+def test_solve_lmc_pairs_and_ground_against_all_pairs(tmp_path):
+    from bisimkit import load_mdp, solve
+
+    mdp = load_mdp(_drn(tmp_path, HAND_DRN))
+    full = solve(mdp, "lmc", discount=1)
+    pairs = np.array([[0, 2], [2, 0], [1, 3], [3, 3]])
+    q = solve(mdp, "lmc", discount=1, pairs=pairs)
+    assert q.distances.shape == (4,) and np.array_equal(q.pairs, pairs)
+    assert np.all(q.lower <= full.upper[pairs[:, 0], pairs[:, 1]])
+    assert np.all(full.lower[pairs[:, 0], pairs[:, 1]] <= q.upper)
+    assert q.distances[3] == 0.0 and q.distances[2] == 1.0
+    # the labels' 0/1 ground given as a matrix, and a fractional one in a file
+    labels = np.array([0, 0, 0, 1])
+    ground = (labels[:, None] != labels[None, :]).astype(float)
+    assert np.array_equal(solve(mdp, "lmc", discount=1, ground=ground).distances, full.distances)
+    half = ground / 2
+    np.save(tmp_path / "g.npy", half)
+    sol = solve(mdp, "lmc", discount=1, ground=str(tmp_path / "g.npy"))
+    assert sol.ground == str(tmp_path / "g.npy") and sol.converged
+    assert abs(sol.distances[1, 3] - 0.5) <= sol.certified_error  # 1 and 3 loop on their own: g(1, 3) = 1/2
+    assert sol.distances[0, 3] < full.distances[0, 3]
+
+
+def test_solve_lmc_on_a_prism_export_and_a_stormpy_model(tmp_path):
+    from bisimkit import load_mdp, solve
+
+    (tmp_path / "m.tra").write_text("4 5\n0 1 0.5\n0 2 0.5\n1 3 1\n2 2 1\n3 3 1\n")
+    (tmp_path / "m.lab").write_text('0="init" 1="a" 2="b"\n0: 0 1\n1: 1\n2: 1\n3: 2\n')
+    sol = solve(load_mdp(tmp_path / "m.tra"), "lmc", discount=1)
+    assert np.max(np.abs(sol.distances - hand_distances(1.0))) <= sol.certified_error / 2 + 1e-15
+    stormpy = pytest.importorskip("stormpy")
+    from bisimkit.model_files import from_stormpy, stormpy_data
+
+    path = Path(stormpy.__file__).parent / "examples" / "files" / "dtmc" / "brp-16-2.pm"
+    built = stormpy.build_model(stormpy.parse_prism_program(str(path)))
+    sol = solve(from_stormpy(built), "lmc", discount=1)
+    ref_result = lmc_distances(stormpy_data(built), 1.0)
+    assert sol.converged and sol.result.n_classes == ref_result.n_classes
+    assert np.all(sol.lower <= ref_result.upper) and np.all(ref_result.lower <= sol.upper)
+
+
+def test_an_mdp_with_a_policy_is_its_policys_chain():
+    from bisimkit import FiniteMDP, solve
+
+    P = np.zeros((4, 2, 4))
+    P[0, 0, 1] = P[0, 1, 2] = 1.0  # the uniform policy: 0 goes to 1 or 2 with probability 1/2
+    P[1, :, 3] = P[2, :, 2] = P[3, :, 3] = 1.0
+    labels = [{"a"}, {"a"}, {"a"}, {"b"}]
+    mdp = FiniteMDP(P, np.zeros((4, 2)), 0.9, policy=np.full((4, 2), 0.5), labels=labels)
+    sol = solve(mdp, "lmc", discount=1)
+    assert np.max(np.abs(sol.distances - hand_distances(1.0))) <= sol.certified_error / 2 + 1e-15
+    with pytest.raises(InputError, match="^policy: the lmc distance of an MDP with 2 actions"):
+        solve(FiniteMDP(P, np.zeros((4, 2)), 0.9, labels=labels), "lmc")
+
+
+def test_solve_lmc_bad_input_one_line_naming_the_field(tmp_path):
+    from bisimkit import FiniteMDP, load_mdp, solve
+
+    mdp = load_mdp(_drn(tmp_path, HAND_DRN))
+    P = np.zeros((2, 1, 2))
+    P[:, 0, 0] = 1.0
+    cases = [
+        (lambda: solve(FiniteMDP(P, np.zeros((2, 1)), 0.5), "lmc"), "labels"),  # no labels at all
+        (lambda: FiniteMDP(P, np.zeros((2, 1)), 0.5, labels=[{"a"}]), "labels"),  # a state without its labels
+        (lambda: solve(mdp, "lmc", discount=0), "discount"),
+        (lambda: solve(mdp, "lmc", discount=1.01), "discount"),
+        (lambda: solve(mdp, "lmc", ground=np.full((4, 4), 1.5) - 1.5 * np.eye(4)), "ground"),
+        (lambda: solve(mdp, "lmc", ground=np.full((4, 4), -0.5) + 0.5 * np.eye(4)), "ground"),
+        (lambda: solve(mdp, "lmc", ground=str(tmp_path / "missing.npy")), "ground"),
+        (lambda: solve(mdp, "lmc", pairs=[(0, 4)]), "pairs"),
+        (lambda: solve(mdp, "lmc", method="vi"), "method"),
+        (lambda: solve(mdp, "lmc", backend="torch"), "backend"),
+        (lambda: solve(mdp, "pi", discount=1), "discount"),
+        (lambda: solve(mdp, "pi", pairs=[(0, 1)]), "pairs"),
+    ]
+    for call, field in cases:
+        with pytest.raises(InputError) as info:
+            call()
+        message = str(info.value)
+        assert message.startswith(f"{field}:") and "\n" not in message, message

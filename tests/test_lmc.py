@@ -498,6 +498,11 @@ def test_an_mdp_with_a_policy_is_its_policys_chain():
     assert np.max(np.abs(sol.distances - hand_distances(1.0))) <= sol.certified_error / 2 + 1e-15
     with pytest.raises(InputError, match="^policy: the lmc distance of an MDP with 2 actions"):
         solve(FiniteMDP(P, np.zeros((4, 2)), 0.9, labels=labels), "lmc")
+    # without labels, a ground takes their place: the labels' 0/1 ground gives the same distances
+    ground = np.ones((4, 4)) - np.eye(4)
+    ground[:3, :3] = 0.0
+    unlabelled = FiniteMDP(P, np.zeros((4, 2)), 0.9, policy=np.full((4, 2), 0.5))
+    assert np.array_equal(solve(unlabelled, "lmc", discount=1, ground=ground).distances, sol.distances)
 
 
 def test_solve_lmc_bad_input_one_line_naming_the_field(tmp_path):

@@ -113,11 +113,13 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
     ----------
     metric : a name from :data:`bisimkit.operators.METRIC_NAMES`.
     ground : ``"reward"`` (default), ``"policy"``, a file path or an (n*m) x (n*m)
-        matrix; used by the eps family only.
+        matrix; used by the eps family. For ``lmc``: an (n, n) ground in [0, 1] (or a file) in place
+        of the labels.
     tol : certified sup-norm error to reach (default 1e-9).
     options, settings : a :class:`SolveOptions`, and/or its fields as keywords (``method``,
         ``progress``, ``max_iterations``, ``full_diagonal``, ``order``, ``action_order``,
-        ``quotient``, ``backend``, ``device``, ``force``), which override it.
+        ``quotient``, ``backend``, ``device``, ``force``; ``discount`` and ``pairs`` for ``lmc``), which
+        override it.
     """
     unknown = sorted(set(settings) - set(_OPTION_NAMES))
     if unknown:

@@ -33,7 +33,7 @@ from .pairs import PairSpace
 from .roundoff import U, MDPRoundOff, gamma, gamma_array, grid_breakpoint_error, pair_differences
 
 #: What the one-step term of an operator is built from (:attr:`Operator.term`).
-TERMS = ("reward-mean", "action-mean", "reward", "ground")
+TERMS = ("reward-mean", "action-mean", "reward", "ground", "labels")
 
 
 @dataclass(frozen=True)
@@ -42,10 +42,11 @@ class Operator:
 
     ``name``, ``formula`` and ``source`` are the table of ``docs/operators.md``; ``kind`` its computable
     form (``"transport"``, ``"stein"``, ``"pair-linear"`` or ``"derived"``); ``pseudometric`` whether
-    its fixed point has a zero diagonal and is a pseudometric. What it reads: ``uses_policy``,
+    its fixed point has a zero diagonal and is a pseudometric (``"labelled-chain"``: the bisimilarity
+    distance of a labelled Markov chain, solved by :mod:`bisimkit.lmc`). What it reads: ``uses_policy``,
     ``uses_ground`` (a ground metric between state-action pairs) and ``term``, what its one-step term
     is built from (:data:`TERMS`: the policy's mean rewards, its mean actions, the rewards of the
-    actions it pairs, or the ground). What it supports: ``p`` (W1 or W2 transport; W2 has no exact
+    actions it pairs, the ground, or the states' labels). What it supports: ``p`` (W1 or W2 transport; W2 has no exact
     method), ``relation`` (the kind of the largest relation whose blocks the quotient-first path
     solves on, or None), ``torch`` (Smith's doubling on a torch device), ``between`` (distances
     between two MDPs), ``pairs_actions`` (how it pairs the actions of two MDPs, which must then be the
@@ -353,6 +354,18 @@ class Derived(Operator):
     """mico-reduced: computed from the fixed point of ``base`` (:mod:`bisimkit.solvers`)."""
 
 
+@dataclass(frozen=True)
+class LabelledChainDistance(Operator):
+    """lmc: the bisimilarity distance of a labelled Markov chain, ``1`` where two states' labels differ and
+    ``c W1(P(s), P(t); d)`` where they agree, the least fixed point, for c in (0, 1]. It is not solved through
+    a form: :mod:`bisimkit.lmc` decides the pairs at distance 0 (bisimilarity) and at distance 1 (c = 1: the
+    pair graph), and runs policy iteration on the rest, certified by a bracket (``docs/lmc.md``)."""
+
+    def build(self, a, b, pairs, ground, zero_diagonal):
+        raise InputError(f"'{self.name}' is solved by bisimkit.lmc (solve(mdp, '{self.name}', discount=c)); it has no "
+                         f"operator form", param="metric")
+
+
 # --------------------------------------------------------------- registry
 OPERATORS: dict[str, Operator] = {op.name: op for op in [
     PerAction("bisim", "max_a |R(s,a)-R(t,a)| + c W1(P(s,a), P(t,a); d)", "Ferns et al. 2004", "transport",
@@ -385,6 +398,9 @@ OPERATORS: dict[str, Operator] = {op.name: op for op in [
                     "pair-linear", True, True, True, "ground",
                     pairs_actions="actions by the entangled coupling of the two policies", state_order=True,
                     action_order=True),
+    LabelledChainDistance("lmc", "1 if L(s) != L(t), else c W1(P(s), P(t); d); least fixed point, c in (0, 1]",
+                          "Desharnais et al. 1999; van Breugel and Worrell 2001; Tang and van Breugel 2016-2018",
+                          "labelled-chain", False, False, True, "labels", between=False),
 ]}
 
 METRIC_NAMES = tuple(OPERATORS)
@@ -397,6 +413,8 @@ STATE_ORDER_METRICS = tuple(name for name, op in OPERATORS.items() if op.state_o
 ACTION_ORDER_METRICS = tuple(name for name, op in OPERATORS.items() if op.action_order)
 #: The metrics the torch backend solves (Stein forms; dbc-sampled when its laws are point masses).
 TORCH_METRICS = tuple(name for name, op in OPERATORS.items() if op.torch)
+#: The bisimilarity distances of labelled Markov chains (:mod:`bisimkit.lmc`; ``discount=`` and ``pairs=``).
+LABELLED_CHAIN_METRICS = tuple(name for name, op in OPERATORS.items() if op.kind == "labelled-chain")
 #: The metrics with distances between two MDPs.
 BETWEEN_METRICS = tuple(name for name, op in OPERATORS.items() if op.between)
 #: The relations that read a ground metric (``bisimkit relation --ground``).

@@ -38,7 +38,7 @@ from .ground import Ground, ground_label, resolve_ground, zero_ground_message, z
 from .kernels import problem_cells, small_path, small_problem
 from .mdp import FiniteMDP
 from .memory import check_memory
-from .operators import TORCH_METRICS, Operator, operator, point_mass_transitions, stein_form
+from .operators import LABELLED_CHAIN_METRICS, TORCH_METRICS, Operator, operator, point_mass_transitions, stein_form
 from .order import OrderSpec, resolve_order
 from .quotient import DEVIATION_SHARE, RELATION_ATOL, quotient as find_quotient
 from .roundoff import U as U_ROUND, gamma
@@ -83,6 +83,8 @@ class SolveOptions:
     force : solve even when the memory estimate (:mod:`bisimkit.memory`) says the solve will not fit;
         without it such a solve stops before anything is allocated, with
         :class:`bisimkit.memory.NotEnoughMemory` naming the estimate, the limit and what would fit.
+    discount, pairs : the labelled-chain distance (``lmc``) only: c in (0, 1], overriding the MDP's own
+        discount, and the ``(s, t)`` state pairs to solve (default all); :func:`bisimkit.lmc.lmc_solution`.
     """
 
     tol: float = DEFAULT_TOL
@@ -96,6 +98,8 @@ class SolveOptions:
     backend: str = "numpy"
     device: str | None = None
     force: bool = False
+    discount: float | None = None
+    pairs: object = None
 
 
 _OPTION_NAMES = tuple(f.name for f in dataclasses.fields(SolveOptions))
@@ -109,11 +113,13 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
     ----------
     metric : a name from :data:`bisimkit.operators.METRIC_NAMES`.
     ground : ``"reward"`` (default), ``"policy"``, a file path or an (n*m) x (n*m)
-        matrix; used by the eps family only.
+        matrix; used by the eps family. For ``lmc``: an (n, n) ground in [0, 1] (or a file) in place
+        of the labels.
     tol : certified sup-norm error to reach (default 1e-9).
     options, settings : a :class:`SolveOptions`, and/or its fields as keywords (``method``,
         ``progress``, ``max_iterations``, ``full_diagonal``, ``order``, ``action_order``,
-        ``quotient``, ``backend``, ``device``, ``force``), which override it.
+        ``quotient``, ``backend``, ``device``, ``force``; ``discount`` and ``pairs`` for ``lmc``), which
+        override it.
     """
     unknown = sorted(set(settings) - set(_OPTION_NAMES))
     if unknown:
@@ -121,6 +127,12 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
                         f"(the settings are {', '.join(_OPTION_NAMES)})")
     opts = dataclasses.replace(options or SolveOptions(), tol=tol, **settings)
     op = operator(metric)
+    if op.kind == "labelled-chain":
+        return _labelled_chain(mdp, op, ground, opts)
+    for name in ("discount", "pairs"):
+        if getattr(opts, name) is not None:
+            raise InputError(f"applies to the labelled-chain distance only ({', '.join(LABELLED_CHAIN_METRICS)}); "
+                             f"'{op.name}' solves every pair at the MDP's own discount", param=name)
     g = _checked(mdp, op, ground, opts)
     _checked_backend(mdp, op, opts)
     if not opts.force:
@@ -134,6 +146,28 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
             warnings.warn(message, ZeroGroundWarning, stacklevel=2)
     if not sol.converged and sol.floor > opts.tol:
         warnings.warn(precision_note(metric, opts.tol, sol.floor), PrecisionWarning, stacklevel=2)
+    return sol
+
+
+#: The settings of :class:`SolveOptions` the labelled-chain distance does not take, with their defaults.
+NOT_FOR_LABELLED_CHAINS = {"method": ("auto", "exact"), "max_iterations": (None,), "full_diagonal": (False,),
+                           "order": ("index",), "action_order": ("index",), "backend": ("numpy",),
+                           "device": (None,)}
+
+
+def _labelled_chain(mdp: FiniteMDP, op: Operator, ground, opts: SolveOptions) -> Solution:
+    """The labelled-chain distance (:mod:`bisimkit.lmc`): its own algorithm, with the settings it takes."""
+    for name, allowed in NOT_FOR_LABELLED_CHAINS.items():
+        if not any(getattr(opts, name) == value for value in allowed):
+            raise InputError(f"{getattr(opts, name)!r} does not apply to '{op.name}' (solved by refinement, the pair "
+                             f"graph and policy iteration with a certified bracket)", param=name)
+    check_run_options(opts.method, opts.tol, opts.max_iterations, opts.progress)
+    # start-up cost: the labelled-chain solver (and scipy's sparse graphs) load only for this operator
+    from .lmc import lmc_solution
+
+    sol = lmc_solution(mdp, opts.discount, ground, opts.pairs, opts.tol, opts.force)
+    if not sol.converged and sol.floor > opts.tol:
+        warnings.warn(precision_note(op.name, opts.tol, sol.floor), PrecisionWarning, stacklevel=3)
     return sol
 
 

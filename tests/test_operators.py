@@ -13,8 +13,8 @@ import pytest
 from bisimkit.errors import InputError
 from bisimkit.forms import PairLinearForm, SteinForm, TransportTerms
 from bisimkit.generators import random_mdp
-from bisimkit.operators import (ACTION_ORDER_METRICS, BETWEEN_METRICS, METRIC_NAMES, OPERATORS, QUOTIENT_METRICS,
-                                STATE_ORDER_METRICS, TORCH_METRICS, operator, operator_form)
+from bisimkit.operators import (ACTION_ORDER_METRICS, BETWEEN_METRICS, LABELLED_CHAIN_METRICS, METRIC_NAMES, OPERATORS,
+                                QUOTIENT_METRICS, STATE_ORDER_METRICS, TORCH_METRICS, operator, operator_form)
 from bisimkit.pairs import PairSpace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,10 +70,10 @@ def test_the_literal_scan_finds_a_comparison(tmp_path, monkeypatch):
 
 
 def test_every_metric_has_one_operator_and_its_capabilities_are_consistent():
-    assert set(OPERATORS) == set(METRIC_NAMES) and len(METRIC_NAMES) == 11
+    assert set(OPERATORS) == set(METRIC_NAMES) and len(METRIC_NAMES) == 12
     for name, op in OPERATORS.items():
         assert op.name == name and operator(name) is op
-        assert op.kind in ("transport", "stein", "pair-linear", "derived")
+        assert op.kind in ("transport", "stein", "pair-linear", "derived", "labelled-chain")
         assert (op.relation is not None) == (name in QUOTIENT_METRICS)
         if op.relation is not None:
             assert op.pseudometric and op.kind == "transport"  # a relation is the zero set of a pseudometric
@@ -86,7 +86,15 @@ def test_every_metric_has_one_operator_and_its_capabilities_are_consistent():
         assert op.exact == (op.p == 1)
     assert set(TORCH_METRICS) == {"mico", "mico-reduced", "psm-sampled", "dbc-sampled"}
     assert set(STATE_ORDER_METRICS) == {"eps-bar"} and set(ACTION_ORDER_METRICS) == {"eps", "eps-avg", "eps-bar"}
-    assert "mico-reduced" not in BETWEEN_METRICS and len(BETWEEN_METRICS) == 10
+    assert "mico-reduced" not in BETWEEN_METRICS and "lmc" not in BETWEEN_METRICS and len(BETWEEN_METRICS) == 10
+    assert LABELLED_CHAIN_METRICS == ("lmc",) and operator("lmc").term == "labels"
+
+
+def test_the_labelled_chain_distance_has_no_operator_form():
+    """lmc is solved by bisimkit.lmc, not through a form: asking for one is refused in one line."""
+    mdp = random_mdp(4, 1, seed=0)
+    with pytest.raises(InputError, match=r"^metric: 'lmc' is solved by bisimkit.lmc"):
+        operator_form(mdp, "lmc")
 
 
 def test_an_unknown_name_is_refused_naming_the_choices():

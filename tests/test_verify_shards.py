@@ -13,22 +13,17 @@ job processes inherit.
 """
 
 import json
-import math
 import sys
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 import validation.figure_data as figure_data
 import validation.verify as V
 from bisimkit.cluster import EXECUTORS
 from bisimkit_cli.main import main
-from validation.claims import CLAIMS
 from validation.families import FAMILIES
 from validation.verify_report import console_summary, markdown
-from validation.verify_rows import Row
 from validation.verify_shards import (DEFAULT_JOBS, FAULT_ENV, LOSSES, MAX_ATTEMPTS, ShardJob, ShardRun,
                                       merge_rows, verify_sharded)
 

@@ -181,18 +181,6 @@ def test_no_warning_when_the_ground_is_informative(tmp_path, capsys):
         solve(load_mdp(_uniform_mdp(tmp_path)), "psm")
 
 
-def test_summary_shows_values_within_the_certificate_as_zero(capsys):
-    from bisimkit_cli.core import summarize
-    from bisimkit.solvers import Solution
-
-    D = np.array([[0.0, 1.28e-65, 2.0], [1.28e-65, 0.0, 3e-12], [2.0, 3e-12, 0.0]])
-    sol = Solution("pi", D, 1, 1e-10, 0.1, "test", 1e-9)
-    text = summarize(example("chain"), sol)
-    assert "e-65" not in text and "e-12" not in text and "pairs at distance 0: 2" in text
-    assert "min 0," in text and "shown as 0" in text
-    assert sol.distances[0, 1] == 1.28e-65  # the array keeps the raw values
-
-
 def test_a_fresh_process_solves_at_once_and_says_nothing_of_its_kernels(tmp_path):
     """``bisimkit solve --quiet`` in a fresh process, a small problem and one above the small-problem size:
     the compiled kernels are installed and take every call, so nothing is compiled, nothing falls back

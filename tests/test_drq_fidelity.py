@@ -70,29 +70,6 @@ def test_a_folder_without_evaluations_is_one_error(tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith("error: runs: ") and "no evaluation rows" in err[0]
 
 
-@pytest.mark.slow  # the 84-pixel networks at 1024 units, twice; tests/test_agent.py holds the update to DrQ's
-def test_drq_compare_matches_drqs_update_on_the_plain_path_and_measures_the_fast_one():
-    """benchmarks.drq_compare (the diagnosis, here on random pixels, batch 8, 10 updates): the
-    float32 path gives DrQ's losses and Q values with the same weights, to float32's rounding along the
-    networks (benchmarks.tolerance.loss_rtol: 2.6e-4 for the 84-pixel encoder, actor and critic), and the
-    bf16 path differs measurably, by little."""
-    import torch
-
-    from agents.encoder import conv_output_side
-    from benchmarks.drq_compare import batches, compare
-    from benchmarks.drq_reference import DrQ
-    from benchmarks.tolerance import loss_rtol
-
-    data = batches("random", 10, 8)
-    plain, fast = compare("plain", data, torch.device("cpu")), compare("fast", data, torch.device("cpu"))
-    ref = DrQ(9, conv_output_side(84), 1, hidden=1024)
-    rtol = loss_rtol(ref.critic.encoder, ref.actor.trunk, ref.critic.Q1)
-    for key in ("critic", "q", "actor"):
-        assert plain["same_weights"][key]["max_rel"] < rtol, (key, plain["same_weights"])
-    assert 0 < fast["same_weights"]["critic"]["max_rel"] < 1e-2, fast["same_weights"]
-    assert len(plain["free_run"]["ours"]) == 10 and plain["free_run"]["last10_median_rel"] < 1e-3
-
-
 def test_runs_of_both_update_paths_are_labelled_by_path(tmp_path, capsys):
     """benchmarks/gpu_check.sh fp32 sets float32 seeds beside the fast-path ones: each run says its path
     (config.json's ``fast``) once the two are mixed, and only then; the table has every run's evaluations."""

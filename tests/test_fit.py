@@ -50,19 +50,6 @@ def test_unknown_loss_names_the_allowed_ones():
                                "(choose from entangled-reward, entangled-policy, psm, mico, dbc)")
 
 
-@pytest.mark.parametrize("field, value", [("steps", 0), ("batch", -3), ("samples", 1.5), ("decay_start", 0),
-                                          ("log_every", 0), ("target_every", 0), ("seed", -1), ("step_size", 2.0),
-                                          ("step_size", 0), ("decay_power", 0.5), ("decay_power", float("nan")),
-                                          ("average_from", 1.5), ("steps", True)])
-def test_bad_schedule_values_name_the_field(field, value):
-    from bisimkit.fitting import FitSchedule  # torch-free
-
-    with pytest.raises(ValueError) as info:
-        FitSchedule(**{field: value})
-    message = str(info.value)
-    assert message.startswith(f"{field}: ") and "\n" not in message
-
-
 def test_bad_arguments_of_the_trainers_name_the_parameter():
     torch = pytest.importorskip("torch")
     from bisimkit.losses import SeparableDistance, fit_head, fit_tabular
@@ -194,28 +181,3 @@ def test_info_reports_whether_a_separable_head_can_represent_d_eps_bar(tmp_path,
             "on the features phi_i(x) = d(0, x e_i) represents it exactly (C5's hypotheses hold: d_eps-bar = d_eps)"
             in out)
     assert "(policy ground): d_eps-bar is 0 for every pair (the ground is 0 everywhere)" in out
-
-
-def test_the_separable_lower_bound_is_the_best_fit_on_product_grid():
-    """The info line's "at least" bound is below the best separable fit (a linear program), here equal to it."""
-    from scipy.optimize import linprog
-
-    from bisimkit import solve
-    from bisimkit.separable import separable_lower_bound, separable_parts
-
-    mdp = example("product-grid")
-    d = solve(mdp, "eps-bar", ground="reward").distances
-    h, w = mdp.state_shape
-    rows, cols = np.unravel_index(np.arange(h * w), (h, w))
-    # variables: f_row (h x h), f_col (w x w), eps; |f_row + f_col - d| <= eps on every pair
-    A = np.zeros((h * w, h * w, h * h + w * w + 1))
-    s, t = np.meshgrid(np.arange(h * w), np.arange(h * w), indexing="ij")
-    A[s, t, rows[s] * h + rows[t]] = 1
-    A[s, t, h * h + cols[s] * w + cols[t]] = 1
-    A = A.reshape(-1, A.shape[-1])
-    A_ub = np.vstack([A, -A])
-    A_ub[:, -1] = -1
-    best = linprog(np.eye(A.shape[1])[-1], A_ub=A_ub, b_ub=np.r_[d.ravel(), -d.ravel()], bounds=(None, None)).fun
-    lower = separable_lower_bound(d, (h, w))
-    assert lower <= best + 1e-9 and lower == pytest.approx(best, rel=1e-6)
-    assert best <= separable_parts(d, (h, w))[1]

@@ -4,10 +4,7 @@ import json
 import subprocess
 import sys
 
-import numpy as np
-import pytest
 
-from bisimkit import example as load_example
 from bisimkit import load_mdp
 from validation import verify as V
 
@@ -70,35 +67,10 @@ def test_resume_skips_finished_families(tmp_path, monkeypatch):
     assert report["exit_status"] == 0 and len(report["rows"]) > 0
 
 
-def test_shrinking_finds_a_small_counterexample():
-    claim = next(c for c in V.CLAIMS if c.label == "C10 (reverse)")
-    case = V.shrink(claim, "random-sparse", max_examples=60, seconds=30)
-    assert case is not None and case.mdp.n_states <= 4
-    assert not claim.check(V.FixedPoints(case)).held
-
-
 def test_cli_rejects_unknown_claim():
     proc = subprocess.run([sys.executable, "-m", "bisimkit", "verify", "--claims", "C99"],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "unknown claim 'C99'" in proc.stderr and "Traceback" not in proc.stderr
-
-
-def test_figures_are_written(tmp_path):
-    from figures.verify_figures import draw_verify_figures
-    from validation.figure_data import verify_figure_data
-
-    rng = np.random.default_rng(0)
-    fps = [("random-dense", V.FixedPoints(V.FAMILIES["random-dense"].make(rng))) for _ in range(2)]
-    fps.append(("examples", V.FixedPoints(V.Case(load_example("coupling-order")))))
-    data = verify_figure_data(fps, quick=True, loss_runs=[], loss_tolerance=0.01, order=True)
-    # coupling-order: d_eps-bar(0, 5) = 9 on E_eps in index order, 0 class-contiguous, spread 9
-    last = {k: v[-1] for k, v in data.order.items()}
-    assert last["index"] == pytest.approx(9) and last["contiguous"] == 0 and last["state_spread"] == pytest.approx(9)
-    paths = draw_verify_figures(tmp_path, data)
-    assert [p.name for p in paths] == ["heatmaps.png", "scatter.png", "order_dependence.png", "diagonal.png"]
-    for path in paths:
-        assert path.read_bytes()[:4] == b"\x89PNG" and path.stat().st_size > 10_000
-    assert not list(tmp_path.glob(".*"))  # no temporary files left behind
 
 
 def test_verify_draws_figures_with_the_writer_it_is_given(tmp_path):

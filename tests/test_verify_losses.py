@@ -34,9 +34,3 @@ def test_loss_rows_are_skipped_without_torch(tmp_path, monkeypatch):
     assert not [r for r in report["rows"] if r["claim"].startswith("L")]
     assert report["losses"]["skipped"].startswith("skipped: torch is not installed")
     assert "Loss checks skipped: torch is not installed" in (tmp_path / "report.md").read_text()
-
-
-def test_claim_selection_knows_the_loss_ids():
-    assert V.select_losses(None) == learning.loss_ids() == ["L1", "L2", "L3", "L4", "L5", "L6"]
-    assert V.select_losses(["C1", "L2"]) == ["L2"] and V.select_claims(["L2"]) == []
-    assert V.select_losses(["C1"]) == []

@@ -13,22 +13,17 @@ job processes inherit.
 """
 
 import json
-import math
 import sys
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 import validation.figure_data as figure_data
 import validation.verify as V
 from bisimkit.cluster import EXECUTORS
 from bisimkit_cli.main import main
-from validation.claims import CLAIMS
 from validation.families import FAMILIES
 from validation.verify_report import console_summary, markdown
-from validation.verify_rows import Row
 from validation.verify_shards import (DEFAULT_JOBS, FAULT_ENV, LOSSES, MAX_ATTEMPTS, ShardJob, ShardRun,
                                       merge_rows, verify_sharded)
 
@@ -158,28 +153,6 @@ def test_slurm_shards_merge_into_the_single_process_report(slurm, single, tmp_pa
 
 
 # ------------------------------------------------------------------ pieces
-OUTCOMES = st.lists(st.tuples(st.booleans(), st.sampled_from([-2.0, -1.0, 0.0, 0.5, math.inf]),
-                              st.integers(2, 5)), max_size=8)
-
-
-@given(OUTCOMES, st.integers(0, 8))
-def test_merging_a_row_split_anywhere_gives_the_row_of_all_cases(outcomes, cut):
-    """Row.merge after record() over the first cases equals record() over all of them."""
-    claim = CLAIMS[0]
-
-    def row_of(part, offset):
-        row = Row(claim, "random-dense")
-        for k, (held, margin, size) in enumerate(part, offset):
-            row.record(held, margin, f"case {k}", 0.0)
-            if not held and (row.violation is None or size < row.violation["size"]):
-                row.violation = {"size": size, "case": k}
-        return row
-
-    whole, first = row_of(outcomes, 0), row_of(outcomes[:cut], 0)
-    first.merge(row_of(outcomes[cut:], min(cut, len(outcomes))))
-    assert first.to_state() == whole.to_state()
-
-
 def test_shards_draw_the_cases_a_single_run_draws(monkeypatch):
     """Consecutive slices are the whole family, also across the seeded blocks (a block of 3 here),
     and the first block is the stream [seed, family] a run has always drawn from."""

@@ -22,8 +22,8 @@ pytest.importorskip("torch")
 pytest.importorskip("dm_control")
 
 from agents.config import TrainConfig  # noqa: E402
-from bisimkit.errors import InputError  # noqa: E402
 from agents.videos import EVAL_VIDEOS, TRAIN_VIDEOS  # noqa: E402
+from run_folders import synthetic_runs, write_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -51,36 +51,10 @@ def tiny_run(tmp_path_factory) -> Path:
 
 
 # ------------------------------------------------------------------ synthetic runs tree
-def write_run(root: Path, task: str, method: str, seed: int, rows: list[tuple[int, float]], folder: str = "",
-              **config) -> Path:
-    """A hand-written run folder (``root/task/method/seedN``, or ``root/folder``): config.json with
-    task, method, seed and ``config``, and eval.csv with (env_step, mean_return) rows."""
-    folder = root / folder if folder else root / task / method / f"seed{seed}"
-    folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps({"config": {"task": task, "method": method, "seed": seed,
-                                                               **config}, "device": "cpu"}))
-    with open(folder / "eval.csv", "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["env_step", "mean_return", "std_return", "episodes", "split", "elapsed_s"])
-        for step, value in rows:
-            writer.writerow([step, value, 0, 10, "eval", 1.0])
-    return folder
-
-
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory) -> Path:
-    """Runs with known numbers: 2 seeds of SAC and DrQ on CS, one seed elsewhere, and a decoy folder."""
-    root = tmp_path_factory.mktemp("synthetic")
-    write_run(root, "cartpole-swingup", "sac", 0, [(0, 0), (100, 50), (200, 100)])
-    write_run(root, "cartpole-swingup", "sac", 1, [(0, 0), (100, 150), (200, 200)])
-    write_run(root, "cartpole-swingup", "drq", 0, [(0, 0), (100, 200), (200, 300)])
-    write_run(root, "cartpole-swingup", "drq", 1, [(0, 0), (100, 300), (200, 500)])
-    write_run(root, "walker-walk", "eps-r", 0, [(0, 10), (100, 400), (200, 700)])
-    write_run(root, "walker-walk", "eps-pi", 0, [(0, 10), (100, 400), (200, 650)])
-    write_run(root, "ball_in_cup-catch", "drq+pse", 3, [(0, 5), (50, 20), (200, 800.25)])
-    (root / "not-a-run").mkdir()
-    (root / "not-a-run" / "eval.csv").write_text("env_step,mean_return\n0,1\n")  # no config.json: ignored
-    return root
+    """Runs with known numbers (:func:`run_folders.synthetic_runs`)."""
+    return synthetic_runs(tmp_path_factory.mktemp("synthetic"))
 
 
 # ----------------------------------------------------------------------- evaluation
@@ -163,72 +137,7 @@ def test_evaluate_cli_bad_input_in_a_real_process(tmp_path):
     assert proc.stderr.startswith("error: checkpoint: no such file") and "Traceback" not in proc.stderr
 
 
-# ------------------------------------------------------------------- results table
-EXPECTED_TABLE = """\
-| Method | BiC | CS | CR | FS | RE | WW |
-|:--|--:|--:|--:|--:|--:|--:|
-| SAC | n/a | 150.0 ± 50.0 | n/a | n/a | n/a | n/a |
-| DrQ | n/a | **400.0 ± 100.0** | n/a | n/a | n/a | n/a |
-| DrQ+DBC | n/a | n/a | n/a | n/a | n/a | n/a |
-| ε-R | n/a | n/a | n/a | n/a | n/a | **700.0 ± 0.0** |
-| DrQ+PSE | **800.2 ± 0.0** | n/a | n/a | n/a | n/a | n/a |
-| ε-π | n/a | n/a | n/a | n/a | n/a | 650.0 ± 0.0 |
-"""
-
-
-def test_results_table_cells_and_bold(synthetic):
-    from figures.results_table import results_table
-
-    table = results_table(synthetic)
-    body, foot = table.split("\n\n")
-    assert body + "\n" == EXPECTED_TABLE
-    assert foot.count("\n") == 1 and foot.startswith("*") and foot.rstrip().endswith(".*")
-    assert "final evaluation return" in foot
-    assert "seeds per cell: 1 (except SAC/CS: 2, DrQ/CS: 2)" in foot
-    assert "environment steps: 200;" in foot
-    assert "held-out backgrounds" in foot
-
-
-def test_results_table_at_a_step_and_ties(synthetic):
-    from figures.results_table import results_table
-
-    rows = results_table(synthetic, step=100).splitlines()
-    assert rows[2] == "| SAC | n/a | 100.0 ± 50.0 | n/a | n/a | n/a | n/a |"
-    assert rows[3] == "| DrQ | n/a | **250.0 ± 50.0** | n/a | n/a | n/a | n/a |"
-    # walker-walk ties at 400: both bold; ball_in_cup has no evaluation at step 100
-    assert rows[5].endswith("| **400.0 ± 0.0** |") and rows[7].endswith("| **400.0 ± 0.0** |")
-    assert rows[6] == "| DrQ+PSE | n/a | n/a | n/a | n/a | n/a | n/a |"
-    assert "evaluation return at 100 environment steps" in rows[-1]
-
-
-def test_results_table_cli(synthetic, tmp_path, capsys):
-    from figures.results_table import main
-
-    out = tmp_path / "t.md"
-    assert main([str(synthetic), "--out", str(out)]) == 0
-    assert capsys.readouterr().out == out.read_text()
-    assert out.read_text().startswith(EXPECTED_TABLE)
-    assert main([str(tmp_path / "empty")]) == 2
-    assert capsys.readouterr().err.startswith("error: runs:")
-
-
 # ------------------------------------------------------------------ learning curves
-def test_curve_aggregation_across_seeds(tmp_path):
-    from figures.learning_curves import curves
-    from bisimkit_runs.runs import find_runs
-
-    write_run(tmp_path, "cheetah-run", "drq", 0, [(0, 0), (100, 100), (200, 200), (300, 300)])
-    write_run(tmp_path, "cheetah-run", "drq", 1, [(0, 0), (150, 300), (200, 400)])
-    (curve,) = curves(find_runs(tmp_path))
-    # union of steps, never cut to the shorter seed: seed 1 interpolated at 100 -> 200, and at 300 only
-    # seed 0 is averaged (the count drops to 1 there)
-    assert curve.steps.tolist() == [0, 100, 150, 200, 300]
-    assert curve.mean.tolist() == [0, 150, 225, 300, 300]
-    assert curve.std.tolist() == [0, 50, 75, 100, 0]
-    assert curve.counts.tolist() == [2, 2, 2, 2, 1]
-    assert curve.seeds == 2 and curve.label == "DrQ"
-
-
 def test_runs_of_one_seed_with_different_budgets_are_two_lines_and_two_rows(tmp_path, capsys):
     """Two seed-0 runs of eps-r on cartpole-swingup, 2000 and 4000 environment steps: two configurations,
     each its own line (nothing cut to the shorter) and row, labelled by what differs."""
@@ -292,31 +201,6 @@ def test_seeds_of_one_configuration_are_one_group_and_a_repeated_seed_is_reporte
     assert describe_groups([group]).endswith(f"    duplicate of seed 0, left out: {c} (used: {a})\n")
 
 
-def test_a_learning_field_splits_a_method_and_a_missing_one_is_unset(tmp_path):
-    from bisimkit_runs.runs import find_runs, group_runs
-
-    write_run(tmp_path, "walker-walk", "eps-r", 0, [(0, 0)], "a", batch_size=128, beta=0.5)
-    write_run(tmp_path, "walker-walk", "eps-r", 1, [(0, 0)], "b", batch_size=512, beta=0.5)
-    write_run(tmp_path, "walker-walk", "eps-r", 2, [(0, 0)], "c", beta=0.5)  # an older config.json
-    write_run(tmp_path, "walker-walk", "drq", 0, [(0, 0)], "d", batch_size=512, beta=0.0)
-    labels = [g.label for g in group_runs(find_runs(tmp_path))]
-    assert labels == ["DrQ", "ε-R (batch_size=128)", "ε-R (batch_size=512)", "ε-R (batch_size=unset)"]
-
-
-def test_fields_of_another_task_and_later_fields_do_not_split_older_runs(tmp_path):
-    """A DCS run written before the CARLA fields and ``augment`` existed groups with one that states
-    them (carla_* do not apply to walker-walk; a missing augment is None, each method's own choice);
-    a different augment does split."""
-    from bisimkit_runs.runs import find_runs, group_runs
-
-    write_run(tmp_path, "walker-walk", "eps-r", 0, [(0, 0)], "old", beta=0.5)
-    write_run(tmp_path, "walker-walk", "eps-r", 1, [(0, 0)], "new", beta=0.5, augment=None, carla_town="Town04",
-              carla_cameras=5)
-    write_run(tmp_path, "walker-walk", "eps-r", 2, [(0, 0)], "off", beta=0.5, augment=False)
-    groups = group_runs(find_runs(tmp_path))
-    assert sorted((g.label, g.seeds) for g in groups) == [("ε-R (augment=False)", (2,)), ("ε-R (augment=auto)", (0, 1))]
-
-
 def test_learning_curves_png(synthetic, tiny_run, tmp_path):
     from figures.learning_curves import curves, plot_learning_curves
     from bisimkit_runs.runs import find_runs
@@ -361,17 +245,6 @@ def test_learning_curves_draw_drqs_own_runs_where_a_task_has_them(synthetic, tmp
     assert capsys.readouterr().err.startswith("error: reference: DrQ's curves are evaluation returns")
     assert main([str(synthetic), "--out", str(tmp_path / "x.png"), "--reference", "curl"]) == 2
     assert capsys.readouterr().err.strip() == "error: reference: 'curl' is not one of drq"
-    assert not (tmp_path / "x.png").exists()
-
-
-def test_learning_curves_cli_errors(tmp_path, capsys):
-    from figures.learning_curves import main
-
-    assert main([str(tmp_path / "missing"), "--out", str(tmp_path / "x.png")]) == 2
-    assert "runs:" in capsys.readouterr().err
-    write_run(tmp_path, "cheetah-run", "drq", 0, [(0, 0), (100, 1)])
-    assert main([str(tmp_path), "--out", str(tmp_path / "x.png"), "--metric", "nonsense"]) == 2
-    assert capsys.readouterr().err.startswith("error: metric: 'nonsense'")
     assert not (tmp_path / "x.png").exists()
 
 
@@ -426,24 +299,3 @@ def test_nearest_neighbours_bad_input(tiny_run, tmp_path, capsys):
     assert main([str(tmp_path / "missing.pt"), "--out", str(tmp_path / "nn.png")]) == 2
     assert capsys.readouterr().err.startswith("error: checkpoint:")
     assert not (tmp_path / "nn.png").exists()
-
-
-def test_neighbour_distance_without_a_head_is_l1_between_latents():
-    import torch
-
-    from agents.neighbours import distance_to_all, find_neighbours
-
-    class NoHead:
-        """What SAC and DrQ agents look like to the figure: no distance head."""
-
-        distance = None
-
-    latents = torch.tensor([[0.0, 0.0], [1.0, -1.0], [0.7, 0.2], [3.0, 3.0], [0.1, 0.1]])
-    assert distance_to_all(NoHead(), latents, 0).tolist() == pytest.approx([0.0, 2.0, 0.9, 6.0, 0.2])
-    episode = np.array([0, 0, 1, 1, 2])
-    matches = find_neighbours(NoHead(), latents, episode, queries=5, neighbours=2, rng=np.random.default_rng(0))
-    by_query = {m["query"]: m for m in matches}
-    assert by_query[0]["neighbours"] == [4, 2] and by_query[0]["distances"] == pytest.approx([0.2, 0.9])
-    assert by_query[2]["neighbours"] == [4, 0]  # observation 3 is in the same episode: excluded
-    with pytest.raises(InputError, match="^neighbours: 4 exceeds"):
-        find_neighbours(NoHead(), latents, episode, queries=1, neighbours=4, rng=np.random.default_rng(0))

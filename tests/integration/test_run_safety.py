@@ -18,7 +18,7 @@ from figures.learning_curves import main as curves_main  # noqa: E402
 from figures.nearest_neighbours.__main__ import main as neighbours_main  # noqa: E402
 from bisimkit_runs.runs import find_runs  # noqa: E402
 
-from test_config import Payload, sample_checkpoint  # noqa: E402
+from test_checkpoint import Payload, sample_checkpoint  # noqa: E402
 
 
 def one_error(capsys, *needles: str) -> str:
@@ -97,13 +97,3 @@ def test_a_config_json_of_another_shape_is_one_line_naming_it(tmp_path, capsys):
     (run / "config.json").write_text("{not json")
     assert curves_main([str(run), "--out", str(tmp_path / "c.png")]) == 2
     one_error(capsys, "config.json", str(run / "config.json"))
-
-
-def test_a_corrupt_video_frame_is_one_line_naming_it(tmp_path):
-    from agents.background import load_frames
-
-    video = tmp_path / "bear"
-    video.mkdir()
-    (video / "00000.jpg").write_bytes(b"\xff\xd8 not really a jpeg")
-    with pytest.raises(InputError, match=r"^videos: cannot decode .*bear/00000\.jpg"):
-        load_frames(str(video), 16)

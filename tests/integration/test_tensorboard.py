@@ -124,11 +124,3 @@ def test_off_is_said_in_the_first_line(tmp_path, capsys, monkeypatch):
     assert capsys.readouterr().err.splitlines()[0].endswith(
         "TensorBoard off (the tensorboard package is not installed: pip install -e '.[tensorboard]')")
     assert not (tmp_path / "missing" / "tb").exists()
-
-
-def test_frame_strip_refuses_a_shape_it_cannot_split():
-    from agents.logging_backends import frame_strip
-
-    assert frame_strip(np.arange(6 * 2 * 2, dtype=np.uint8).reshape(6, 2, 2)).shape == (2, 4, 3)
-    with pytest.raises(ValueError, match="^frames: "):
-        frame_strip(np.zeros((4, 2, 2), np.uint8))

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from bisimkit import compare, example, save_mdp, solve
+from bisimkit import example, save_mdp, solve
 from bisimkit_cli.main import main
 
 
@@ -140,37 +140,3 @@ def test_compare_summary_matches_solve(compared):
     # pi, eps-bar and mico agree on the deterministic policy's mirror classes
     assert rows["pi"]["zero_set_blocks"] == rows["eps-bar"]["zero_set_blocks"] == "8"
     assert float(rows["pi"]["spearman_eps-bar"]) == pytest.approx(1.0)
-
-
-def test_compare_python_api_on_a_grid():
-    from figures.compare import comparison_figures
-
-    cmp = compare(example("product-grid"), "pi,eps-bar,pi")
-    assert cmp.metrics == ["pi", "eps-bar"]  # each metric solved once
-    assert set(cmp.distances) == {"pi", "eps-bar"} and cmp.distances["pi"].shape == (16, 16)
-    figs = comparison_figures(cmp, diff=("eps-bar", "pi"), state=5)
-    assert set(figs) == {"heatmap-pi", "heatmap-eps-bar", "scatter-matrix", "difference-eps-bar-minus-pi"}
-    image = figs["heatmap-pi"].axes[0].images[0].get_array()
-    assert image.shape == (4, 4)  # distance from state 5 laid out on the 4 x 4 grid
-    assert np.allclose(image.ravel(), cmp.distances["pi"][5])
-    assert figs["heatmap-pi"].axes[1].get_ylabel() == "d_pi(s*, s)"  # labelled colour scale
-
-
-@pytest.mark.parametrize("args, expected", [
-    (["--metrics", "pi,nope"], "--metrics: unknown metric 'nope'"),
-    (["--metrics", "pi", "--diff", "pi,mico"], "--diff: 'mico' is not among"),
-    (["--metrics", "pi", "--state", "99"], "--state: 99 is not a state"),
-    (["--metrics", "pi,eps", "--ground", "nofile.npy"], "nofile.npy"),
-    (["--metrics", "pi,mico", "--ground", "policy"], "--ground: none of pi, mico has a ground term"),
-])
-def test_compare_bad_input(tmp_path, capsys, args, expected):
-    out = tmp_path / "never"
-    assert main(["compare", "mirrored-rooms-policy", *args, "--out", str(out), "--quiet"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and expected in err[0], err
-    assert list(tmp_path.iterdir()) == []  # no output folder, no temporary one
-
-
-def test_compare_policy_needed(tmp_path, capsys):
-    assert main(["compare", "mirrored-rooms", "--metrics", "bisim,pi", "--out", str(tmp_path / "x")]) == 2
-    assert "needs a policy" in capsys.readouterr().err

@@ -1,15 +1,8 @@
-"""The Gaussian figures render (small settings)."""
+"""The grid-bridge figure and its table render (small settings)."""
 
 from bisimkit.gaussian.discretize import refinement_study
 from bisimkit.gaussian.examples import gaussian_example
 from figures.gaussian_grid import markdown_table, plot_grid_convergence
-from figures.gaussian_slice import plot_gaussian_slice
-from validation.figure_data import gaussian_slice_data
-
-
-def test_slice_figure(tmp_path):
-    path = plot_gaussian_slice(tmp_path / "slice.png", gaussian_slice_data(samples=50, points=11, mc_points=5))
-    assert path.read_bytes()[:4] == b"\x89PNG" and path.stat().st_size > 20_000
 
 
 def test_grid_figure_and_table(tmp_path):

@@ -1,0 +1,42 @@
+"""The pair index of the solvers: pairs of one MDP (with or without the diagonal) and cross pairs between two."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bisimkit.pairs import PairSpace
+
+
+def test_pairs_of_one_mdp_without_the_diagonal():
+    pairs = PairSpace(3, diagonal=False)
+    assert len(pairs) == 3 and list(zip(pairs.s, pairs.t)) == [(0, 1), (0, 2), (1, 2)]
+    assert pairs.index[2, 1] == pairs.index[1, 2] == 2 and pairs.index[0, 0] == -1
+    assert pairs.to_matrix(np.array([1.0, 2.0, 3.0])).tolist() == [[0, 1, 2], [1, 0, 3], [2, 3, 0]]
+
+
+def test_matrix_round_trip_with_the_diagonal():
+    pairs = PairSpace(3, diagonal=True)
+    assert len(pairs) == 6
+    x = np.arange(1.0, 7.0)
+    D = pairs.to_matrix(x)
+    assert np.array_equal(D, D.T) and np.array_equal(pairs.from_matrix(D), x)
+    assert len(PairSpace.diagonal_only(3)) == 3 and PairSpace.diagonal_only(3).to_matrix(np.ones(3)).trace() == 3
+
+
+def test_cross_pairs_between_two_mdps():
+    pairs = PairSpace.cross(2, 3)
+    assert len(pairs) == 6 and pairs.shape == (2, 3) and not pairs.symmetric
+    assert pairs.index[1, 2] == 1 * 3 + 2
+    D = pairs.to_matrix(np.arange(6.0))
+    assert D.tolist() == [[0, 1, 2], [3, 4, 5]] and np.array_equal(pairs.from_matrix(D), np.arange(6.0))
+    assert np.array_equal(pairs.zeros(), np.zeros(6))
+
+
+def test_side_maxima_match_the_matrix():
+    rng = np.random.default_rng(0)
+    for pairs in (PairSpace(4, diagonal=False), PairSpace.cross(3, 4)):
+        x = rng.normal(size=len(pairs))
+        rows, cols = pairs.side_maxima(x)
+        D = np.abs(pairs.to_matrix(x))
+        assert np.array_equal(rows, D.max(axis=1)) and np.array_equal(cols, D.max(axis=0))
+    assert [m.tolist() for m in PairSpace(1, diagonal=False).side_maxima(np.zeros(0))] == [[0.0], [0.0]]

@@ -49,12 +49,19 @@ from functools import lru_cache
 
 from bisimkit.errors import InputError, check_count
 
-from .carla_env import ACTION_REPEAT as CARLA_ACTION_REPEAT
-from .carla_env import CAMERA_COUNTS as CARLA_CAMERAS
-from .carla_env import (DEFAULT_CAMERAS, DEFAULT_PORT, DEFAULT_REWARD, DEFAULT_TIMEOUT, DEFAULT_TOWN, DEFAULT_VEHICLES,
-                        TOWNS)
-from .carla_env import MIN_IMAGE as CARLA_MIN_IMAGE
-from .carla_env import REWARDS as CARLA_REWARDS
+from .carla_env import (
+    ACTION_REPEAT as CARLA_ACTION_REPEAT,
+    CAMERA_COUNTS as CARLA_CAMERAS,
+    DEFAULT_CAMERAS,
+    DEFAULT_PORT,
+    DEFAULT_REWARD,
+    DEFAULT_TIMEOUT,
+    DEFAULT_TOWN,
+    DEFAULT_VEHICLES,
+    MIN_IMAGE as CARLA_MIN_IMAGE,
+    REWARDS as CARLA_REWARDS,
+    TOWNS,
+)
 from .dcs import TASKS
 
 

@@ -5,8 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from bisimkit import between
 from bisimkit.between import BETWEEN_METRICS, disjoint_union, solve_between

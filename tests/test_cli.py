@@ -64,7 +64,8 @@ BAD = {
     "negative": ({"transitions": [[[1.5, -0.5]], [[0, 1]]], "rewards": [[0], [0]], "discount": 0.9},
                  "transitions[s=0, a=0, s'=1] = -0.5 is negative"),
     "discount": ({"transitions": [[[1.0]]], "rewards": [[0]], "discount": 1.0}, "discount = 1.0"),
-    "nan": ({"transitions": [[[1.0]]], "rewards": [[float("nan")]], "discount": 0.5}, "rewards[s=0, a=0] is not finite"),
+    "nan": ({"transitions": [[[1.0]]], "rewards": [[float("nan")]], "discount": 0.5},
+            "rewards[s=0, a=0] is not finite"),
     "policy": ({"transitions": [[[1.0, 0]], [[0, 1.0]]], "rewards": [[0], [0]], "policy": [[1.0], [0.5]],
                 "discount": 0.5}, "policy[s=1] sums to 0.5"),
 }
@@ -86,8 +87,10 @@ def test_bad_files_exit_2_with_one_line(tmp_path, case):
     (["solve", "missing.json", "--metric", "pi"], "missing.json: no such file"),
     (["solve", "four-state"], "--metric"),
     (["solve", "four-state", "--metric", "pi", "--tol", "-3"], "expected a positive number"),
-    (["solve", "four-state", "--metric", "pi", "--max-iterations", "0"], "--max-iterations: expected a positive integer"),
-    (["solve", "four-state", "--metric", "pi", "--max-iterations", "-2"], "--max-iterations: expected a positive integer"),
+    (["solve", "four-state", "--metric", "pi", "--max-iterations", "0"],
+     "--max-iterations: expected a positive integer"),
+    (["solve", "four-state", "--metric", "pi", "--max-iterations", "-2"],
+     "--max-iterations: expected a positive integer"),
     (["solve", "four-state", "--metric", "pi", "--out", "x.txt"], "--out: unsupported file type"),
     (["solve", "mirrored-rooms", "--metric", "pi"], "needs a policy"),
     (["solve", "four-state", "--metric", "eps", "--ground", "nofile"], "neither reward, policy nor an existing file"),
@@ -174,16 +177,16 @@ def test_a_vanishing_ground_is_warned_about(tmp_path, capsys, args):
 def test_no_warning_when_the_ground_is_informative(tmp_path, capsys):
     assert main(["solve", str(_uniform_mdp(tmp_path)), "--metric", "eps", "--quiet"]) == 0
     assert "warning" not in capsys.readouterr().err
-    from bisimkit.solvers import ZeroGroundWarning
     from bisimkit import load_mdp, solve
+    from bisimkit.solvers import ZeroGroundWarning
 
     with pytest.warns(ZeroGroundWarning, match="same mean action"):
         solve(load_mdp(_uniform_mdp(tmp_path)), "psm")
 
 
 def test_summary_shows_values_within_the_certificate_as_zero(capsys):
-    from bisimkit_cli.core import summarize
     from bisimkit.solvers import Solution
+    from bisimkit_cli.core import summarize
 
     D = np.array([[0.0, 1.28e-65, 2.0], [1.28e-65, 0.0, 3e-12], [2.0, 3e-12, 0.0]])
     sol = Solution("pi", D, 1, 1e-10, 0.1, "test", 1e-9)

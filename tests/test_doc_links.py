@@ -25,7 +25,8 @@ def anchors(page: Path) -> set[str]:
 
 
 def test_the_anchor_rule():
-    assert anchor("Solvers (`bisimkit/solvers.py`, `bisimkit/engine.py`)") == "solvers-bisimkitsolverspy-bisimkitenginepy"
+    heading = "Solvers (`bisimkit/solvers.py`, `bisimkit/engine.py`)"
+    assert anchor(heading) == "solvers-bisimkitsolverspy-bisimkitenginepy"
     assert anchor("ε-R with the world model: one seed") == "ε-r-with-the-world-model-one-seed"
 
 

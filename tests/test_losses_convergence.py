@@ -7,8 +7,15 @@ import pytest
 pytest.importorskip("torch")
 
 from bisimkit.generators import random_mdp  # noqa: E402
-from validation.learning import (LOSSES, QUICK_CONFIG, TABULAR_LOSSES, RELATIVE_TOLERANCE, exact_fixed_point,  # noqa: E402
-                                 random_embedding, train_tabular)
+from validation.learning import (  # noqa: E402
+    LOSSES,
+    QUICK_CONFIG,
+    RELATIVE_TOLERANCE,
+    TABULAR_LOSSES,
+    exact_fixed_point,
+    random_embedding,
+    train_tabular,
+)
 
 
 def small_mdp():

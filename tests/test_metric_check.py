@@ -11,16 +11,21 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from agents.metric_check import exact_metric, learn_metric, load_results, measure, summarise, write_results  # noqa: E402
+from agents.scenes import (  # noqa: E402
+    Distractors,
+    build_scene,
+    discrete_actions,
+    finite_scene,
+    interval_probabilities,
+    ring_mdp,
+    squash_sigma,
+)
 from bisimkit import entangled_coupling  # noqa: E402
 from bisimkit.errors import InputError  # noqa: E402
 from bisimkit.gaussian import load_gaussian  # noqa: E402
 from bisimkit.mdp import FiniteMDP, load_mdp  # noqa: E402
 from bisimkit.solvers import solve  # noqa: E402
-
-from agents.metric_check import (exact_metric, learn_metric, load_results, measure, summarise,  # noqa: E402
-                                 write_results)
-from agents.scenes import (Distractors, build_scene, discrete_actions, finite_scene, interval_probabilities,  # noqa: E402
-                           ring_mdp, squash_sigma)
 
 
 # ------------------------------------------------------------- the scenes' mathematics

@@ -18,8 +18,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import validation.figure_data as figure_data
 import validation.verify as V
@@ -29,8 +28,16 @@ from validation.claims import CLAIMS
 from validation.families import FAMILIES
 from validation.verify_report import console_summary, markdown
 from validation.verify_rows import Row
-from validation.verify_shards import (DEFAULT_JOBS, FAULT_ENV, LOSSES, MAX_ATTEMPTS, ShardJob, ShardRun,
-                                      merge_rows, verify_sharded)
+from validation.verify_shards import (
+    DEFAULT_JOBS,
+    FAULT_ENV,
+    LOSSES,
+    MAX_ATTEMPTS,
+    ShardJob,
+    ShardRun,
+    merge_rows,
+    verify_sharded,
+)
 
 SETTINGS = dict(cases=2, seed=3, claims=["C2"], quick=True, shrink_examples=0, progress=False)
 

@@ -1,5 +1,5 @@
-"""Every link between the documentation pages (README.md, CHANGELOG.md, the pages under docs/) reaches a file that exists, and
-a link to a heading (``page.md#anchor``) reaches a heading of that page, by GitHub's anchor rule."""
+"""Every link between the documentation pages (README.md, CHANGELOG.md, the pages under docs/) reaches a file
+that exists, and a link to a heading (``page.md#anchor``) reaches a heading of that page, by GitHub's anchor rule."""
 
 from __future__ import annotations
 

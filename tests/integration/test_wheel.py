@@ -10,6 +10,7 @@ own: ``python -m pytest -m wheel tests/integration/test_wheel.py``.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -27,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.wheel
 
 
-def run(args: list, cwd: Path, timeout: int = 900) -> subprocess.CompletedProcess:
+def run(args: list, cwd: Path, timeout: int = 900, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run a command, failing the test with its output when it exits non-zero."""
-    proc = subprocess.run([str(a) for a in args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run([str(a) for a in args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
     assert proc.returncode == 0, f"{' '.join(map(str, args))} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
     return proc
 
@@ -73,17 +74,22 @@ def test_the_installed_wheel_solves_and_verifies(dist, tmp_path):
     env = tmp_path / "venv"
     venv.create(env, with_pip=True)
     python, bisimkit = env / "bin" / "python", env / "bin" / "bisimkit"
-    run([python, "-m", "pip", "install", "-q", wheel], cwd=tmp_path)
-    where = run([python, "-c", "import bisimkit, bisimkit_native; print(bisimkit.__file__); print(bisimkit.__version__)"],
-                cwd=tmp_path).stdout.split()
+    # Nothing of the checkout or of the test's own environment reaches the fresh one.
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "SKBUILD_EDITABLE_SKIP")}
+    clean["PATH"] = os.pathsep.join([str(env / "bin"), clean.get("PATH", "")])
+    run([python, "-m", "pip", "install", "-q", wheel], cwd=tmp_path, env=clean)
+    code = "import bisimkit, bisimkit_native; print(bisimkit.__file__); print(bisimkit.__version__)"
+    where = run([python, "-c", code], cwd=tmp_path, env=clean).stdout.split()
     assert Path(where[0]).is_relative_to(env) and where[1] == version_of_tree()
-    assert run([bisimkit, "--version"], cwd=tmp_path).stdout.strip() == f"bisimkit {version_of_tree()}"
+    assert run([bisimkit, "--version"], cwd=tmp_path, env=clean).stdout.strip() == f"bisimkit {version_of_tree()}"
 
-    run([bisimkit, "solve", "four-state", "--metric", "pi", "--out", tmp_path / "d.json", "--quiet"], cwd=tmp_path)
+    run([bisimkit, "solve", "four-state", "--metric", "pi", "--out", tmp_path / "d.json", "--quiet"], cwd=tmp_path,
+        env=clean)
     record = json.loads((tmp_path / "d.json").read_text())
     here = solve(example("four-state"), "pi")  # the source tree's solve, in this process
     assert record["converged"] and record["certified_error"] <= record["tolerance"]
     gap = np.max(np.abs(np.array(record["distances"]) - here.distances))
     assert gap <= record["certified_error"] + here.certified_error
-    verify = run([bisimkit, "verify", "--quick", "--out", tmp_path / "verify-out"], cwd=tmp_path)
+    verify = run([bisimkit, "verify", "--quick", "--out", tmp_path / "verify-out"], cwd=tmp_path, env=clean)
     assert (tmp_path / "verify-out" / "report.md").exists(), verify.stdout

@@ -7,6 +7,7 @@ reference from the docstrings (autodoc), the furo theme. Built offline, warnings
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ release = version = bisimkit.__version__
 author = "the bisimkit authors"
 copyright = "the bisimkit authors"
 
-extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.mathjax"]
+extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.mathjax"]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build"]
@@ -30,10 +31,8 @@ myst_heading_anchors = 6
 myst_enable_extensions = ["dollarmath", "colon_fence"]
 
 autodoc_member_order = "bysource"
-autodoc_typehints = "description"
+autodoc_typehints = "signature"
 autodoc_default_options = {"members": False}
-napoleon_numpy_docstring = True
-napoleon_google_docstring = False
 
 html_theme = "furo"
 html_title = f"bisimkit {release}"
@@ -51,10 +50,42 @@ API_MODULES = {
 }
 
 
+def attribute_comment_module(package: str, name: str) -> str | None:
+    """The module of ``package`` whose source documents ``name`` with a ``#:`` comment, if any: a
+    package's data names are imported from their modules, and their comments stay there."""
+    import pkgutil
+
+    from sphinx.pycode import ModuleAnalyzer
+
+    root = importlib.import_module(package)
+    candidates = [package] + [f"{package}.{m.name}" for m in pkgutil.iter_modules(root.__path__)]
+    for module in candidates:
+        try:
+            docs = ModuleAnalyzer.for_module(module).find_attr_docs()
+        except Exception:  # noqa: BLE001 - a module without source; the next one may hold the comment
+            continue
+        if ("", name) in docs:
+            return module
+    return None
+
+
+def data_block(module_name: str, name: str, value) -> list[str]:
+    """A data name: ``autodata`` from the module whose ``#:`` comment documents it, or, where no
+    comment does, its type and its keys (a table) or items (a tuple)."""
+    package = module_name if hasattr(importlib.import_module(module_name), "__path__") else None
+    where = attribute_comment_module(package, name) if package else module_name
+    if where is not None:
+        return [f".. autodata:: {where}.{name}", "   :no-value:", ""]
+    lines = [f".. py:data:: {name}", f"   :type: {type(value).__name__}", ""]
+    if isinstance(value, (dict, tuple, list)) and all(isinstance(k, str) for k in value):
+        what = "keys" if isinstance(value, dict) else "items"
+        lines += [f"   Its {what}: " + ", ".join(f"``{k}``" for k in value) + ".", ""]
+    return lines
+
+
 def api_block(module_name: str) -> str:
     """An autodoc directive for each public name of a module: ``autoclass`` (with members),
-    ``autofunction``, or ``autodata`` without its value (the tables' reprs say nothing)."""
-    import importlib
+    ``autofunction``, or the data name's block (:func:`data_block`)."""
     import inspect
 
     try:
@@ -70,8 +101,55 @@ def api_block(module_name: str) -> str:
         elif callable(obj):
             lines += [f".. autofunction:: {name}", ""]
         else:
-            lines += [f".. autodata:: {name}", "   :no-value:", ""]
-    return "\n".join(line for line in lines) + "```\n"
+            lines += data_block(module_name, name, obj)
+    return "\n".join(lines) + "```\n"
+
+
+#: The sections of a docstring whose lines ``name : description`` name a parameter, attribute or result.
+NAMED_SECTIONS = {"Parameters", "Other Parameters", "Attributes", "Returns", "Yields", "Raises", "Warns"}
+
+
+def numpy_sections(app, what, name, obj, options, lines):
+    """The docstrings' sections in the numpy layout (a title over a row of dashes), where each entry
+    reads ``name : description`` (the description, not a type, after the colon): the title becomes a
+    rubric and each entry a definition list item, ``name`` over its indented description."""
+    out, section, i = [], None, 0
+    while i < len(lines):
+        line = lines[i]
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if line.strip() and not line.startswith(" ") and set(nxt.strip()) == {"-"} \
+                and len(nxt.strip()) == len(line.strip()):
+            section = line.strip()
+            out += ["", f".. rubric:: {section}", ""]
+            i += 2
+            continue
+        if section in NAMED_SECTIONS and line and not line.startswith(" ") and " : " in line:
+            term, _, text = line.partition(" : ")
+            out += [term, f"    {text}"]
+        elif section in NAMED_SECTIONS and line and not line.startswith(" ") and line.rstrip().endswith(" :"):
+            out.append(line.rstrip()[:-2])
+        else:
+            out.append(line)
+        i += 1
+    lines[:] = out
+
+
+def close_lists(app, what, name, obj, options, lines):
+    """The docstrings end a list or a definition with the next line of text, without the blank line
+    reStructuredText asks for: add it wherever the text's indentation drops between two lines (a
+    bullet's text is indented past its marker)."""
+
+    def indent(text: str) -> int:
+        body = text.lstrip()
+        return len(text) - len(body) + (2 if body[:2] in ("* ", "- ", "+ ") else 0)
+
+    i = 1
+    while i < len(lines):
+        above, line = lines[i - 1], lines[i]
+        if above.strip() and line.strip() and indent(line) < indent(above):
+            lines.insert(i, "")
+            i += 1
+        i += 1
 
 
 def expand_api(app, docname, source):
@@ -83,3 +161,5 @@ def expand_api(app, docname, source):
 
 def setup(app):
     app.connect("source-read", expand_api)
+    app.connect("autodoc-process-docstring", numpy_sections)
+    app.connect("autodoc-process-docstring", close_lists, priority=600)  # after the sections' conversion

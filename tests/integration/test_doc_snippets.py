@@ -6,6 +6,9 @@ wrote), from a scratch folder that holds links to the checkout's ``examples/`` a
 ``python`` and ``bisimkit`` are the test's own environment's. A Python block runs as ``python -c``, a
 shell block under ``bash -euo pipefail``; a block passes when it exits 0.
 
+Running the blocks takes minutes, so those tests are marked ``docs`` and left out of the default run;
+``.ci/run`` runs them as a step of their own (``python -m pytest -n 2 --dist loadgroup -m docs``).
+
 A block that cannot run here says why on the line above its fence (docs/development.md, "Snippets"):
 
 * ``<!-- needs: gpu -->``: a CUDA device; skipped.
@@ -80,7 +83,7 @@ def all_snippets() -> list[Snippet]:
 def params():
     out = []
     for s in all_snippets():
-        marks = [pytest.mark.xdist_group(f"snippets-{s.page}")]
+        marks = [pytest.mark.docs, pytest.mark.xdist_group(f"snippets-{s.page}")]
         action = NEEDS.get(s.needs or "", "")
         if action.startswith("skip"):
             marks.append(pytest.mark.skip(reason=f"{s.page}:{s.line}: {action[6:]}"))

@@ -1,5 +1,6 @@
 """The documentation builds as a site: Sphinx with MyST and the furo theme over docs/ (docs/conf.py),
-the API reference generated from the docstrings, offline, with every warning an error."""
+the API reference generated from the docstrings, offline, with every warning an error. Marked ``docs``
+(left out of the default run; ``.ci/run`` runs it with the snippets, ``-m docs``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.docs
 
 
 def test_the_site_builds_without_a_warning(tmp_path):

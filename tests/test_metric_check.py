@@ -117,8 +117,8 @@ def test_l1_head_floor():
 def test_the_entangled_metric_is_always_within_an_l1_heads_reach(seed):
     """Under the shared-noise coupling d_eps-bar(s, t) = E_u[sum_k c^k |g(chain_s(u), k) - g(chain_t(u), k)|],
     an L1 distance between functions of the noise, so it lies in the cut cone for every finite MDP, stochastic
-    ones included (docs/agents.md, "Which exact metrics a latent head can represent"); psm-sampled's self-distances
-    keep it out of reach of any head that is 0 on identical latents."""
+    ones included (docs/results/metric_check.md, "Which exact metrics a latent head can represent"); psm-sampled's
+    self-distances keep it out of reach of any head that is 0 on identical latents."""
     from agents.metric_check import l1_head_floor
     from bisimkit.generators import random_mdp
 

@@ -1,15 +1,21 @@
 """The command line: outputs, file formats, and one-line errors with exit status 2."""
 
 import csv
+import importlib.metadata
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import bisimkit
 from bisimkit import example, save_mdp
 from bisimkit_cli.core import main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_cli(*args):
@@ -210,3 +216,17 @@ def test_a_fresh_process_solves_at_once_and_says_nothing_of_its_kernels(tmp_path
         run = subprocess.run([sys.executable, "-m", "bisimkit", "solve", spec, "--metric", "pi", "--quiet"],
                              capture_output=True, text=True, timeout=900)
         assert run.returncode == 0 and run.stderr == "", (spec, run.stderr[-2000:])
+
+
+def test_the_version_is_written_once_and_every_reader_agrees():
+    """``bisimkit --version``, ``bisimkit.__version__`` and the installed metadata give one version, which
+    pyproject.toml reads from ``__version__`` (it writes none of its own)."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    project = pyproject.split("[project]", 1)[1].split("\n[", 1)[0]
+    assert 'dynamic = ["version"]' in project and not re.search(r"^version\s*=", project, re.M)
+    assert 'metadata.version.input = "bisimkit/__init__.py"' in pyproject
+    assert re.fullmatch(r"\d+\.\d+\.\d+", bisimkit.__version__)
+    code, out, _ = run_cli("--version")
+    assert code == 0 and out.strip() == f"bisimkit {bisimkit.__version__}"
+    assert importlib.metadata.version("bisimkit") == bisimkit.__version__
+    assert f"## [{bisimkit.__version__}]" in (ROOT / "CHANGELOG.md").read_text()

@@ -21,6 +21,7 @@ _PUBLIC = {
     "EXAMPLES": "examples", "example": "examples",
     "from_gymnasium": "gym",
     "FiniteMDP": "mdp", "load_mdp": "mdp", "mdp_from_dict": "mdp", "save_mdp": "mdp",
+    "read_model": "model_files", "from_stormpy": "mdp", "SolveOptions": "solvers",
     "METRIC_NAMES": "operators", "OPERATORS": "operators", "apply_operator": "operators",
     "check_pseudometric": "pseudometric",
     "relation_blocks": "relations", "relation_labels": "relations",
@@ -32,8 +33,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BetweenSolution", "Comparison", "EXAMPLES", "FiniteMDP", "InputError", "METRIC_NAMES", "OPERATORS", "Solution",
-    "apply_operator", "check_pseudometric", "compare", "entangled_coupling", "example", "from_gymnasium",
-    "independent_coupling", "load_mdp", "mdp_from_dict", "optimal_coupling",
+    "SolveOptions", "apply_operator", "check_pseudometric", "compare", "entangled_coupling", "example",
+    "from_gymnasium", "from_stormpy", "independent_coupling", "load_mdp", "mdp_from_dict", "optimal_coupling",
+    "read_model",
     "relation_blocks", "relation_labels", "save_mdp", "solve", "solve_between",
 ]
 

@@ -14,7 +14,7 @@ All solvers return F(x) for their last x (Smith's doubling returns x) and report
 a bound on its error as ``certified_error``. F is not evaluated exactly in
 floating point, so the bound charges what the evaluation is unsure of
 (``docs/operators.md#the-certificate``): with ``y`` the computed F(x) and ``e`` a bound on
-``||y - F(x)||`` (:class:`bisimkit.operators.Evaluation`: transport gaps, the laws, one-step
+``||y - F(x)||`` (:class:`bisimkit.forms.Evaluation`: transport gaps, the laws, one-step
 terms and entangled couplings as computed from the MDP, and the rounding of every sum, each
 charged per pair from the quantities it is computed from)::
 
@@ -59,9 +59,8 @@ from .errors import InputError, check_count
 from .ground import Ground, ground_label
 from .kernels import dense_inverse
 from .mdp import FiniteMDP
-from .order import ACTION_ORDER_METRICS
-from .operators import (Evaluation, PairLinearForm, SteinForm, TransportTerms, diagonal_values, operator_form,
-                        operator_info, pair_system)
+from .forms import Evaluation, PairLinearForm, SteinForm, TransportTerms, pair_system
+from .operators import diagonal_values, operator, operator_form
 from .pairs import PairSpace
 from .roundoff import U
 from .transport import plan_costs
@@ -122,7 +121,7 @@ class Solution:
     @property
     def order_matters(self) -> bool:
         """Whether this metric depends on the state order (eps-bar) or the action order (eps family)."""
-        return self.metric in ACTION_ORDER_METRICS
+        return operator(self.metric).action_order
 
     def to_json(self) -> dict:
         """The ``--out FILE.json`` object."""
@@ -142,6 +141,20 @@ class Solution:
         }
 
 
+@dataclass
+class FixedPoint:
+    """What a method found for a form (:func:`solve_form`): ``distances`` (the matrix of the result, negative
+    round-off clipped to 0), ``iterations``, ``certified_error``, ``converged``, ``floor`` (the part of the
+    certificate more iterations cannot reduce) and ``method`` (its name)."""
+
+    distances: np.ndarray
+    iterations: int
+    certified_error: float
+    converged: bool
+    floor: float
+    method: str
+
+
 def fixed_point(mdp: FiniteMDP, metric: str, g: Ground | None, tol: float, method: str = "auto",
                 progress: ProgressCallback | None = None, max_iterations: int | None = None,
                 full_diagonal: bool = False) -> Solution:
@@ -150,38 +163,38 @@ def fixed_point(mdp: FiniteMDP, metric: str, g: Ground | None, tol: float, metho
     ``g`` is a resolved ground (or None for metrics without one); arguments are as in
     :func:`bisimkit.solvers.solve`, which checks them. Nothing is warned here.
     """
-    info = operator_info(metric)
+    info = operator(metric)
     start = time.perf_counter()
     pairs = PairSpace(mdp.n_states, diagonal=True) if full_diagonal else None
     form = operator_form(mdp, metric, g if g is not None else "reward", pairs,
                          zero_diagonal=False if full_diagonal else None)
     c = mdp.discount
     report = _Reporter(progress, start)
-    D, its, err, ok, floor, name = solve_form(form, metric, tol, method, report, max_iterations)
+    found = solve_form(form, metric, tol, method, report, max_iterations)
+    err, ok = found.certified_error, found.converged
     diag_res = 0.0
     if info.pseudometric and not full_diagonal:
         # The solvers stored only s < t with d(s, s) = 0. Check that F(D) really vanishes on the
         # diagonal and charge what does not to the certificate: the full residual of D is at most
         # max(off-diagonal step, diagonal residual), and D's own diagonal is off by at most that much more.
-        diag_res = float(np.max(np.abs(diagonal_values(mdp, metric, D, g if g is not None else "reward"))))
+        diag_res = float(np.max(np.abs(diagonal_values(mdp, metric, found.distances,
+                                                       g if g is not None else "reward"))))
         if diag_res > 0:
             err = max(err, _certificate(c, diag_res)) + diag_res
             ok = ok and err <= tol
-    return Solution(metric=metric, distances=D, iterations=its, certified_error=float(err),
-                    seconds=time.perf_counter() - start, method=name, tolerance=tol,
-                    ground=None if g is None else ground_label(g), converged=bool(ok),
+    return Solution(metric=metric, distances=found.distances, iterations=found.iterations,
+                    certified_error=float(err), seconds=time.perf_counter() - start, method=found.method,
+                    tolerance=tol, ground=None if g is None else ground_label(g), converged=bool(ok),
                     history=report.history, history_seconds=report.seconds, diagonal_residual=diag_res,
-                    floor=float(floor))
+                    floor=float(found.floor))
 
 
 def solve_form(form, metric: str, tol: float, method: str, report: Callable[[int, float], None] | None,
-               max_iterations: int | None = None) -> tuple[np.ndarray, int, float, bool, float, str]:
-    """The method for ``form`` (a :class:`~bisimkit.operators.SteinForm`, a
-    :class:`~bisimkit.operators.PairLinearForm` or :class:`~bisimkit.operators.TransportTerms`):
-    value iteration for ``vi`` and for W2, else Smith's doubling, one sparse linear solve or coupling
-    iteration. Returns ``(D, iterations, certified_error, converged, floor, method name)`` with ``D``
-    the matrix of the result (the pairs' matrix for pair forms), negative round-off clipped to 0.
-    ``metric`` only names the operator in the refusal of ``method="exact"`` for W2.
+               max_iterations: int | None = None) -> FixedPoint:
+    """The method for ``form`` (a :class:`~bisimkit.forms.SteinForm`, a :class:`~bisimkit.forms.PairLinearForm`
+    or :class:`~bisimkit.forms.TransportTerms`): value iteration for ``vi`` and for W2, else Smith's
+    doubling, one sparse linear solve or coupling iteration. ``metric`` only names the operator in the
+    refusal of ``method="exact"`` for W2.
     """
     c = form.discount
     exact = method in ("auto", "exact") and not (isinstance(form, TransportTerms) and form.p != 1)
@@ -203,7 +216,7 @@ def solve_form(form, metric: str, tol: float, method: str, report: Callable[[int
         x, its, err, ok, floor = coupling_iteration(form, tol, report, max_iterations)
         name, to_matrix = "coupling iteration", form.pairs.to_matrix
     # Every operator's fixed point is >= 0, so clipping round-off can only move x closer to it.
-    return np.maximum(to_matrix(x), 0.0), its, err, ok, floor, name
+    return FixedPoint(np.maximum(to_matrix(x), 0.0), its, float(err), bool(ok), float(floor), name)
 
 
 class _Reporter:
@@ -251,7 +264,7 @@ def bound(c: float, ev: Evaluation, returned: str = "value") -> Bound:
 
 def bound_from_norms(c: float, step: float, error: float, returned: str = "value") -> Bound:
     """:func:`bound` from the computed step ``max |value - at|`` and the evaluation's error bound ``e``
-    (:class:`~bisimkit.operators.Evaluation`), for evaluations whose arrays live elsewhere (a torch
+    (:class:`~bisimkit.forms.Evaluation`), for evaluations whose arrays live elsewhere (a torch
     device, :mod:`bisimkit.engine_torch`): ``(c step + e) / (1 - c)`` for the value, ``(step + e) / (1 - c)``
     for the point, with the floor ``e / (1 - c)``. The step was computed by a rounded subtraction, and the
     bound itself is rounded: both are charged by factors of ``1 + O(u)``."""

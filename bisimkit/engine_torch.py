@@ -10,7 +10,7 @@ Arithmetic: float64 throughout, on a CPU and on CUDA (the Hopper cards' float64 
 make the products fast enough, and float64 iterates reach 1e-9 without refinement). The
 certificate is the one of the numpy path (``docs/operators.md#the-certificate``): one
 evaluation ``Y = A + c P D P^T`` at the result, in float64 on the device, its error bounded entry
-by entry as :meth:`bisimkit.operators.SteinForm.evaluate` bounds it (A's own error, the two
+by entry as :meth:`bisimkit.forms.SteinForm.evaluate` bounds it (A's own error, the two
 products' ``gamma(n)`` relative to ``P |D| P^T``, the laws' relative errors), then
 :func:`bisimkit.engine.bound_from_norms` with ``||Y - D||``. The product bound holds for sums of n
 terms in any order with IEEE float64 fused or unfused multiply-adds, so it covers a GPU's
@@ -30,7 +30,8 @@ import torch  # the optional 'torch' extra: this module is imported only for bac
 from .engine import Solution, _Reporter, bound_from_norms
 from .errors import InputError
 from .mdp import FiniteMDP
-from .operators import SteinForm, stein_error, stein_form
+from .forms import SteinForm, stein_error
+from .operators import stein_form
 
 
 def resolve_device(device: str | None) -> torch.device:

@@ -15,6 +15,10 @@ import numpy as np
 
 from .errors import InputError
 
+#: Rows of ``transitions`` and ``policy`` may be off by this much (and entries
+#: this negative) before they are rejected; accepted rows are then cleaned.
+ROW_TOLERANCE = 1e-9
+
 
 def format_index(names: tuple[str, ...], idx: tuple[int, ...]) -> str:
     return ", ".join(f"{k}={int(i)}" for k, i in zip(names, idx))

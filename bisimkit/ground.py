@@ -126,17 +126,16 @@ def ground_label(ground: Ground) -> str:
 ZERO_SPREAD = 1e-12
 
 
-def zero_ground_note(mdp: FiniteMDP, metric: str, ground: Ground | None) -> tuple[float, str] | None:
-    """``(spread, note)`` when ``metric``'s ground term (nearly) vanishes for every pair, else None.
+def zero_ground_note(mdp: FiniteMDP, op, ground: Ground | None) -> tuple[float, str] | None:
+    """``(spread, note)`` when operator ``op``'s ground term (nearly) vanishes for every pair, else None.
 
-    ``spread`` is the measured bound on the ground term over all pairs (the range of the rewards,
-    or the summed per-coordinate range of the mean actions abar for a policy-based ground); the
-    note says what it means. A spread of exactly 0 makes every distance exactly 0; a spread up to
-    :data:`ZERO_SPREAD` only makes the distances tiny, which the solver reports when they are
-    within the certificate of 0 (:func:`zero_ground_message`)."""
-    policy_based = metric in ("psm", "psm-sampled") or (metric.startswith("eps") and isinstance(ground, str)
-                                                       and ground == "policy")
-    if policy_based and mdp.policy is not None:
+    ``op`` is a :class:`bisimkit.operators.Operator` (its ``term`` and ``compares_mean_actions`` say what
+    the one-step term reads). ``spread`` is the measured bound on the ground term over all pairs (the
+    range of the rewards, or the summed per-coordinate range of the mean actions abar for a
+    policy-based ground); the note says what it means. A spread of exactly 0 makes every distance
+    exactly 0; a spread up to :data:`ZERO_SPREAD` only makes the distances tiny, which the solver reports
+    when they are within the certificate of 0 (:func:`zero_ground_message`)."""
+    if op.compares_mean_actions(ground) and mdp.policy is not None:
         abar = mdp.mean_action
         spread = float(np.ptp(abar, axis=0).sum()) if len(abar) else 0.0
         if spread <= ZERO_SPREAD:
@@ -146,8 +145,8 @@ def zero_ground_note(mdp: FiniteMDP, metric: str, ground: Ground | None) -> tupl
                             f"the same mean action abar = {np.round(abar[0], 6).tolist()}{up_to} (a uniform policy "
                             f"over one-hot action_values does this)")
         return None
-    reward_based = metric in ("bisim", "pi", "mico", "mico-reduced", "dbc", "dbc-sampled") or (
-        metric.startswith("eps") and (ground is None or (isinstance(ground, str) and ground == "reward")))
+    reward_based = op.term in ("reward-mean", "reward") or (
+        op.term == "ground" and (ground is None or (isinstance(ground, str) and ground == "reward")))
     if reward_based:
         spread = float(np.ptp(mdp.rewards))
         if spread <= ZERO_SPREAD:

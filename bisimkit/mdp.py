@@ -17,7 +17,6 @@ import json
 import math
 import os
 import zipfile
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import InputError
-from .fields import check_finite, check_keys, format_index, to_float_array, validate_discount
+from .fields import ROW_TOLERANCE, check_finite, check_keys, format_index, to_float_array, validate_discount
 from .files import atomic_write, atomic_write_bytes
 from .kernels import DenseRows, on_small_path
 from .roundoff import MDPRoundOff, policy_average, row_defects
@@ -33,69 +32,116 @@ from .roundoff import MDPRoundOff, policy_average, row_defects
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
-#: Rows of ``transitions`` and ``policy`` may be off by this much (and entries
-#: this negative) before they are rejected; accepted rows are then cleaned.
-ROW_TOLERANCE = 1e-9
+    from .model_files import ModelData
+
 
 FIELDS = ("transitions", "rewards", "policy", "discount", "action_values", "state_shape", "name", "initial_state")
 REQUIRED = ("transitions", "rewards", "discount")
 
 
-@dataclass(frozen=True, eq=False)
+#: A sparse model's dense views (``transitions``, ``transition_pi``) are built on demand up to this many
+#: entries (about 160 MB); past it they are refused, naming the field: the solvers read the sparse rows.
+DENSE_VIEW_CELLS = 20_000_000
+
+
 class FiniteMDP:
     """A validated finite MDP (``docs/operators.md``).
 
-    Arrays are converted to float64; rows of ``transitions`` and ``policy`` that
-    are within :data:`ROW_TOLERANCE` of a distribution are clipped at zero and
-    renormalised, anything further off is rejected.
+    ``transitions`` is a dense (n, m, n) array, or a sparse matrix (any ``scipy.sparse`` format) of shape
+    (n m, n) whose row ``s m + a`` is ``P(s, a)``: a model from a model checker (:mod:`bisimkit.models`)
+    is held sparse from the file to the solver, in memory proportional to its transitions. Arrays are
+    converted to float64; rows of ``transitions`` and ``policy`` that are within :data:`ROW_TOLERANCE`
+    of a distribution are clipped at zero and renormalised, anything further off is rejected.
+    ``labels``, optional, are each state's atomic propositions (a sequence of n sets of names), for the
+    distances of labelled Markov chains. Instances are read-only and compare by identity.
     """
 
-    transitions: np.ndarray
-    rewards: np.ndarray
-    discount: float
-    policy: np.ndarray | None = None
-    action_values: np.ndarray | None = None
-    state_shape: tuple[int, ...] | None = None
-    name: str | None = None
-    initial_state: int | None = None
+    __slots__ = ("_transitions", "_rows", "rewards", "discount", "policy", "action_values", "state_shape", "name",
+                 "initial_state", "labels", "__dict__")
 
-    def __post_init__(self) -> None:
-        P = _validate_transitions(self.transitions)
-        n, m = P.shape[0], P.shape[1]
-        R = _validate_matrix("rewards", self.rewards, (n, m), ("s", "a"))
-        c = validate_discount(self.discount)
-        pi = None if self.policy is None else _validate_policy(self.policy, n, m)
-        if self.action_values is None:
-            av = np.eye(m)
+    def __init__(self, transitions, rewards, discount, policy=None, action_values=None, state_shape=None,
+                 name: str | None = None, initial_state=None, labels=None) -> None:
+        set_ = object.__setattr__
+        if _is_sparse(transitions):
+            rows = _validate_sparse_transitions(transitions, rewards)
+            n, m = rows.shape[1], rows.shape[0] // max(rows.shape[1], 1)
+            set_(self, "_transitions", None)
+            set_(self, "_rows", rows)
         else:
-            av = _validate_action_values(self.action_values, m)
-        shape = None if self.state_shape is None else _validate_state_shape(self.state_shape, n)
-        if self.name is not None and not isinstance(self.name, str):
-            raise InputError(f"name: expected a string, got {type(self.name).__name__}")
-        initial = None if self.initial_state is None else _validate_initial_state(self.initial_state, n)
-        object.__setattr__(self, "initial_state", initial)
-        for field, value in (("transitions", P), ("rewards", R), ("discount", c),
-                             ("policy", pi), ("action_values", av), ("state_shape", shape)):
-            object.__setattr__(self, field, value)
-        for array in (P, R, pi, av):
+            P = _validate_transitions(transitions)
+            n, m = P.shape[0], P.shape[1]
+            P.setflags(write=False)
+            set_(self, "_transitions", P)
+            set_(self, "_rows", None)
+        R = _validate_matrix("rewards", rewards, (n, m), ("s", "a"))
+        c = validate_discount(discount)
+        pi = None if policy is None else _validate_policy(policy, n, m)
+        av = np.eye(m) if action_values is None else _validate_action_values(action_values, m)
+        shape = None if state_shape is None else _validate_state_shape(state_shape, n)
+        if name is not None and not isinstance(name, str):
+            raise InputError(f"name: expected a string, got {type(name).__name__}")
+        initial = None if initial_state is None else _validate_initial_state(initial_state, n)
+        for field, value in (("rewards", R), ("discount", c), ("policy", pi), ("action_values", av),
+                             ("state_shape", shape), ("name", name), ("initial_state", initial),
+                             ("labels", None if labels is None else _validate_labels(labels, n))):
+            set_(self, field, value)
+        for array in (R, pi, av):
             if array is not None:
                 array.setflags(write=False)
+
+    def __setattr__(self, name, value) -> None:
+        raise AttributeError(f"FiniteMDP is read-only: cannot set {name}")
+
+    def __repr__(self) -> str:
+        held = "sparse" if self._transitions is None else "dense"
+        return (f"FiniteMDP({self.label}: {self.n_states} states, {self.n_actions} actions, c={self.discount:g}, "
+                f"{held} transitions{', policy' if self.policy is not None else ''})")
 
     # ----------------------------------------------------------------- sizes
     @property
     def n_states(self) -> int:
         """Number of states n."""
-        return int(self.transitions.shape[0])
+        return int(self.rewards.shape[0])
 
     @property
     def n_actions(self) -> int:
         """Number of actions m."""
-        return int(self.transitions.shape[1])
+        return int(self.rewards.shape[1])
 
     @property
     def label(self) -> str:
         """The MDP's name, or a description of its size."""
         return self.name or f"mdp[n={self.n_states}, m={self.n_actions}]"
+
+    @property
+    def sparse(self) -> bool:
+        """Whether the transitions are held sparse (built from a sparse matrix)."""
+        return self._transitions is None
+
+    @cached_property
+    def supports(self) -> np.ndarray:
+        """The number of successors of every ``P(s, a)`` (n x m)."""
+        if self._transitions is not None:
+            # one action at a time: a boolean copy of all transitions would be a large allocation
+            return np.stack([np.count_nonzero(self._transitions[:, a, :], axis=1) for a in range(self.n_actions)],
+                            axis=1)
+        return np.diff(self._rows.indptr).reshape(self.n_states, self.n_actions)
+
+    @property
+    def transitions(self) -> np.ndarray:
+        """P as a dense (n, m, n) array (read-only). A sparse model builds it on demand up to
+        :data:`DENSE_VIEW_CELLS` entries and refuses past that, naming the size."""
+        if self._transitions is None:
+            return self._dense_transitions
+        return self._transitions
+
+    @cached_property
+    def _dense_transitions(self) -> np.ndarray:
+        n, m = self.n_states, self.n_actions
+        _check_dense_view("transitions", n * m * n, self._rows.nnz, n)
+        P = self._rows.toarray().reshape(n, m, n)
+        P.setflags(write=False)
+        return P
 
     # ------------------------------------------- derived (docs/operators.md)
     def require_policy(self, purpose: str) -> np.ndarray:
@@ -123,9 +169,14 @@ class FiniteMDP:
     @cached_property
     def transition_pi(self) -> np.ndarray:
         """``Ppi[s] = sum_a pi[s,a] P[s,a]`` (n x n), rows cleaned to sum to 1 (how far each row may be from the
-        exact mixture: :func:`bisimkit.roundoff.mixture_errors`)."""
+        exact mixture: :func:`bisimkit.roundoff.mixture_errors`). A sparse model builds it from
+        :attr:`transition_pi_rows`, up to :data:`DENSE_VIEW_CELLS` entries."""
         pi = self.require_policy("the policy-averaged transition")
-        Ppi = np.einsum("sa,sat->st", pi, self.transitions)
+        if self._transitions is None:
+            n = self.n_states
+            _check_dense_view("transition_pi", n * n, self._sparse_pi_rows.nnz, n)
+            return self._sparse_pi_rows.toarray()
+        Ppi = np.einsum("sa,sat->st", pi, self._transitions)
         return _clean_rows(Ppi)
 
     @property
@@ -160,28 +211,42 @@ class FiniteMDP:
     def transition_rows(self) -> sp.csr_matrix | DenseRows:
         """P as a sparse (n*m) x n matrix; row ``s*m + a`` is ``P[s, a]`` (on the small-problem path,
         :mod:`bisimkit.kernels`, the same rows as numpy :class:`~bisimkit.kernels.DenseRows`)."""
-        if on_small_path():
-            return DenseRows(self.transitions)
+        if on_small_path() and self._transitions is not None:
+            return DenseRows(self._transitions)
         return self._sparse_rows
 
     @property
     def transition_pi_rows(self) -> sp.csr_matrix | DenseRows:
         """Ppi as a sparse n x n matrix (numpy :class:`~bisimkit.kernels.DenseRows` on the small-problem path)."""
-        if on_small_path():
+        if on_small_path() and self._transitions is not None:
             return DenseRows(self.transition_pi)
         return self._sparse_pi_rows
 
     @cached_property
     def _sparse_rows(self) -> sp.csr_matrix:
+        if self._rows is not None:
+            return self._rows
         import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
 
-        return sp.csr_matrix(self.transitions.reshape(-1, self.n_states))
+        return sp.csr_matrix(self._transitions.reshape(-1, self.n_states))
 
     @cached_property
     def _sparse_pi_rows(self) -> sp.csr_matrix:
         import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
 
-        return sp.csr_matrix(self.transition_pi)
+        if self._transitions is not None:
+            return sp.csr_matrix(self.transition_pi)
+        # the mixture sum_a diag(pi[:, a]) P_a, each action's rows taken every m-th, rows cleaned
+        pi = self.require_policy("the policy-averaged transition")
+        n, m = self.n_states, self.n_actions
+        mixture = sum(sp.diags(pi[:, a]) @ self._rows[a::m] for a in range(m))
+        mixture = sp.csr_matrix(mixture)
+        mixture.sum_duplicates()
+        mixture.data = np.clip(mixture.data, 0.0, None)
+        totals = np.asarray(mixture.sum(axis=1)).ravel()
+        mixture = sp.csr_matrix(sp.diags(1.0 / totals) @ mixture)
+        mixture.sort_indices()
+        return mixture
 
     # ---------------------------------------------------------- conversion
     def to_dict(self) -> dict[str, Any]:
@@ -204,11 +269,79 @@ class FiniteMDP:
 
     def with_policy(self, policy: np.ndarray | None) -> "FiniteMDP":
         """A copy of this MDP with another policy (validated)."""
-        return FiniteMDP(self.transitions, self.rewards, self.discount, policy,
-                         self.action_values, self.state_shape, self.name, self.initial_state)
+        held = self._rows if self._transitions is None else self._transitions
+        return FiniteMDP(held, self.rewards, self.discount, policy, self.action_values, self.state_shape, self.name,
+                         self.initial_state, self.labels)
+
+    def label_classes(self) -> np.ndarray:
+        """One integer per state, equal exactly when two states carry the same set of labels (an InputError
+        naming ``labels`` when the MDP has none)."""
+        if self.labels is None:
+            raise InputError("labels: this MDP carries no labels (read a model file with its labels, or pass "
+                             "labels=[set of names per state])")
+        ids: dict[frozenset, int] = {}
+        return np.array([ids.setdefault(labels, len(ids)) for labels in self.labels], dtype=np.int64)
 
 
 # --------------------------------------------------------------- validation
+def _is_sparse(value: Any) -> bool:
+    return type(value).__module__.startswith("scipy.sparse")
+
+
+def _check_dense_view(field: str, cells: int, nnz: int, n: int) -> None:
+    if cells > DENSE_VIEW_CELLS:
+        raise InputError(f"{field}: this MDP holds its {nnz:,} transitions sparse over {n:,} states; the dense array "
+                         f"would take {8 * cells / 2 ** 30:.1f} GiB (the solvers read the sparse rows: transition_rows)")
+
+
+def _validate_sparse_transitions(value: Any, rewards: Any) -> sp.csr_matrix:
+    """A sparse (n m) x n transition matrix, checked like a dense one (finite, non-negative within
+    :data:`ROW_TOLERANCE`, rows summing to 1 within it) and cleaned: CSR, sorted, no explicit zeros, rows
+    renormalised."""
+    import scipy.sparse as sp  # a sparse model brought scipy along already
+
+    X = sp.csr_matrix(value, dtype=np.float64)
+    rows, n = X.shape
+    R = np.asarray(rewards)
+    m = int(R.shape[1]) if R.ndim == 2 and R.shape[0] == n else (rows // n if n else 0)
+    if n == 0 or m == 0 or rows != n * m:
+        raise InputError(f"transitions: a sparse transition matrix has shape (n*m, n): row s*m + a is P(s, a); got "
+                         f"{X.shape}, with rewards of shape {R.shape}")
+    X.sum_duplicates()
+    X.sort_indices()
+    bad = np.nonzero(~np.isfinite(X.data))[0]
+    if len(bad):
+        row = int(np.searchsorted(X.indptr, bad[0], side="right") - 1)
+        raise InputError(f"transitions[s={row // m}, a={row % m}, s'={X.indices[bad[0]]}] is not finite")
+    neg = np.nonzero(X.data < -ROW_TOLERANCE)[0]
+    if len(neg):
+        row = int(np.searchsorted(X.indptr, neg[0], side="right") - 1)
+        raise InputError(f"transitions[s={row // m}, a={row % m}, s'={X.indices[neg[0]]}] = {X.data[neg[0]]:.6g} "
+                         f"is negative")
+    X.data = np.clip(X.data, 0.0, None)
+    X.eliminate_zeros()
+    sums = np.asarray(X.sum(axis=1)).ravel()
+    off = np.nonzero(np.abs(sums - 1.0) > ROW_TOLERANCE)[0]
+    if len(off):
+        row = int(off[0])
+        raise InputError(f"transitions[s={row // m}, a={row % m}] sums to {sums[row]:.12g}, not 1 "
+                         f"(tolerance {ROW_TOLERANCE:g})")
+    X.data = X.data / np.repeat(sums, np.diff(X.indptr))
+    X.data.setflags(write=False)
+    return X
+
+
+def _validate_labels(labels: Any, n: int) -> tuple[frozenset, ...]:
+    """n sets of label names (strings)."""
+    try:
+        out = tuple(frozenset(str(x) for x in state) for state in labels)
+    except TypeError:
+        raise InputError("labels: expected one collection of label names per state") from None
+    if len(out) != n:
+        raise InputError(f"labels: {len(out)} label sets for {n} states")
+    return out
+
+
 def _validate_transitions(value: Any) -> np.ndarray:
     P = to_float_array("transitions", value)
     if P.ndim != 3:
@@ -314,9 +447,75 @@ def mdp_from_dict(data: Any, source: str = "input") -> FiniteMDP:
     )
 
 
-def load_mdp(path: str | os.PathLike) -> FiniteMDP:
-    """Load and validate an MDP from a ``.json`` or ``.npz`` file."""
+# ----------------------------------------------------------------- as MDPs
+#: The discount a model from a model checker gets when none is given (such models carry none).
+MODEL_DISCOUNT = 0.9
+MODEL_SUFFIXES = (".drn", ".tra")
+
+
+def to_mdp(data: ModelData, reward: str | None = None, discount: float = MODEL_DISCOUNT, policy=None,
+           kind: str | None = None):
+    """``data`` as a :class:`~bisimkit.mdp.FiniteMDP` with its transitions held sparse (never densified) and
+    each state's labels kept (``mdp.labels``).
+
+    Parameters
+    ----------
+    reward : a label (its indicator is the reward, for every action) or a reward structure
+        (:meth:`ModelData.reward_matrix`; ``kind`` settles a name that is both); None gives every reward 0.
+    discount : c in [0, 1) (models from a model checker carry none; default :data:`MODEL_DISCOUNT`).
+    policy : a Markov chain's is its one action; an MDP has none unless given: ``"uniform"`` or an (n, m)
+        array.
+    """
+    n, m = data.n_states, data.n_actions
+    rewards = np.zeros((n, m)) if reward is None else data.reward_matrix(reward, kind)
+    if isinstance(policy, str):
+        if policy != "uniform":
+            raise InputError(f"unknown policy {policy!r} (use 'uniform' or an (n, m) array)", param="policy")
+        policy = np.full((n, m), 1.0 / m)
+    elif policy is None and data.model_type == "dtmc":
+        policy = np.ones((n, 1))
+    ptr, idx = data._labels_by_state
+    names = np.asarray(data.label_names, dtype=object)
+    labels = [frozenset(names[idx[ptr[s]:ptr[s + 1]]]) for s in range(n)]
+    initial = int(data.initial_states[0]) if len(data.initial_states) == 1 else None
+    name = Path(data.source).name if data.source and data.source != "stormpy model" else data.source
+    return FiniteMDP(data.transition_matrix(), rewards, discount, policy, name=name, initial_state=initial,
+                     labels=labels)
+
+
+def load_model(path: str | os.PathLike, reward: str | None = None, discount: float = MODEL_DISCOUNT, policy=None,
+               kind: str | None = None):
+    """Read a Storm DRN file or a PRISM explicit export (:func:`bisimkit.model_files.read_model`) as a sparse
+    :class:`~bisimkit.mdp.FiniteMDP` (:func:`to_mdp`)."""
+    from .model_files import read_model  # start-up cost: the reader is loaded where a model file is read
+
+    return to_mdp(read_model(path), reward, discount, policy, kind)
+
+
+def from_stormpy(model, reward: str | None = None, discount: float = MODEL_DISCOUNT, policy=None,
+                 kind: str | None = None):
+    """A model stormpy built (from a PRISM or JANI file) as a sparse :class:`~bisimkit.mdp.FiniteMDP`
+    (:func:`bisimkit.model_files.stormpy_data`, :func:`to_mdp`; the ``storm`` extra)."""
+    from .model_files import stormpy_data  # start-up cost: the reader is loaded where a model is converted
+
+    return to_mdp(stormpy_data(model), reward, discount, policy, kind)
+
+
+def load_mdp(path: str | os.PathLike, reward: str | None = None, discount: float | None = None,
+             policy=None, kind: str | None = None) -> FiniteMDP:
+    """Load and validate an MDP from a ``.json`` or ``.npz`` file (the file format of ``docs/cli.md``), or a
+    model from a model checker: Storm's ``.drn`` or PRISM's explicit ``.tra`` (with its ``.lab`` and
+    reward files), held sparse (:func:`load_model`). ``reward`` (a label, whose
+    indicator is the reward, or a reward structure), ``discount`` (default 0.9) and ``policy``
+    (``"uniform"``, or an array; a Markov chain has its own) apply to model files only: an MDP file
+    carries its own. ``kind`` (``"label"`` or ``"reward"``) settles a reward name that is both."""
     path = Path(path)
+    if path.suffix.lower() in (".drn", ".tra"):
+        return load_model(path, reward, MODEL_DISCOUNT if discount is None else discount, policy, kind)
+    for value, param in ((reward, "reward"), (discount, "discount"), (policy, "policy"), (kind, "kind")):
+        if value is not None:
+            raise InputError(f"{path}: {param}= applies to model files (.drn, .tra); an MDP file carries its own "
+                             f"{param if param != 'reward' else 'rewards'}", param=param)
     if not path.exists():
         raise InputError(f"{path}: no such file")
     if path.is_dir():
@@ -336,7 +535,8 @@ def load_mdp(path: str | os.PathLike) -> FiniteMDP:
             except (zipfile.BadZipFile, ValueError, EOFError, OSError) as exc:
                 raise InputError(f"{path}: cannot read as .npz ({exc})") from None
         else:
-            raise InputError(f"{path}: unsupported file type '{path.suffix}' (use .json or .npz)")
+            raise InputError(f"{path}: unsupported file type '{path.suffix}' (use .json or .npz, or a model "
+                             f"file: .drn, .tra)")
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a UTF-8 text file") from None
     except PermissionError:

@@ -23,9 +23,9 @@ import numpy as np
 
 from .errors import InputError
 from .mdp import FiniteMDP
-from .operators import (COMPILED_EPS_BAR_PAIRS, COMPILED_PAIR_SYSTEM_CELLS, EPS_BAR_MEMORY_SHARE, EPS_BAR_SINGLE_PAIRS,
-                        OPERATORS, SHARED_MASS_MIN_SUPPORT, physical_memory)
-from .quotient import QUOTIENT_METRICS
+from .forms import (COMPILED_EPS_BAR_PAIRS, COMPILED_PAIR_SYSTEM_CELLS, EPS_BAR_MEMORY_SHARE, EPS_BAR_SINGLE_PAIRS,
+                    SHARED_MASS_MIN_SUPPORT, physical_memory)
+from .operators import operator
 
 #: A solve must fit in the available memory with its estimate multiplied by this. The estimates are
 #: held within a factor 1.5 of measured peaks and measured between 0.75 and 1.3 of them
@@ -70,8 +70,7 @@ class Shape:
     @classmethod
     def of(cls, mdp: FiniteMDP) -> "Shape":
         n, m = mdp.n_states, mdp.n_actions
-        # one action at a time: a boolean copy of all transitions would be a large allocation
-        support = np.stack([np.count_nonzero(mdp.transitions[:, a, :], axis=1) for a in range(m)], axis=1)
+        support = mdp.supports
         if mdp.policy is None:
             return cls(n, m, float(support.mean()), 0.0, 0.0)
         used = mdp.policy > 0
@@ -105,23 +104,25 @@ def _cells(rows: float, a: float, b: float) -> float:
 
 
 def estimate_shape(shape: Shape, metric: str, method: str = "auto", full_diagonal: bool = False,
-                   single_eps_bar: bool | None = None, pairs: float | None = None) -> Estimate:
+                   single_eps_bar: bool | None = None, pairs: float | None = None,
+                   cells: float | None = None) -> Estimate:
     """The estimate for an MDP of this :class:`Shape` (see :func:`estimate_solve`); ``pairs``, when
     given, is the number of unknown pairs (the cross pairs of :func:`estimate_between`) in place of
-    the pairs of ``shape.n`` states."""
-    if metric == "mico-reduced":
-        return estimate_shape(shape, "mico", method, full_diagonal)
-    info = OPERATORS[metric]
+    the pairs of ``shape.n`` states, and ``cells`` the entries of the distance-shaped matrices (the
+    pair index, the distances) in place of ``n^2``."""
+    info = operator(metric)
+    if info.base is not None:
+        return estimate_shape(shape, info.base, method, full_diagonal)
     n, m = shape.n, shape.m
     if pairs is None:
         pairs = n * (n + 1) / 2 if (full_diagonal or not info.pseudometric) else n * (n - 1) / 2
-    square = 8.0 * n * n
+    square = 8.0 * (n * n if cells is None else cells)
     exact = method in ("auto", "exact")
-    if info.form == "stein":
+    if info.kind == "stein":
         total = STEIN_MATRICES * square if exact else (STEIN_MATRICES - 2) * square
         return Estimate(total, "Smith doubling" if exact else "value iteration", f"{n} x {n} matrices")
     base = PAIR_MATRICES * square + PAIR_VECTORS * 8.0 * pairs
-    if info.form == "pair-linear":
+    if info.kind == "pair-linear":
         action_cells = _cells(pairs, shape.policy_support, shape.policy_support)
         entries = _cells(action_cells, shape.transition_support, shape.transition_support)
         if single_eps_bar is None:
@@ -133,26 +134,26 @@ def estimate_shape(shape: Shape, metric: str, method: str = "auto", full_diagona
         kind = "float32 eps-bar matrix" if single_eps_bar else "eps-bar matrix"
         return Estimate(total, "sparse linear solve" if exact else "value iteration",
                         f"{pairs:,.0f} pairs, {kind} of {entries:,.0f} entries")
-    # transport: rows per pair and the laws each row compares
-    if metric in ("pi", "psm", "dbc", "eps-avg"):
+    # transport: rows per pair and the laws each row compares (Operator.rows)
+    if info.rows == "one":
         rows, support = pairs, shape.pi_support
-    elif metric == "bisim":
+    elif info.rows == "per-action":
         rows, support = pairs * m, shape.transition_support
-    elif metric == "eps":
+    elif info.rows == "entangled":
         rows, support = _cells(pairs, shape.policy_support, shape.policy_support), shape.transition_support
-    else:  # dbc-sampled: every pair of actions the policy takes
+    else:  # "action-pairs": every pair of actions the policy takes
         rows, support = pairs * shape.policy_support ** 2, shape.transition_support
-    if info.pseudometric and not full_diagonal and metric != "dbc" and support > SHARED_MASS_MIN_SUPPORT:
+    if info.pseudometric and not full_diagonal and info.p == 1 and support > SHARED_MASS_MIN_SUPPORT:
         # dense W1 laws: the solver moves only (p - q)+ onto (q - p)+, whose supports together
         # cover the union of the two supports (for independent supports of s of n states,
         # n (1 - (1 - s/n)^2) of them) at most
         cells = rows * max(n * (1.0 - (1.0 - support / n) ** 2) - 1.0, 1.0)
     else:
         cells = _cells(rows, support, support)
-    coupling = exact and metric not in ("dbc", "dbc-sampled")
+    coupling = exact and info.exact
     if not coupling:
         per_cell = SWEEP_CELL_BYTES
-    elif metric == "bisim" or cells < COMPILED_PAIR_SYSTEM_CELLS:
+    elif info.rows == "per-action" or cells < COMPILED_PAIR_SYSTEM_CELLS:
         per_cell = COUPLING_CELL_BYTES  # bisim's systems are built from the chosen rows' plans, by numpy
     else:
         per_cell = COUPLING_CELL_BYTES_COMPILED
@@ -179,14 +180,13 @@ def estimate_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, method: st
 
     Smith's doubling holds the P-shaped matrices of each MDP (n_A x n_A and n_B x n_B) and the
     n_A x n_B distance-shaped ones. The pair forms have n_A n_B unknowns (cross pairs, no shared-mass
-    reduction), while their pair index and distance matrices are over the union's n_A + n_B states,
-    as :func:`bisimkit.between.cross_pairs` numbers them; the supports are the two MDPs' averaged by
-    their states.
+    reduction), and their pair index and distance matrices are n_A x n_B too
+    (:func:`bisimkit.between.cross_pairs`); the supports are the two MDPs' averaged by their states.
     """
     a, b = Shape.of(mdp_a), Shape.of(mdp_b)
     na, nb = a.n, b.n
     exact = method in ("auto", "exact")
-    if OPERATORS[metric].form == "stein":
+    if operator(metric).kind == "stein":
         factors = STEIN_FACTOR_MATRICES if exact else STEIN_FACTOR_MATRICES - 1  # no power of P
         others = STEIN_MATRICES - STEIN_FACTOR_MATRICES - (0 if exact else 1)
         total = 8.0 * (factors * (na * na + nb * nb) + others * na * nb)
@@ -199,8 +199,8 @@ def estimate_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, method: st
 
     union = Shape(n, a.m, mean(a.transition_support, b.transition_support),
                   mean(a.policy_support, b.policy_support), mean(a.pi_support, b.pi_support))
-    estimate = estimate_shape(union, metric, method, full_diagonal=True, pairs=float(na * nb))
-    return replace(estimate, sizes=f"{estimate.sizes.replace('pairs', 'cross pairs', 1)}, index over {n} states")
+    estimate = estimate_shape(union, metric, method, full_diagonal=True, pairs=float(na * nb), cells=float(na * nb))
+    return replace(estimate, sizes=estimate.sizes.replace("pairs", "cross pairs", 1))
 
 
 # ---------------------------------------------------------------- available
@@ -359,15 +359,16 @@ def would_fit(shape: Shape, metric: str, method: str, full_diagonal: bool, quoti
     """What would fit in ``room`` bytes (with :data:`MARGIN`): the quotient when it was turned off,
     the float32 eps-bar matrix (which the solver takes only from :data:`EPS_BAR_SINGLE_PAIRS` pairs),
     value iteration, sparser transitions, fewer states."""
-    name = "mico" if metric == "mico-reduced" else metric
+    info = operator(metric)
+    name = info.base or metric
 
     def fits(estimate: Estimate) -> bool:
         return MARGIN * estimate.bytes <= room
 
     ideas = []
-    if not quotient and name in QUOTIENT_METRICS and not full_diagonal:
+    if not quotient and info.relation is not None and not full_diagonal:
         ideas.append("quotient first (smaller when states merge)")
-    if name == "eps-bar" and shape.n * (shape.n - 1) / 2 >= EPS_BAR_SINGLE_PAIRS:
+    if info.kind == "pair-linear" and shape.n * (shape.n - 1) / 2 >= EPS_BAR_SINGLE_PAIRS:
         single = estimate_shape(shape, name, method, full_diagonal, single_eps_bar=True)
         if fits(single):
             ideas.append(f"the float32 eps-bar matrix ({format_bytes(single.bytes)}; the solver takes it "

@@ -83,7 +83,7 @@ from typing import Sequence
 import numpy as np
 
 from .errors import InputError
-from .mdp import ROW_TOLERANCE
+from .fields import ROW_TOLERANCE
 
 ALIGN_ACTIONS = ("name", "index")
 #: Labels listed in full in an "unknown name" message; longer lists are cut with a count.
@@ -104,7 +104,7 @@ class ModelData:
     row_ptr : int64 (n_choices + 1,); the transitions of choice c are ``row_ptr[c] .. row_ptr[c+1]-1``.
     columns : int64 (n_transitions,); target states, ascending within each choice.
     probabilities : float64 (n_transitions,); each choice's probabilities sum to 1 within
-        :data:`~bisimkit.mdp.ROW_TOLERANCE` (kept as read, not renormalised).
+        :data:`~bisimkit.fields.ROW_TOLERANCE` (kept as read, not renormalised).
     label_names : the labels, sorted.
     label_ptr, label_states : int64; the states carrying ``label_names[i]`` are
         ``label_states[label_ptr[i]:label_ptr[i+1]]`` (ascending).
@@ -242,7 +242,8 @@ class ModelData:
             raise InputError(f"{kind!r} is not 'label' or 'reward'", param="kind")
         if kind is None and is_label and is_reward:
             raise InputError(f"{name!r} is both a label and a reward structure; say which with "
-                             f"kind='label' or kind='reward'", param="reward")
+                             f"kind='label' or kind='reward' (on the command line: label:{name} or reward:{name})",
+                             param="reward")
         if is_label and kind in (None, "label"):
             return self.label_mask(name)[self.choice_states].astype(np.float64)
         if is_reward and kind in (None, "reward"):
@@ -1232,7 +1233,7 @@ def _check_align(align_actions: str) -> None:
 
 
 # ------------------------------------------------------------------------------ stormpy
-def from_stormpy(model, *, align_actions: str = "name") -> ModelData:
+def stormpy_data(model, *, align_actions: str = "name") -> ModelData:
     """The :class:`ModelData` of a sparse DTMC or MDP built by stormpy (from a PRISM or JANI
     program), with all its labels and reward structures, without writing a file.
 

@@ -1,113 +1,427 @@
-"""The bisimulation operators of ``docs/operators.md``, in three computable forms.
+"""The bisimulation operators of ``docs/operators.md``: one object per operator, in one registry.
 
-* :class:`TransportTerms` for the operators built on optimal transport
-  (bisim, pi, psm, dbc, dbc-sampled, eps, eps-avg)::
+An :class:`Operator` says what an operator is (its formula and source), what it needs (a policy, a
+ground metric) and what it supports (the quotient-first path, the torch backend, two MDPs, the
+orders it depends on, the size of its transport rows for the memory estimates); and it builds its
+computable form (:mod:`bisimkit.forms`) for a pair of MDPs (A, B) on a set of state pairs, with
+what evaluating it is unsure of (``docs/operators.md#the-certificate``). One MDP is the pair
+(A, A): its pairs are ``s < t`` of one state set; between two MDPs they are the cross pairs
+(:meth:`bisimkit.pairs.PairSpace.cross`) and the laws of the pair's first state are A's, those of
+its second B's, with no copy of either MDP.
 
-      F(d)(s,t) = reduce over rows r of (s,t) of  const[r] + c * W_p(X[src[r]], X[dst[r]]; d)
-
-  with ``reduce`` a weighted sum or a max (bisim's max over actions).
-* :class:`SteinForm` for the independent-coupling operators (mico,
-  psm-sampled): ``F(d) = A + c P d P^T``.
-* :class:`PairLinearForm` for eps-bar, linear in d through the entangled
-  couplings: ``F(d)[pair] = b[pair] + c (T d)[pair]``.
-
-:func:`apply_operator` evaluates any of them on a dense matrix; the solvers in
-:mod:`bisimkit.solvers` use the forms directly.
+:data:`OPERATORS` is the registry; :func:`operator` looks a name up (once per solve: everything
+after it asks the object). The solvers (:mod:`bisimkit.engine`, :mod:`bisimkit.solvers`,
+:mod:`bisimkit.between`) use the forms; :func:`apply_operator` evaluates any operator on a dense
+matrix.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from dataclasses import dataclass
 
 import numpy as np
 
+from .compiled import eps_bar_counts, eps_bar_matrix, eps_bar_product
 from .couplings import Cells, entangled_cells, histogram_rows
 from .errors import InputError
-from .ground import Ground, ground_values
+from .forms import (COMPILED_EPS_BAR_PAIRS, EPS_BAR_MEMORY_SHARE, EPS_BAR_SINGLE_PAIRS, PairLinearForm, SteinForm,
+                    TransportTerms, pair_system, physical_memory)
+from .ground import Ground
+from .kernels import DenseRows
 from .mdp import FiniteMDP
 from .pairs import PairSpace
-from .pseudometric import metric_closure
-from .roundoff import U, MDPRoundOff, UnionRoundOff, gamma, gamma_array, grid_breakpoint_error, pair_differences
-from .compiled import eps_bar_counts, eps_bar_matrix, eps_bar_product, pair_system_from_slots
-from .kernels import on_small_path
-from .transport import WarmStarts, optimal_transport, seed_line_starts, support_maxima
+from .roundoff import U, MDPRoundOff, gamma, gamma_array, grid_breakpoint_error, pair_differences
 
-if TYPE_CHECKING:
-    import scipy.sparse as sp
-
-
-#: From these sizes on (pairs for eps-bar, plan cells for the coupling systems), eps-bar and the
-#: coupling systems are assembled by compiled code (which pays for its one-time compilation); below
-#: them numpy does it.
-COMPILED_EPS_BAR_PAIRS = 20_000
-COMPILED_PAIR_SYSTEM_CELLS = 500_000
-#: From this many pairs eps-bar may store its matrix in float32 only and compute exact products on
-#: the fly: it does when the float64 matrix with its float32 copy would take more than
-#: EPS_BAR_MEMORY_SHARE of the machine's memory.
-EPS_BAR_SINGLE_PAIRS = 1_000_000
-EPS_BAR_MEMORY_SHARE = 0.5
-
-
-def physical_memory() -> float:
-    """Bytes of physical memory of this machine."""
-    try:
-        return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return 16e9
-
-
-#: Mean support size above which W1 problems drop the shared mass (when d is a metric).
-SHARED_MASS_MIN_SUPPORT = 24
+#: What the one-step term of an operator is built from (:attr:`Operator.term`).
+TERMS = ("reward-mean", "action-mean", "reward", "ground", "labels")
 
 
 @dataclass(frozen=True)
-class OperatorInfo:
-    """What an operator is and what it needs."""
+class Operator:
+    """One bisimulation operator.
+
+    ``name``, ``formula`` and ``source`` are the table of ``docs/operators.md``; ``kind`` its computable
+    form (``"transport"``, ``"stein"``, ``"pair-linear"`` or ``"derived"``); ``pseudometric`` whether
+    its fixed point has a zero diagonal and is a pseudometric (``"labelled-chain"``: the bisimilarity
+    distance of a labelled Markov chain, solved by :mod:`bisimkit.lmc`). What it reads: ``uses_policy``,
+    ``uses_ground`` (a ground metric between state-action pairs) and ``term``, what its one-step term
+    is built from (:data:`TERMS`: the policy's mean rewards, its mean actions, the rewards of the
+    actions it pairs, the ground, or the states' labels). What it supports: ``p`` (W1 or W2 transport; W2 has no exact
+    method), ``relation`` (the kind of the largest relation whose blocks the quotient-first path
+    solves on, or None), ``torch`` (Smith's doubling on a torch device), ``between`` (distances
+    between two MDPs), ``pairs_actions`` (how it pairs the actions of two MDPs, which must then be the
+    same; None when it only reads policy averages), ``state_order`` / ``action_order`` (whether its
+    fixed point depends on the order of states or of actions), ``rows`` (per pair, which transport
+    rows it builds: ``"one"`` law per state, one ``"per-action"``, the ``"entangled"`` action cells,
+    or ``"action-pairs"``, every pair of actions the policies use), and ``base`` for a derived
+    operator (whose fixed point is computed from the base operator's).
+    """
 
     name: str
-    form: str  # "transport", "stein", "pair-linear" or "derived"
-    summary: str
+    formula: str
+    source: str
+    kind: str
     uses_policy: bool
     uses_ground: bool
-    pseudometric: bool  # its fixed point has a zero diagonal and is a pseudometric
-    source: str
+    pseudometric: bool
+    term: str
+    p: int = 1
+    relation: str | None = None
+    torch: bool = False
+    between: bool = True
+    pairs_actions: str | None = None
+    state_order: bool = False
+    action_order: bool = False
+    rows: str | None = None
+    base: str | None = None
+
+    # Backwards-compatible name of ``kind`` (the registry records of earlier code called it form).
+    @property
+    def form(self) -> str:
+        return self.kind
+
+    @property
+    def summary(self) -> str:
+        return self.formula
+
+    @property
+    def exact(self) -> bool:
+        """Whether an exact method exists (coupling iteration, a linear solve, Smith's doubling): not for
+        W2, which is not linear in the coupling."""
+        return self.p == 1
+
+    def compares_mean_actions(self, ground: Ground | None) -> bool:
+        """Whether the one-step term compares mean actions (psm's, or the eps family's policy ground), so
+        that two MDPs need the same action coordinates."""
+        return self.term == "action-mean" or (self.term == "ground" and _is_policy(ground))
+
+    def default_pairs(self, mdp: FiniteMDP) -> PairSpace:
+        """The unknowns on one MDP: pairs s < t for the pseudometrics, s <= t otherwise."""
+        return PairSpace(mdp.n_states, diagonal=not self.pseudometric)
+
+    def build(self, a: FiniteMDP, b: FiniteMDP, pairs: PairSpace, ground: Ground, zero_diagonal: bool):
+        """The computable form on ``pairs`` of (a, b) (``b is a`` on one MDP), with its charges."""
+        raise InputError(f"'{self.name}' is derived from another fixed point and is not an operator", param="metric")
 
 
-OPERATORS: dict[str, OperatorInfo] = {info.name: info for info in [
-    OperatorInfo("bisim", "transport", "max_a |R(s,a)-R(t,a)| + c W1(P(s,a), P(t,a); d)",
-                 False, False, True, "Ferns et al. 2004"),
-    OperatorInfo("pi", "transport", "|Rpi(s)-Rpi(t)| + c W1(Ppi(s), Ppi(t); d)",
-                 True, False, True, "Castro 2020"),
-    OperatorInfo("psm", "transport", "||abar(s)-abar(t)||_1 + c W1(Ppi(s), Ppi(t); d)",
-                 True, False, True, "Agarwal et al. 2021; paper Eq. 7"),
-    OperatorInfo("psm-sampled", "stein", "||abar(s)-abar(t)||_1 + c sum Ppi(s,s')Ppi(t,t') d(s',t')",
-                 True, False, False, "paper's F-hat_PSM in expectation"),
-    OperatorInfo("mico", "stein", "|Rpi(s)-Rpi(t)| + c sum Ppi(s,s')Ppi(t,t') d(s',t')",
-                 True, False, False, "Castro et al. 2021"),
-    OperatorInfo("mico-reduced", "derived", "U(s,t) - U(s,s)/2 - U(t,t)/2, U the mico fixed point",
-                 True, False, False, "Castro et al. 2021"),
-    OperatorInfo("dbc", "transport", "|Rpi(s)-Rpi(t)| + c W2(Ppi(s), Ppi(t); d)",
-                 True, False, True, "Zhang et al. 2020; paper Eq. 5"),
-    OperatorInfo("dbc-sampled", "transport",
-                 "sum pi(a|s)pi(a'|t) [|R(s,a)-R(t,a')| + c W2(P(s,a), P(t,a'); d)]",
-                 True, False, False, "paper's F-hat_DBC in expectation"),
-    OperatorInfo("eps", "transport", "sum ge(a,a') [G(s,a,t,a') + c W1(P(s,a), P(t,a'); d)]",
-                 True, True, True, "paper Thm. 4.3 (main text)"),
-    OperatorInfo("eps-avg", "transport", "sum ge(a,a') G(s,a,t,a') + c W1(Ppi(s), Ppi(t); d)",
-                 True, True, True, "paper Thm. 4.3 (appendix proof)"),
-    OperatorInfo("eps-bar", "pair-linear",
-                 "sum ge(a,a') [G(s,a,t,a') + c sum ge_P(s',t') d(s',t')]",
-                 True, True, True, "paper Thm. 4.5"),
+# ------------------------------------------------------------ the charges
+def _is_policy(ground) -> bool:
+    return isinstance(ground, str) and ground == "policy"
+
+
+def _is_reward(ground) -> bool:
+    return ground is None or (isinstance(ground, str) and ground == "reward")
+
+
+def mean_reward_terms(ra: MDPRoundOff, s: np.ndarray, rb: MDPRoundOff, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(|Rpi_A(s) - Rpi_B(t)|, error)``, the difference taken in twice the working precision
+    (:func:`bisimkit.roundoff.pair_differences`); ``rb is ra`` on one MDP."""
+    return pair_differences(ra.reward_pi_terms, s, rb.reward_pi_terms, t)
+
+
+def mean_action_terms(ra: MDPRoundOff, s: np.ndarray, rb: MDPRoundOff, t: np.ndarray,
+                      chunk: int = 1_000_000) -> tuple[np.ndarray, np.ndarray]:
+    """``(||abar_A(s) - abar_B(t)||_1, error)`` for the pairs ``(s[k], t[k])``, each coordinate's difference in
+    twice the working precision (:func:`bisimkit.roundoff.pair_differences`), in chunks to bound memory."""
+    const, error = np.empty(len(s)), np.empty(len(s))
+    for lo in range(0, len(s), chunk):
+        const[lo:lo + chunk], error[lo:lo + chunk] = pair_differences(
+            ra.mean_action_terms, s[lo:lo + chunk], rb.mean_action_terms, t[lo:lo + chunk])
+    return const, error
+
+
+def ground_values(a: FiniteMDP, b: FiniteMDP, ground: Ground, s, i, t, j) -> np.ndarray:
+    """``G(s, i, t, j)`` between the state-action pair (s, i) of ``a`` and (t, j) of ``b``: the reward ground
+    ``|R_A(s, i) - R_B(t, j)|``, the policy ground ``||abar_A(s) - abar_B(t)||_1``, or a matrix indexed by
+    ``s m + i`` and ``t m + j``."""
+    if isinstance(ground, str):
+        if ground == "reward":
+            return np.abs(a.rewards[s, i] - b.rewards[t, j])
+        return np.abs(a.mean_action[s] - b.mean_action[t]).sum(axis=-1)
+    return ground[np.asarray(s) * a.n_actions + i, np.asarray(t) * b.n_actions + j]
+
+
+def ground_terms(a: FiniteMDP, b: FiniteMDP, ground: Ground, S: np.ndarray, T: np.ndarray,
+                 cells: Cells) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(G, error, reach)`` on the action cells ``cells`` of the pairs ``(S[k], T[k])``: the ground values,
+    their errors, and per pair the largest ground term over every action pair the two policies use
+    (where a cell of the exact coupling may lie that the computed one misses).
+
+    The reward ground is one rounded subtraction of inputs, its reach ``max(|Rhi_A(s) - Rlo_B(t)|,
+    |Rhi_B(t) - Rlo_A(s)|)``; the policy ground is the pair's mean-action distance in twice the working
+    precision, the same on every cell; a matrix's entries are the input (exact), its reach its largest
+    entry."""
+    ra, rb = a.roundoff, b.roundoff
+    s, t = S[cells.problem], T[cells.problem]
+    if _is_policy(ground):
+        const, error = mean_action_terms(ra, S, rb, T)
+        return const[cells.problem], error[cells.problem], const + error
+    G = ground_values(a, b, ground, s, cells.i, t, cells.j)
+    if isinstance(ground, str):
+        reach = np.maximum(np.abs(ra.reward_high[S] - rb.reward_low[T]), np.abs(rb.reward_high[T] - ra.reward_low[S]))
+        return G, U * G, reach
+    return G, np.zeros(len(G)), np.full(len(S), float(np.max(ground, initial=0.0)))
+
+
+def coupling_errors(ra: MDPRoundOff, s: np.ndarray, rb: MDPRoundOff, t: np.ndarray) -> np.ndarray:
+    """Per pair: the measure of the uniforms the computed entangled coupling of pi_A(s) and pi_B(t) sends to
+    another cell than the exact one (both sides' breakpoint errors). The rounding of its masses, each
+    the difference of two computed breakpoints, is relative (u per cell) and charged with the sums."""
+    return ra.policy_breakpoints[s] + rb.policy_breakpoints[t]
+
+
+def state_rows(n: int, m: int) -> np.ndarray:
+    """The rows ``s m + a`` of every state's actions, as an (n, m) array."""
+    return np.arange(n, dtype=np.int64)[:, None] * m + np.arange(m)[None, :]
+
+
+def action_cells(a: FiniteMDP, s: np.ndarray, b: FiniteMDP | None = None, t: np.ndarray | None = None) -> Cells:
+    """Entangled couplings of pi_A(s[k]) and pi_B(t[k]) (problem k; cells over actions); with one MDP,
+    ``action_cells(mdp, s, t)`` couples pi(s[k]) with pi(t[k])."""
+    if t is None:  # action_cells(mdp, s, t)
+        b, t = a, b
+    pa = histogram_rows(a.require_policy("the entangled policy coupling"))
+    pb = pa if b is a else histogram_rows(b.require_policy("the entangled policy coupling"))
+    return entangled_cells(pa, s, pb, t)
+
+
+def policy_cells(mdp: FiniteMDP, pairs: PairSpace) -> Cells:
+    """Entangled couplings ge of pi(s) and pi(t) for every pair (cells over actions)."""
+    return action_cells(mdp, pairs.s, mdp, pairs.t)
+
+
+# ------------------------------------------------------------- the forms
+@dataclass(frozen=True)
+class PolicyAveraged(Operator):
+    """One transport problem ``Ppi_A(s)`` vs ``Ppi_B(t)`` per pair: pi, psm, dbc, eps-avg."""
+
+    def build(self, a, b, pairs, ground, zero_diagonal):
+        S, T = pairs.s, pairs.t
+        ra, rb = a.roundoff, b.roundoff
+        coupling = reach = None
+        keys = None
+        if self.term == "reward-mean":
+            const, const_error = mean_reward_terms(ra, S, rb, T)
+            keys = (a.reward_pi, b.reward_pi)
+        elif self.term == "action-mean":
+            const, const_error = mean_action_terms(ra, S, rb, T)
+            if a.action_values.shape[1] == 1:
+                keys = (a.mean_action[:, 0], b.mean_action[:, 0])
+        else:  # eps-avg: the entangled average of the ground
+            ge = action_cells(a, S, b, T)
+            G, G_error, reach = ground_terms(a, b, ground, S, T, ge)
+            const = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(pairs))
+            cells = np.bincount(ge.problem, minlength=len(pairs))
+            const_error = (np.bincount(ge.problem, weights=ge.mass * G_error, minlength=len(pairs))
+                           + gamma_array(cells + 1) * const)
+            coupling = coupling_errors(ra, S, rb, T)
+        k = len(pairs)
+        return TransportTerms(pairs, np.arange(k), np.ones(k), const, S, T, a.transition_pi_rows, b.transition_pi_rows,
+                              "sum", self.p, a.discount, zero_diagonal, row_const_error=const_error,
+                              left_law_error=ra.pi_law_error, right_law_error=rb.pi_law_error,
+                              pair_coupling=coupling, pair_ground_max=reach,
+                              line_keys=None if b is a else keys)
+
+
+@dataclass(frozen=True)
+class PerAction(Operator):
+    """bisim: one transport problem per action, ``P_A(s, a)`` vs ``P_B(t, a)``, reduced by the maximum."""
+
+    def build(self, a, b, pairs, ground, zero_diagonal):
+        ma, mb = a.n_actions, b.n_actions
+        row_pair = np.repeat(np.arange(len(pairs)), ma)
+        act = np.tile(np.arange(ma), len(pairs))
+        s, t = pairs.s[row_pair], pairs.t[row_pair]
+        const = np.abs(a.rewards[s, act] - b.rewards[t, act])
+        return TransportTerms(pairs, row_pair, np.ones(len(row_pair)), const, s * ma + act, t * mb + act,
+                              a.transition_rows, b.transition_rows, "max", 1, a.discount, zero_diagonal,
+                              row_const_error=U * const, left_law_error=a.roundoff.transition_law_error,
+                              right_law_error=b.roundoff.transition_law_error)
+
+
+@dataclass(frozen=True)
+class Entangled(Operator):
+    """eps: one transport problem ``P_A(s, a)`` vs ``P_B(t, a')`` per cell of the entangled coupling of the
+    two policies, weighted by the cell's mass."""
+
+    def build(self, a, b, pairs, ground, zero_diagonal):
+        S, T = pairs.s, pairs.t
+        ra, rb = a.roundoff, b.roundoff
+        ge = action_cells(a, S, b, T)
+        s, t = S[ge.problem], T[ge.problem]
+        G, G_error, reach = ground_terms(a, b, ground, S, T, ge)
+        return TransportTerms(pairs, ge.problem, ge.mass, G, s * a.n_actions + ge.i, t * b.n_actions + ge.j,
+                              a.transition_rows, b.transition_rows, "sum", 1, a.discount, zero_diagonal,
+                              row_const_error=G_error, left_law_error=ra.transition_law_error,
+                              right_law_error=rb.transition_law_error, pair_coupling=coupling_errors(ra, S, rb, T),
+                              pair_ground_max=reach, left_state_rows=state_rows(a.n_states, a.n_actions),
+                              right_state_rows=state_rows(b.n_states, b.n_actions))
+
+
+@dataclass(frozen=True)
+class Sampled(Operator):
+    """dbc-sampled: every pair of actions drawn independently, ``pi_A(a|s) pi_B(a'|t)`` times
+    ``|R_A(s, a) - R_B(t, a')| + c W2(P_A(s, a), P_B(t, a'))``."""
+
+    def build(self, a, b, pairs, ground, zero_diagonal):
+        S, T = pairs.s, pairs.t
+        pa, pb = a.require_policy("dbc-sampled"), b.require_policy("dbc-sampled")
+        k, i, j = np.nonzero(pa[S][:, :, None] * pb[T][:, None, :] > 0)
+        s, t = S[k], T[k]
+        weight = pa[s, i] * pb[t, j]
+        const = np.abs(a.rewards[s, i] - b.rewards[t, j])
+        ra, rb = a.roundoff, b.roundoff
+        return TransportTerms(pairs, k, weight, const, s * a.n_actions + i, t * b.n_actions + j,
+                              a.transition_rows, b.transition_rows, "sum", 2, a.discount, zero_diagonal,
+                              row_const_error=U * const, left_law_error=ra.transition_law_error,
+                              right_law_error=rb.transition_law_error,
+                              pair_weight_error=U + ra.policy_defect[S] + rb.policy_defect[T])
+
+
+def stein_constant(left: tuple, right: tuple, chunk_cells: int = 131_072) -> tuple[np.ndarray, tuple]:
+    """``(A, A_error parts)``: ``A[s, t] = |x(s) - y(t)|`` (the l1 norm over columns for per-state vectors) for
+    x and y held as ``(value, rest, bound)`` (:func:`bisimkit.roundoff.pair_differences`), each difference in
+    twice the working precision, a block of rows at a time; the parts are that function's separable bound
+    (:class:`~bisimkit.forms.SteinForm`)."""
+    na, nb = left[0].shape[0], right[0].shape[0]
+    if not (np.any(left[1]) or np.any(right[1])):
+        # exact values: one rounded subtraction per coordinate, summed (the error parts below cover it)
+        A = np.zeros((na, nb))
+        for x, y in zip(left[0].reshape(na, -1).T, right[0].reshape(nb, -1).T):
+            A += np.abs(np.subtract.outer(x, y))
+    else:
+        A = np.empty((na, nb))
+        step = max(1, chunk_cells // max(nb, 1))
+        cols = np.arange(nb)[None, :]
+        for lo in range(0, na, step):
+            rows = np.arange(lo, min(lo + step, na))[:, None]
+            A[lo:lo + step] = pair_differences(left, rows, right, cols)[0]
+    k = left[0].shape[1] if left[0].ndim == 2 else 1
+
+    def side(terms):
+        _, rest, bound = terms
+        rest = np.abs(rest)
+        return (bound.sum(axis=1) + 3 * U * rest.sum(axis=1)) if rest.ndim == 2 else bound + 3 * U * rest
+
+    relative = gamma(k) + 2 * U * (1 + gamma(k))
+    return A, (side(left), side(right), relative, np.zeros(na), np.zeros(nb))
+
+
+@dataclass(frozen=True)
+class Stein(Operator):
+    """mico, psm-sampled (and dbc-sampled when the policy's next-state laws are point masses): the Stein
+    equation ``D = A + c Ppi_A D Ppi_B^T`` on full matrices."""
+
+    def build(self, a, b, pairs, ground, zero_diagonal):
+        ra, rb = a.roundoff, b.roundoff
+        if self.term == "reward-mean":
+            A, parts = stein_constant(ra.reward_pi_terms, rb.reward_pi_terms)
+        elif self.term == "action-mean":
+            A, parts = stein_constant(ra.mean_action_terms, rb.mean_action_terms)
+        else:  # dbc-sampled on point-mass laws: W2 between point masses at s', t' is d(s', t')
+            if not (point_mass_transitions(a) and point_mass_transitions(b)):
+                raise ValueError(f"'{self.name}' has no Stein form")
+            pa, pb = a.policy, b.policy
+            A = np.zeros((a.n_states, b.n_states))
+            for i in range(a.n_actions):
+                for j in range(b.n_actions):
+                    A += np.outer(pa[:, i], pb[:, j]) * np.abs(a.rewards[:, i, None] - b.rewards[None, :, j])
+            # m^2 non-negative terms, each three rounded operations, summed; the policy rows' normalisation
+            parts = (np.zeros(a.n_states), np.zeros(b.n_states), gamma(a.n_actions * b.n_actions + 3),
+                     ra.policy_defect, rb.policy_defect)
+        if b is a:
+            return SteinForm(A, np.array(a.transition_pi), a.discount, A_error=parts, P_relative=ra.pi_relative)
+        return SteinForm(A, np.array(a.transition_pi), a.discount, Q=np.array(b.transition_pi), A_error=parts,
+                         P_relative=ra.pi_relative, Q_relative=rb.pi_relative)
+
+
+def point_mass_transitions(mdp: FiniteMDP) -> bool:
+    """Whether every next-state law the policy uses, P(s, a) with pi(a|s) > 0, is a point mass."""
+    pi = mdp.require_policy("the policy's next-state laws")
+    return bool(np.all(mdp.supports[pi > 0] == 1))
+
+
+@dataclass(frozen=True)
+class EntangledLinear(Operator):
+    """eps-bar: linear in d through the entangled couplings of the actions and of the next states."""
+
+    def build(self, a, b, pairs, ground, zero_diagonal):
+        return eps_bar_form(a, ground, pairs, b)
+
+
+@dataclass(frozen=True)
+class Derived(Operator):
+    """mico-reduced: computed from the fixed point of ``base`` (:mod:`bisimkit.solvers`)."""
+
+
+@dataclass(frozen=True)
+class LabelledChainDistance(Operator):
+    """lmc: the bisimilarity distance of a labelled Markov chain, ``1`` where two states' labels differ and
+    ``c W1(P(s), P(t); d)`` where they agree, the least fixed point, for c in (0, 1]. It is not solved through
+    a form: :mod:`bisimkit.lmc` decides the pairs at distance 0 (bisimilarity) and at distance 1 (c = 1: the
+    pair graph), and runs policy iteration on the rest, certified by a bracket (``docs/lmc.md``)."""
+
+    def build(self, a, b, pairs, ground, zero_diagonal):
+        raise InputError(f"'{self.name}' is solved by bisimkit.lmc (solve(mdp, '{self.name}', discount=c)); it has no "
+                         f"operator form", param="metric")
+
+
+# --------------------------------------------------------------- registry
+OPERATORS: dict[str, Operator] = {op.name: op for op in [
+    PerAction("bisim", "max_a |R(s,a)-R(t,a)| + c W1(P(s,a), P(t,a); d)", "Ferns et al. 2004", "transport",
+              False, False, True, "reward", relation="bisim", pairs_actions="action a with action a",
+              rows="per-action"),
+    PolicyAveraged("pi", "|Rpi(s)-Rpi(t)| + c W1(Ppi(s), Ppi(t); d)", "Castro 2020", "transport",
+                   True, False, True, "reward-mean", relation="pi", rows="one"),
+    PolicyAveraged("psm", "||abar(s)-abar(t)||_1 + c W1(Ppi(s), Ppi(t); d)", "Agarwal et al. 2021; paper Eq. 7",
+                   "transport", True, False, True, "action-mean", relation="psm", rows="one"),
+    Stein("psm-sampled", "||abar(s)-abar(t)||_1 + c sum Ppi(s,s')Ppi(t,t') d(s',t')",
+          "paper's F-hat_PSM in expectation", "stein", True, False, False, "action-mean", torch=True),
+    Stein("mico", "|Rpi(s)-Rpi(t)| + c sum Ppi(s,s')Ppi(t,t') d(s',t')", "Castro et al. 2021", "stein",
+          True, False, False, "reward-mean", torch=True),
+    Derived("mico-reduced", "U(s,t) - U(s,s)/2 - U(t,t)/2, U the mico fixed point", "Castro et al. 2021", "derived",
+            True, False, False, "reward-mean", torch=True, between=False, base="mico"),
+    PolicyAveraged("dbc", "|Rpi(s)-Rpi(t)| + c W2(Ppi(s), Ppi(t); d)", "Zhang et al. 2020; paper Eq. 5", "transport",
+                   True, False, True, "reward-mean", p=2, rows="one"),
+    Sampled("dbc-sampled", "sum pi(a|s)pi(a'|t) [|R(s,a)-R(t,a')| + c W2(P(s,a), P(t,a'); d)]",
+            "paper's F-hat_DBC in expectation", "transport", True, False, False, "reward", p=2, torch=True,
+            rows="action-pairs"),
+    Entangled("eps", "sum ge(a,a') [G(s,a,t,a') + c W1(P(s,a), P(t,a'); d)]", "paper Thm. 4.3 (main text)",
+              "transport", True, True, True, "ground", relation="eps",
+              pairs_actions="actions by the entangled coupling of the two policies", action_order=True,
+              rows="entangled"),
+    PolicyAveraged("eps-avg", "sum ge(a,a') G(s,a,t,a') + c W1(Ppi(s), Ppi(t); d)", "paper Thm. 4.3 (appendix proof)",
+                   "transport", True, True, True, "ground",
+                   pairs_actions="actions by the entangled coupling of the two policies", action_order=True,
+                   rows="one"),
+    EntangledLinear("eps-bar", "sum ge(a,a') [G(s,a,t,a') + c sum ge_P(s',t') d(s',t')]", "paper Thm. 4.5",
+                    "pair-linear", True, True, True, "ground",
+                    pairs_actions="actions by the entangled coupling of the two policies", state_order=True,
+                    action_order=True),
+    LabelledChainDistance("lmc", "1 if L(s) != L(t), else c W1(P(s), P(t); d); least fixed point, c in (0, 1]",
+                          "Desharnais et al. 1999; van Breugel and Worrell 2001; Tang and van Breugel 2016-2018",
+                          "labelled-chain", False, False, True, "labels", between=False),
 ]}
 
 METRIC_NAMES = tuple(OPERATORS)
 #: The metrics with a ground term between state-action pairs (the ``ground`` argument).
-GROUND_METRICS = tuple(name for name, info in OPERATORS.items() if info.uses_ground)
+GROUND_METRICS = tuple(name for name, op in OPERATORS.items() if op.uses_ground)
+#: The metrics whose zero set is the largest relation of a kind, solved on its blocks first.
+QUOTIENT_METRICS = tuple(name for name, op in OPERATORS.items() if op.relation is not None)
+#: The metrics whose fixed point depends on the state order (eps-bar) or the action order (the eps family).
+STATE_ORDER_METRICS = tuple(name for name, op in OPERATORS.items() if op.state_order)
+ACTION_ORDER_METRICS = tuple(name for name, op in OPERATORS.items() if op.action_order)
+#: The metrics the torch backend solves (Stein forms; dbc-sampled when its laws are point masses).
+TORCH_METRICS = tuple(name for name, op in OPERATORS.items() if op.torch)
+#: The bisimilarity distances of labelled Markov chains (:mod:`bisimkit.lmc`; ``discount=`` and ``pairs=``).
+LABELLED_CHAIN_METRICS = tuple(name for name, op in OPERATORS.items() if op.kind == "labelled-chain")
+#: The metrics with distances between two MDPs.
+BETWEEN_METRICS = tuple(name for name, op in OPERATORS.items() if op.between)
+#: The relations that read a ground metric (``bisimkit relation --ground``).
+GROUND_RELATIONS = tuple(op.relation for op in OPERATORS.values() if op.relation is not None and op.uses_ground)
 
 
-def operator_info(name: str) -> OperatorInfo:
+def operator(name: str) -> Operator:
     """The registry entry for ``name``, or an InputError listing the valid names."""
     try:
         return OPERATORS[name]
@@ -116,582 +430,19 @@ def operator_info(name: str) -> OperatorInfo:
                          param="metric") from None
 
 
-@dataclass
-class Evaluation:
-    """One evaluation of an operator, with what it is sure of (``docs/operators.md#the-certificate``).
+#: The registry's entries are what the earlier code called operator information.
+operator_info = operator
+OperatorInfo = Operator
 
-    ``value`` is the computed ``F(at)`` over the pairs; ``at`` is the point it was evaluated at
-    (the argument itself, or its metric closure when the transport problems drop shared mass);
-    ``error`` bounds ``max |value - F(at)|``, F the exact operator of the exact MDP: every
-    approximation behind the value is charged (transport gaps, laws and one-step terms as
-    computed from the MDP, entangled couplings, the round-off of the sums), each from the
-    quantities it is computed from. ``plans`` are the transport plans when asked for.
-    """
 
-    value: np.ndarray
-    at: np.ndarray
-    error: float
-    plans: Cells | None = None
+def stein_operator(op: Operator) -> Operator:
+    """dbc-sampled's Stein form (when its laws are point masses): the same operator, built as a Stein
+    equation."""
+    return Stein(op.name, op.formula, op.source, "stein", op.uses_policy, op.uses_ground, op.pseudometric,
+                 op.term, p=op.p, torch=op.torch)
 
 
-def state_maxima(X, row_max: np.ndarray, state_rows: np.ndarray) -> np.ndarray:
-    """Per state: the largest :func:`support_maxima` over its rows ``X[state_rows[s]]``."""
-    return support_maxima(X, row_max)[state_rows].max(axis=1)
-
-
-def pair_row_max(pairs: PairSpace, x: np.ndarray) -> np.ndarray:
-    """The row maxima of the symmetric matrix ``pairs.to_matrix(x)`` (0 on the missing diagonal), from the
-    pair vector, without forming the matrix."""
-    out = np.zeros(pairs.n)
-    if len(x):
-        np.maximum.at(out, pairs.s, x)
-        np.maximum.at(out, pairs.t, x)
-    return out
-
-
-# --------------------------------------------------------------- transport
-@dataclass
-class TransportTerms:
-    """``F(d)[pair] = reduce_r (const[r] + c W_p(dists[src[r]], dists[dst[r]]; d))``.
-
-    Rows are grouped by pair (contiguous, every pair has at least one row). What the evaluation is
-    unsure of (``docs/operators.md#the-certificate``): ``row_const_error`` bounds the error of each
-    row's one-step term; ``law_error`` bounds, per row of ``dists``, the total variation between
-    the stored law and the exact one; for the entangled operators ``pair_coupling`` bounds, per
-    pair, the measure of the uniforms the computed action coupling assigns to another cell than
-    the exact one (plus the rounding of its masses), ``pair_ground_max`` the largest ground term
-    over the pair's action pairs, and ``state_rows`` lists each state's rows of ``dists`` (when the
-    transport part depends on the cell, as in eps); ``pair_weight_error`` is the relative error of
-    the rows' weights where they are computed products (dbc-sampled).
-    """
-
-    pairs: PairSpace
-    row_pair: np.ndarray
-    row_weight: np.ndarray
-    row_const: np.ndarray
-    row_src: np.ndarray
-    row_dst: np.ndarray
-    dists: sp.csr_matrix
-    reduce: str  # "sum" or "max"
-    p: int
-    discount: float
-    zero_diagonal: bool = True  # the distances it acts on have d(s, s) = 0 (identical laws cost 0)
-    row_const_error: np.ndarray | None = None
-    law_error: np.ndarray | None = None
-    pair_coupling: np.ndarray | None = None
-    pair_ground_max: np.ndarray | None = None
-    state_rows: np.ndarray | None = None
-    pair_weight_error: np.ndarray | None = None
-    warm: WarmStarts = field(default_factory=WarmStarts, repr=False)  # simplex bases from the last call
-    _reduced: tuple | None = field(default=None, repr=False)  # (p - q)+ and (q - p)+ per row
-    _reduced_warm: WarmStarts = field(default_factory=WarmStarts, repr=False)
-    _dense: bool | None = field(default=None, repr=False)
-    _plan_buffers: dict = field(default_factory=dict, repr=False)  # reused plan arrays (coupling iteration)
-    _rows_per_pair: np.ndarray | None = field(default=None, repr=False)
-
-    def row_starts(self) -> np.ndarray:
-        """Index of the first row of each pair."""
-        return np.searchsorted(self.row_pair, np.arange(len(self.pairs)))
-
-    def costs(self, D: np.ndarray, plans: bool = False, reuse: bool = False):
-        """Transport values per row under the dense distance ``D`` (and plans); see :meth:`transport`."""
-        values, cells, _, _ = self.transport(D, plans, reuse)
-        return values, cells
-
-    def transport(self, D: np.ndarray, plans: bool = False, reuse: bool = False):
-        """``(values, plans, gaps, at)``: transport values per row, their plans (or None), a bound
-        on each value's distance to the exact transport cost between the exact laws under ``at``,
-        and the distance matrix ``at`` they are computed for.
-
-        For W1 with large supports, when ``D`` is within 1e-12 (relative) of its metric closure
-        (the largest pseudometric below it, :func:`bisimkit.pseudometric.metric_closure`), the
-        problems are solved under that closure ``at``: the mass two histograms share stays in
-        place at no cost and only ``(p - q)+`` is moved onto ``(q - p)+``
-        (Kantorovich-Rubinstein, exact for a pseudometric); the plans then leave out those
-        zero-cost diagonal cells. Otherwise ``at`` is ``D`` itself.
-        """
-        X, src, Y, dst, zero, warm, at, reduced = self._problems(D)
-        buffers = None
-        if reuse:
-            buffers = self._plan_buffers.setdefault(id(warm), [])
-        gaps = np.zeros(len(src))
-        values, cells = optimal_transport(X, src, Y, dst, at, p=self.p, plans=plans, zero_diagonal=zero, warm=warm,
-                                          buffers=buffers, gaps=gaps, marginal=self._marginal_error(reduced))
-        if reduced:
-            # the closure computed in floating point is a pseudometric up to a factor (1 + u) per triangle
-            # step, and rerouting the shared mass of an optimal full plan takes at most n steps
-            gaps += gamma(self.pairs.n + 1) * values
-        return values, cells, gaps, at
-
-    def _marginal_error(self, reduced: bool) -> np.ndarray | None:
-        """Per transport problem: how far its two marginals may be from the exact ones, in total variation
-        (for the shared-mass problems, both sides of ``(p - q)+`` and ``(q - p)+`` carry both laws' errors
-        and the rounding of the subtraction)."""
-        if self.law_error is None:
-            return None
-        tv = self.law_error[self.row_src] + self.law_error[self.row_dst]
-        return 4.0 * tv + 4.0 * U if reduced else tv
-
-    def evaluate(self, x: np.ndarray, plans: bool = False, reuse: bool = False) -> Evaluation:
-        """``F`` at the pair vector ``x`` (or at its metric closure, see :meth:`transport`), with the
-        bound on its error (class docstring)."""
-        D = self.pairs.to_matrix(x)
-        values, cells, gaps, at = self.transport(D, plans, reuse)
-        point = x if at is D else self.pairs.from_matrix(at)
-        c = self.discount
-        value = self.combine(self.row_const + c * values)
-        row_error = c * gaps
-        if self.row_const_error is not None:
-            row_error = row_error + self.row_const_error
-        size = np.abs(value)
-        if self.reduce == "sum":
-            # each row value is two rounded operations, weighted (one more; an entangled cell's weight is
-            # itself off by u relative) and summed over the pair's rows
-            pair_error = np.bincount(self.row_pair, weights=self.row_weight * row_error, minlength=len(self.pairs))
-            pair_error = pair_error * (1 + 2 * gamma(self._max_rows())) + gamma_array(self._pair_rows() + 4) * size
-            if self.pair_weight_error is not None:
-                pair_error = pair_error + self.pair_weight_error * size
-        else:
-            pair_error = np.maximum.reduceat(row_error, self.row_starts()) + gamma(2) * size
-        if self.pair_coupling is not None:
-            reach = self.pair_ground_max
-            if self.state_rows is not None:
-                sm = state_maxima(self.dists, at.max(axis=1, initial=0.0) ** self.p, self.state_rows)
-                reach = reach + c * np.minimum(sm[self.pairs.s], sm[self.pairs.t]) ** (1.0 / self.p)
-            pair_error = pair_error + self.pair_coupling * reach
-        error = float(np.max(pair_error, initial=0.0)) * (1 + 4 * U)
-        return Evaluation(value, point, error, cells)
-
-    def _pair_rows(self) -> np.ndarray:
-        if self._rows_per_pair is None:
-            self._rows_per_pair = np.bincount(self.row_pair, minlength=len(self.pairs))
-        return self._rows_per_pair
-
-    def _max_rows(self) -> int:
-        return int(np.max(self._pair_rows(), initial=1))
-
-    def _problems(self, D: np.ndarray):
-        """``(X, src, Y, dst, zero_diagonal, warm, at, reduced)`` of the transport problems under ``D``:
-        the reduced ones (shared mass removed) under D's metric closure when that is within
-        round-off of D, else the full histograms under D."""
-        closed = metric_closure(D) if self._shared_mass_pays() else None
-        if closed is not None and float(np.max(D - closed, initial=0.0)) <= 1e-12 * (1.0 + float(D.max(initial=0.0))):
-            if self._reduced is None:
-                diff = self.dists[self.row_src] - self.dists[self.row_dst]
-                self._reduced = (diff.maximum(0).tocsr(), (-diff).maximum(0).tocsr())
-                self._reduced[0].eliminate_zeros()
-                self._reduced[1].eliminate_zeros()
-            rows = np.arange(len(self.row_src))
-            return self._reduced[0], rows, self._reduced[1], rows, False, self._reduced_warm, closed, True
-        return self.dists, self.row_src, self.dists, self.row_dst, self.zero_diagonal, self.warm, D, False
-
-    def seed_line(self, D: np.ndarray) -> None:
-        """Warm-start the problems under ``D`` from monotone couplings along one coordinate of ``D``:
-        the distance to a farthest state (an end point when ``D`` is a line metric such as the
-        one-step reward distance, whose optimal plans these then are)."""
-        if self.p != 1 or D.shape[0] == 0:
-            return
-        anchor = int(np.argmax(D[int(np.argmax(D[0]))]))  # two sweeps of "farthest from"
-        h = D[:, anchor]
-        line = np.allclose(D, np.abs(h[:, None] - h[None, :]), rtol=0.0, atol=1e-12 * (1.0 + float(h.max())))
-        if not (line or self._shared_mass_pays()):
-            return  # small supports: the greedy start is as good and costs nothing to set up
-        X, src, Y, dst, _, warm, _, _ = self._problems(D)
-        seed_line_starts(X, src, Y, dst, h, warm)
-
-    def _shared_mass_pays(self) -> bool:
-        """The reduction applies (W1, zero diagonal) and supports are large enough to gain."""
-        if self.p != 1 or not self.zero_diagonal:
-            return False
-        if self._dense is None:
-            sizes = np.diff(self.dists.indptr)
-            self._dense = bool(sizes.mean() > SHARED_MASS_MIN_SUPPORT)
-        return self._dense
-
-    def combine(self, row_values: np.ndarray) -> np.ndarray:
-        """Reduce per-row values ``const + c * cost`` to one value per pair."""
-        if self.reduce == "sum":
-            return np.bincount(self.row_pair, weights=self.row_weight * row_values, minlength=len(self.pairs))
-        return np.maximum.reduceat(row_values, self.row_starts())
-
-    def apply(self, x: np.ndarray) -> np.ndarray:
-        """One application of the operator to the pair vector ``x``."""
-        costs, _ = self.costs(self.pairs.to_matrix(x))
-        return self.combine(self.row_const + self.discount * costs)
-
-
-def default_pairs(mdp: FiniteMDP, name: str) -> PairSpace:
-    """The unknowns of operator ``name``: pairs s < t for the pseudometrics, s <= t otherwise."""
-    return PairSpace(mdp.n_states, diagonal=not OPERATORS[name].pseudometric)
-
-
-def _policy_averaged_terms(mdp: FiniteMDP, pairs: PairSpace, const: np.ndarray, p: int, zero_diagonal: bool,
-                           const_error: np.ndarray) -> TransportTerms:
-    """Terms with one transport problem Ppi(s) vs Ppi(t) per pair."""
-    k = len(pairs)
-    return TransportTerms(pairs, np.arange(k), np.ones(k), const, pairs.s, pairs.t, mdp.transition_pi_rows, "sum", p,
-                          mdp.discount, zero_diagonal, row_const_error=const_error,
-                          law_error=mdp.roundoff.pi_law_error)
-
-
-def policy_cells(mdp: FiniteMDP, pairs: PairSpace) -> Cells:
-    """Entangled couplings ge of pi(s) and pi(t) for every pair (cells over actions)."""
-    return action_cells(mdp, pairs.s, pairs.t)
-
-
-def action_cells(mdp: FiniteMDP, s: np.ndarray, t: np.ndarray) -> Cells:
-    """Entangled couplings of pi(s[k]) and pi(t[k]) (problem k; cells over actions)."""
-    pi = histogram_rows(mdp.require_policy("the entangled policy coupling"))
-    return entangled_cells(pi, s, pi, t)
-
-
-# ------------------------------------------------------------ the charges
-def mean_reward_terms(ro: MDPRoundOff | UnionRoundOff, s: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(|Rpi(s) - Rpi(t)|, error)``, the difference taken in twice the working precision
-    (:func:`bisimkit.roundoff.pair_differences`)."""
-    return pair_differences(ro.reward_pi, ro.reward_pi_rest, ro.reward_pi_bound, s, t)
-
-
-def mean_action_terms(ro: MDPRoundOff | UnionRoundOff, s: np.ndarray, t: np.ndarray,
-                      chunk: int = 1_000_000) -> tuple[np.ndarray, np.ndarray]:
-    """``(||abar(s) - abar(t)||_1, error)`` for the pairs ``(s[k], t[k])``, each coordinate's difference in
-    twice the working precision (:func:`bisimkit.roundoff.pair_differences`), in chunks to bound memory."""
-    const, error = np.empty(len(s)), np.empty(len(s))
-    for lo in range(0, len(s), chunk):
-        const[lo:lo + chunk], error[lo:lo + chunk] = pair_differences(
-            ro.mean_action, ro.mean_action_rest, ro.mean_action_bound, s[lo:lo + chunk], t[lo:lo + chunk])
-    return const, error
-
-
-def ground_terms(mdp_ground, ground: Ground, ro: MDPRoundOff | UnionRoundOff, pair_s: np.ndarray,
-                 pair_t: np.ndarray, cells: Cells) -> tuple[np.ndarray, np.ndarray]:
-    """``(G, error)`` on the action cells of the pairs ``(pair_s, pair_t)`` (union numbering in ``ro``):
-    the reward ground is one rounded subtraction of inputs (``mdp_ground(cells)`` computes it), the policy
-    ground the pair's mean-action distance in twice the working precision, a matrix ground its entries
-    (the input, exact)."""
-    if isinstance(ground, str) and ground == "policy":
-        const, error = mean_action_terms(ro, pair_s, pair_t)
-        return const[cells.problem], error[cells.problem]
-    G = mdp_ground(cells)
-    if isinstance(ground, str):
-        return G, U * G
-    return G, np.zeros(len(G))
-
-
-def ground_reach(ground: Ground, ro: MDPRoundOff | UnionRoundOff, s: np.ndarray, t: np.ndarray, cells: Cells, G: np.ndarray,
-                 G_error: np.ndarray, n_pairs: int, matrix_max: float = 0.0) -> np.ndarray:
-    """Per pair: a bound on the ground term over every action pair the two policies use (where a cell of
-    the exact coupling may lie that the computed one misses): ``max(|Rhi(s) - Rlo(t)|, |Rhi(t) - Rlo(s)|)``
-    for the reward ground, the pair's one value for the policy ground, the matrix's largest entry."""
-    if isinstance(ground, str) and ground == "reward":
-        return np.maximum(np.abs(ro.reward_high[s] - ro.reward_low[t]), np.abs(ro.reward_high[t] - ro.reward_low[s]))
-    if isinstance(ground, str):
-        out = np.zeros(n_pairs)
-        np.maximum.at(out, cells.problem, G + G_error)
-        return out
-    return np.full(n_pairs, matrix_max)
-
-
-def coupling_errors(ro: MDPRoundOff | UnionRoundOff, s: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Per pair: the measure of the uniforms the computed entangled coupling of pi(s) and pi(t) sends to
-    another cell than the exact one (both sides' breakpoint errors). The rounding of its masses, each
-    the difference of two computed breakpoints, is relative (u per cell) and charged with the sums."""
-    return ro.policy_breakpoints[s] + ro.policy_breakpoints[t]
-
-
-def state_rows(n: int, m: int, first_row: int = 0, width: int | None = None) -> np.ndarray:
-    """The rows ``first_row + s m + a`` of every state's actions, as an (n, width) array (padded by repeating
-    the last action when width exceeds m)."""
-    width = m if width is None else width
-    a = np.minimum(np.arange(width), m - 1)
-    return first_row + np.arange(n, dtype=np.int64)[:, None] * m + a[None, :]
-
-
-def transport_terms(mdp: FiniteMDP, name: str, ground: Ground = "reward", pairs: PairSpace | None = None,
-                    zero_diagonal: bool | None = None) -> TransportTerms:
-    """The transport form of operator ``name`` on ``mdp``, evaluated on ``pairs``, with what its
-    evaluation is unsure of (:class:`TransportTerms`).
-
-    ``zero_diagonal`` says whether the distances it will act on have a zero
-    diagonal (default: yes for the pseudometric operators).
-    """
-    m, c = mdp.n_actions, mdp.discount
-    pairs = default_pairs(mdp, name) if pairs is None else pairs
-    zero = OPERATORS[name].pseudometric if zero_diagonal is None else zero_diagonal
-    S, T = pairs.s, pairs.t
-    ro = mdp.roundoff
-    if name in ("pi", "dbc"):
-        const, const_error = mean_reward_terms(ro, S, T)
-        return _policy_averaged_terms(mdp, pairs, const, 1 if name == "pi" else 2, zero, const_error)
-    if name == "psm":
-        const, const_error = mean_action_terms(ro, S, T)
-        return _policy_averaged_terms(mdp, pairs, const, 1, zero, const_error)
-    if name == "bisim":
-        row_pair = np.repeat(np.arange(len(pairs)), m)
-        a = np.tile(np.arange(m), len(pairs))
-        s, t = S[row_pair], T[row_pair]
-        const = np.abs(mdp.rewards[s, a] - mdp.rewards[t, a])
-        return TransportTerms(pairs, row_pair, np.ones(len(row_pair)), const, s * m + a, t * m + a,
-                              mdp.transition_rows, "max", 1, c, zero, row_const_error=U * const,
-                              law_error=ro.transition_law_error)
-    if name in ("eps", "eps-avg"):
-        ge = policy_cells(mdp, pairs)
-        s, t = S[ge.problem], T[ge.problem]
-        G, G_error = ground_terms(lambda c: ground_values(mdp, ground, s, c.i, t, c.j), ground, ro, S, T, ge)
-        matrix_max = 0.0 if isinstance(ground, str) else float(np.max(ground, initial=0.0))
-        reach = ground_reach(ground, ro, S, T, ge, G, G_error, len(pairs), matrix_max)
-        coupling = coupling_errors(ro, S, T)
-        if name == "eps":
-            return TransportTerms(pairs, ge.problem, ge.mass, G, s * m + ge.i, t * m + ge.j,
-                                  mdp.transition_rows, "sum", 1, c, zero, row_const_error=G_error,
-                                  law_error=ro.transition_law_error, pair_coupling=coupling, pair_ground_max=reach,
-                                  state_rows=state_rows(mdp.n_states, m))
-        const = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(pairs))
-        cells = np.bincount(ge.problem, minlength=len(pairs))
-        const_error = (np.bincount(ge.problem, weights=ge.mass * G_error, minlength=len(pairs))
-                       + gamma_array(cells + 1) * const)
-        terms = _policy_averaged_terms(mdp, pairs, const, 1, zero, const_error)
-        terms.pair_coupling, terms.pair_ground_max = coupling, reach
-        return terms
-    if name == "dbc-sampled":
-        pi = mdp.require_policy("dbc-sampled")
-        k, a, b = np.nonzero(pi[S][:, :, None] * pi[T][:, None, :] > 0)
-        s, t = S[k], T[k]
-        weight = pi[s, a] * pi[t, b]
-        const = np.abs(mdp.rewards[s, a] - mdp.rewards[t, b])
-        return TransportTerms(pairs, k, weight, const, s * m + a, t * m + b,
-                              mdp.transition_rows, "sum", 2, c, zero, row_const_error=U * const,
-                              law_error=ro.transition_law_error,
-                              pair_weight_error=U + ro.policy_defect[S] + ro.policy_defect[T])
-    raise ValueError(f"'{name}' has no transport form")
-
-
-# ------------------------------------------------------------------- stein
-@dataclass
-class SteinForm:
-    """``F(d) = A + c P d Q^T`` on full matrices (diagonal included): ``Q`` None means ``Q = P``, the
-    symmetric n x n equation of one MDP; between two MDPs (:mod:`bisimkit.between`) P is A's
-    ``P_pi`` and Q is B's, on n_A x n_B matrices.
-
-    What an evaluation is unsure of: ``A_error = (row, col, relative, row_relative, col_relative)``
-    bounds the error of ``A[s, t]`` by ``row[s] + col[t] + (relative + row_relative[s] +
-    col_relative[t]) A[s, t]``; ``P_relative`` and ``Q_relative`` bound the relative error of every
-    entry of each row of P and Q against the exact laws."""
-
-    A: np.ndarray
-    P: np.ndarray
-    discount: float
-    Q: np.ndarray | None = None
-    A_error: tuple | None = None
-    P_relative: np.ndarray | None = None
-    Q_relative: np.ndarray | None = None
-
-    @property
-    def right(self) -> np.ndarray:
-        """The right-hand factor ``Q`` (``P`` when Q is None)."""
-        return self.P if self.Q is None else self.Q
-
-    def apply(self, D: np.ndarray) -> np.ndarray:
-        """One application of the operator."""
-        return self.A + self.discount * (self.P @ D @ self.right.T)
-
-    def evaluate(self, D: np.ndarray) -> Evaluation:
-        """``F(D)`` with the bound on its error: A's own, and the two products, whose sums of
-        non-negative terms are off by ``gamma(n)`` each relative to ``P |D| Q^T``, and the laws' entries
-        by their relative errors."""
-        c = self.discount
-        product = self.P @ D @ self.right.T
-        value = self.A + c * product
-        size = product if float(np.min(D, initial=0.0)) >= 0 else self.P @ np.abs(D) @ self.right.T
-        return Evaluation(value, D, stein_error(self, value, size))
-
-
-def stein_a_error(A, parts) -> np.ndarray:
-    """``row[s] + col[t] + (relative + row_relative[s] + col_relative[t]) A[s, t]`` for
-    ``parts = (row, col, relative, row_relative, col_relative)`` (0 when parts is None); works on numpy
-    arrays and on torch tensors alike."""
-    if parts is None:
-        return 0.0 * A
-    row, col, relative, row_rel, col_rel = parts
-    return row[:, None] + col[None, :] + (relative + row_rel[:, None] + col_rel[None, :]) * A
-
-
-def stein_error(form: "SteinForm", value, size, chunk_cells: int = 131_072) -> float:
-    """The bound of :meth:`SteinForm.evaluate` from the computed ``value`` and ``size = P |D| Q^T``
-    (numpy arrays or torch tensors on one device), a block of rows at a time to bound the memory."""
-    P, Q = form.P, form.right
-    n = value.shape[0]
-    if n == 0 or value.shape[1] == 0:
-        return 0.0
-    gp, gq = gamma(P.shape[1]), gamma(Q.shape[1])
-    rp = form.P_relative if form.P_relative is not None else 0.0 * P[:, 0]
-    rq = form.Q_relative if form.Q_relative is not None else (rp if form.Q is None else 0.0 * Q[:, 0])
-    row, col, relative, row_rel, col_rel = form.A_error if form.A_error is not None else (0.0 * P[:, 0], 0.0 * Q[:, 0], 0.0, 0.0 * P[:, 0], 0.0 * Q[:, 0])
-    worst = 0.0
-    chunk = max(1, chunk_cells // value.shape[1])  # rows per block: each temporary is (rows, n_Q)
-    for lo in range(0, n, chunk):
-        hi = min(lo + chunk, n)
-        rel = (gp + gq + gp * gq + 2 * U) + rp[lo:hi, None] + rq[None, :]
-        a_error = stein_a_error(form.A[lo:hi], (row[lo:hi], col, relative, row_rel[lo:hi], col_rel))
-        error = a_error + form.discount * rel * (1 + 4 * U) * size[lo:hi] + gamma(2) * abs(value[lo:hi])
-        worst = max(worst, float(error.max()))
-    return worst * (1 + 4 * U)
-
-
-def stein_constant(value: np.ndarray, rest: np.ndarray, bound: np.ndarray, value_b: np.ndarray | None = None,
-                   rest_b: np.ndarray | None = None, bound_b: np.ndarray | None = None,
-                   chunk_cells: int = 131_072) -> tuple[np.ndarray, tuple]:
-    """``(A, A_error parts)``: ``A[s, t] = |x(s) - y(t)|`` (the l1 norm over columns for per-state vectors) with
-    x and y held as value + rest within bound (y = x when its arrays are None), each difference in twice
-    the working precision (:func:`bisimkit.roundoff.pair_differences`), a block of rows at a time; the
-    parts are the separable bound of that function (:class:`SteinForm`)."""
-    if value_b is None:
-        value_b, rest_b, bound_b = value, rest, bound
-    na, nb = value.shape[0], value_b.shape[0]
-    if not (np.any(rest) or np.any(rest_b)):
-        # exact values: one rounded subtraction per coordinate, summed (the error parts below cover it)
-        columns = (value.reshape(na, -1).T, value_b.reshape(nb, -1).T)
-        A = np.zeros((na, nb))
-        for x, y in zip(*columns):
-            A += np.abs(np.subtract.outer(x, y))
-    else:
-        joint = (np.concatenate([value, value_b]), np.concatenate([rest, rest_b]), np.concatenate([bound, bound_b]))
-        A = np.empty((na, nb))
-        step = max(1, chunk_cells // max(nb, 1))
-        cols = na + np.arange(nb)[None, :]
-        for lo in range(0, na, step):
-            rows = np.arange(lo, min(lo + step, na))[:, None]
-            A[lo:lo + step] = pair_differences(*joint, rows, cols)[0]
-    k = value.shape[1] if value.ndim == 2 else 1
-
-    def side(r, b):
-        r, b = np.abs(r), b
-        return (b.sum(axis=1) + 3 * U * r.sum(axis=1)) if r.ndim == 2 else b + 3 * U * r
-
-    relative = gamma(k) + 2 * U * (1 + gamma(k))
-    return A, (side(rest, bound), side(rest_b, bound_b), relative, np.zeros(na), np.zeros(nb))
-
-
-def stein_form(mdp: FiniteMDP, name: str) -> SteinForm:
-    """The Stein form of ``mico`` or ``psm-sampled``, and of ``dbc-sampled`` when the policy's
-    next-state laws are point masses (:func:`point_mass_transitions`), with the bounds on what its
-    evaluation is unsure of."""
-    ro = mdp.roundoff
-    n = mdp.n_states
-    zeros = np.zeros(n)
-    if name == "mico":
-        A, parts = stein_constant(ro.reward_pi, ro.reward_pi_rest, ro.reward_pi_bound)
-    elif name == "psm-sampled":
-        A, parts = stein_constant(ro.mean_action, ro.mean_action_rest, ro.mean_action_bound)
-    elif name == "dbc-sampled" and point_mass_transitions(mdp):
-        # W2 between point masses at s' and t' is d(s', t') (d >= 0), so the transport rows become
-        # sum pi(a|s) pi(a'|t) d(s'_a, t'_a') = (Ppi d Ppi^T)(s, t): a Stein equation.
-        pi, R = mdp.policy, mdp.rewards
-        A = np.zeros((n, n))
-        for a in range(mdp.n_actions):
-            for b in range(mdp.n_actions):
-                A += np.outer(pi[:, a], pi[:, b]) * np.abs(R[:, a, None] - R[None, :, b])
-        # m^2 non-negative terms, each three rounded operations, summed; the policy rows' normalisation
-        m = mdp.n_actions
-        parts = (zeros, zeros, gamma(m * m + 3), ro.policy_defect, ro.policy_defect)
-    else:
-        raise ValueError(f"'{name}' has no Stein form")
-    return SteinForm(A, np.array(mdp.transition_pi), mdp.discount, A_error=parts, P_relative=ro.pi_relative)
-
-
-def point_mass_transitions(mdp: FiniteMDP) -> bool:
-    """Whether every next-state law the policy uses, P(s, a) with pi(a|s) > 0, is a point mass."""
-    pi = mdp.require_policy("the policy's next-state laws")
-    support = np.count_nonzero(mdp.transitions, axis=2)
-    return bool(np.all(support[pi > 0] == 1))
-
-
-# ------------------------------------------------------------- pair linear
-@dataclass
-class PairLinearForm:
-    """``F(x) = b + c T x`` over a pair space (without the diagonal, d(s, s) = 0 is used): eps-bar, whose
-    T holds the products of the entangled action and next-state couplings.
-
-    What an evaluation is unsure of (``docs/operators.md#the-certificate``): ``b_error`` bounds the
-    error of each ``b[pair]``; ``pair_coupling`` the measure of uniforms the computed action coupling
-    sends to another cell than the exact one, ``pair_ground_max`` the
-    largest ground term over the pair's action pairs, and ``pair_next`` the same measure for the
-    next-state couplings (the largest over the pair's action rows); ``rows`` are the next-state laws
-    (CSR) and ``state_rows`` each state's rows of them, which locate the distances a next-state
-    coupling can reach."""
-
-    pairs: PairSpace
-    b: np.ndarray
-    T: sp.csr_matrix  # float64, or float32 when ``product`` gives the exact float64 product
-    discount: float
-    product: Callable[[np.ndarray], np.ndarray] | None = None
-    b_error: np.ndarray | None = None
-    pair_coupling: np.ndarray | None = None
-    pair_ground_max: np.ndarray | None = None
-    pair_next: np.ndarray | None = None
-    rows: object | None = None
-    state_rows: np.ndarray | None = None
-
-    def apply(self, x: np.ndarray) -> np.ndarray:
-        """One application of the operator to the pair vector ``x`` (always in float64)."""
-        if self.product is not None:
-            return self.b + self.discount * self.product(x)
-        return self.b + self.discount * (self.T @ x)
-
-    def evaluate(self, x: np.ndarray) -> Evaluation:
-        """``F(x)`` with the bound on its error: b's own, the couplings' (their measure times the largest
-        value a misplaced cell can carry), and the rounding of one row sum of T per pair (a dense T of the
-        small-problem path sums over every pair)."""
-        c = self.discount
-        value = self.apply(x)
-        if isinstance(self.T, np.ndarray):
-            terms = np.full(len(value), 2 * self.T.shape[1])
-        else:
-            terms = np.diff(self.T.indptr)
-        error = gamma_array(terms + 5) * np.abs(value)  # entries: two cell masses (u each) and their product
-        if self.b_error is not None:
-            error = error + self.b_error
-        if self.pair_coupling is not None:
-            sm = state_maxima(self.rows, pair_row_max(self.pairs, np.abs(x)), self.state_rows)
-            reach = np.minimum(sm[self.pairs.s], sm[self.pairs.t])
-            error = error + self.pair_coupling * (self.pair_ground_max + c * reach) + c * self.pair_next * reach
-        return Evaluation(value, x, float(np.max(error, initial=0.0)) * (1 + 4 * U))
-
-
-def pair_system(pairs: PairSpace, row_pair: np.ndarray, row_weight: np.ndarray,
-                cells: Cells, n_rows: int) -> sp.csr_matrix:
-    """The pairs x pairs matrix ``T[pair(r), pair(i, j)] += weight[r] * mass`` of fixed couplings.
-
-    ``cells.problem`` indexes rows; cells on the diagonal (i == j) are dropped
-    when the pair space has no diagonal (d(s, s) = 0 there), and so are empty cells.
-    Duplicates are left in: the product T @ x adds them up, and summing them costs a sort.
-    On the small-problem path (:mod:`bisimkit.kernels`) T is a dense numpy array.
-    """
-    small = on_small_path()
-    if not small and cells.offsets is not None and len(cells) >= COMPILED_PAIR_SYSTEM_CELLS:
-        return pair_system_from_slots(cells.offsets, cells.i, cells.j, cells.mass, row_pair, row_weight,
-                                      pairs.index, len(pairs))
-    col = pairs.index[cells.i, cells.j]
-    keep = (col >= 0) & (cells.mass > 0)
-    rows = row_pair[cells.problem[keep]]
-    vals = row_weight[cells.problem[keep]] * cells.mass[keep]
-    if small:  # dense, solved with numpy.linalg
-        T = np.zeros((len(pairs), len(pairs)))
-        np.add.at(T, (rows, col[keep]), vals)
-        return T
-    return csr_from_triplets(rows, col[keep], vals, len(pairs))
-
-
-def csr_from_triplets(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n: int) -> sp.csr_matrix:
-    """An n x n CSR matrix from (row, col, value) triplets, duplicates kept."""
-    import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
-
-    order = np.argsort(rows, kind="stable")
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
-    return sp.csr_matrix((vals[order], cols[order], indptr), shape=(n, n))
-
-
+# ------------------------------------------------------------------ eps-bar
 @dataclass
 class EntangledParts:
     """The pieces of eps-bar on a pair space (Bertran et al. 2022, Thm. 4.5).
@@ -720,38 +471,37 @@ class EntangledParts:
                                                       minlength=len(self.constant))
 
 
-def entangled_parts(mdp: FiniteMDP, ground: Ground, pairs: PairSpace) -> EntangledParts:
-    """The entangled action and next-state couplings of eps-bar on ``pairs``, with the ground terms."""
-    m = mdp.n_actions
-    ge = policy_cells(mdp, pairs)
+def entangled_parts(mdp: FiniteMDP, ground: Ground, pairs: PairSpace, other: FiniteMDP | None = None) -> EntangledParts:
+    """The entangled action and next-state couplings of eps-bar on ``pairs`` (of ``mdp``, or between
+    ``mdp`` and ``other``), with the ground terms."""
+    b = mdp if other is None else other
+    ge = action_cells(mdp, pairs.s, b, pairs.t)
     s, t = pairs.s[ge.problem], pairs.t[ge.problem]
-    G = ground_values(mdp, ground, s, ge.i, t, ge.j)
-    b = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(pairs))
-    P = mdp.transition_rows
-    cells = entangled_cells(P, s * m + ge.i, P, t * m + ge.j, shape=mdp.state_shape)
-    return EntangledParts(ge, G, b, cells)
+    G = ground_values(mdp, b, ground, s, ge.i, t, ge.j)
+    const = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(pairs))
+    shape = mdp.state_shape if b is mdp else None
+    cells = entangled_cells(mdp.transition_rows, s * mdp.n_actions + ge.i, b.transition_rows,
+                            t * b.n_actions + ge.j, shape=shape)
+    return EntangledParts(ge, G, const, cells)
 
 
-def entangled_ground_terms(mdp: FiniteMDP, ground: Ground, s: np.ndarray, t: np.ndarray,
+def entangled_ground_terms(a: FiniteMDP, ground: Ground, s: np.ndarray, t: np.ndarray, b: FiniteMDP | None = None,
                            chunk: int = 1_000_000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(b, b_error, reach)`` for the pairs ``(s[k], t[k])``, in chunks: ``b = sum_{a, a'} ge(a, a')
     G(s, a, t, a')``, a bound on its error as computed (the ground values' errors and the rounding of
-    the sum; the coupling's own error is charged apart), and :func:`ground_reach`."""
-    b, b_error, reach = np.empty(len(s)), np.empty(len(s)), np.empty(len(s))
-    ro = mdp.roundoff
-    matrix_max = 0.0 if isinstance(ground, str) else float(np.max(ground, initial=0.0))
+    the sum; the coupling's own error is charged apart), and :func:`ground_terms`' reach."""
+    other = a if b is None else b
+    const, const_error, reach = np.empty(len(s)), np.empty(len(s)), np.empty(len(s))
     for start in range(0, len(s), chunk):
         S, T = s[start:start + chunk], t[start:start + chunk]
-        ge = action_cells(mdp, S, T)
-        G, G_error = ground_terms(lambda c: ground_values(mdp, ground, S[c.problem], c.i, T[c.problem], c.j), ground,
-                                  ro, S, T, ge)
+        ge = action_cells(a, S, other, T)
+        G, G_error, reach[start:start + chunk] = ground_terms(a, other, ground, S, T, ge)
         part = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(S))
         cells = np.bincount(ge.problem, minlength=len(S))
-        b[start:start + chunk] = part
-        b_error[start:start + chunk] = (np.bincount(ge.problem, weights=ge.mass * G_error, minlength=len(S))
-                                        + gamma_array(cells + 1) * part)
-        reach[start:start + chunk] = ground_reach(ground, ro, S, T, ge, G, G_error, len(S), matrix_max)
-    return b, b_error, reach
+        const[start:start + chunk] = part
+        const_error[start:start + chunk] = (np.bincount(ge.problem, weights=ge.mass * G_error, minlength=len(S))
+                                            + gamma_array(cells + 1) * part)
+    return const, const_error, reach
 
 
 def next_state_coupling_errors(mdp: FiniteMDP) -> np.ndarray:
@@ -765,54 +515,89 @@ def next_state_coupling_errors(mdp: FiniteMDP) -> np.ndarray:
     return mdp.roundoff.transition_breakpoints.reshape(n, m).max(axis=1)
 
 
-def eps_bar_form(mdp: FiniteMDP, ground: Ground = "reward", pairs: PairSpace | None = None) -> PairLinearForm:
-    """The linear form of eps-bar: entangled couplings of actions and of next states, with the bounds on
-    what its evaluation is unsure of (:class:`PairLinearForm`).
+def eps_bar_form(mdp: FiniteMDP, ground: Ground = "reward", pairs: PairSpace | None = None,
+                 other: FiniteMDP | None = None) -> PairLinearForm:
+    """The linear form of eps-bar on ``mdp`` (or between ``mdp`` and ``other``): entangled couplings of actions
+    and of next states, with the bounds on what its evaluation is unsure of
+    (:class:`~bisimkit.forms.PairLinearForm`).
 
     On the default pairs (s < t) the diagonal is taken as 0; on a pair space with
     the diagonal, T keeps the cells that land on it. From
-    :data:`COMPILED_EPS_BAR_PAIRS` pairs on (1-D state spaces), T is assembled pair
-    by pair in compiled code without intermediate cells; the matrix is the same.
+    :data:`~bisimkit.forms.COMPILED_EPS_BAR_PAIRS` pairs on (1-D state spaces), T is assembled pair
+    by pair in compiled code without intermediate cells; the matrix is the same. Between two MDPs the
+    compiled assembly reads both MDPs' rows in one numbering (A's states, then B's), so it works on the
+    two stacked; everything else reads each MDP as it is.
     """
-    pairs = default_pairs(mdp, "eps-bar") if pairs is None else pairs
-    one_dimensional = mdp.state_shape is None or len(mdp.state_shape) == 1
-    b, b_error, reach = entangled_ground_terms(mdp, ground, pairs.s, pairs.t)
-    nxt = next_state_coupling_errors(mdp)
-    charges = dict(b_error=b_error, pair_coupling=coupling_errors(mdp.roundoff, pairs.s, pairs.t),
-                   pair_ground_max=reach, pair_next=nxt[pairs.s] + nxt[pairs.t], rows=mdp.transition_rows,
-                   state_rows=state_rows(mdp.n_states, mdp.n_actions))
+    b = mdp if other is None else other
+    pairs = OPERATORS["eps-bar"].default_pairs(mdp) if pairs is None else pairs
+    one_dimensional = b is not mdp or mdp.state_shape is None or len(mdp.state_shape) == 1
+    const, const_error, reach = entangled_ground_terms(mdp, ground, pairs.s, pairs.t, b)
+    na, nb = next_state_coupling_errors(mdp), next_state_coupling_errors(b)
+    charges = dict(b_error=const_error, pair_coupling=coupling_errors(mdp.roundoff, pairs.s, b.roundoff, pairs.t),
+                   pair_ground_max=reach, pair_next=na[pairs.s] + nb[pairs.t], left_rows=mdp.transition_rows,
+                   right_rows=b.transition_rows, left_state_rows=state_rows(mdp.n_states, mdp.n_actions),
+                   right_state_rows=state_rows(b.n_states, b.n_actions))
     if one_dimensional and len(pairs) >= COMPILED_EPS_BAR_PAIRS:
-        policy = mdp.require_policy("eps-bar")
-        args = (pairs.s, pairs.t, pairs.index, policy, mdp.transition_rows, mdp.n_actions)
+        policy, rows, S, T, index = mdp.require_policy("eps-bar"), mdp.transition_rows, pairs.s, pairs.t, pairs.index
+        if b is not mdp:  # the compiled assembly numbers both MDPs' states in one range
+            policy, rows, S, T, index = _stacked(mdp, b, pairs)
+        args = (S, T, index, policy, rows, mdp.n_actions)
         counts = eps_bar_counts(*args)
         # float64 T and its float32 copy for the Krylov solves take 16 bytes an entry
         if len(pairs) < EPS_BAR_SINGLE_PAIRS or 16 * float(counts.sum()) <= EPS_BAR_MEMORY_SHARE * physical_memory():
-            return PairLinearForm(pairs, b, eps_bar_matrix(*args, len(pairs), counts=counts), mdp.discount, **charges)
+            return PairLinearForm(pairs, const, eps_bar_matrix(*args, len(pairs), counts=counts), mdp.discount,
+                                  **charges)
         # Too large: keep T in float32 only (4 bytes an entry, plus its int32 column) for the inner
         # Krylov solves; the float64 residuals that drive the solution and its certificate recompute
         # the couplings on the fly (slower per product, half the memory).
         T32 = eps_bar_matrix(*args, len(pairs), dtype=np.float32, counts=counts)
-        product = eps_bar_product(*args)
-        return PairLinearForm(pairs, b, T32, mdp.discount, product=product, **charges)
-    parts = entangled_parts(mdp, ground, pairs)
+        return PairLinearForm(pairs, const, T32, mdp.discount, product=eps_bar_product(*args), **charges)
+    parts = entangled_parts(mdp, ground, pairs, b)
     T = pair_system(pairs, parts.actions.problem, parts.actions.mass, parts.next_states, len(parts.actions))
-    return PairLinearForm(pairs, parts.constant, T, mdp.discount, **charges)
+    return PairLinearForm(pairs, const, T, mdp.discount, **charges)
+
+
+def _stacked(a: FiniteMDP, b: FiniteMDP, pairs: PairSpace):
+    """``(policy, rows, S, T, index)`` of the cross pairs with both MDPs' states in one numbering (A's, then
+    B's): what the compiled eps-bar assembly reads."""
+    import scipy.sparse as sp  # start-up cost: only the large two-MDP eps-bar solves come here
+
+    na = a.n_states
+    n = na + b.n_states
+    index = np.full((n, n), -1, dtype=np.int64)
+    index[pairs.s, na + pairs.t] = np.arange(len(pairs))
+    index[na + pairs.t, pairs.s] = np.arange(len(pairs))
+    rows = sp.block_diag([sp.csr_matrix(m.transition_rows.toarray() if isinstance(m.transition_rows, DenseRows)
+                                        else m.transition_rows) for m in (a, b)], format="csr")
+    return np.vstack([a.policy, b.policy]), rows, pairs.s, na + pairs.t, index
 
 
 # ---------------------------------------------------------------- dispatch
 def operator_form(mdp: FiniteMDP, name: str, ground: Ground = "reward", pairs: PairSpace | None = None,
-                  zero_diagonal: bool | None = None):
-    """The computable form of operator ``name`` (TransportTerms, SteinForm or PairLinearForm)."""
-    info = operator_info(name)
-    if info.uses_policy:
+                  zero_diagonal: bool | None = None, other: FiniteMDP | None = None):
+    """The computable form of operator ``name`` on ``mdp`` (or between ``mdp`` and ``other`` on cross pairs):
+    :class:`~bisimkit.forms.TransportTerms`, :class:`~bisimkit.forms.SteinForm` or
+    :class:`~bisimkit.forms.PairLinearForm`."""
+    op = operator(name)
+    b = mdp if other is None else other
+    if op.uses_policy:
         mdp.require_policy(f"metric '{name}'")
-    if info.form == "transport":
-        return transport_terms(mdp, name, ground, pairs, zero_diagonal)
-    if info.form == "stein":
-        return stein_form(mdp, name)
-    if info.form == "pair-linear":
-        return eps_bar_form(mdp, ground, pairs)
-    raise InputError(f"'{name}' is derived from another fixed point and is not an operator", param="metric")
+        b.require_policy(f"metric '{name}'")
+    if pairs is None:
+        pairs = op.default_pairs(mdp) if other is None else PairSpace.cross(mdp.n_states, b.n_states)
+    zero = (op.pseudometric and other is None) if zero_diagonal is None else zero_diagonal
+    return op.build(mdp, b, pairs, "reward" if ground is None else ground, zero)
+
+
+def stein_form(mdp: FiniteMDP, name: str, other: FiniteMDP | None = None) -> SteinForm:
+    """The Stein form of ``mico`` or ``psm-sampled``, and of ``dbc-sampled`` when the policy's next-state laws
+    are point masses (:func:`point_mass_transitions`), with the bounds on what its evaluation is unsure of."""
+    op = operator(name)
+    if op.kind == "transport" and op.torch:
+        op = stein_operator(op)
+    if op.kind != "stein":
+        raise ValueError(f"'{name}' has no Stein form")
+    return op.build(mdp, mdp if other is None else other, None, None, False)
 
 
 def apply_operator(mdp: FiniteMDP, name: str, d: np.ndarray, ground: Ground = "reward") -> np.ndarray:
@@ -841,8 +626,8 @@ def diagonal_values(mdp: FiniteMDP, name: str, D: np.ndarray, ground: Ground = "
     about the operator rather than an assumption.
     """
     pairs = PairSpace.diagonal_only(mdp.n_states)
-    info = operator_info(name)
-    if info.form == "pair-linear":
+    op = operator(name)
+    if op.kind == "pair-linear":
         return entangled_parts(mdp, ground, pairs).apply(mdp.discount, D)
     form = operator_form(mdp, name, ground, pairs, zero_diagonal=True)
     if isinstance(form, SteinForm):

@@ -45,13 +45,13 @@ import numpy as np
 from .errors import InputError
 from .ground import Ground
 from .mdp import FiniteMDP
+from .operators import ACTION_ORDER_METRICS, STATE_ORDER_METRICS
 from .relations import eps_relation_labels
 
 #: Named orders.
 ORDER_NAMES = ("index", "class-contiguous")
-#: The operators whose result depends on the state (coordinate) order, and on the action order.
-STATE_ORDER_METRICS = ("eps-bar",)
-ACTION_ORDER_METRICS = ("eps", "eps-avg", "eps-bar")
+#: The operators whose result depends on the state (coordinate) order, and on the action order, are
+#: ``STATE_ORDER_METRICS`` and ``ACTION_ORDER_METRICS`` (from the registry: :class:`bisimkit.operators.Operator`).
 
 #: An order: a name, a path to a permutation file, or a permutation.
 OrderSpec = Union[str, Path, Sequence[int], np.ndarray, None]

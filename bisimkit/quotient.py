@@ -121,17 +121,14 @@ from .ground import Ground
 from .kernels import on_small_path
 from .mdp import FiniteMDP
 from .relations import RELATION_ATOL, relation_labels
-from .operators import mean_action_terms, mean_reward_terms
-from .roundoff import U, UnionRoundOff, gamma
+from .operators import QUOTIENT_METRICS, Operator, mean_action_terms, mean_reward_terms, operator
+from .roundoff import U, gamma
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
-#: The metrics whose zero set is the largest relation of the same name.
-QUOTIENT_METRICS = ("pi", "psm", "bisim", "eps")
 #: The deviation term may use at most this fraction of the requested tolerance.
 DEVIATION_SHARE = 0.5
-_POLICY_METRICS = ("pi", "psm", "eps")
 
 
 @dataclass
@@ -182,14 +179,14 @@ class Quotient:
 
     def one_step_bound(self) -> float:
         """The largest one-step term C of the quotient operator (its fixed point is <= C / (1 - c))."""
-        q = self.mdp
-        if self.metric == "pi":
+        q, op = self.mdp, operator(self.metric)
+        if op.term == "reward-mean":
             return float(np.ptp(q.reward_pi))
-        if self.metric == "psm" or (self.metric == "eps" and isinstance(self.ground, str) and self.ground == "policy"):
+        if op.compares_mean_actions(self.ground):
             return float(np.ptp(q.mean_action, axis=0).sum())
-        if self.metric == "eps" and not isinstance(self.ground, str):
+        if op.term == "ground" and not isinstance(self.ground, str):
             return max(float(np.max(self.ground)), 0.0)
-        return float(np.ptp(q.rewards))  # bisim, eps with the reward ground
+        return float(np.ptp(q.rewards))  # the rewards of paired actions, or the reward ground
 
     def a_priori_error(self, tol: float) -> float:
         """The lift's error bound before solving, with ``M = C / (1 - c) + 3 tol`` (module docstring):
@@ -225,13 +222,14 @@ def quotient(mdp: FiniteMDP, metric: str, ground: Ground = "reward", atol: float
     (the solver then reports that). Raises ValueError for metrics outside
     :data:`QUOTIENT_METRICS`.
     """
-    if metric not in QUOTIENT_METRICS:
+    op = operator(metric)
+    if op.relation is None:
         raise ValueError(f"no quotient path for '{metric}' (only {', '.join(QUOTIENT_METRICS)})")
-    if metric in _POLICY_METRICS and mdp.policy is None:
+    if op.uses_policy and mdp.policy is None:
         return None
     if ground is None:
         ground = "reward"
-    labels = relation_labels(mdp, metric, ground, atol)
+    labels = relation_labels(mdp, op.relation, ground, atol)
     n, m = mdp.n_states, mdp.n_actions
     k = int(labels.max()) + 1
     if k == n:
@@ -239,14 +237,15 @@ def quotient(mdp: FiniteMDP, metric: str, ground: Ground = "reward", atol: float
     _, reps = np.unique(labels, return_index=True)  # canonical labels: block b's first state is its smallest
     onehot = _onehot(labels, k)
     rep_rows = (reps[:, None] * m + np.arange(m)).ravel()
-    P = _dense(_transition_matrix(mdp, False)[rep_rows] @ onehot).reshape(k, m, k)
+    P = _transition_matrix(mdp, False)[rep_rows] @ onehot  # (k m) x k: dense on the small path, else CSR
+    P = P.reshape(k, m, k) if isinstance(P, np.ndarray) else P
     policy = None if mdp.policy is None else mdp.policy[reps]
     q_mdp = FiniteMDP(P, mdp.rewards[reps], mdp.discount, policy, mdp.action_values,
                       name=f"quotient[{mdp.label}, {k} of {n} states]")
     q_ground = None
-    if metric == "eps":
+    if op.uses_ground:
         q_ground = ground if isinstance(ground, str) else np.asarray(ground)[np.ix_(rep_rows, rep_rows)]
-    g_dev, t_dev = _deviation_parts(mdp, q_mdp, metric, ground, labels, reps, onehot)
+    g_dev, t_dev = _deviation_parts(mdp, q_mdp, op, ground, labels, reps, onehot)
     return Quotient(metric, mdp, q_mdp, q_ground, labels, reps, g_dev, t_dev)
 
 
@@ -269,10 +268,6 @@ def _transition_matrix(mdp: FiniteMDP, policy: bool):
     return mdp.transition_pi_rows if policy else mdp.transition_rows
 
 
-def _dense(X) -> np.ndarray:
-    return X if isinstance(X, np.ndarray) else X.toarray()
-
-
 def _aggregate(X, onehot):
     """``X @ onehot`` (class masses of every row), CSR unless on the small-problem path."""
     if isinstance(onehot, np.ndarray):
@@ -290,7 +285,7 @@ def _row_tv(X: sp.csr_matrix, rows_x: np.ndarray, Y: sp.csr_matrix, rows_y: np.n
     return 0.5 * np.asarray(abs(diff).sum(axis=1)).ravel()
 
 
-def _deviation_parts(mdp: FiniteMDP, q: FiniteMDP, metric: str, ground: Ground, labels: np.ndarray,
+def _deviation_parts(mdp: FiniteMDP, q: FiniteMDP, op: Operator, ground: Ground, labels: np.ndarray,
                      reps: np.ndarray, onehot: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
     """(ground part, transport part) of delta(s), compared with the quotient's own arrays, each an upper bound
     on the exact quantity of the module docstring: what is computed, scaled for the rounding of its own
@@ -304,16 +299,15 @@ def _deviation_parts(mdp: FiniteMDP, q: FiniteMDP, metric: str, ground: Ground, 
     ro, qo = mdp.roundoff, q.roundoff
     aggregate = 0.5 * gamma(n) + U  # the aggregated masses' rounding, in total variation
     tv_scale = 1.0 + gamma(k + 2)
-    if metric in ("pi", "psm"):
+    if op.term in ("reward-mean", "action-mean"):  # the policy's averages: one law per state
         agg = _aggregate(_transition_matrix(mdp, True), onehot)
         tv = _row_tv(agg, np.arange(n), _transition_matrix(q, True), labels) * tv_scale
         tv = tv + ro.pi_law_error + qo.pi_law_error[labels] + aggregate
-        both = UnionRoundOff(ro, qo)
-        terms = mean_reward_terms if metric == "pi" else mean_action_terms
-        g, g_error = terms(both, np.arange(n), n + labels)
+        terms = mean_reward_terms if op.term == "reward-mean" else mean_action_terms
+        g, g_error = terms(ro, np.arange(n), qo, labels)
         return (g + g_error)[:, None], tv[:, None]
     agg = _aggregate(_transition_matrix(mdp, False), onehot)
-    if metric == "bisim":
+    if op.term == "reward":  # every action, paired with itself
         q_rows = (labels[:, None] * m + np.arange(m)).ravel()
         tv = _row_tv(agg, np.arange(n * m), _transition_matrix(q, False), q_rows).reshape(n, m) * tv_scale
         tv = tv + (ro.transition_law_error + qo.transition_law_error[q_rows]).reshape(n, m) + aggregate
@@ -328,7 +322,7 @@ def _deviation_parts(mdp: FiniteMDP, q: FiniteMDP, metric: str, ground: Ground, 
         g = np.abs(mdp.rewards[s, a] - q.rewards[block, b]) * (1 + U)
         high = np.maximum(np.abs(ro.reward_high - qo.reward_low[labels]), np.abs(qo.reward_high[labels] - ro.reward_low))
     elif isinstance(ground, str):  # policy
-        g, g_error = mean_action_terms(UnionRoundOff(ro, qo), s, n + block)
+        g, g_error = mean_action_terms(ro, s, qo, block)
         g = g + g_error
         high = np.zeros(n)
         np.maximum.at(high, s, g)

@@ -30,7 +30,6 @@ from .mdp import FiniteMDP
 #: refined; :mod:`bisimkit.quotient` finds its blocks with the same one.
 RELATION_ATOL = 1e-9
 
-RELATION_KINDS = ("bisim", "pi", "psm", "eps")
 
 
 def cluster_values(values: np.ndarray, atol: float) -> np.ndarray:
@@ -218,15 +217,22 @@ def eps_relation_labels(mdp: FiniteMDP, ground: Ground = "reward", atol: float =
 
 def relation_labels(mdp: FiniteMDP, kind: str, ground: Ground = "reward", atol: float = RELATION_ATOL) -> np.ndarray:
     """Block labels of the largest relation of ``kind`` (bisim, pi, psm or eps)."""
-    if kind == "bisim":
-        return bisim_relation_labels(mdp, atol)
-    if kind == "pi":
-        return pi_relation_labels(mdp, atol)
-    if kind == "psm":
-        return psm_relation_labels(mdp, atol)
-    if kind == "eps":
-        return eps_relation_labels(mdp, ground, atol)
-    raise InputError(f"unknown relation '{kind}' (choose from {', '.join(RELATION_KINDS)})", param="kind")
+    refine = RELATIONS.get(kind) if isinstance(kind, str) else None
+    if refine is None:
+        raise InputError(f"unknown relation '{kind}' (choose from {', '.join(RELATION_KINDS)})", param="kind")
+    return refine(mdp, ground, atol)
+
+
+#: Each relation's partition refinement, by kind (the ground matters for eps only).
+RELATIONS = {
+    "bisim": lambda mdp, ground, atol: bisim_relation_labels(mdp, atol),
+    "pi": lambda mdp, ground, atol: pi_relation_labels(mdp, atol),
+    "psm": lambda mdp, ground, atol: psm_relation_labels(mdp, atol),
+    "eps": lambda mdp, ground, atol: eps_relation_labels(mdp, ground, atol),
+}
+
+
+RELATION_KINDS = tuple(RELATIONS)
 
 
 def relation_blocks(mdp: FiniteMDP, kind: str, ground: Ground = "reward",

@@ -22,8 +22,7 @@ dot product of k terms relative to the sum of the absolute products, in any orde
   breakpoint i|``, the measure of the uniforms that the computed entangled coupling
   (:func:`bisimkit.couplings.merge_breakpoints`) sends to another cell than the exact one.
 * :class:`MDPRoundOff`: these bounds for one MDP (per state and per state-action pair), which
-  the operators turn into the per-pair charges of their evaluations; :class:`UnionRoundOff` for two
-  MDPs side by side.
+  the operators turn into the per-pair charges of their evaluations.
 """
 
 from __future__ import annotations
@@ -109,30 +108,33 @@ def dot_rows(W: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     return value, rest, bound
 
 
-def pair_differences(value: np.ndarray, rest: np.ndarray, bound: np.ndarray, s: np.ndarray, t: np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """``(const, error)``: ``const = |x(s) - x(t)|`` for quantities held as ``x = value + rest`` within ``bound``
-    of exact (:func:`dot_rows`, :func:`policy_average`), and a bound on its distance to the exact one.
-    Per-state scalars (``value`` of shape (n,)) give one difference per index pair (``s``, ``t`` any
-    broadcastable index arrays); per-state vectors (``value`` of shape (n, k)) are summed over their k
-    columns, ``||x(s) - x(t)||_1``.
+def pair_differences(left: tuple[np.ndarray, np.ndarray, np.ndarray], s: np.ndarray,
+                     right: tuple[np.ndarray, np.ndarray, np.ndarray], t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(const, error)``: ``const = |x(s) - y(t)|`` for quantities held as ``(value, rest, bound)`` triples,
+    ``x = value + rest`` within ``bound`` of exact (:func:`dot_rows`, :func:`policy_average`), ``left``
+    for x and ``right`` for y (the same triple for one MDP), and a bound on its distance to the exact one.
+    Per-state scalars (values of shape (n,)) give one difference per index pair (``s``, ``t`` any
+    broadcastable index arrays); per-state vectors (values of shape (n, k)) are summed over their k
+    columns, ``||x(s) - y(t)||_1``.
 
-    The difference is taken in twice the working precision: ``value[s] - value[t]`` by :func:`two_sum`
+    The difference is taken in twice the working precision: ``value_x(s) - value_y(t)`` by :func:`two_sum`
     (its rounding error kept), the rests' difference added, one rounding at the end. So ``const`` is the
     exact difference up to a few units of its own last place (three roundings of terms no larger than
     the rests and the result) plus the two inputs' bounds: the rounding of large, nearly equal means
     cancels instead of being charged at their size. The error is at most
-    ``bound[s] + bound[t] + 3u (|rest[s]| + |rest[t]|) + 2u const`` (the separable form the Stein equations use)."""
-    if not (np.any(rest[s]) or np.any(rest[t])):  # values that are exact: one rounded subtraction each
-        diff = value[s] - value[t]
-        error = bound[s] + bound[t] + U * np.abs(diff)
+    ``bound_x(s) + bound_y(t) + 3u (|rest_x(s)| + |rest_y(t)|) + 2u const`` (the separable form the Stein
+    equations use). Values held exactly (no rest) take one rounded subtraction each."""
+    (xv, xr, xb), (yv, yr, yb) = left, right
+    if not (np.any(xr[s]) or np.any(yr[t])):
+        diff = xv[s] - yv[t]
+        error = xb[s] + yb[t] + U * np.abs(diff)
     else:
-        d, e = two_sum(value[s], -value[t])
-        rest_diff = rest[s] - rest[t]
+        d, e = two_sum(xv[s], -yv[t])
+        rest_diff = xr[s] - yr[t]
         tail = e + rest_diff
         diff = d + tail
-        error = bound[s] + bound[t] + U * (np.abs(rest_diff) + np.abs(tail) + np.abs(diff)) * (1 + 4 * U)
-    if value.ndim == 1:
+        error = xb[s] + yb[t] + U * (np.abs(rest_diff) + np.abs(tail) + np.abs(diff)) * (1 + 4 * U)
+    if xv.ndim == 1:
         return np.abs(diff), error
     k = diff.shape[-1]
     const = np.abs(diff).sum(axis=-1)
@@ -299,6 +301,16 @@ class MDPRoundOff:
         return self._mdp.mean_action
 
     @property
+    def reward_pi_terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(value, rest, bound)`` of the mean rewards, for :func:`pair_differences`."""
+        return self._mdp._reward_pi
+
+    @property
+    def mean_action_terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(value, rest, bound)`` of the mean actions, for :func:`pair_differences`."""
+        return self._mdp._mean_action
+
+    @property
     def mean_action_rest(self) -> np.ndarray:
         return self._mdp._mean_action[1]
 
@@ -310,7 +322,7 @@ class MDPRoundOff:
     def _mixture(self) -> tuple[np.ndarray, np.ndarray]:
         if self._mdp.policy is None:
             return self._zeros(), self._zeros()
-        return mixture_errors(self._mdp.policy, self._mdp.transitions)
+        return mixture_errors(self._mdp.policy, self._transitions(), self._mdp.n_actions)
 
     @property
     def pi_relative(self) -> np.ndarray:
@@ -344,8 +356,15 @@ class MDPRoundOff:
 
     @cached_property
     def transition_defect(self) -> np.ndarray:
-        n = self._mdp.n_states
-        return row_defects(self._mdp.transitions.reshape(-1, n))
+        rows = self._transitions()
+        return row_defects_csr(rows) if hasattr(rows, "indptr") else row_defects(rows)
+
+    def _transitions(self):
+        """The transition rows as the MDP holds them: an (n m, n) dense view of a dense MDP (no sparse copy of
+        it is made), else the CSR rows."""
+        if self._mdp.sparse:
+            return self._mdp.transition_rows
+        return self._mdp.transitions.reshape(-1, self._mdp.n_states)
 
     @cached_property
     def transition_law_error(self) -> np.ndarray:
@@ -358,22 +377,6 @@ class MDPRoundOff:
 
     def _zeros(self) -> np.ndarray:
         return np.zeros(self._mdp.n_states)
-
-
-class UnionRoundOff:
-    """The bounds of two MDPs side by side, in the numbering of their disjoint union (A's states and rows,
-    then B's): what the operators between two MDPs read (:mod:`bisimkit.between`). Each field is the
-    concatenation of the two :class:`MDPRoundOff` fields, made when first asked for."""
-
-    def __init__(self, a: MDPRoundOff, b: MDPRoundOff) -> None:
-        self._parts = (a, b)
-
-    def __getattr__(self, name: str) -> np.ndarray:
-        if name not in MDPRoundOff.FIELDS:
-            raise AttributeError(name)
-        value = np.concatenate([getattr(part, name) for part in self._parts])
-        setattr(self, name, value)
-        return value
 
 
 def policy_average(policy: np.ndarray, values: np.ndarray, defect: np.ndarray | None = None
@@ -415,11 +418,12 @@ def grid_bits(X: np.ndarray, chunk_cells: int = 1_048_576) -> int:
     return high
 
 
-def mixture_errors(policy: np.ndarray, transitions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(relative, tv)`` per state for the stored ``Ppi = clean(einsum(pi, P))`` of
-    :attr:`bisimkit.mdp.FiniteMDP.transition_pi`: a bound on the relative error of every entry of the row
+def mixture_errors(policy: np.ndarray, rows, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(relative, tv)`` per state for the stored ``Ppi`` of :attr:`bisimkit.mdp.FiniteMDP.transition_pi` (the
+    mixture ``sum_a pi(s, a) P(s, a)``, renormalised): a bound on the relative error of every entry of the row
     against the exact law ``sum_a pi^(s, a) P^(s, a)`` of the normalised rows, and on the row's total
-    variation from it.
+    variation from it. ``rows`` are the transition rows ``P(s, a)`` (row ``s m + a``: CSR, or a dense (n m, n)
+    array).
 
     Exact when the inputs allow it: when the policy's entries lie on a ``2^-a`` grid and the transition
     masses on a ``2^-b`` grid with ``a + b <= 53`` (:func:`grid_bits`), every product and every partial
@@ -428,19 +432,57 @@ def mixture_errors(policy: np.ndarray, transitions: np.ndarray) -> tuple[np.ndar
     the m-term sums are off by ``gamma(m)`` relative to the exact mixture of the stored rows, the inputs'
     normalisation by their defects (:func:`row_defects`), and the renormalisation (a sum of n terms and a
     division) by ``gamma(n) + u``; dividing by a sum that is itself off by the first part doubles it."""
-    n, m, _ = transitions.shape
-    if grid_bits(policy) + grid_bits(transitions) <= 53:
+    n = policy.shape[0]
+    sparse = hasattr(rows, "indptr")
+    widest = int(np.max(np.diff(rows.indptr), initial=1)) if sparse else rows.shape[1]
+    support = min(widest * m, n)  # the longest mixture row's terms
+    if grid_bits(policy) + grid_bits(rows.data if sparse else rows) <= 53:
         pi_defect = row_defects(policy)  # on a grid: exact sums, cheaply
-        P_defect = row_defects(transitions).max(axis=1)
+        P_defect = (row_defects_csr(rows) if sparse else row_defects(rows)).reshape(n, m).max(axis=1)
         mixture = np.zeros(n)  # the products and sums are exact
-        renormalise = np.where((pi_defect == 0) & (P_defect == 0), 0.0, gamma(n) + 2 * U)
+        renormalise = np.where((pi_defect == 0) & (P_defect == 0), 0.0, gamma(support) + 2 * U)
     else:
-        pi_defect, P_defect = _plain_defects(policy), _plain_defects(transitions).max(axis=1)
+        pi_defect = _plain_defects(policy)
+        P_defect = (row_defects_csr(rows, compensated=False) if sparse else _plain_defects(rows)).reshape(n, m).max(axis=1)
         mixture = np.full(n, gamma(m))
-        renormalise = np.full(n, gamma(n) + 2 * U)
+        renormalise = np.full(n, gamma(support) + 2 * U)
     d_in = pi_defect + P_defect + pi_defect * P_defect
     relative = (2.0 * (mixture + d_in / np.maximum(1.0 - d_in, 0.5)) + renormalise) * (1 + 8 * U)
     return relative, 0.5 * relative
+
+
+def row_defects_csr(rows, compensated: bool = True) -> np.ndarray:
+    """:func:`row_defects` for the rows of a CSR matrix (or :class:`~bisimkit.kernels.DenseRows`), from their stored
+    entries only: exact when a row's entries lie on the ``2^-52`` grid; otherwise summed in twice the working
+    precision (``compensated``) or bounded a priori (``|s - 1| + gamma(k) s``, k the row's entries)."""
+    ptr = np.asarray(rows.indptr, dtype=np.int64)
+    data = np.asarray(rows.data, dtype=np.float64)
+    lengths = np.diff(ptr)
+    n_rows = len(lengths)
+    out = np.ones(n_rows)  # an empty row sums to 0
+    live = np.nonzero(lengths > 0)[0]
+    if not len(live):
+        return out
+    total = np.add.reduceat(data, ptr[live])
+    scaled = data * 2.0 ** 52
+    on_grid = np.logical_and.reduceat(scaled == np.floor(scaled), ptr[live]) & (total <= 1.5)
+    out[live] = np.abs(total - 1.0)
+    rest = live[~on_grid]
+    if len(rest):
+        k = lengths[rest]
+        t = total[~on_grid]
+        width = int(k.max())
+        if compensated and len(rest) * width <= 10_000_000:
+            chosen = np.zeros(n_rows, dtype=bool)
+            chosen[rest] = True
+            entries = chosen[np.repeat(np.arange(n_rows), lengths)]  # the entries of those rows, in order
+            block = np.zeros((len(rest), width))
+            position = np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k)
+            block[np.repeat(np.arange(len(rest)), k), position] = data[entries]
+            out[rest] = row_defects(block)
+        else:
+            out[rest] = np.abs(t - 1.0) + gamma_array(k) * t
+    return out
 
 
 def gamma_array(k: np.ndarray) -> np.ndarray:

@@ -1,14 +1,18 @@
-"""``bisimkit.solve``: a short pipeline of named stages around the engine.
+"""``bisimkit.solve``: a short dispatcher over named stages around the engine.
 
     check -> relabel -> reduce -> quotient -> engine
+
+The metric's name is looked up once, in the registry (:func:`bisimkit.operators.operator`); every
+stage after that asks the :class:`~bisimkit.operators.Operator` what it supports, and the settings
+travel as one :class:`SolveOptions`.
 
 * **check** (:func:`_checked`): the metric, method and tolerance, and the ground resolved; then the
   solve's memory estimate against what the process may use (:mod:`bisimkit.memory`, ``force`` overrides);
 * **relabel** (:func:`_relabelled`): a state or action order other than the index order
   is applied to the MDP, solved there, and the result mapped back (:mod:`bisimkit.order`);
-* **reduce** (:func:`_reduced`): ``mico-reduced`` is derived from the ``mico`` fixed point;
-* **quotient** (:func:`solve_on_quotient`): pi, psm, bisim and eps are solved on the blocks
-  of their largest relation and lifted, when that can be certified (:mod:`bisimkit.quotient`);
+* **reduce** (:func:`_reduced`): a derived operator (mico-reduced) from its base's fixed point;
+* **quotient** (:func:`solve_on_quotient`): the operators with a relation of their own are solved on
+  the blocks of their largest relation and lifted, when that can be certified (:mod:`bisimkit.quotient`);
 * **engine** (:func:`bisimkit.engine.fixed_point`): operator form, method, certificate.
 
 Then :func:`solve` says what the caller should know: a ground term that vanishes
@@ -18,46 +22,45 @@ The certificate and the methods are described in :mod:`bisimkit.engine`.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
 from .engine import (DEFAULT_TOL, METHODS, PrecisionWarning, ProgressCallback, Solution, check_run_options, fixed_point,
                      precision_note, stein_doubling)
 from .errors import InputError
-from .ground import Ground, ground_label, resolve_ground, zero_ground_message, zero_ground_note
-from .mdp import FiniteMDP
 from .extras import missing_extra
-from .kernels import mdp_cells, small_path, small_problem
+from .forms import SteinForm, stein_a_error
+from .ground import Ground, ground_label, resolve_ground, zero_ground_message, zero_ground_note
+from .kernels import problem_cells, small_path, small_problem
+from .mdp import FiniteMDP
 from .memory import check_memory
-from .operators import SteinForm, operator_info, point_mass_transitions, stein_a_error, stein_form
+from .operators import LABELLED_CHAIN_METRICS, TORCH_METRICS, Operator, operator, point_mass_transitions, stein_form
 from .order import OrderSpec, resolve_order
-from .quotient import DEVIATION_SHARE, QUOTIENT_METRICS, RELATION_ATOL, quotient as find_quotient
+from .quotient import DEVIATION_SHARE, RELATION_ATOL, quotient as find_quotient
 from .roundoff import U as U_ROUND, gamma
 
-__all__ = ["DEFAULT_TOL", "METHODS", "PrecisionWarning", "ProgressCallback", "Solution", "ZeroGroundWarning",
-           "solve", "solve_on_quotient"]
+__all__ = ["DEFAULT_TOL", "METHODS", "PrecisionWarning", "ProgressCallback", "Solution", "SolveOptions",
+           "ZeroGroundWarning", "solve", "solve_on_quotient"]
 
 
 class ZeroGroundWarning(UserWarning):
     """The operator's ground term is 0 for every pair, so its fixed point is identically 0."""
 
 
-def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float = DEFAULT_TOL,
-          method: str = "auto", progress: ProgressCallback | None = None,
-          max_iterations: int | None = None, full_diagonal: bool = False, order: OrderSpec = "index",
-          action_order: OrderSpec = "index", quotient: bool = True, backend: str = "numpy",
-          device: str | None = None, force: bool = False) -> Solution:
-    """The fixed point of operator ``metric`` on ``mdp`` to certified error ``tol``.
+#: The engines of :func:`solve`'s ``backend``.
+BACKENDS = ("numpy", "torch")
 
-    Parameters
-    ----------
-    metric : a name from :data:`bisimkit.operators.METRIC_NAMES`.
-    ground : ``"reward"`` (default), ``"policy"``, a file path or an (n*m) x (n*m)
-        matrix; used by the eps family only.
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """How to solve (every field a keyword of :func:`solve`).
+
     tol : certified sup-norm error to reach (default 1e-9).
-    method : ``auto``, ``exact`` or ``vi`` (see the module docstring).
+    method : ``auto``, ``exact`` or ``vi`` (:mod:`bisimkit.engine`).
     progress : called as ``progress(iteration, certified_error, elapsed)``.
     max_iterations : cap on value-iteration sweeps (default: enough for ``tol``).
     full_diagonal : solve for d(s, s) too instead of using d(s, s) = 0 for the
@@ -67,98 +70,172 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
         ``"class-contiguous"`` (states only) or a permutation / permutation file
         (:mod:`bisimkit.order`). Only eps-bar depends on the state order, and only the
         eps family on the action order; the solution records both.
-    quotient : for pi, psm, bisim and eps (not with ``full_diagonal``), first find the
-        largest relation of the metric's kind by partition refinement and, when it merges
-        states, solve on its blocks and lift the result (:mod:`bisimkit.quotient`); the
-        certificate covers the tolerance the blocks were found with, and the MDP itself is
-        solved when nothing merges or the lift cannot be certified within ``tol``.
-        ``False`` always solves the MDP itself.
+    quotient : for the operators with a relation of their own (pi, psm, bisim, eps; not with
+        ``full_diagonal``), first find the largest relation of the metric's kind by partition
+        refinement and, when it merges states, solve on its blocks and lift the result
+        (:mod:`bisimkit.quotient`); the certificate covers the tolerance the blocks were found with,
+        and the MDP itself is solved when nothing merges or the lift cannot be certified within
+        ``tol``. ``False`` always solves the MDP itself.
     backend, device : ``"numpy"`` (default) or ``"torch"``: Smith's doubling with torch products
         on ``device`` (``"cpu"``, the default, ``"cuda"``, ``"cuda:N"``), for the Stein-form
-        operators :data:`TORCH_METRICS` only (:mod:`bisimkit.engine_torch`; the same certificate).
+        operators :data:`~bisimkit.operators.TORCH_METRICS` only (:mod:`bisimkit.engine_torch`; the
+        same certificate).
     force : solve even when the memory estimate (:mod:`bisimkit.memory`) says the solve will not fit;
         without it such a solve stops before anything is allocated, with
         :class:`bisimkit.memory.NotEnoughMemory` naming the estimate, the limit and what would fit.
+    discount, pairs : the labelled-chain distance (``lmc``) only: c in (0, 1], overriding the MDP's own
+        discount, and the ``(s, t)`` state pairs to solve (default all); :func:`bisimkit.lmc.lmc_solution`.
     """
-    g = _checked(mdp, metric, ground, tol, method, max_iterations, progress)
-    _checked_backend(mdp, metric, method, backend, device)
-    if not force:
-        check_memory(mdp, metric, method, full_diagonal, quotient)
-    zero = zero_ground_note(mdp, metric, g)
-    with small_path(small_solve(mdp, metric, method)):
-        sol = _pipeline(mdp, metric, g, tol, method, progress, max_iterations, full_diagonal, backend, device, order,
-                        action_order, quotient)
+
+    tol: float = DEFAULT_TOL
+    method: str = "auto"
+    progress: ProgressCallback | None = None
+    max_iterations: int | None = None
+    full_diagonal: bool = False
+    order: OrderSpec = "index"
+    action_order: OrderSpec = "index"
+    quotient: bool = True
+    backend: str = "numpy"
+    device: str | None = None
+    force: bool = False
+    discount: float | None = None
+    pairs: object = None
+
+
+_OPTION_NAMES = tuple(f.name for f in dataclasses.fields(SolveOptions))
+
+
+def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float = DEFAULT_TOL,
+          options: SolveOptions | None = None, **settings) -> Solution:
+    """The fixed point of operator ``metric`` on ``mdp`` to certified error ``tol``.
+
+    Parameters
+    ----------
+    metric : a name from :data:`bisimkit.operators.METRIC_NAMES`.
+    ground : ``"reward"`` (default), ``"policy"``, a file path or an (n*m) x (n*m)
+        matrix; used by the eps family. For ``lmc``: an (n, n) ground in [0, 1] (or a file) in place
+        of the labels.
+    tol : certified sup-norm error to reach (default 1e-9).
+    options, settings : a :class:`SolveOptions`, and/or its fields as keywords (``method``,
+        ``progress``, ``max_iterations``, ``full_diagonal``, ``order``, ``action_order``,
+        ``quotient``, ``backend``, ``device``, ``force``; ``discount`` and ``pairs`` for ``lmc``), which
+        override it.
+    """
+    unknown = sorted(set(settings) - set(_OPTION_NAMES))
+    if unknown:
+        raise TypeError(f"solve() got an unexpected keyword argument '{unknown[0]}' "
+                        f"(the settings are {', '.join(_OPTION_NAMES)})")
+    opts = dataclasses.replace(options or SolveOptions(), tol=tol, **settings)
+    op = operator(metric)
+    if op.kind == "labelled-chain":
+        return _labelled_chain(mdp, op, ground, opts)
+    for name in ("discount", "pairs"):
+        if getattr(opts, name) is not None:
+            raise InputError(f"applies to the labelled-chain distance only ({', '.join(LABELLED_CHAIN_METRICS)}); "
+                             f"'{op.name}' solves every pair at the MDP's own discount", param=name)
+    g = _checked(mdp, op, ground, opts)
+    _checked_backend(mdp, op, opts)
+    if not opts.force:
+        check_memory(mdp, metric, opts.method, opts.full_diagonal, opts.quotient)
+    zero = zero_ground_note(mdp, op, g)
+    with small_path(small_solve(mdp, metric, opts.method)):
+        sol = _pipeline(mdp, op, g, opts)
     if zero is not None:
         message = zero_ground_message(metric, *zero, float(np.max(sol.distances, initial=0.0)), sol.certified_error)
         if message:
             warnings.warn(message, ZeroGroundWarning, stacklevel=2)
-    if not sol.converged and sol.floor > tol:
-        warnings.warn(precision_note(metric, tol, sol.floor), PrecisionWarning, stacklevel=2)
+    if not sol.converged and sol.floor > opts.tol:
+        warnings.warn(precision_note(metric, opts.tol, sol.floor), PrecisionWarning, stacklevel=2)
+    return sol
+
+
+#: The settings of :class:`SolveOptions` the labelled-chain distance does not take, with their defaults.
+NOT_FOR_LABELLED_CHAINS = {"method": ("auto", "exact"), "max_iterations": (None,), "full_diagonal": (False,),
+                           "order": ("index",), "action_order": ("index",), "backend": ("numpy",),
+                           "device": (None,)}
+
+
+def _labelled_chain(mdp: FiniteMDP, op: Operator, ground, opts: SolveOptions) -> Solution:
+    """The labelled-chain distance (:mod:`bisimkit.lmc`): its own algorithm, with the settings it takes."""
+    for name, allowed in NOT_FOR_LABELLED_CHAINS.items():
+        if not any(getattr(opts, name) == value for value in allowed):
+            raise InputError(f"{getattr(opts, name)!r} does not apply to '{op.name}' (solved by refinement, the pair "
+                             f"graph and policy iteration with a certified bracket)", param=name)
+    check_run_options(opts.method, opts.tol, opts.max_iterations, opts.progress)
+    # start-up cost: the labelled-chain solver (and scipy's sparse graphs) load only for this operator
+    from .lmc import lmc_solution
+
+    sol = lmc_solution(mdp, opts.discount, ground, opts.pairs, opts.tol, opts.force)
+    if not sol.converged and sol.floor > opts.tol:
+        warnings.warn(precision_note(op.name, opts.tol, sol.floor), PrecisionWarning, stacklevel=3)
     return sol
 
 
 def small_solve(mdp: FiniteMDP, metric: str, method: str, cells: float | None = None) -> bool:
     """Whether this solve takes the small-problem path (numpy only, :mod:`bisimkit.kernels`): its transport
-    work, ``cells`` (default its MDP's, :func:`bisimkit.kernels.mdp_cells`), is small
+    work, ``cells`` (default its MDP's, :func:`solve_cells`), is small
     (:data:`bisimkit.kernels.SMALL_PROBLEM_CELLS`), counted more for the methods that sweep (value
     iteration, and W2, which has no other)."""
-    sweeps = method == "vi" or metric in ("dbc", "dbc-sampled")
-    cells = mdp_cells(mdp.n_states, mdp.n_actions, mdp.transitions) if cells is None else cells
+    sweeps = method == "vi" or not operator(metric).exact
+    cells = solve_cells(mdp) if cells is None else cells
     return small_problem(cells, sweeps)
 
 
-def _checked(mdp: FiniteMDP, metric: str, ground: Ground | None, tol: float, method: str,
-             max_iterations: int | None = None, progress: ProgressCallback | None = None) -> Ground | None:
+def solve_cells(mdp: FiniteMDP, other: FiniteMDP | None = None) -> float:
+    """:func:`bisimkit.kernels.problem_cells` of a solve on ``mdp`` (or between ``mdp`` and ``other``): its pairs,
+    up to ``m_A + m_B - 1`` rows per pair (an entangled coupling of two policies), problems between the largest
+    policy mixtures (m times the largest support of a ``P(s, a)``, at most n), read from the supports."""
+    b = mdp if other is None else other
+    pairs = mdp.n_states * (mdp.n_states - 1) // 2 if other is None else mdp.n_states * b.n_states
+    rows = max(mdp.n_actions + b.n_actions - 1, 1)
+
+    def mixture(x: FiniteMDP) -> int:
+        return min(int(np.max(x.supports, initial=1)) * x.n_actions, x.n_states)
+
+    return problem_cells(pairs, rows, mixture(mdp), mixture(b))
+
+
+def _checked(mdp: FiniteMDP, op: Operator, ground: Ground | None, opts: SolveOptions) -> Ground | None:
     """Stage *check*: the arguments are valid; returns the resolved ground (None if the metric has none)."""
     if not isinstance(mdp, FiniteMDP):
         hint = (" (a Gaussian model's distances: bisimkit.gaussian.solve_pairs)"
                 if type(mdp).__module__.startswith("bisimkit.gaussian") else "")
         raise InputError(f"expected a FiniteMDP, got {type(mdp).__name__}{hint}", param="mdp")
-    info = operator_info(metric)
-    check_run_options(method, tol, max_iterations, progress)
-    return resolve_ground(mdp, ground) if info.uses_ground else None
+    check_run_options(opts.method, opts.tol, opts.max_iterations, opts.progress)
+    return resolve_ground(mdp, ground) if op.uses_ground else None
 
 
-def _pipeline(mdp: FiniteMDP, metric: str, g: Ground | None, tol: float, method: str,
-              progress: ProgressCallback | None, max_iterations: int | None, full_diagonal: bool,
-              backend: str, device: str | None, order: OrderSpec, action_order: OrderSpec,
-              quotient: bool) -> Solution:
+def _pipeline(mdp: FiniteMDP, op: Operator, g: Ground | None, opts: SolveOptions) -> Solution:
     """Stages relabel -> reduce -> quotient -> engine, each handing the rest to the next."""
-    options = (method, progress, max_iterations, full_diagonal, backend, device)
-    if not (_is_index(order) and _is_index(action_order)):
-        return _relabelled(mdp, metric, g, tol, options, order, action_order, quotient)
-    if metric == "mico-reduced":
-        return _reduced(mdp, tol, options, quotient)
-    if quotient and metric in QUOTIENT_METRICS and not full_diagonal:
-        sol = solve_on_quotient(mdp, metric, g, tol, method, progress, max_iterations)
+    if not (_is_index(opts.order) and _is_index(opts.action_order)):
+        return _relabelled(mdp, op, g, opts)
+    if op.base is not None:
+        return _reduced(mdp, op, opts)
+    if opts.quotient and op.relation is not None and not opts.full_diagonal:
+        sol = solve_on_quotient(mdp, op.name, g, opts.tol, opts.method, opts.progress, opts.max_iterations)
         if sol is not None:
             return sol
-    if backend == "torch":
+    if opts.backend == "torch":
         from .engine_torch import fixed_point_torch  # the optional torch extra, loaded only for backend="torch"
-        return fixed_point_torch(mdp, metric, tol, device, progress)
-    return fixed_point(mdp, metric, g, tol, method, progress, max_iterations, full_diagonal)
+        return fixed_point_torch(mdp, op.name, opts.tol, opts.device, opts.progress)
+    return fixed_point(mdp, op.name, g, opts.tol, opts.method, opts.progress, opts.max_iterations, opts.full_diagonal)
 
 
-#: The engines of :func:`solve`'s ``backend`` and the metrics the torch engine solves (Stein form;
-#: dbc-sampled when the policy's next-state laws are point masses, mico-reduced through mico).
-BACKENDS = ("numpy", "torch")
-TORCH_METRICS = ("mico", "mico-reduced", "psm-sampled", "dbc-sampled")
-
-
-def _checked_backend(mdp: FiniteMDP, metric: str, method: str, backend: str, device: str | None) -> None:
+def _checked_backend(mdp: FiniteMDP, op: Operator, opts: SolveOptions) -> None:
     """Stage *check*, the engine: ``backend`` and ``device`` are valid for this metric and machine."""
+    backend, device = opts.backend, opts.device
     if backend not in BACKENDS:
         raise InputError(f"unknown backend '{backend}' (choose from {', '.join(BACKENDS)})", param="backend")
     if backend == "numpy":
         if device is not None:
             raise InputError(f"'{device}' needs backend 'torch' (the numpy backend runs on the CPU)", param="device")
         return
-    if metric not in TORCH_METRICS:
-        raise InputError(f"'torch' solves {', '.join(TORCH_METRICS)} only, not '{metric}'", param="backend")
-    if method == "vi":
+    if not op.torch:
+        raise InputError(f"'torch' solves {', '.join(TORCH_METRICS)} only, not '{op.name}'", param="backend")
+    if opts.method == "vi":
         raise InputError("'torch' runs Smith's doubling only; method 'vi' needs backend 'numpy'", param="backend")
-    if metric == "dbc-sampled" and not point_mass_transitions(mdp):
-        raise InputError("'torch' solves dbc-sampled only when every P(s, a) with pi(a|s) > 0 is a point mass "
+    if op.kind == "transport" and not point_mass_transitions(mdp):
+        raise InputError(f"'torch' solves {op.name} only when every P(s, a) with pi(a|s) > 0 is a point mass "
                          "(a Stein equation then); this MDP's are not", param="backend")
     try:
         from .engine_torch import resolve_device  # the optional torch extra, loaded only for backend="torch"
@@ -171,13 +248,12 @@ def _is_index(order: OrderSpec) -> bool:
     return isinstance(order, str) and order == "index"
 
 
-def _relabelled(mdp: FiniteMDP, metric: str, g: Ground | None, tol: float, options: tuple, order: OrderSpec,
-                action_order: OrderSpec, quotient: bool) -> Solution:
+def _relabelled(mdp: FiniteMDP, op: Operator, g: Ground | None, opts: SolveOptions) -> Solution:
     """Stage *relabel*: solve with the states and actions put in the requested order, then map back."""
     start = time.perf_counter()
-    relabel = resolve_order(mdp, order, action_order, g if g is not None else "reward")
-    sol = _pipeline(relabel.relabel(mdp), metric, relabel.relabel_ground(g, mdp.n_actions) if g is not None else None,
-                    tol, *options, "index", "index", quotient)
+    relabel = resolve_order(mdp, opts.order, opts.action_order, g if g is not None else "reward")
+    ground = relabel.relabel_ground(g, mdp.n_actions) if g is not None else None
+    sol = _pipeline(relabel.relabel(mdp), op, ground, dataclasses.replace(opts, order="index", action_order="index"))
     sol.distances = relabel.restore(sol.distances)
     sol.order, sol.action_order = relabel.label, relabel.action_label
     sol.ground = None if g is None else ground_label(g)
@@ -185,22 +261,22 @@ def _relabelled(mdp: FiniteMDP, metric: str, g: Ground | None, tol: float, optio
     return sol
 
 
-def _reduced(mdp: FiniteMDP, tol: float, options: tuple, quotient: bool) -> Solution:
+def _reduced(mdp: FiniteMDP, op: Operator, opts: SolveOptions) -> Solution:
     """Stage *reduce*: ``mico-reduced`` ``D = L(U)``, ``L(U)(s, t) = U(s, t) - U(s, s)/2 - U(t, t)/2``, from the
     mico fixed point U, refined and certified in its own scale by :func:`reduced_fixed_point` (numpy
     backend); with the torch backend ``|D - D*| <= 2 err(U)``."""
     start = time.perf_counter()
-    sol = _pipeline(mdp, "mico", None, tol / 2, *options, "index", "index", quotient)
+    sol = _pipeline(mdp, operator(op.base), None, dataclasses.replace(opts, tol=opts.tol / 2))
     U = sol.distances
     diag = np.diag(U)
     sol.distances = U - diag[:, None] / 2 - diag[None, :] / 2
-    sol.metric, sol.tolerance = "mico-reduced", tol
+    sol.metric, sol.tolerance = op.name, opts.tol
     sol.certified_error, sol.floor = 2 * sol.certified_error, 2 * sol.floor
-    if options[4] == "numpy":
+    if opts.backend == "numpy":
         D, bound, floor = reduced_fixed_point(mdp, U)
         if bound < sol.certified_error:
             sol.distances, sol.certified_error, sol.floor = D, bound, floor
-    sol.converged = sol.certified_error <= tol
+    sol.converged = sol.certified_error <= opts.tol
     sol.seconds = time.perf_counter() - start
     return sol
 

@@ -117,8 +117,8 @@ def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: 
             X, src[start:stop], Y, dst[start:stop], C, zero_diagonal,
             warm.chunk(start, *_lengths(X, Y, src[start:stop], dst[start:stop])) if warm is not None else None, view)
     if marginal is not None and N:
-        row_max = C.max(axis=1, initial=0.0)
-        reach = np.minimum(support_maxima(X, row_max)[src], support_maxima(Y, row_max)[dst])
+        reach = np.minimum(support_maxima(X, C.max(axis=1, initial=0.0))[src],
+                           support_maxima(Y, C.max(axis=0, initial=0.0))[dst])
         gap += np.where(exact, 0.0, reach * marginal)
     if p != 1:
         cost = np.maximum(values, 0.0)
@@ -147,17 +147,22 @@ def support_maxima(X, row_max: np.ndarray) -> np.ndarray:
 
 
 def seed_line_starts(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: np.ndarray, h: np.ndarray,
-                     warm: WarmStarts) -> None:
-    """Give every problem of ``warm`` without a basis the monotone coupling along the key ``h``
-    (:func:`bisimkit.simplex.line_bases`): optimal when the ground cost is ``|h_i - h_j|``."""
+                     warm: WarmStarts, h_right: np.ndarray | None = None) -> None:
+    """Give every problem of ``warm`` without a basis the monotone coupling along the key ``h`` of the
+    states (``h_right`` for the states of Y's rows when they are another MDP's;
+    :func:`bisimkit.simplex.line_bases`): optimal when the ground cost is ``|h_i - h_j|``."""
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
+    offset = 0
+    if h_right is not None:  # one key array: Y's states after X's
+        offset = len(h)
+        h = np.concatenate([h, h_right])
     for start in range(0, len(src), CHUNK):
         s, t = src[start:start + CHUNK], dst[start:start + CHUNK]
         ip, mp, lp = padded_rows(X, s)
         iq, mq, lq = padded_rows(Y, t)
         basis, valid = warm.chunk(start, lp, lq)
-        line_bases(ip, mp, lp, iq, mq, lq, h, basis, valid)
+        line_bases(ip, mp, lp, iq + offset, mq, lq, h, basis, valid)
 
 
 def _lengths(X, Y, src, dst):

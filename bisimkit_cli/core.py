@@ -31,8 +31,9 @@ from bisimkit.files import atomic_write, atomic_write_json, atomic_write_text, c
 from bisimkit.gaussian.model import is_gaussian_file, load_gaussian
 from bisimkit.ground import resolve_ground
 from bisimkit.gym import load_gym_spec
-from bisimkit.mdp import ROW_TOLERANCE, FiniteMDP, coordinate_independent, load_mdp
-from bisimkit.operators import GROUND_METRICS, METRIC_NAMES, OPERATORS, operator_info
+from bisimkit.mdp import MODEL_DISCOUNT, ROW_TOLERANCE, FiniteMDP, coordinate_independent, load_mdp, load_model
+from bisimkit.operators import (BETWEEN_METRICS, GROUND_METRICS, GROUND_RELATIONS, LABELLED_CHAIN_METRICS,
+                                METRIC_NAMES, OPERATORS, operator_info)
 from bisimkit.order import ACTION_ORDER_METRICS, STATE_ORDER_METRICS, resolve_order
 from bisimkit.progress import solve_progress
 from bisimkit.relations import RELATION_ATOL, RELATION_KINDS, relation_blocks
@@ -54,16 +55,81 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(message)
 
 
-def load_mdp_or_example(spec: str) -> FiniteMDP:
+#: Suffixes of the model-checking files (Storm's DRN, PRISM's explicit export) that the model options apply to.
+MODEL_FILE_SUFFIXES = (".drn", ".tra")
+#: The options a model file takes (``--reward``, ``--discount``, ``--policy``) as argparse destinations.
+MODEL_OPTIONS = ("reward", "discount", "policy")
+
+
+def load_mdp_or_example(spec: str, args=None) -> FiniteMDP:
     """Load an MDP file, build the bundled example of that name, or import a tabular Gymnasium
-    environment named ``gym:ID[?key=value&...]`` (:mod:`bisimkit.gym`; the ``gym`` extra)."""
+    environment named ``gym:ID[?key=value&...]`` (:mod:`bisimkit.gym`; the ``gym`` extra).
+
+    A model file from a model checker (``.drn``, ``.tra``) takes the options ``--reward``, ``--discount`` and
+    ``--policy`` of ``args`` (:func:`bisimkit.load_mdp`); anything else refuses them in one line."""
+    given = model_options(spec, args)
     if spec.startswith("gym:") and not Path(spec).exists():
         return load_gym_spec(spec)
     if not Path(spec).exists() and spec in EXAMPLES:
         return example(spec)
     if not Path(spec).exists():
         raise InputError(f"{spec}: no such file (bundled examples: {', '.join(EXAMPLES)})")
-    return load_mdp(spec)
+    if Path(spec).suffix.lower() not in MODEL_FILE_SUFFIXES:
+        return load_mdp(spec)
+    policy = given.get("policy")
+    if policy is not None and policy != "uniform":
+        policy = _policy_file(policy)
+    reward, kind = given.get("reward"), None
+    if reward is not None and reward.partition(":")[0] in ("label", "reward") and ":" in reward:
+        kind, _, reward = reward.partition(":")
+    discount = given.get("discount", MODEL_DISCOUNT)
+    return load_model(spec, reward, discount, policy, kind)
+
+
+def model_options(spec: str, args) -> dict:
+    """The model-file options given in ``args`` (``{name: value}``), refused in one line unless ``spec`` is a
+    model file."""
+    given = {name: getattr(args, name, None) for name in MODEL_OPTIONS}
+    given = {name: value for name, value in given.items() if value is not None}
+    if given and Path(spec).suffix.lower() not in MODEL_FILE_SUFFIXES:
+        option = "--" + next(iter(given))
+        raise InputError(f"{option}: applies to model files ({', '.join(MODEL_FILE_SUFFIXES)}); {spec} carries its "
+                         f"own {'rewards' if option == '--reward' else option[2:]}")
+    if given.get("discount", 0.0) >= 1.0:
+        raise InputError(f"--discount: {given['discount']:g} is not in [0, 1); c = 1 is for the labelled-chain "
+                         f"distance (--metric {', '.join(LABELLED_CHAIN_METRICS)})")
+    return given
+
+
+def _policy_file(path: str) -> np.ndarray:
+    """The (n, m) policy array of ``--policy FILE`` (.npy, or .json holding a list of rows)."""
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(f"--policy: {path}: no such file (give 'uniform' or a .npy/.json file with an (n, m) array)")
+    try:
+        if file.suffix.lower() == ".npy":
+            return np.load(file, allow_pickle=False)
+        if file.suffix.lower() == ".json":
+            return np.asarray(json.loads(file.read_text(encoding="utf-8")), dtype=np.float64)
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"--policy: {path}: cannot read an (n, m) array ({exc})") from None
+    raise InputError(f"--policy: {path}: unsupported file type '{file.suffix}' (use .npy or .json)")
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    """The options of a model file from a model checker (``.drn``, ``.tra``): what its rewards, discount and
+    policy are, which such a model does not carry (``docs/cli.md#model-files``)."""
+    g = p.add_argument_group("model files (Storm's .drn, PRISM's explicit .tra with .lab and reward files)")
+    g.add_argument("--reward", default=None, metavar="NAME",
+                   help="a label (its indicator is the reward) or a reward structure of the model; label:NAME or "
+                        "reward:NAME for a name that is both (default: none, every reward 0)")
+    g.add_argument("--discount", type=_discount, default=None, metavar="C",
+                   help="discount factor c in [0, 1) (default 0.9); --metric "
+                        f"{', '.join(LABELLED_CHAIN_METRICS)}: c in (0, 1] for any MDP file "
+                        "(default the model's own)")
+    g.add_argument("--policy", default=None, metavar="POLICY",
+                   help="an MDP's policy: uniform, or a .npy/.json file with an (n, m) array (a Markov chain has its "
+                        "own)")
 
 
 # ------------------------------------------------------------------- solve
@@ -86,8 +152,13 @@ def _write_solution(sol: Solution, path: Path) -> None:
     elif suffix == ".csv":
         buf = io.StringIO()
         writer = csv.writer(buf)
-        for row in sol.distances:
-            writer.writerow([f"{v:.17g}" for v in row])
+        if getattr(sol, "pairs", None) is not None:  # queried pairs: one row each, with the bracket
+            writer.writerow(["s", "t", "distance", "lower", "upper"])
+            for (s, t), d, lo, up in zip(sol.pairs.tolist(), sol.distances, sol.lower, sol.upper):
+                writer.writerow([s, t, f"{d:.17g}", f"{lo:.17g}", f"{up:.17g}"])
+        else:
+            for row in sol.distances:
+                writer.writerow([f"{v:.17g}" for v in row])
         atomic_write_text(path, buf.getvalue())
     else:
         raise InputError(f"--out: unsupported file type '{path.suffix}' (use .npy, .json or .csv)")
@@ -147,9 +218,12 @@ def _ground_applies(metric: str, ground: str | None) -> None:
 
 
 def cmd_solve(args) -> int:
+    if operator_info(args.metric).kind == "labelled-chain":
+        return cmd_solve_chain(args)
     _ground_applies(args.metric, args.ground)
     if args.against is not None:
         return cmd_solve_between(args)
+    model_options(args.mdp, args)
     if is_gaussian_file(args.mdp):
         return cmd_solve_gaussian(args)
     for option in GAUSSIAN_ONLY:
@@ -157,7 +231,7 @@ def cmd_solve(args) -> int:
             raise InputError(f"--{option}: applies to Gaussian MDP files only ({args.mdp} is a finite MDP)")
     if args.method == "mc":
         raise InputError("--method mc: applies to Gaussian MDP files only (finite MDPs are solved exactly or by vi)")
-    mdp = load_mdp_or_example(args.mdp)
+    mdp = load_mdp_or_example(args.mdp, args)
     # Bad input is refused before anything is announced or computed.
     info = operator_info(args.metric)
     if info.uses_policy:
@@ -171,6 +245,81 @@ def cmd_solve(args) -> int:
                                    action_order=args.action_order, quotient=not args.no_quotient,
                                    backend=args.backend, device=args.device, force=args.force),
         (ZeroGroundWarning, PrecisionWarning), f"n={mdp.n_states}", lambda sol: summarize(mdp, sol))
+
+
+#: Options of ``solve`` that do not apply to the labelled-chain distance, and their defaults.
+NOT_FOR_CHAINS = {"against": None, "method": "auto", "max_iterations": None, "order": "index",
+                  "action_order": "index", "no_quotient": False, "backend": BACKENDS[0], "device": None,
+                  "samples": None, "horizon": None, "seed": None, "confidence": None}
+
+
+def cmd_solve_chain(args) -> int:
+    """``bisimkit solve FILE --metric lmc [--discount C] [--ground G] [--pairs FILE]``: the bisimilarity distances of
+    a labelled Markov chain (:mod:`bisimkit.lmc`), c in (0, 1] (default the model's own)."""
+    for option, default in NOT_FOR_CHAINS.items():
+        if getattr(args, option) != default and not (option == "method" and args.method == "exact"):
+            raise InputError(f"--{option.replace('_', '-')}: does not apply to --metric {args.metric} (the "
+                             f"labelled-chain distance is solved by refinement, the pair graph and policy iteration "
+                             f"with a certified bracket)")
+    if is_gaussian_file(args.mdp):
+        raise InputError(f"--metric {args.metric}: applies to labelled Markov chains ({args.mdp} is a linear-Gaussian "
+                         f"model)")
+    # the discount is the distance's own (c in (0, 1]), for every kind of file: not read into the model
+    mdp = load_mdp_or_example(args.mdp, argparse.Namespace(**{**vars(args), "discount": None}))
+    pairs = None if args.pairs is None else _state_pairs(args.pairs)
+    _checked_out(args.out)
+    return solve_and_report(
+        args, lambda report: solve(mdp, args.metric, ground=args.ground, tol=args.tol, discount=args.discount,
+                                   pairs=pairs, force=args.force),
+        (PrecisionWarning,), f"n={mdp.n_states}" if pairs is None else f"{len(pairs)} pairs",
+        lambda sol: summarize_chain(mdp, sol))
+
+
+def _state_pairs(path: str) -> np.ndarray:
+    """The ``(q, 2)`` state pairs of ``--pairs FILE`` for a labelled chain: ``.json`` (a list of ``[s, t]``) or
+    ``.npy``."""
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(f"--pairs: {path}: no such file (a .json list of [s, t] or a .npy array of shape (q, 2))")
+    try:
+        if file.suffix.lower() == ".npy":
+            arr = np.load(file, allow_pickle=False)
+        elif file.suffix.lower() == ".json":
+            arr = np.asarray(json.loads(file.read_text(encoding="utf-8")))
+        else:
+            raise InputError(f"--pairs: {path}: unsupported file type '{file.suffix}' (use .json or .npy)")
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"--pairs: {path}: cannot read state pairs ({exc})") from None
+    if arr.size == 0 or arr.ndim != 2 or arr.shape[1] != 2 or not np.issubdtype(arr.dtype, np.integer):
+        raise InputError(f"--pairs: {path}: expected a list of [s, t] state indices, got an array of shape "
+                         f"{arr.shape} and type {arr.dtype}")
+    return arr
+
+
+def summarize_chain(mdp: FiniteMDP, sol) -> str:
+    """Readable summary of a labelled-chain solution (:class:`bisimkit.lmc.LMCSolution`): the bracket, the pairs
+    decided exactly, and the distances (all pairs up to 12 states, queried pairs up to 50)."""
+    r = sol.result
+    n = mdp.n_states
+    status = "" if sol.converged else "  ** NOT CERTIFIED within the tolerance **"
+    lines = [
+        f"{mdp.label}: metric {sol.metric}, ground {sol.ground}; n={n}, discount={sol.discount:g}",
+        f"method: {sol.method}",
+        f"certified error: {sol.certified_error:.3e} (tolerance {sol.tolerance:.0e}; upper - lower); "
+        f"{sol.seconds:.3f} s{status}",
+        f"bisimulation classes: {r.n_classes}; pairs at distance 0: {r.zero_pairs}; at distance 1: {r.one_pairs}",
+    ]
+    if sol.pairs is not None:
+        for (s, t), d, lo, up in list(zip(sol.pairs.tolist(), sol.distances, sol.lower, sol.upper))[:50]:
+            lines.append(f"d({s}, {t}) = {d:.12g}  in [{lo:.12g}, {up:.12g}]")
+        if len(sol.pairs) > 50:
+            lines.append("(use --out FILE.npy|.json|.csv for every pair)")
+    elif n <= 12:
+        with np.printoptions(precision=6, suppress=True, linewidth=160):
+            lines.append(str(sol.distances))
+    else:
+        lines.append("(use --out FILE.npy|.json|.csv for the full matrix)")
+    return "\n".join(lines)
 
 
 def solve_and_report(args, run: Callable, warned: tuple[type[Warning], ...], size: str,
@@ -204,12 +353,14 @@ NOT_WITH_AGAINST = {"order": "index", "action_order": "index", "no_quotient": Fa
                     "confidence": None}
 
 
-def _load_side(spec: str, option: str = "") -> FiniteMDP:
+def _load_side(spec: str, option: str = "", args=None) -> FiniteMDP:
     """One of the two MDPs of ``--against``; a message about its content names the file (and the
     option that gave it), so it is clear which of the two MDPs is at fault."""
     try:
-        return load_mdp_or_example(spec)
+        return load_mdp_or_example(spec, args)
     except InputError as exc:
+        if str(exc).startswith("--"):  # an option's own message names it
+            raise
         message = str(exc) if str(exc).startswith(spec) else f"{spec}: {exc}"
         raise InputError(f"{option} {message}" if option else message) from None
 
@@ -231,7 +382,7 @@ def cmd_solve_between(args) -> int:
         operator_info(args.metric)  # an unknown name is refused as such
         raise InputError(f"--against: metric '{args.metric}' has no closed cross block between two MDPs (it needs "
                          f"each MDP's own mico self-distances); use one of {', '.join(BETWEEN_METRICS)}")
-    mdp_a, mdp_b = _load_side(args.mdp), _load_side(args.against, "--against")
+    mdp_a, mdp_b = _load_side(args.mdp, args=args), _load_side(args.against, "--against", args)
     _checked_out(args.out)
     # Bad input is refused before anything is announced or computed; the second MDP is --against.
     try:
@@ -318,10 +469,11 @@ def cmd_solve_gaussian(args) -> int:
 
 # ---------------------------------------------------------- relation / info
 def cmd_relation(args) -> int:
-    if args.ground is not None and args.kind != "eps":
-        raise InputError(f"--ground: applies to --kind eps only (the {args.kind} relation has no ground term)")
-    mdp = load_mdp_or_example(args.mdp)
-    ground = resolve_ground(mdp, args.ground) if args.kind == "eps" else "reward"
+    if args.ground is not None and args.kind not in GROUND_RELATIONS:
+        raise InputError(f"--ground: applies to --kind {', '.join(GROUND_RELATIONS)} only (the {args.kind} relation "
+                         f"has no ground term)")
+    mdp = load_mdp_or_example(args.mdp, args)
+    ground = resolve_ground(mdp, args.ground) if args.kind in GROUND_RELATIONS else "reward"
     print(json.dumps(relation_blocks(mdp, args.kind, ground, atol=args.atol)))
     return 0
 
@@ -366,7 +518,7 @@ def cmd_info(args) -> int:
         from bisimkit.gaussian.pairs import describe_gaussian  # start-up cost: loads scipy.special (see cmd_solve_gaussian)
         print(describe_gaussian(load_gaussian(args.mdp)))
         return 0
-    print(describe_mdp(load_mdp_or_example(args.mdp)))
+    print(describe_mdp(load_mdp_or_example(args.mdp, args)))
     return 0
 
 
@@ -405,12 +557,14 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
 
     p = sub.add_parser("solve", help="fixed point of a bisimulation operator")
     p.add_argument("mdp", metavar="MDP",
-                   help="MDP file (.json/.npz), bundled example name, gym:ID (a tabular Gymnasium env), "
-                        "or a linear-Gaussian JSON file")
+                   help="MDP file (.json/.npz), model file (.drn, .tra), bundled example name, gym:ID (a tabular "
+                        "Gymnasium env), or a linear-Gaussian JSON file")
     p.add_argument("--metric", required=True, metavar="NAME",
                    help=f"one of: {', '.join(METRIC_NAMES)} (Gaussian MDPs: pi, psm, eps, eps-bar)")
     p.add_argument("--ground", default=None, metavar="G",
-                   help="eps family: reward (default), policy, or a file with an (n*m)x(n*m) pseudometric")
+                   help="eps family: reward (default), policy, or a file with an (n*m)x(n*m) pseudometric; "
+                        f"{', '.join(LABELLED_CHAIN_METRICS)}: a file with an n x n ground in [0, 1] in place of the "
+                        "labels")
     p.add_argument("--tol", type=_positive_float, default=DEFAULT_TOL, help="certified error (default 1e-9)")
     p.add_argument("--method", default="auto", choices=METHODS + ("mc",),
                    help=f"{', '.join(METHODS)} (default auto); Gaussian MDPs: auto, exact (series) or mc (Monte Carlo)")
@@ -429,7 +583,8 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
                         "a list such as 1,0,2 or a permutation file")
     p.add_argument("--against", default=None, metavar="MDP_B",
                    help="a second finite MDP (file, example or gym:ID): solve the distances between the states of "
-                        "MDP and those of MDP_B, for every metric but mico-reduced (docs/operators.md#two-mdps)")
+                        "MDP and those of MDP_B, for every metric but "
+                        f"{', '.join(m for m in METRIC_NAMES if m not in BETWEEN_METRICS)} (docs/operators.md#two-mdps)")
     p.add_argument("--no-quotient", action="store_true",
                    help=f"{', '.join(QUOTIENT_METRICS)}: solve the MDP itself, not first its quotient by the largest "
                         "relation "
@@ -442,9 +597,12 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     p.add_argument("--force", action="store_true",
                    help="solve even when the memory estimate says it will not fit (docs/performance.md#memory)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_model_options(p)
     g = p.add_argument_group("Gaussian MDPs (a JSON file with \"kind\": \"linear-gaussian\")")
     g.add_argument("--pairs", default=None, metavar="FILE",
-                   help="state pairs: .json list of [z, z'] or .npy of shape (P, 2, n) (required)")
+                   help="state pairs: .json list of [z, z'] or .npy of shape (P, 2, n) (required); --metric "
+                        f"{', '.join(LABELLED_CHAIN_METRICS)}: a .json list of [s, t] state indices or a .npy of "
+                        "shape (q, 2) (default all pairs)")
     g.add_argument("--samples", type=_positive_int, default=None,
                    help=f"Monte Carlo rollout pairs (default {MC_DEFAULTS['samples']})")
     g.add_argument("--horizon", type=_positive_int, default=None,
@@ -455,16 +613,20 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("relation", help="largest bisimulation relation by partition refinement")
-    p.add_argument("mdp", metavar="MDP", help="MDP file (.json/.npz), bundled example name, or gym:ID")
+    p.add_argument("mdp", metavar="MDP", help="MDP file (.json/.npz), model file (.drn, .tra), bundled example name, "
+                                              "or gym:ID")
     p.add_argument("--kind", required=True, choices=RELATION_KINDS,
                    help="which relation: bisim (Ferns'), pi (under the MDP's policy), psm or eps (entangled)")
     p.add_argument("--ground", default=None, metavar="G", help="for --kind eps: reward, policy or a file")
     p.add_argument("--atol", type=_positive_float, default=RELATION_ATOL,
                    help="equality tolerance for reals (default 1e-9)")
+    add_model_options(p)
     p.set_defaults(func=cmd_relation)
 
     p = sub.add_parser("info", help="sizes and validation report of an MDP (finite or linear-Gaussian)")
-    p.add_argument("mdp", metavar="MDP", help="MDP file (.json/.npz), bundled example name, or gym:ID")
+    p.add_argument("mdp", metavar="MDP", help="MDP file (.json/.npz), model file (.drn, .tra), bundled example name, "
+                                              "or gym:ID")
+    add_model_options(p)
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("examples", help="list (or write) the bundled example MDPs")
@@ -496,6 +658,7 @@ def _argument_type(convert: Callable[[str], float], accept: Callable[[float], bo
 _positive_float = _argument_type(float, lambda v: bool(np.isfinite(v)) and v > 0, "a positive number")
 _positive_int = _argument_type(int, lambda v: v >= 1, "a positive integer")
 _probability = _argument_type(float, lambda v: 0 < v < 1, "a number in (0, 1)")
+_discount = _argument_type(float, lambda v: 0 <= v <= 1, "a discount factor in [0, 1]")
 
 
 def option_strings(parser: argparse.ArgumentParser) -> set[str]:

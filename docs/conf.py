@@ -44,7 +44,7 @@ html_static_path: list[str] = []
 #: The modules whose public names (``__all__``, or the names listed) the API reference documents, in order.
 API_MODULES = {
     "bisimkit": None,
-    "bisimkit.model_files": ["ModelData", "read_model", "read_drn", "read_prism", "from_stormpy"],
+    "bisimkit.model_files": ["ModelData", "read_drn", "read_prism", "stormpy_data"],
     "bisimkit.gaussian": None,
     "bisimkit.losses": None,
 }

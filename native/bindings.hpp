@@ -101,5 +101,6 @@ void bind_simplex(nb::module_ m);
 void bind_couplings(nb::module_ m);
 void bind_compiled(nb::module_ m);
 void bind_roundoff(nb::module_ m);
+void bind_lmc(nb::module_ m);
 
 }  // namespace bisimkit::bindings

@@ -1,15 +1,18 @@
 // bisimkit_native: the kernels of bisimkit, compiled when the package is installed.
 //
-// One submodule per Python module that defines kernels (simplex, couplings, compiled, roundoff); each
+// One submodule per Python module that defines kernels (simplex, couplings, compiled, roundoff, lmc); each
 // function has the name and the arguments of its kernel there (numpy arrays in, outputs written in
 // place, the same return value). bisimkit.kernels calls these in place of the Python bodies. The
 // bindings of the simplex are in bind_simplex.cpp, those of the other kernels here.
+#include <nanobind/stl/tuple.h>
+
 #include <cstdint>
 #include <tuple>
 
 #include "bindings.hpp"
 #include "compiled.hpp"
 #include "couplings.hpp"
+#include "lmc.hpp"
 #include "roundoff.hpp"
 
 namespace bisimkit::bindings {
@@ -138,6 +141,51 @@ void bind_roundoff(nb::module_ m) {
     });
 }
 
+// ---------------------------------------------------------------------------------------------- lmc
+namespace lm = bisimkit::lmc;
+
+void bind_lmc(nb::module_ m) {
+    m.def("_tree_dual_bounds", [](In basis, In C, In a, In b, double law_error, Out low) {
+        integers(basis, "basis", [&](auto type) {
+            using B = decltype(type);
+            const auto args = std::make_tuple(cube<B>(basis, "basis"), cube<double>(C, "C"), mat<double>(a, "a"),
+                                              mat<double>(b, "b"), law_error, vec<double>(low, "low"));
+            nb::gil_scoped_release release;
+            std::apply(lm::tree_dual_bounds<B>, args);
+        });
+    });
+    m.def("_scc_sweep", [](In scc_ptr, In members, i64 first, i64 last, In indptr, In indices_, In data, In rhs,
+                           Out x, Out local) {
+        indices(indptr, "indptr", [&](auto pointer_type) {
+            indices(indices_, "indices", [&](auto index_type) {
+                using P = decltype(pointer_type);
+                using J = decltype(index_type);
+                const auto args = std::make_tuple(
+                    vec<i64>(scc_ptr, "scc_ptr"), vec<i64>(members, "members"), first, last, vec<P>(indptr, "indptr"),
+                    vec<J>(indices_, "indices"), vec<double>(data, "data"), mat<double>(rhs, "rhs"),
+                    mat<double>(x, "x"), vec<i64>(local, "local"));
+                nb::gil_scoped_release release;
+                std::apply(lm::scc_sweep<P, J>, args);
+            });
+        });
+    });
+    m.def("_scc_gauss_seidel", [](In members, In indptr, In indices_, In data, In rhs, Out x, Out local,
+                                  i64 max_sweeps, double target) {
+        return indices(indptr, "indptr", [&](auto pointer_type) {
+            return indices(indices_, "indices", [&](auto index_type) {
+                using P = decltype(pointer_type);
+                using J = decltype(index_type);
+                const auto args = std::make_tuple(
+                    vec<i64>(members, "members"), vec<P>(indptr, "indptr"), vec<J>(indices_, "indices"),
+                    vec<double>(data, "data"), mat<double>(rhs, "rhs"), mat<double>(x, "x"), vec<i64>(local, "local"),
+                    max_sweeps, target);
+                nb::gil_scoped_release release;
+                return std::apply(lm::scc_gauss_seidel<P, J>, args);
+            });
+        });
+    });
+}
+
 }  // namespace bisimkit::bindings
 
 NB_MODULE(bisimkit_native, m) {
@@ -147,6 +195,7 @@ NB_MODULE(bisimkit_native, m) {
     bk::bind_couplings(m.def_submodule("couplings", "Kernels of bisimkit.couplings."));
     bk::bind_compiled(m.def_submodule("compiled", "Kernels of bisimkit.compiled."));
     bk::bind_roundoff(m.def_submodule("roundoff", "Kernels of bisimkit.roundoff."));
+    bk::bind_lmc(m.def_submodule("lmc", "Kernels of bisimkit.lmc."));
 #ifdef _OPENMP
     m.attr("OPENMP") = true;
 #else

@@ -138,8 +138,10 @@ def test_c10_reverse_ordering_fails():
 
 def test_c1_checks_exactly_the_operators_the_solvers_treat_as_pseudometrics():
     """The solvers store only s < t (zero diagonal) for operators flagged pseudometric; C1 checks the
-    paper's list, so the two must name the same operators."""
-    from bisimkit.operators import OPERATORS
+    paper's list, so the two must name the same operators (the labelled-chain distance, a pseudometric on
+    labelled chains solved by its own algorithm, is outside the paper's MDPs)."""
+    from bisimkit.operators import LABELLED_CHAIN_METRICS, OPERATORS
     from validation.claims import PSEUDOMETRIC_METRICS
 
-    assert set(PSEUDOMETRIC_METRICS) == {name for name, info in OPERATORS.items() if info.pseudometric}
+    assert set(PSEUDOMETRIC_METRICS) == {name for name, info in OPERATORS.items()
+                                         if info.pseudometric and name not in LABELLED_CHAIN_METRICS}

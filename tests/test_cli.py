@@ -230,3 +230,131 @@ def test_the_version_is_written_once_and_every_reader_agrees():
     assert code == 0 and out.strip() == f"bisimkit {bisimkit.__version__}"
     assert importlib.metadata.version("bisimkit") == bisimkit.__version__
     assert f"## [{bisimkit.__version__}]" in (ROOT / "CHANGELOG.md").read_text()
+
+
+# ------------------------------------------------------------------ model files
+MODEL_DIR = __import__("pathlib").Path(__file__).parent / "data" / "model_files"
+
+
+def test_model_file_solve_matches_the_chain_written_out(tmp_path):
+    """tiny.drn with the label goal as reward, c = 0.5, is the dense chain below (transitions of the file)."""
+    from bisimkit import FiniteMDP, solve
+
+    chain = FiniteMDP(transitions=[[[0, 1 / 3, 2 / 3]], [[0.25, 0.75, 0]], [[0, 0, 1]]], rewards=[[0], [0], [1]],
+                      policy=[[1], [1], [1]], discount=0.5)
+    out = tmp_path / "d.npy"
+    for spec in ("tiny.drn", "tiny.tra"):
+        code, stdout, stderr = run_cli("solve", str(MODEL_DIR / spec), "--metric", "pi", "--reward", "goal",
+                                       "--discount", "0.5", "--out", str(out), "--quiet")
+        assert code == 0, stderr
+        expected = solve(chain, "pi")
+        np.testing.assert_allclose(np.load(out), expected.distances, atol=2 * expected.certified_error + 1e-12)
+
+
+def test_model_file_reward_structures_and_relation(capsys):
+    from bisimkit import load_mdp, relation_blocks
+
+    path = str(MODEL_DIR / "tiny.drn")
+    assert main(["relation", path, "--kind", "pi", "--reward", "bonus"]) == 0
+    blocks = json.loads(capsys.readouterr().out)
+    assert blocks == relation_blocks(load_mdp(path, reward="bonus"), "pi")
+    assert main(["relation", path, "--kind", "pi"]) == 0  # no reward: every state alike
+    assert json.loads(capsys.readouterr().out) == [[0, 1, 2]]
+    assert main(["solve", path, "--metric", "pi", "--reward", "reward:cost", "--quiet"]) == 0
+    assert "discount=0.9" in capsys.readouterr().out  # the default discount of a model file
+
+
+def test_model_file_policy_option(tmp_path, capsys):
+    path = str(MODEL_DIR / "swapped.drn")
+    assert main(["solve", path, "--metric", "pi", "--reward", "r"]) == 2  # an MDP has no policy of its own
+    assert "policy" in capsys.readouterr().err
+    assert main(["solve", path, "--metric", "pi", "--reward", "r", "--policy", "uniform", "--quiet"]) == 0
+    capsys.readouterr()
+    policy = tmp_path / "pi.json"
+    policy.write_text("[[1, 0], [0, 1]]")
+    assert main(["solve", path, "--metric", "pi", "--reward", "r", "--policy", str(policy), "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["solve", "four-state", "--metric", "pi", "--reward", "goal"], "--reward: applies to model files"),
+    (["relation", "four-state", "--kind", "pi", "--discount", "0.5"], "--discount: applies to model files"),
+    (["solve", str(MODEL_DIR / "tiny.drn"), "--metric", "pi", "--reward", "nosuch"], "unknown reward 'nosuch'"),
+    (["solve", str(MODEL_DIR / "tiny.drn"), "--metric", "pi", "--discount", "1"], "--discount"),
+    (["info", str(MODEL_DIR / "tiny.drn"), "--policy", "missing.npy"], "--policy: missing.npy: no such file"),
+])
+def test_model_file_options_refused_in_one_line(args, needle):
+    code, stdout, stderr = run_cli(*args)
+    assert code == 2 and stdout == ""
+    assert len(stderr.strip().splitlines()) == 1 and needle in stderr, stderr
+
+
+# ------------------------------------------------------------------ the labelled-chain distance (lmc)
+#: 0 -> 1 or 2 (1/2 each), 1 -> 3, 2 and 3 loop; 0, 1, 2 carry {a}, 3 carries {b}: at c = 1, d(0, 2) = 1/2 and
+#: every other pair of distinct states is at distance 1.
+CHAIN_DRN = ("@type: DTMC\n@parameters\n\n@reward_models\n\n@nr_states\n4\n@model\n"
+             "state 0 init a\n\taction 0\n\t\t1 : 0.5\n\t\t2 : 0.5\nstate 1 a\n\taction 0\n\t\t3 : 1\n"
+             "state 2 a\n\taction 0\n\t\t2 : 1\nstate 3 b\n\taction 0\n\t\t3 : 1\n")
+
+
+def test_solve_lmc_undiscounted_summary_and_outputs(tmp_path, capsys):
+    model = tmp_path / "chain.drn"
+    model.write_text(CHAIN_DRN)
+    assert main(["solve", str(model), "--metric", "lmc", "--discount", "1", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "metric lmc, ground labels; n=4, discount=1" in out and "pairs at distance 0: 0; at distance 1: 5" in out
+    out_json = tmp_path / "d.json"
+    assert main(["solve", str(model), "--metric", "lmc", "--discount", "1", "--out", str(out_json), "--quiet"]) == 0
+    data = json.loads(out_json.read_text())
+    assert data["metric"] == "lmc" and data["discount"] == 1.0 and data["converged"]
+    D, lower, upper = (np.array(data[key]) for key in ("distances", "lower", "upper"))
+    assert abs(D[0, 2] - 0.5) <= data["certified_error"] and lower[0, 2] <= 0.5 <= upper[0, 2]
+    assert D[0, 1] == 1.0 and D[1, 2] == 1.0
+    # without --discount: the model's own (0.9 for a model file); d(0, 2) = c^2 / 2
+    assert main(["solve", str(model), "--metric", "lmc", "--out", str(out_json), "--quiet"]) == 0
+    assert abs(json.loads(out_json.read_text())["distances"][0][2] - 0.405) <= 1e-9
+
+
+def test_solve_lmc_pairs_query_and_ground_file(tmp_path, capsys):
+    model = tmp_path / "chain.drn"
+    model.write_text(CHAIN_DRN)
+    pairs = tmp_path / "pairs.json"
+    pairs.write_text("[[0, 2], [3, 1]]")
+    out = tmp_path / "q.csv"
+    assert main(["solve", str(model), "--metric", "lmc", "--discount", "1", "--pairs", str(pairs), "--out", str(out),
+                 "--quiet"]) == 0
+    rows = list(csv.reader(out.open()))
+    assert rows[0] == ["s", "t", "distance", "lower", "upper"] and [r[:2] for r in rows[1:]] == [["0", "2"], ["3", "1"]]
+    assert abs(float(rows[1][2]) - 0.5) < 1e-9 and float(rows[2][2]) == 1.0
+    ground = tmp_path / "g.json"
+    ground.write_text(json.dumps([[0, 0, 0, 0.5], [0, 0, 0, 0.5], [0, 0, 0, 0.5], [0.5, 0.5, 0.5, 0]]))
+    assert main(["solve", str(model), "--metric", "lmc", "--discount", "1", "--ground", str(ground), "--pairs",
+                 str(pairs), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert f"ground {ground}" in text and "d(3, 1) = 0.5" in text
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--discount", "0"], "--discount: 0.0 is not in (0, 1]"),
+    (["--discount", "1.5"], "--discount: expected a discount factor in [0, 1]"),
+    (["--ground", "BAD_GROUND"], "--ground: "),
+    (["--pairs", "BAD_PAIRS"], "--pairs: "),
+    (["--method", "vi"], "--method: does not apply to --metric lmc"),
+    (["--against", "chain"], "--against: does not apply to --metric lmc"),
+])
+def test_solve_lmc_bad_input_exits_2_with_one_line(tmp_path, args, needle):
+    model = tmp_path / "chain.drn"
+    model.write_text(CHAIN_DRN)
+    (tmp_path / "g.json").write_text(json.dumps((np.ones((4, 4)) * 1.5 - 1.5 * np.eye(4)).tolist()))
+    (tmp_path / "p.json").write_text("[[0, 9]]")
+    args = [str(tmp_path / "g.json") if a == "BAD_GROUND" else str(tmp_path / "p.json") if a == "BAD_PAIRS" else a
+            for a in args]
+    code, stdout, stderr = run_cli("solve", str(model), "--metric", "lmc", *args, "--quiet")
+    assert code == 2 and stdout == ""
+    assert len(stderr.strip().splitlines()) == 1 and needle in stderr, stderr
+
+
+def test_solve_lmc_on_a_file_without_labels_names_them(tmp_path, capsys):
+    path = save_mdp(example("chain"), tmp_path / "chain.json")
+    assert main(["solve", str(path), "--metric", "lmc", "--discount", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("bisimkit: error: labels:") and "carries no labels" in err

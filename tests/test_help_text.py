@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from bisimkit import METRIC_NAMES
+from bisimkit.mdp import MODEL_DISCOUNT
 from bisimkit_cli import core as core_cli
 from bisimkit_cli.main import COMMANDS
 from validation.claims import claim_ids
@@ -49,6 +50,7 @@ def _implied_defaults() -> dict[tuple[str, str], float]:
     from validation.verify_shards import DEFAULT_JOBS
 
     out = {("bisimkit solve", name): value for name, value in core_cli.MC_DEFAULTS.items()}
+    out |= {(f"bisimkit {command}", "discount"): MODEL_DISCOUNT for command in ("solve", "relation", "info")}
     out |= {("bisimkit compare", "tol"): DEFAULT_TOL, ("bisimkit verify", "cases"): DEFAULT_CASES,
             ("bisimkit verify", "jobs"): DEFAULT_JOBS}
     try:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from bisimkit.errors import InputError
-from bisimkit.model_files import ModelData, from_stormpy, read_drn, read_model, read_prism
+from bisimkit.model_files import ModelData, read_drn, read_model, read_prism, stormpy_data
 
 DATA = Path(__file__).parent / "data" / "model_files"
 HAVE_STORMPY = importlib.util.find_spec("stormpy") is not None
@@ -399,7 +399,7 @@ def test_from_stormpy_names_the_extra_when_stormpy_is_missing(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "stormpy", None)
     with pytest.raises(InputError, match="stormpy is not installed; it comes with the 'storm' extra"):
-        from_stormpy(object())
+        stormpy_data(object())
 
 
 def test_files_and_arguments_are_checked(tmp_path):
@@ -431,7 +431,7 @@ DTMCS = [("dtmc/die.pm", None, False), ("dtmc/die.pm", None, True), ("dtmc/brp.p
                          ids=[f"{d[0]}-{'rational' if d[2] else 'double'}" for d in DTMCS])
 def test_stormpy_chain_drn_and_prism_files_agree(tmp_path, name, constants, exact):
     model = _build(_stormpy_files() / name, constants, exact)
-    direct = from_stormpy(model)
+    direct = stormpy_data(model)
     assert direct.model_type == "dtmc" and direct.n_states == model.nr_states
     assert direct.n_transitions == model.nr_transitions
     drn = read_model(_export_drn(model, tmp_path / "m.drn"))
@@ -444,7 +444,7 @@ def test_stormpy_chain_drn_and_prism_files_agree(tmp_path, name, constants, exac
 def test_drn_with_17_digits_gives_the_model_bit_for_bit(tmp_path):
     pytest.importorskip("stormpy.developer", reason="this stormpy has no exporter options")
     model = _build(_stormpy_files() / "dtmc" / "brp.pm", {"N": 16, "MAX": 2})
-    direct = from_stormpy(model)
+    direct = stormpy_data(model)
     _assert_same(direct, read_model(_export_drn(model, tmp_path / "m.drn", precision=17)), exact=True)
 
 
@@ -452,7 +452,7 @@ def test_drn_with_17_digits_gives_the_model_bit_for_bit(tmp_path):
 @pytest.mark.parametrize("exact", [False, True], ids=["double", "rational"])
 def test_stormpy_mdp_round_trip(tmp_path, exact):
     model = _build(DATA / "corridor.nm", exact=exact)
-    direct = from_stormpy(model)
+    direct = stormpy_data(model)
     assert (direct.model_type, direct.n_states, direct.n_actions, direct.actions) == ("mdp", 4, 2, ("left", "right"))
     assert direct.reward_names == ("steps", "at_goal") or set(direct.reward_names) == {"steps", "at_goal"}
     # rewards: 1 for left, 2 for right, and 5 in the goal cell
@@ -472,7 +472,7 @@ def test_stormpy_mdp_round_trip(tmp_path, exact):
 def test_stormpy_mdp_with_differing_action_sets_is_refused(tmp_path):
     model = _build(_stormpy_files() / "mdp" / "two_dice.nm")
     with pytest.raises(InputError, match=r"^stormpy model line|^stormpy model: state \d+ has 1 action, state 0 has 2"):
-        from_stormpy(model)
+        stormpy_data(model)
     path = _export_drn(model, tmp_path / "two_dice.drn")
     message = _refused(path, "has 1 action, state 0 has 2; bisimkit needs the same action set in every state")
     line = int(message.split(" line ")[1].split(":")[0])
@@ -497,4 +497,4 @@ def test_stormpy_shipped_drn_files_outside_scope_are_refused():
 def test_from_stormpy_refuses_a_ctmc():
     model = _build(_stormpy_files() / "ctmc" / "polling2.sm", prism_compatibility=True)
     with pytest.raises(InputError, match="stormpy model: model type CTMC is not supported"):
-        from_stormpy(model)
+        stormpy_data(model)

@@ -17,11 +17,11 @@ import pytest
 import scipy.sparse as sp
 
 import bisimkit.kernels as kernels
-from bisimkit import compiled, couplings, roundoff, simplex
+from bisimkit import compiled, couplings, lmc, roundoff, simplex
 from bisimkit.kernels import Kernel, NativeKernelWarning, interpreted
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = (simplex, couplings, compiled, roundoff)
+MODULES = (simplex, couplings, compiled, roundoff, lmc)
 
 
 def same(x, y) -> bool:
@@ -62,10 +62,10 @@ def test_every_kernel_has_its_compiled_twin_and_no_other_exists():
     import bisimkit_native
 
     found = {(module.rsplit(".", 1)[1], kern.__name__) for module, _, kern in every_kernel()}
-    assert len(found) == len(every_kernel()) >= 33
+    assert len(found) == len(every_kernel()) >= 36
     for module, name in found:
         assert callable(getattr(getattr(bisimkit_native, module), name)), (module, name)
-    compiled_names = {(group, name) for group in ("simplex", "couplings", "compiled", "roundoff")
+    compiled_names = {(group, name) for group in ("simplex", "couplings", "compiled", "roundoff", "lmc")
                       for name in dir(getattr(bisimkit_native, group)) if not name.startswith("__")
                       and callable(getattr(getattr(bisimkit_native, group), name))}
     assert compiled_names == found
@@ -427,6 +427,51 @@ def test_parallel_kernels_give_the_same_bits_on_any_number_of_threads():
     assert runs["1"] == runs["3"]
     assert runs["3"]["_solve_batch"] == runs["3"]["_solve_batch_serial"]
     assert runs["3"]["_csr_matvec"] == runs["3"]["_csr_matvec_serial"]
+
+
+
+# ---------------------------------------------------------------------------------------------- lmc
+def test_dual_bounds_of_simplex_bases():
+    rng = np.random.default_rng(11)
+    for ka, kb in ((3, 3), (3, 5), (6, 2)):
+        a, b, C, k, l = padded_batch(rng, 40, ka, kb, sizes=(np.full(40, ka), np.full(40, kb)))
+        basis = simplex.solve_padded(a, b, C, k, l)[4].reshape(40, ka + kb - 1, 2)
+        basis[3] = basis[3, ::-1]  # the edges of a tree in any order
+        basis[5, :, :] = 0  # not a spanning tree: bound 0
+        C[7, 0, :] = C[7, 0, 0]  # ties
+        low = both(lmc._tree_dual_bounds, basis, C, a, b, 2.0 ** -52, np.full(40, -1.0))[1][-1]
+        assert low[5] == 0.0 and np.all(low >= 0.0)
+        assert np.all(low <= np.einsum("gab,gab->g", simplex.solve_padded(a, b, C, k, l)[1], C) + 1e-12)
+    both(lmc._tree_dual_bounds, np.zeros((0, 3, 2), np.int16), np.zeros((0, 2, 2)), np.zeros((0, 2)),
+         np.zeros((0, 2)), 0.0, np.zeros(0))
+
+
+def coupling_system(rng, n, density, index_type):
+    """``T`` (CSR, rows summing to at most 0.9) of a random pair graph, its components in solving order, and
+    right-hand sides."""
+    T = sp.random(n, n, density=density, random_state=rng, format="csr")
+    T = T + sp.diags(rng.random(n) * (rng.random(n) < 0.3))
+    T = sp.csr_matrix(sp.diags(0.9 / np.maximum(np.asarray(T.sum(axis=1)).ravel(), 1.0)) @ T)
+    T.indptr, T.indices = T.indptr.astype(index_type), T.indices.astype(index_type)
+    return T, lmc._components(T), rng.random((n, 2))
+
+
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
+def test_block_back_substitution_and_gauss_seidel(index_type):
+    rng = np.random.default_rng(12)
+    for n, density in ((1, 1.0), (30, 0.02), (60, 0.05), (80, 0.2)):
+        T, (scc_ptr, members), rhs = coupling_system(rng, n, density, index_type)
+        data = np.asarray(T.data, np.float64)
+        _, (*_, x, local) = both(lmc._scc_sweep, scc_ptr, members, 0, len(scc_ptr) - 1, T.indptr, T.indices, data,
+                                 rhs, np.zeros((n, 2)), np.full(n, -1, dtype=np.int64))
+        np.testing.assert_allclose(x - T @ x, rhs, atol=1e-12)
+        assert np.all(local == -1)
+        big = int(np.argmax(np.diff(scc_ptr)))
+        S = members[scc_ptr[big]:scc_ptr[big + 1]]
+        for sweeps, target in ((400, 2.0 ** -50), (3, 0.0), (0, 1.0)):
+            out, _ = both(lmc._scc_gauss_seidel, S, T.indptr, T.indices, data, rhs, x * 0.5,
+                          np.full(n, -1, dtype=np.int64), sweeps, target)
+            assert out[0] <= sweeps
 
 
 # ----------------------------------------------------------------------------------- dispatch itself

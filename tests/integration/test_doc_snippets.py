@@ -2,7 +2,7 @@
 
 Every fenced block whose language is ``python``, ``bash`` or ``sh`` is a snippet. The blocks of one
 page run in page order in one folder of their own (a block may read what an earlier block of its page
-wrote), from a scratch folder that holds links to the checkout's ``examples/`` and ``agents/``;
+wrote), from a scratch folder that holds links to the checkout's ``examples/``, ``agents/`` and ``tests/``;
 ``python`` and ``bisimkit`` are the test's own environment's. A Python block runs as ``python -c``, a
 shell block under ``bash -euo pipefail``; a block passes when it exits 0.
 
@@ -44,7 +44,7 @@ NEEDS = {
 MARKER = re.compile(r"^<!--\s*needs:\s*(.*?)\s*-->$")
 FENCE = re.compile(r"^(\s*)(`{3,})\s*([\w+-]*)")
 #: The checkout's folders the blocks read from their scratch folder.
-LINKED = ("examples", "agents")
+LINKED = ("examples", "agents", "tests")
 
 
 @dataclass(frozen=True)

@@ -26,4 +26,4 @@ def test_the_site_builds_without_a_warning(tmp_path):
     for page in ("index", "guide/install", "guide/own_mdp", "results/drq_fidelity", "agents", "changelog"):
         assert (html / f"{page}.html").exists(), page
     api = (html / "api.html").read_text()
-    assert 'id="bisimkit.solve"' in api and 'id="bisimkit.model_files.read_model"' in api
+    assert 'id="bisimkit.solve"' in api and 'id="bisimkit.model_files.read_drn"' in api

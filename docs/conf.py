@@ -8,6 +8,7 @@ reference from the docstrings (autodoc), the furo theme. Built offline, warnings
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from pathlib import Path
 
@@ -105,6 +106,8 @@ def api_block(module_name: str) -> str:
     return "\n".join(lines) + "```\n"
 
 
+#: A line ``name : description`` (or ``name, other : description``) anywhere in a docstring: a field.
+FIELD = re.compile(r"^[A-Za-z_]\w*(?:, [A-Za-z_]\w*)* : \S")
 #: The sections of a docstring whose lines ``name : description`` name a parameter, attribute or result.
 NAMED_SECTIONS = {"Parameters", "Other Parameters", "Attributes", "Returns", "Yields", "Raises", "Warns"}
 
@@ -123,9 +126,10 @@ def numpy_sections(app, what, name, obj, options, lines):
             out += ["", f".. rubric:: {section}", ""]
             i += 2
             continue
-        if section in NAMED_SECTIONS and line and not line.startswith(" ") and " : " in line:
+        named = section in NAMED_SECTIONS and line and not line.startswith(" ") and " : " in line
+        if named or FIELD.match(line):
             term, _, text = line.partition(" : ")
-            out += [term, f"    {text}"]
+            out += ([""] if out and out[-1].strip() else []) + [term, f"    {text}"]
         elif section in NAMED_SECTIONS and line and not line.startswith(" ") and line.rstrip().endswith(" :"):
             out.append(line.rstrip()[:-2])
         else:
@@ -154,12 +158,25 @@ def close_lists(app, what, name, obj, options, lines):
 
 def expand_api(app, docname, source):
     """Replace each ``<!-- api: MODULE -->`` line of a page with the module's API block."""
-    import re
-
     source[0] = re.sub(r"^<!-- api: ([\w.]+) -->$", lambda m: api_block(m.group(1)), source[0], flags=re.M)
+
+
+def folder_links(app, docname, source):
+    """A link to a folder of the repository (``[records](../benchmarks/results/lmc/)``) opens the folder on
+    GitHub, but a site has no page for it: there it reads as the text and the folder's path."""
+    here = (Path(app.srcdir) / docname).parent
+
+    def plain(m: re.Match) -> str:
+        target = (here / m.group(2)).resolve()
+        if not target.is_dir():
+            return m.group(0)
+        return f"{m.group(1)} (`{target.relative_to(ROOT).as_posix()}/`)"
+
+    source[0] = re.sub(r"\[([^\]]+)\]\(((?![a-z]+:)[^)#\s]+/)\)", plain, source[0])
 
 
 def setup(app):
     app.connect("source-read", expand_api)
+    app.connect("source-read", folder_links)
     app.connect("autodoc-process-docstring", numpy_sections)
     app.connect("autodoc-process-docstring", close_lists, priority=600)  # after the sections' conversion

@@ -70,7 +70,7 @@ def stormpy_model(name: str):
     """A listed model, built by stormpy, as a :class:`~bisimkit.mdp.FiniteMDP` with its labels."""
     import stormpy
 
-    from bisimkit.model_files import from_stormpy
+    from bisimkit.mdp import from_stormpy
 
     path, constants, setting = MODELS[name]
     source = Path(stormpy.__file__).parent / "examples" / "files" / path

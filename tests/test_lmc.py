@@ -481,7 +481,8 @@ def test_solve_lmc_on_a_prism_export_and_a_stormpy_model(tmp_path):
     sol = solve(load_mdp(tmp_path / "m.tra"), "lmc", discount=1)
     assert np.max(np.abs(sol.distances - hand_distances(1.0))) <= sol.certified_error / 2 + 1e-15
     stormpy = pytest.importorskip("stormpy")
-    from bisimkit.model_files import from_stormpy, stormpy_data
+    from bisimkit.mdp import from_stormpy
+    from bisimkit.model_files import stormpy_data
 
     path = Path(stormpy.__file__).parent / "examples" / "files" / "dtmc" / "brp-16-2.pm"
     built = stormpy.build_model(stormpy.parse_prism_program(str(path)))

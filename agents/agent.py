@@ -70,9 +70,20 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from bisimkit.losses import (DeferredChecks, LatentL1Distance, SeparableDistance, dbc_coordinate_loss, dbc_loss,
-                             entangled_loss, gaussian_policy, gaussian_transition, gaussian_w2, policy_ground,
-                             psm_loss, reward_ground)
+from bisimkit.losses import (
+    DeferredChecks,
+    LatentL1Distance,
+    SeparableDistance,
+    dbc_coordinate_loss,
+    dbc_loss,
+    entangled_loss,
+    gaussian_policy,
+    gaussian_transition,
+    gaussian_w2,
+    policy_ground,
+    psm_loss,
+    reward_ground,
+)
 
 from .augment import random_shift
 from .config import TrainConfig
@@ -81,7 +92,6 @@ from .encoder import LatentHead, PixelEncoder
 from .mlp import delta_orthogonal_init, make_target, soft_update
 from .models import DBCRewardModel, DBCTransitionModel, InverseDynamics, RewardModel, TransitionModel
 from .policy import Actor
-
 
 #: DBC's update (``update_rule='dbc'``): the weight decay of its transition and reward heads' Adam
 #: (run_local.sh ``--decoder_weight_lambda``) and the epsilon of its actor's log Jacobian (sac_ae.py ``squash``).

@@ -25,7 +25,6 @@ import types
 from typing import NamedTuple
 
 
-
 class DistractingControl(NamedTuple):
     """The distracting-control modules, shims applied."""
 

@@ -49,12 +49,19 @@ from functools import lru_cache
 
 from bisimkit.errors import InputError, check_count
 
-from .carla_env import ACTION_REPEAT as CARLA_ACTION_REPEAT
-from .carla_env import CAMERA_COUNTS as CARLA_CAMERAS
-from .carla_env import (DEFAULT_CAMERAS, DEFAULT_PORT, DEFAULT_REWARD, DEFAULT_TIMEOUT, DEFAULT_TOWN, DEFAULT_VEHICLES,
-                        TOWNS)
-from .carla_env import MIN_IMAGE as CARLA_MIN_IMAGE
-from .carla_env import REWARDS as CARLA_REWARDS
+from .carla_env import (
+    ACTION_REPEAT as CARLA_ACTION_REPEAT,
+    CAMERA_COUNTS as CARLA_CAMERAS,
+    DEFAULT_CAMERAS,
+    DEFAULT_PORT,
+    DEFAULT_REWARD,
+    DEFAULT_TIMEOUT,
+    DEFAULT_TOWN,
+    DEFAULT_VEHICLES,
+    MIN_IMAGE as CARLA_MIN_IMAGE,
+    REWARDS as CARLA_REWARDS,
+    TOWNS,
+)
 from .dcs import TASKS
 
 
@@ -249,15 +256,16 @@ class TrainConfig:
     """Whether the transition and reward losses train the encoder, through the latent they read (the paper's
     J_P and J_R do). Off: those heads learn on detached latents, and the encoder learns from the critic,
     inverse dynamics and the bisimulation loss. The Gaussian NLL with a learned sigma on a target from the
-    same encoder is lowest when every frame has one latent, and holds the encoder there (docs/agents.md, "Why
-    ε-R's encoder collapses in the learning check")."""
+    same encoder is lowest when every frame has one latent, and holds the encoder there
+    (docs/results/learning_check.md, "Why ε-R's encoder collapses in the learning check")."""
     spread_units: bool = False
     """The bisimulation loss reads latent distances in units of the batch's latent spread (the standard
     deviation of the latent over the batch, averaged over coordinates): ``d(z, z') / spread``. The loss then
     cannot lower its error by shrinking every latent at once, and the distance head's weights carry the metric's
     scale; it can widen coordinates the head ignores, and the metric it learns is further from the exact one.
     Evaluations (:meth:`agents.agent.Agent.latent_distance`) divide by a running mean of the spread. Off: the loss
-    reads ``d(z, z')`` (the paper); docs/agents.md, "Why ε-R's encoder collapses in the learning check"."""
+    reads ``d(z, z')`` (the paper); docs/results/learning_check.md, "Why ε-R's encoder collapses in the learning
+    check"."""
     # ------------------------------------------------------------- schedule
     seed_steps: int = 1000
     """Agent steps (environment steps / action repeat) of uniform random actions before learning starts."""

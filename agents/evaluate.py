@@ -97,7 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("path", metavar="RUN_OR_CHECKPOINT", help="a run folder (holding checkpoint.pt) or a checkpoint")
     p.add_argument("--episodes", type=int, default=10, help="evaluation episodes")
-    p.add_argument("--split", default="eval", choices=sorted(SPLITS), help="background videos: eval (held out) or train")
+    p.add_argument("--split", default="eval", choices=sorted(SPLITS),
+                   help="background videos: eval (held out) or train")
     p.add_argument("--seed", type=int, default=0, help="episode j is seeded with (seed, eval, j)")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:N")
     p.add_argument("--json", default=None, metavar="OUT", help="also write the summary as JSON to OUT")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 SLICES, STACKS = 16, 8
 
 

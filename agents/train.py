@@ -50,12 +50,18 @@ from bisimkit.progress import Progress
 from bisimkit_runs.files import CONFIG_FILE, EVAL_FIELDS, EVAL_FILES, TRAIN_FIELDS, TRAIN_FILE
 
 from .checkpoint import CHECKPOINT, Checkpoint, Counters
+from .config import (
+    PRESETS,
+    RESUMABLE_CHANGES,
+    ConfigParser,
+    TrainConfig,
+    add_config_arguments,
+    explicit_fields,
+    make_config,
+)
 from .entry import run_command
 from .logging_backends import Scalars, TensorBoard, WandB, metric_row
-from .config import (PRESETS, RESUMABLE_CHANGES, ConfigParser, TrainConfig, add_config_arguments,
-                     explicit_fields, make_config)
 from .rollout import episode_seed, evaluate_policy, make_run_env
-
 
 
 # ------------------------------------------------------------------ files

@@ -33,8 +33,17 @@ from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json, staged_folder
 from bisimkit.progress import Progress
 
-from .davis_download import (ARCHIVE, DAVIS_BYTES, DAVIS_SHA256, DAVIS_URL, DownloadError, check_sha256, download,
-                             extract_videos, sha256_of)
+from .davis_download import (
+    ARCHIVE,
+    DAVIS_BYTES,
+    DAVIS_SHA256,
+    DAVIS_URL,
+    DownloadError,
+    check_sha256,
+    download,
+    extract_videos,
+    sha256_of,
+)
 
 DAVIS_ENV = "BISIMKIT_DAVIS"
 CACHE_ENV = "BISIMKIT_CACHE"

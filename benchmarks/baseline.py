@@ -249,7 +249,8 @@ def timed_baseline(mdp, metric: str, tol: float = 1e-9, budget: float = 60.0, gr
     else:
         out = {"finished": True, "basis": BASIS_MEASURED, "stopped": "converged", "sweeps": len(steps),
                "sweeps_needed": len(steps), "seconds": now - start, "seconds_total": now - start,
-               "seconds_per_sweep": float(np.median(sweep_seconds)), "per_sweep_basis": f"median of {len(steps)} sweeps",
+               "seconds_per_sweep": float(np.median(sweep_seconds)),
+               "per_sweep_basis": f"median of {len(steps)} sweeps",
                "contraction": None, "pairs": n_pairs, "pairs_done": len(steps) * n_pairs}
         if snapshot is not None:
             out["extrapolation_check"] = {

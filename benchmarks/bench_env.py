@@ -130,7 +130,8 @@ def main() -> None:
     parser.add_argument("--core", type=int, default=min(os.sched_getaffinity(0)),
                         help="the CPU core the process is pinned to (default the lowest it may run on, "
                              "here %(default)s)")
-    parser.add_argument("--davis", default=None, help="DAVIS-2017 folder (default: $BISIMKIT_DAVIS or procedural videos)")
+    parser.add_argument("--davis", default=None,
+                        help="DAVIS-2017 folder (default: $BISIMKIT_DAVIS or procedural videos)")
     parser.add_argument("--out", default=str(RESULTS), help=f"the JSON file of the results (default {RESULTS})")
     args = parser.parse_args()
     pin(args.core)
@@ -159,9 +160,10 @@ def main() -> None:
     print(f"{'median (cpu-s)':18} {summary_cpu['shipped']:9.1f} {summary_cpu['ours']:9.1f} "
           f"{ratio['ours', 'cpu']:6.1f}x {summary_cpu['ours-paper']:11.1f} {ratio['ours-paper', 'cpu']:6.1f}x")
     atomic_write_json(args.out, {"workload": "env", "source": source.describe(), "core": args.core,
-                                 "loadavg": [load_start, os.getloadavg()[0]], "steps": args.steps, "repeats": args.repeats,
-                                 "image_size": 84, "summary_wall": summary, "summary_cpu": summary_cpu,
-                                 "tasks": results, "command": " ".join(["python -m benchmarks.bench_env", *sys.argv[1:]])})
+                                 "loadavg": [load_start, os.getloadavg()[0]], "steps": args.steps,
+                                 "repeats": args.repeats, "image_size": 84, "summary_wall": summary,
+                                 "summary_cpu": summary_cpu, "tasks": results,
+                                 "command": " ".join(["python -m benchmarks.bench_env", *sys.argv[1:]])})
     print(f"# wrote {args.out}")
 
 

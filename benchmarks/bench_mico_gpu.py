@@ -74,7 +74,8 @@ def recorded_fit(metric: str) -> dict | None:
         records = json.loads(RECORDED.read_text())["records"]
     except (OSError, ValueError, KeyError):
         return None
-    rows = sorted((r["n"], r["seconds"]) for r in records if r.get("workload") == "mico-dense" and r["metric"] == metric)
+    rows = sorted((r["n"], r["seconds"]) for r in records
+                  if r.get("workload") == "mico-dense" and r["metric"] == metric)
     fit = fit_exponent([n for n, _ in rows], [s for _, s in rows])
     if fit is None:
         return None
@@ -160,13 +161,16 @@ def environment(device: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cuda", help="torch device of the torch path (default cuda)")
-    parser.add_argument("--sizes", default="1000,2000,4000", help="n of the numpy/torch comparison (default 1000,2000,4000)")
+    parser.add_argument("--sizes", default="1000,2000,4000",
+                        help="n of the numpy/torch comparison (default 1000,2000,4000)")
     parser.add_argument("--metrics", default="mico", help="comma-separated: mico, psm-sampled (default mico)")
-    parser.add_argument("--rounds", type=int, default=3, help="solves per size and path; the median is kept (default 3)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="solves per size and path; the median is kept (default 3)")
     parser.add_argument("--target", type=int, default=20000, help="n the numpy time is extrapolated to (default 20000)")
     parser.add_argument("--run-target", action="store_true", help="also solve the --target MDP with the torch path")
     parser.add_argument("--limit", type=float, default=540.0,
-                        help="seconds for the whole run: a numpy solve predicted to overrun it is skipped (default 540)")
+                        help="seconds for the whole run: a numpy solve predicted to overrun it is skipped "
+                             "(default 540)")
     parser.add_argument("--out", required=True, help="the JSON file (rewritten after every step)")
     args = parser.parse_args(argv)
     start = time.perf_counter()

@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = []
     unit = "CPU s" if args.cpu else "s"
-    print(f"| workload | n | metric | this tree ({unit}) | other ({unit}) | ratio | this certificate | other certificate |")
+    print(f"| workload | n | metric | this tree ({unit}) | other ({unit}) | ratio | this certificate "
+          "| other certificate |")
     print("|---|---|---|---|---|---|---|---|")
     for workload, module, n, metric in cases:
         runs: dict[str, list[dict]] = {"this": [], "other": []}

@@ -181,7 +181,8 @@ def summarise(times: dict[str, list[float]], methods: list[str], table: dict, de
             else "cpu", "torch": torch.__version__, "threads": torch.get_num_threads(), "batch": args.batch,
             "rounds": args.rounds, "rounds_done": rounds_done, "updates_per_block": updates,
             "seconds_per_update": median, "updates_per_s": {k: 1.0 / v for k, v in median.items()},
-            "ratios": ratios, "variants": {label: {"preset": preset, **fields} for label, (preset, fields) in table.items()}}
+            "ratios": ratios,
+            "variants": {label: {"preset": preset, **fields} for label, (preset, fields) in table.items()}}
 
 
 def main(argv: list[str] | None = None) -> int:

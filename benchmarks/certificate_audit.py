@@ -73,7 +73,8 @@ def audit_case(mdp, metric: str, ground: str | None, tol: float, quotient: bool)
         ratio = float(cert / gap["error"])
     record.update(error=float(gap["error"]), max_exact=float(gap["max_exact"]), where=list(gap["where"]),
                   certified_error=sol.certified_error, floor=sol.floor, converged=bool(sol.converged),
-                  held=bool(gap["excess"] <= cert), converged_within_tol=bool(not sol.converged or cert <= Fraction(tol)),
+                  held=bool(gap["excess"] <= cert),
+                  converged_within_tol=bool(not sol.converged or cert <= Fraction(tol)),
                   ratio=ratio, method=sol.method)
     return record
 
@@ -106,8 +107,10 @@ def summarise(records: list[dict], worst: int = 5) -> dict:
             "converged", "method")
     return {**_tally(done), "exceptions": len(failed),
             "worst_violations": [{k: r[k] for k in keys} for r in violations[:worst]],
-            "by_metric": {k: _tally([r for r in done if r["metric"] == k]) for k in sorted({r["metric"] for r in done})},
-            "by_family": {k: _tally([r for r in done if r["family"] == k]) for k in sorted({r["family"] for r in done})}}
+            "by_metric": {k: _tally([r for r in done if r["metric"] == k])
+                          for k in sorted({r["metric"] for r in done})},
+            "by_family": {k: _tally([r for r in done if r["family"] == k])
+                          for k in sorted({r["family"] for r in done})}}
 
 
 def _pct(x: float | None) -> str:
@@ -116,10 +119,11 @@ def _pct(x: float | None) -> str:
 
 def print_summary(summary: dict) -> None:
     s = summary
-    print(f"{s['cases']} cases: {s['violations']} violations of the bound, {s['false_convergence']} converged above tol, "
-          f"{s['exceptions']} raised")
-    print(f"certificate > {LOOSE:g}x the error: {s['loose']} of {s['with_ratio']} ({_pct(s['loose_share'])}; cases with "
-          f"error > 1e-14 max distance); converged=False: {s['not_converged']} ({_pct(s['not_converged_share'])})")
+    print(f"{s['cases']} cases: {s['violations']} violations of the bound, "
+          f"{s['false_convergence']} converged above tol, {s['exceptions']} raised")
+    print(f"certificate > {LOOSE:g}x the error: {s['loose']} of {s['with_ratio']} ({_pct(s['loose_share'])}; "
+          f"cases with error > 1e-14 max distance); "
+          f"converged=False: {s['not_converged']} ({_pct(s['not_converged_share'])})")
     for r in s["worst_violations"]:
         print(f"  violation #{r['index']}: {r['metric']}/{r['ground'] or '-'} {r['family']} n={r['n']} m={r['m']} "
               f"c={r['c']} tol={r['tol']:g} quotient={r['quotient']}: error {r['error']:.3g}, certificate "

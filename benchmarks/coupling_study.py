@@ -57,8 +57,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.entry import run_command
-from agents.metric_check import (check_variant, compare, intended_metric, learn_metric, own_fixed_point,
-                                 reference_metric)
+from agents.metric_check import check_variant, compare, intended_metric, learn_metric, own_fixed_point, reference_metric
 from agents.metric_check.references import MC_SAMPLES, PER_PAIR_FLOOR, Reference
 from agents.scenes import SCENES, build_scene
 from bisimkit.errors import InputError

@@ -131,7 +131,8 @@ def compare(path: str, data: list[dict], device) -> dict:
     agent.flush_checks()
     same = {k: _rel(ours[k], theirs[k]) for k in ours}
     tail = _rel(free_ours[-10:], free_theirs[-10:])
-    return {"same_weights": {k: {"median_rel": float(np.median(v)), "max_rel": float(v.max())} for k, v in same.items()},
+    return {"same_weights": {k: {"median_rel": float(np.median(v)), "max_rel": float(v.max())}
+                             for k, v in same.items()},
             "free_run": {"last10_median_rel": float(np.median(tail)), "ours": free_ours, "drq": free_theirs},
             "q_ours": ours["q"], "q_drq": theirs["q"]}
 

@@ -38,8 +38,8 @@ import numpy as np
 
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json
-from figures.reference_runs import DRQ_SOURCE, Runs, drq_at, drq_grid, drq_runs
 from bisimkit_runs.runs import read_csv_columns
+from figures.reference_runs import DRQ_SOURCE, Runs, drq_at, drq_grid, drq_runs
 
 DRQ_MEAN, DRQ_STD, AT_STEPS = 759.0, 92.0, 100_000
 PASS_MARK = DRQ_MEAN - DRQ_STD

@@ -207,7 +207,8 @@ def distracted_summary(root: Path, figure: Path | None = None, random: list[floa
         record["pass_mark"] = mark
         record["runs"][f"{method}-seed{seed}"] = {
             "method": method, "seed": seed, "filing": filing, "steps": steps, "eval_mean": means, "eval_std": stds,
-            "reached": steps[-1], "planned": int(cfg.get("env_steps", steps[-1])), "eval_episodes": cfg.get("eval_episodes"),
+            "reached": steps[-1], "planned": int(cfg.get("env_steps", steps[-1])),
+            "eval_episodes": cfg.get("eval_episodes"),
             "last_evaluations_mean": last, "passed": passed}
         style = "-" if seed == 0 else "--"
         curves.append((f"{method} seed {seed} (last {LAST_EVALUATIONS}: {last:.0f}, {'pass' if passed else 'fail'})",

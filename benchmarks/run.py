@@ -162,7 +162,8 @@ def refamily(records: list[dict], tol: float = 1e-9) -> None:
             needed = sweeps_needed(first, 1, rate, tol, c)
             if steps:
                 needed = max(needed, len(steps))
-            base.setdefault("own_extrapolation", {"basis": base.get("basis"), "sweeps_needed": base.get("sweeps_needed"),
+            base.setdefault("own_extrapolation", {"basis": base.get("basis"),
+                                                  "sweeps_needed": base.get("sweeps_needed"),
                                                   "seconds_total": base.get("seconds_total")})
             base.update(basis=f"extrapolated from n={ref['n']} (r = {rate:.3f})", contraction=rate,
                         contraction_supplied=rate, contraction_source=source, sweeps_needed=needed,
@@ -236,7 +237,8 @@ def table(records: list[dict]) -> str:
         else:
             b = basis(base)
             btxt = f"{base['seconds_total']:.4g}"
-            sweeps = str(base["sweeps_needed"]) if b == "measured" else f"~{base['sweeps_needed']:.0f} ({base['sweeps']} run)"
+            sweeps = (str(base["sweeps_needed"]) if b == "measured"
+                      else f"~{base['sweeps_needed']:.0f} ({base['sweeps']} run)")
         rows.append((r["workload"], r["metric"], str(r["n"]), f"{r['seconds']:.2f}",
                      "-" if first is None else f"{first:.2f}", f"{r['peak_mib']:.0f}", f"{r['certified_error']:.0e}",
                      btxt, sweeps, "-" if "ratio" not in r else f"{r['ratio']:.0f}x", b))
@@ -360,7 +362,8 @@ def docs_block(results: dict) -> str:
                 ratio = _num(r["ratio"], "×")
             first = r.get("first_round_seconds")
             t = tg.get((work, metric, r["n"]))
-            target = "" if t is None else f"`{t['check']}`: **{t['status']}**" + (f" ({t['note']})" if t["note"] else "")
+            target = ("" if t is None
+                      else f"`{t['check']}`: **{t['status']}**" + (f" ({t['note']})" if t["note"] else ""))
             lines.append(f"| {METRIC_NAMES.get(metric, metric)}, {desc.get(work, work)} | {r['n']} | "
                          f"{_num(r['seconds'], ' s')} | {'-' if first is None else _num(first, ' s')} | "
                          f"{_mem(r['peak_mib'])} | {btxt} | {sweeps} | {b} | {ratio} | {target} |")
@@ -500,7 +503,8 @@ def main() -> None:
                "quick": args.quick, "budget": args.budget, "long": args.long,
                "date": datetime.date.today().isoformat(),
                "machine": {"cpus": os.cpu_count(), "platform": platform.platform(terse=True),
-                           "processor": platform.processor() or platform.machine(), "python": platform.python_version()},
+                           "processor": platform.processor() or platform.machine(),
+                           "python": platform.python_version()},
                "command": command,
                "seconds": time.perf_counter() - start}
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float))
@@ -509,14 +513,16 @@ def main() -> None:
     print(table(records))
     print()
     for t in checks:
-        print(f"{t['status']:<10}  {t['label']}: {t['check']}  ({t['got']})" + (f"  [{t['note']}]" if t["note"] else ""))
+        note = f"  [{t['note']}]" if t["note"] else ""
+        print(f"{t['status']:<10}  {t['label']}: {t['check']}  ({t['got']})" + note)
     print()
     print("fitted exponents:")
     for e in ex:
         print("  " + exponent_text(e))
     for c in longs:
-        print(f"\nextrapolation check, {c['workload']} {c['metric']} n={c['n']}: measured {c['measured_sweeps']} sweeps, "
-              f"{c['measured_seconds']:.1f} s; extrapolated ({c['at']}; {c['basis']}) {c['extrapolated_sweeps']} sweeps, "
+        print(f"\nextrapolation check, {c['workload']} {c['metric']} n={c['n']}: "
+              f"measured {c['measured_sweeps']} sweeps, {c['measured_seconds']:.1f} s; "
+              f"extrapolated ({c['at']}; {c['basis']}) {c['extrapolated_sweeps']} sweeps, "
               f"{c['extrapolated_seconds']:.1f} s (x{c['sweeps_ratio']:.2f} sweeps, x{c['seconds_ratio']:.2f} time)")
     for s in sinkhorn:
         print(f"sinkhorn reg={s['reg']}: {s['sweeps']} sweeps in {s['seconds']:.1f} s (bisimkit's exact time), "

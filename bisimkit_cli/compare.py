@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .core import load_mdp_or_example
 from bisimkit.comparison import check_compare, compare
 from bisimkit.errors import InputError
 from bisimkit.files import check_output
 from bisimkit.operators import METRIC_NAMES
 from bisimkit.solvers import DEFAULT_TOL
+
+from .core import load_mdp_or_example
 
 
 def add_compare_command(sub: argparse._SubParsersAction) -> None:

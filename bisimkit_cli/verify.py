@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .core import load_mdp_or_example
 from bisimkit.cluster import EXECUTORS
 from bisimkit.errors import InputError
 from bisimkit.files import check_output
@@ -13,6 +12,8 @@ from validation.claims import claim_ids
 from validation.learning import loss_ids
 from validation.verify import DEFAULT_CASES, QUICK_CASES, console_summary, user_case, verify
 from validation.verify_shards import DEFAULT_JOBS, EXTRA, MAX_ATTEMPTS, TIME_MIN, check_sharding, verify_sharded
+
+from .core import load_mdp_or_example
 
 
 def add_verify_command(sub: argparse._SubParsersAction) -> None:

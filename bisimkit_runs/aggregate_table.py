@@ -25,8 +25,17 @@ import numpy as np
 
 from bisimkit.errors import InputError, check_count
 
-from .aggregate import (DEFAULT_CONFIDENCE, DEFAULT_REPS, ESTIMATOR_LABEL, ESTIMATORS, Interval, improvement_interval,
-                        interval_estimates, normalise, profile_interval)
+from .aggregate import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_REPS,
+    ESTIMATOR_LABEL,
+    ESTIMATORS,
+    Interval,
+    improvement_interval,
+    interval_estimates,
+    normalise,
+    profile_interval,
+)
 from .names import DCS_TASKS
 from .runs import TASK_ABBREV, Group, PathLike, evaluation_at, find_runs, group_runs
 

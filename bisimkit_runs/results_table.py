@@ -33,8 +33,20 @@ import numpy as np
 from bisimkit.errors import InputError, check_count
 
 from .names import CARLA_TASK
-from .runs import (METHOD_LABEL, METHOD_ORDER, TASK_ABBREV, TASK_ORDER, Group, PathLike, describe_groups,
-                   duplicate_note, evaluation_at, find_runs, group_runs, ordered)
+from .runs import (
+    METHOD_LABEL,
+    METHOD_ORDER,
+    TASK_ABBREV,
+    TASK_ORDER,
+    Group,
+    PathLike,
+    describe_groups,
+    duplicate_note,
+    evaluation_at,
+    find_runs,
+    group_runs,
+    ordered,
+)
 
 
 @dataclass

@@ -16,7 +16,8 @@ from validation.claims import CLAIMS, FixedPoints
 from validation.families import Case
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-parser.add_argument("--mdp", default=str(Path(__file__).with_name("tiny-rooms.json")), help="an MDP file, a bundled example's name or gym:ID")
+parser.add_argument("--mdp", default=str(Path(__file__).with_name("tiny-rooms.json")),
+                    help="an MDP file, a bundled example's name or gym:ID")
 parser.add_argument("--claims", default="C3,C4,C10", help="claim ids (see bisimkit verify --help)")
 parser.add_argument("--ground", default="reward", help="the eps family's ground: reward or policy")
 args = parser.parse_args()

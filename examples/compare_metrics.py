@@ -15,7 +15,8 @@ from bisimkit.cli import load_mdp_or_example
 from figures.compare import write_comparison
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-parser.add_argument("--mdp", default=str(Path(__file__).with_name("tiny-rooms.json")), help="an MDP file, a bundled example's name or gym:ID")
+parser.add_argument("--mdp", default=str(Path(__file__).with_name("tiny-rooms.json")),
+                    help="an MDP file, a bundled example's name or gym:ID")
 parser.add_argument("--metrics", default="bisim,pi,eps-bar,mico", help="comma-separated metric names")
 parser.add_argument("--out", default="cmp", help="folder for summary.csv and the figures")
 args = parser.parse_args()

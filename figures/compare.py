@@ -93,7 +93,8 @@ def difference_figure(cmp, a: str, b: str, state: int = 0):
         diff = cmp.solutions[a].distances - cmp.solutions[b].distances
         _matrix_panel(fig, ax, cmp, diff, f"d_{a}(s, t) - d_{b}(s, t)", state, "RdBu_r", True)
         where = f"from state {state}" if _grid(cmp) else "all pairs"
-        ax.set_title(f"{cmp.mdp.label}: {a} - {b} ({where})\nmax |difference| over all pairs {np.max(np.abs(diff)):.3g}")
+        ax.set_title(f"{cmp.mdp.label}: {a} - {b} ({where})\n"
+                     f"max |difference| over all pairs {np.max(np.abs(diff)):.3g}")
         fig.tight_layout()
     return fig
 

@@ -1,7 +1,7 @@
 """The coupling study's records: the table over seeds, the findings, and one figure.
 
-    python -m figures.coupling_study [--records benchmarks/results/coupling_study] [--out docs/results/coupling_study.png]
-        [--table RECORDS/table.md] [--page docs/results/coupling_study.md]
+    python -m figures.coupling_study [--records benchmarks/results/coupling_study]
+        [--out docs/results/coupling_study.png] [--table RECORDS/table.md] [--page docs/results/coupling_study.md]
 
 Reads every record ``RECORDS/MODE/SCENE/METHOD/seedK/summary.json`` that
 ``python -m benchmarks.coupling_study`` wrote and, per mode, scene and method,
@@ -163,7 +163,8 @@ def markdown_table(cells: dict) -> str:
             intended = row["records"][0]["intended"]["name"]
             own = row["records"][0]["own"].get("name") or "none"
             upper = ""
-            if "intended_mean_upper" in row and row["intended_mean_upper"]["mean"] > row["intended_mean"]["mean"] + 1e-12:
+            if ("intended_mean_upper" in row
+                    and row["intended_mean_upper"]["mean"] > row["intended_mean"]["mean"] + 1e-12):
                 upper = f" (at most {100 * row['intended_mean_upper']['mean']:.1f}%)"
             parts.append(f"| {key[1]} | {key[2]} | {FAMILY.get(key[2], '?')} | {intended}: "
                          f"{_cell(row, 'intended_mean', True)}{upper} | {_cell(row, 'intended_max', True)} | "

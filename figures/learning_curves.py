@@ -47,8 +47,18 @@ from matplotlib.ticker import FuncFormatter
 from bisimkit.errors import InputError
 from bisimkit.extras import report_missing
 from bisimkit.files import atomic_write_text
-from bisimkit_runs.runs import (METHOD_ORDER, TASK_ORDER, Group, PathLike, Run, describe_groups, duplicate_note,
-                                find_runs, group_runs, ordered)
+from bisimkit_runs.runs import (
+    METHOD_ORDER,
+    TASK_ORDER,
+    Group,
+    PathLike,
+    Run,
+    describe_groups,
+    duplicate_note,
+    find_runs,
+    group_runs,
+    ordered,
+)
 
 from .reference_runs import DRQ_SOURCE, drq_band, drq_runs, has_drq_runs
 from .style import plt, save

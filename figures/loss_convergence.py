@@ -17,8 +17,10 @@ from validation.learning import RELATIVE_TOLERANCE, run_loss_checks
 from .style import figure_parser, plt, save
 
 COLORS = {"random-sparse": "tab:blue", "embedded": "tab:orange", "chain": "tab:green", "product-grid": "tab:purple"}
-TITLES = {"entangled-reward": "entangled, G = reward\n-> eps-bar", "entangled-policy": "entangled, G = policy\n-> eps-bar",
-          "psm": "sampled PSM\n-> psm-sampled", "mico": "MICo\n-> mico", "dbc": "sampled DBC (exact W2)\n-> dbc-sampled"}
+TITLES = {"entangled-reward": "entangled, G = reward\n-> eps-bar",
+          "entangled-policy": "entangled, G = policy\n-> eps-bar",
+          "psm": "sampled PSM\n-> psm-sampled", "mico": "MICo\n-> mico",
+          "dbc": "sampled DBC (exact W2)\n-> dbc-sampled"}
 
 
 def plot_loss_curves(path, runs: list[tuple[str, str, dict]], tolerance: float = 0.01):

@@ -42,7 +42,8 @@ def plot_metric_check(path, runs: list[dict]):
         ax.set_title(run["title"], fontsize=9)
         s = run.get("summary")
         if s:
-            ax.text(0.03, 0.97, f"mean {100 * s['mean_relative_error']:.1f}%  max {100 * s['max_relative_error']:.1f}%\n"
+            ax.text(0.03, 0.97, f"mean {100 * s['mean_relative_error']:.1f}%  "
+                    f"max {100 * s['max_relative_error']:.1f}%\n"
                     f"Spearman {s['spearman']:.3f}\ninvariance {s['distractor_invariance']:.3f}",
                     transform=ax.transAxes, va="top", fontsize=8)
         ax.legend(fontsize=7, loc="lower right")

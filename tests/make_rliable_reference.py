@@ -32,8 +32,7 @@ def score_matrices() -> dict[str, np.ndarray]:
 
 
 def main() -> None:
-    from rliable import library as rly
-    from rliable import metrics
+    from rliable import library as rly, metrics
 
     scores = score_matrices()
 

@@ -12,11 +12,20 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from agents.agent import Agent  # noqa: E402
-from bisimkit.errors import InputError  # noqa: E402
 from agents.config import METHODS, make_config  # noqa: E402
-
 from benchmarks.tolerance_margins import (  # noqa: E402
-    ACTIONS, ROWS, SIDE, DBCUpdates, DrQUpdates, dbc_agent, drq_agent, failed, random_batch, reference_checks)
+    ACTIONS,
+    ROWS,
+    SIDE,
+    DBCUpdates,
+    DrQUpdates,
+    dbc_agent,
+    drq_agent,
+    failed,
+    random_batch,
+    reference_checks,
+)
+from bisimkit.errors import InputError  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -51,7 +51,8 @@ def test_timed_baseline_extrapolates_with_the_supplied_contraction():
                             finish=True)["extrapolation_check"]
     assert slower["extrapolated_sweeps"] == sweeps_needed(full["steps"][0], 1, r ** 0.5, 1e-9, 0.9) > full["sweeps"]
 
-    # Stopped in the first sweep (budget 0): the sweeps come from the supplied contraction, the time from the pairs done.
+    # Stopped in the first sweep (budget 0): the sweeps come from the supplied contraction, the time from the pairs
+    # done.
     cut = timed_baseline(mdp, "pi", tol=1e-9, budget=0, contraction=r, contraction_source="n=8")
     assert not cut["finished"] and cut["sweeps"] == 0 and cut["pairs_done"] >= 1 and cut["stopped"] == "budget"
     assert cut["basis"].startswith("extrapolated from n=8") and cut["contraction"] == r

@@ -81,8 +81,8 @@ def test_refamily_extrapolates_unfinished_baselines_from_the_completed_smaller_r
 def test_first_step_is_the_largest_one_step_difference():
     import numpy as np
 
-    from bisimkit.generators import random_mdp
     from benchmarks.baseline import first_step
+    from bisimkit.generators import random_mdp
     from validation.reference import reference_operator
 
     for seed in range(2):

@@ -5,10 +5,9 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from bisimkit import between, operators
+from bisimkit import operators
 from bisimkit.between import BETWEEN_METRICS, disjoint_union, solve_between
 from bisimkit.cli import main
 from bisimkit.errors import InputError

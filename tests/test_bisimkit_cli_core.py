@@ -9,8 +9,16 @@ import pytest
 from bisimkit import example, save_mdp
 from bisimkit.errors import InputError
 from bisimkit.solvers import Solution, solve
-from bisimkit_cli.core import (build_parser, describe_mdp, load_mdp_or_example, main, model_options, option_strings,
-                               shown_distances, summarize)
+from bisimkit_cli.core import (
+    build_parser,
+    describe_mdp,
+    load_mdp_or_example,
+    main,
+    model_options,
+    option_strings,
+    shown_distances,
+    summarize,
+)
 
 
 def test_an_mdp_argument_is_a_file_or_an_example(tmp_path):
@@ -59,8 +67,8 @@ def test_the_option_names_cover_the_subcommands_and_errors_use_them(capsys):
 
 
 def test_summary_shows_values_within_the_certificate_as_zero(capsys):
-    from bisimkit_cli.core import summarize
     from bisimkit.solvers import Solution
+    from bisimkit_cli.core import summarize
 
     D = np.array([[0.0, 1.28e-65, 2.0], [1.28e-65, 0.0, 3e-12], [2.0, 3e-12, 0.0]])
     sol = Solution("pi", D, 1, 1e-10, 0.1, "test", 1e-9)

@@ -3,11 +3,11 @@ and the refusals of a bad step or a run set without CARLA runs."""
 
 import numpy as np
 import pytest
+from run_folders import write_run
 
 from bisimkit.errors import InputError
 from bisimkit_runs.results_table import Cell, carla_table, collect_cells, footnote, format_table, table_and_listing
 from bisimkit_runs.runs import find_runs, group_runs
-from run_folders import write_run
 
 
 def test_a_cell_by_hand():

@@ -9,10 +9,10 @@ import sys
 import time
 from pathlib import Path
 
+import fake_carla
 import numpy as np
 import pytest
 
-import fake_carla
 from agents import carla_env as ce
 from bisimkit.errors import InputError
 

@@ -241,7 +241,8 @@ def test_zero_ground_warning_names_the_spread_and_only_when_distances_vanish():
     assert sol.converged and np.max(sol.distances) > 4e-11
     assert np.max(np.abs(sol.distances - truth)) <= sol.certified_error
     with pytest.warns(ZeroGroundWarning, match=r"differ by at most 1e-12.*within the certificate"):
-        solve(near, "bisim", tol=1e-6, method="vi", quotient=False)  # value iteration stops at a 1e-6 certificate, above every distance
+        # value iteration stops at a 1e-6 certificate, above every distance
+        solve(near, "bisim", tol=1e-6, method="vi", quotient=False)
     equal = FiniteMDP(mdp.transitions, np.full((6, 2), 2.5), 0.9)
     with pytest.warns(ZeroGroundWarning, match="every reward equals 2.5, so every bisim distance is 0"):
         assert np.max(solve(equal, "bisim").distances) == 0.0

@@ -7,12 +7,32 @@ import numpy as np
 from hypothesis import given
 
 from bisimkit import example
-from validation.claims import (FixedPoints, check_c1, check_c2, check_c2_literal, check_c3, check_c4,
-                               check_c4_literal, check_c5, check_c6, check_c7, check_c7_pair, check_c8,
-                               check_c9, check_c10_avg_ge_eps, check_c10_eps_ge_avg, c5_hypotheses)
+from validation.claims import (
+    FixedPoints,
+    c5_hypotheses,
+    check_c1,
+    check_c2,
+    check_c2_literal,
+    check_c3,
+    check_c4,
+    check_c4_literal,
+    check_c5,
+    check_c6,
+    check_c7,
+    check_c7_pair,
+    check_c8,
+    check_c9,
+    check_c10_avg_ge_eps,
+    check_c10_eps_ge_avg,
+)
 from validation.families import Case, monotone_product_cases
-from validation.strategies import (finite_mdps, histogram_pairs, non_interchangeable_mdps, planted_mdps,
-                                   product_grid_mdps)
+from validation.strategies import (
+    finite_mdps,
+    histogram_pairs,
+    non_interchangeable_mdps,
+    planted_mdps,
+    product_grid_mdps,
+)
 
 
 def fp_of(mdp, ground="reward"):

@@ -1,15 +1,21 @@
 """The command line: outputs, file formats, and one-line errors with exit status 2."""
 
 import csv
+import importlib.metadata
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import bisimkit
 from bisimkit import example, save_mdp
 from bisimkit_cli.core import main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_cli(*args):
@@ -64,7 +70,8 @@ BAD = {
     "negative": ({"transitions": [[[1.5, -0.5]], [[0, 1]]], "rewards": [[0], [0]], "discount": 0.9},
                  "transitions[s=0, a=0, s'=1] = -0.5 is negative"),
     "discount": ({"transitions": [[[1.0]]], "rewards": [[0]], "discount": 1.0}, "discount = 1.0"),
-    "nan": ({"transitions": [[[1.0]]], "rewards": [[float("nan")]], "discount": 0.5}, "rewards[s=0, a=0] is not finite"),
+    "nan": ({"transitions": [[[1.0]]], "rewards": [[float("nan")]], "discount": 0.5},
+            "rewards[s=0, a=0] is not finite"),
     "policy": ({"transitions": [[[1.0, 0]], [[0, 1.0]]], "rewards": [[0], [0]], "policy": [[1.0], [0.5]],
                 "discount": 0.5}, "policy[s=1] sums to 0.5"),
 }
@@ -86,8 +93,10 @@ def test_bad_files_exit_2_with_one_line(tmp_path, case):
     (["solve", "missing.json", "--metric", "pi"], "missing.json: no such file"),
     (["solve", "four-state"], "--metric"),
     (["solve", "four-state", "--metric", "pi", "--tol", "-3"], "expected a positive number"),
-    (["solve", "four-state", "--metric", "pi", "--max-iterations", "0"], "--max-iterations: expected a positive integer"),
-    (["solve", "four-state", "--metric", "pi", "--max-iterations", "-2"], "--max-iterations: expected a positive integer"),
+    (["solve", "four-state", "--metric", "pi", "--max-iterations", "0"],
+     "--max-iterations: expected a positive integer"),
+    (["solve", "four-state", "--metric", "pi", "--max-iterations", "-2"],
+     "--max-iterations: expected a positive integer"),
     (["solve", "four-state", "--metric", "pi", "--out", "x.txt"], "--out: unsupported file type"),
     (["solve", "mirrored-rooms", "--metric", "pi"], "needs a policy"),
     (["solve", "four-state", "--metric", "eps", "--ground", "nofile"], "neither reward, policy nor an existing file"),
@@ -174,8 +183,8 @@ def test_a_vanishing_ground_is_warned_about(tmp_path, capsys, args):
 def test_no_warning_when_the_ground_is_informative(tmp_path, capsys):
     assert main(["solve", str(_uniform_mdp(tmp_path)), "--metric", "eps", "--quiet"]) == 0
     assert "warning" not in capsys.readouterr().err
-    from bisimkit.solvers import ZeroGroundWarning
     from bisimkit import load_mdp, solve
+    from bisimkit.solvers import ZeroGroundWarning
 
     with pytest.warns(ZeroGroundWarning, match="same mean action"):
         solve(load_mdp(_uniform_mdp(tmp_path)), "psm")
@@ -195,6 +204,20 @@ def test_a_fresh_process_solves_at_once_and_says_nothing_of_its_kernels(tmp_path
         run = subprocess.run([sys.executable, "-m", "bisimkit", "solve", spec, "--metric", "pi", "--quiet"],
                              capture_output=True, text=True, timeout=900)
         assert run.returncode == 0 and run.stderr == "", (spec, run.stderr[-2000:])
+
+
+def test_the_version_is_written_once_and_every_reader_agrees():
+    """``bisimkit --version``, ``bisimkit.__version__`` and the installed metadata give one version, which
+    pyproject.toml reads from ``__version__`` (it writes none of its own)."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    project = pyproject.split("[project]", 1)[1].split("\n[", 1)[0]
+    assert 'dynamic = ["version"]' in project and not re.search(r"^version\s*=", project, re.M)
+    assert 'metadata.version.input = "bisimkit/__init__.py"' in pyproject
+    assert re.fullmatch(r"\d+\.\d+\.\d+", bisimkit.__version__)
+    code, out, _ = run_cli("--version")
+    assert code == 0 and out.strip() == f"bisimkit {bisimkit.__version__}"
+    assert importlib.metadata.version("bisimkit") == bisimkit.__version__
+    assert f"## [{bisimkit.__version__}]" in (ROOT / "CHANGELOG.md").read_text()
 
 
 # ------------------------------------------------------------------ model files

@@ -12,8 +12,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from agents.checkpoint import CHECKPOINT  # noqa: E402
-from agents.config import (FIELDS, PRESETS, TrainConfig, field_docs, make_config,  # noqa: E402
-                           presets_markdown)
+from agents.config import FIELDS, PRESETS, TrainConfig, field_docs, make_config, presets_markdown  # noqa: E402
 from agents.train import build_parser, config_from_args  # noqa: E402
 from bisimkit.errors import InputError  # noqa: E402
 

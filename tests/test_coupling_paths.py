@@ -20,11 +20,10 @@ from unittest import mock
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-import bisimkit.kernels as kernels
 import bisimkit.forms as forms
+import bisimkit.kernels as kernels
 import bisimkit.operators as ops
 from bisimkit.couplings import dense_breakpoints, entangled_coupling
 from bisimkit.generators import product_grid_mdp, random_mdp
@@ -42,7 +41,8 @@ def assembly(compiled: bool):
     both build; the small-problem path of bisimkit.kernels, dense, is held to the certificates instead)."""
     size = 0 if compiled else NEVER
     with mock.patch.object(ops, "COMPILED_EPS_BAR_PAIRS", size), \
-            mock.patch.object(forms, "COMPILED_PAIR_SYSTEM_CELLS", size), mock.patch.object(kernels, "SMALL_PROBLEM_CELLS", -1):
+            mock.patch.object(forms, "COMPILED_PAIR_SYSTEM_CELLS", size), \
+            mock.patch.object(kernels, "SMALL_PROBLEM_CELLS", -1):
         yield
 
 

@@ -12,10 +12,22 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from agents.metric_check import (check_variant, exact_metric, independent_reward_agent, learn_metric,  # noqa: E402
-                                 learned_distance, measure)
-from agents.metric_check.references import (Reference, compare, mean_action_mdp, reference_metric,  # noqa: E402
-                                            reward_bracket, separable_monotone)
+from agents.metric_check import (  # noqa: E402
+    check_variant,
+    exact_metric,
+    independent_reward_agent,
+    learn_metric,
+    learned_distance,
+    measure,
+)
+from agents.metric_check.references import (  # noqa: E402
+    Reference,
+    compare,
+    mean_action_mdp,
+    reference_metric,
+    reward_bracket,
+    separable_monotone,
+)
 from agents.scenes import NOISY_SPRITE_NOISE, build_scene, interval_probabilities, sprite_model  # noqa: E402
 from benchmarks.coupling_study import main, my_share, parse_seeds, parse_slice, plan  # noqa: E402
 from bisimkit.errors import InputError  # noqa: E402
@@ -24,8 +36,14 @@ from bisimkit.gaussian.discretize import discretize  # noqa: E402
 from bisimkit.gaussian.exact import distance as exact_distance  # noqa: E402
 from bisimkit.solvers import solve  # noqa: E402
 from bisimkit_runs.aggregate import interval_estimates  # noqa: E402
-from figures.coupling_study import BEGIN, END, aggregate, findings, load_records  # noqa: E402
-from figures.coupling_study import main as figure_main  # noqa: E402
+from figures.coupling_study import (  # noqa: E402
+    BEGIN,
+    END,
+    aggregate,
+    findings,
+    load_records,
+    main as figure_main,  # noqa: E402
+)
 
 
 # ------------------------------------------------------------------ options

@@ -4,11 +4,9 @@ import numpy as np
 import ot
 import pytest
 import scipy.sparse as sp
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
-from bisimkit.couplings import (entangled_cells, entangled_coupling, independent_coupling,
-                                optimal_coupling)
+from bisimkit.couplings import entangled_cells, entangled_coupling, independent_coupling, optimal_coupling
 from validation.reference import nw_corner
 
 

@@ -7,8 +7,15 @@ import numpy as np
 import pytest
 
 from bisimkit import example
-from bisimkit.engine import (Solution, bound_from_norms, check_run_options, fixed_point, precision_note,
-                             stein_doubling, value_iteration)
+from bisimkit.engine import (
+    Solution,
+    bound_from_norms,
+    check_run_options,
+    fixed_point,
+    precision_note,
+    stein_doubling,
+    value_iteration,
+)
 from bisimkit.errors import InputError
 from bisimkit.forms import Evaluation, SteinForm
 

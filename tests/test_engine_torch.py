@@ -17,14 +17,13 @@ import warnings
 import numpy as np
 import pytest
 from exact_reference import exact_fixed_point
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from bisimkit import FiniteMDP, solve
-from bisimkit_cli.core import main as cli_main
 from bisimkit.errors import InputError
 from bisimkit.generators import random_mdp
 from bisimkit.solvers import BACKENDS, TORCH_METRICS, PrecisionWarning
+from bisimkit_cli.core import main as cli_main
 from validation.strategies import adversarial_mdps
 
 torch = pytest.importorskip("torch", reason="the torch backend needs the 'torch' extra (pip install -e '.[torch]')")

@@ -4,8 +4,15 @@ import numpy as np
 import pytest
 
 from bisimkit.mdp import coordinate_independent
-from validation.families import (FAMILIES, GENERAL_FAMILIES, Case, example_cases, factored_grid_case,
-                                 monotone_product_case, separable_ground)
+from validation.families import (
+    FAMILIES,
+    GENERAL_FAMILIES,
+    Case,
+    example_cases,
+    factored_grid_case,
+    monotone_product_case,
+    separable_ground,
+)
 
 
 def test_the_separable_ground_by_hand():

@@ -6,7 +6,7 @@ import numpy as np
 from bisimkit import example
 from validation.claims import FixedPoints
 from validation.families import Case
-from validation.figure_data import (loss_curves, scatter_columns, scatter_values, slice_pairs, subsample_scatter)
+from validation.figure_data import loss_curves, scatter_columns, scatter_values, slice_pairs, subsample_scatter
 
 
 def test_the_scatter_has_one_point_per_pair_s_below_t():

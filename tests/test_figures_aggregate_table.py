@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from run_folders import make_runs, write_run
 
 from bisimkit_runs import aggregate as ag
-from run_folders import make_runs, write_run
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ aggregates."""
 from pathlib import Path
 
 import pytest
-
 from run_folders import make_runs, synthetic_runs
 
 

@@ -8,9 +8,9 @@ import tempfile
 import pytest
 
 from bisimkit import files
-from bisimkit_cli.core import main
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json, check_output
+from bisimkit_cli.core import main
 
 
 def test_a_writable_path_passes_and_nothing_stays(tmp_path):

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from bisimkit import example, save_mdp
-from bisimkit_cli.core import main
 from bisimkit.mdp import FiniteMDP
+from bisimkit_cli.core import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -88,8 +88,14 @@ def test_fit_head_learns_the_exact_metric_of_a_linear_gaussian_mdp():
     """A separable head can represent this d_eps-bar (diagonal closed loop), and fit_head gets it."""
     torch = pytest.importorskip("torch")
     from bisimkit.gaussian.exact import distance
-    from bisimkit.losses import (SeparableDistance, entangled_loss, fit_head, gaussian_policy, gaussian_transition,
-                                 policy_ground)
+    from bisimkit.losses import (
+        SeparableDistance,
+        entangled_loss,
+        fit_head,
+        gaussian_policy,
+        gaussian_transition,
+        policy_ground,
+    )
     from validation.learning import linear_gaussian_case
 
     model = linear_gaussian_case(0)
@@ -170,7 +176,8 @@ def info(spec: str, capsys) -> str:
 
 def test_info_reports_whether_a_separable_head_can_represent_d_eps_bar(tmp_path, capsys):
     out = info("product-grid", capsys)
-    line = next(x for x in out.splitlines() if x.startswith("d_eps-bar separable in the state_shape coordinates (reward"))
+    start = "d_eps-bar separable in the state_shape coordinates (reward"
+    line = next(x for x in out.splitlines() if x.startswith(start))
     assert "no: every sum of per-coordinate terms is off by at least 36% of its max 6.016" in line
     assert "C5's hypotheses fail" in line
     assert "(policy ground): no" in out

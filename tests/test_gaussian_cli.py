@@ -7,10 +7,10 @@ import sys
 import numpy as np
 import pytest
 
-from bisimkit_cli.core import main
-from bisimkit.gaussian.examples import gaussian_example
 from bisimkit.gaussian.exact import distance
+from bisimkit.gaussian.examples import gaussian_example
 from bisimkit.gaussian.model import save_gaussian
+from bisimkit_cli.core import main
 
 PAIRS = [[[0, 0], [1, 0]], [[0, 0], [0, 1]], [[0.5, -0.5], [0.5, -0.5]]]
 

@@ -18,9 +18,16 @@ import pytest
 from scipy import integrate
 from scipy.stats import norm
 
-from bisimkit.gaussian.closed_forms import (abs_moment, bures_squared, entangled_squared_cost, folded_normal_mean,
-                                            gaussian_monge_map, separable_cost, wasserstein_gaussian_1d,
-                                            wasserstein_to_discrete)
+from bisimkit.gaussian.closed_forms import (
+    abs_moment,
+    bures_squared,
+    entangled_squared_cost,
+    folded_normal_mean,
+    gaussian_monge_map,
+    separable_cost,
+    wasserstein_gaussian_1d,
+    wasserstein_to_discrete,
+)
 
 
 @pytest.mark.parametrize("mean, std, p", [(0.0, 1.0, 1), (1.3, 0.4, 1), (-2.0, 0.1, 2), (0.5, 2.0, 3),
@@ -98,7 +105,8 @@ def test_separable_cost_against_pot_on_samples(seed):
     emd = ot.emd2(np.full(N, 1 / N), np.full(N, 1 / N), C, numItermax=10_000_000)
     pairs = np.diag(C)
     upper, se = pairs.mean(), pairs.std(ddof=1) / math.sqrt(N)
-    lower = sum(w[i, j] * float(ot.wasserstein_1d(x[:, i], y[:, i], p=p)) for i in range(2) for j, p in enumerate(powers))
+    lower = sum(w[i, j] * float(ot.wasserstein_1d(x[:, i], y[:, i], p=p))
+                for i in range(2) for j, p in enumerate(powers))
     assert lower - 1e-9 <= emd <= upper + 1e-9  # LP facts: marginal bound and a feasible coupling
     closed = float(separable_cost(m1, s1, m2, s2, w, powers))
     # lower prediction from the truth: W_emp >= W - e with e the exact 1-D sampling errors

@@ -6,8 +6,8 @@ import pytest
 from bisimkit import solve
 from bisimkit.errors import InputError
 from bisimkit.gaussian.discretize import discretize, exact_on_grid, refinement_study, residual_bound
-from bisimkit.gaussian.examples import gaussian_example
 from bisimkit.gaussian.exact import distance
+from bisimkit.gaussian.examples import gaussian_example
 from bisimkit.mdp import coordinate_independent
 
 #: (box, cells, Gauss-Hermite nodes): box and resolution refined together.

@@ -5,8 +5,8 @@ import pytest
 
 from bisimkit.errors import InputError
 from bisimkit.gaussian.estimators import estimate_distance, rollout_sums, truncation_bound
-from bisimkit.gaussian.examples import GAUSSIAN_EXAMPLES, gaussian_example
 from bisimkit.gaussian.exact import distance, independent_policy_series
+from bisimkit.gaussian.examples import GAUSSIAN_EXAMPLES, gaussian_example
 
 
 def test_monte_carlo_agrees_with_the_quadratic_series():

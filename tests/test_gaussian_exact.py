@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from bisimkit.errors import InputError
-from bisimkit.gaussian.examples import gaussian_example
 from bisimkit.gaussian.exact import distance, exact_form, independent_policy_series, tail_bound
+from bisimkit.gaussian.examples import gaussian_example
 from bisimkit.gaussian.model import LinearGaussianMDP
 from bisimkit.pseudometric import check_pseudometric
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from bisimkit.errors import InputError
-from bisimkit.gaussian.examples import gaussian_example
 from bisimkit.gaussian.exact import distance
+from bisimkit.gaussian.examples import gaussian_example
 from bisimkit.gaussian.pairs import describe_gaussian, format_pairs, load_pairs, pairs_from_data, solve_pairs
 
 PAIRS = [[[0, 0], [1, 0]], [[0.5, -0.5], [0.5, -0.5]]]

@@ -5,8 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bisimkit.generators import (lift, non_interchangeable_mdp, planted_bisimulation, product_grid_mdp,
-                                 random_distributions, random_mdp, random_policy)
+from bisimkit.generators import (
+    lift,
+    non_interchangeable_mdp,
+    planted_bisimulation,
+    product_grid_mdp,
+    random_distributions,
+    random_mdp,
+    random_policy,
+)
 
 
 def test_random_distributions_are_histograms_with_the_asked_support():

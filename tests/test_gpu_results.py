@@ -4,7 +4,7 @@ import io
 import json
 import tarfile
 
-from benchmarks.gpu_results import DISTRACTED_RANDOM, random_key, bench_table, main
+from benchmarks.gpu_results import DISTRACTED_RANDOM, bench_table, main, random_key
 
 RECORD = {"device_name": "NVIDIA H200", "batch": 512, "torch": "2.11", "rounds": 5, "rounds_done": 5,
           "seconds_per_update": {"eps-r/plain": 0.040, "eps-r/fast": 0.020, "eps-r/graphs": 0.0125,

@@ -36,8 +36,8 @@ DEFAULT = re.compile(r"\bdefault:?\s+(-?\d+(?:\.\d+)?(?:e-?\d+)?)\b(?![/.\w])") 
 #: ``main`` builds.
 FIGURE_MODULES = tuple(f"figures.{name}" for name in (
     "aggregate_table", "coupling_study", "diagonal", "gaussian_grid", "gaussian_slice", "heatmaps", "learning_curves",
-    "learning_seeds", "loss_convergence", "metric_check", "nearest_neighbours.__main__", "order_dependence", "performance",
-    "results_table", "scatter", "sweep_report"))
+    "learning_seeds", "loss_convergence", "metric_check", "nearest_neighbours.__main__", "order_dependence",
+    "performance", "results_table", "scatter", "sweep_report"))
 AGENT_MODULES = ("agents.carla_env", "agents.videos")
 #: Extras the agents' and figures' entry points may lack on a machine without them.
 OPTIONAL = {"torch", "dm_control", "distracting_control", "mujoco", "cv2", "submitit", "carla", "tensorboard"}

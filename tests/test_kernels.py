@@ -13,9 +13,9 @@ from scipy.sparse.csgraph import connected_components
 
 import bisimkit.kernels as kernels
 from bisimkit.generators import random_mdp
-from bisimkit.kernels import DenseRows, components, interpreted, small_path
-from bisimkit.solvers import solve
+from bisimkit.kernels import DenseRows, components, interpreted
 from bisimkit.simplex import solve_padded
+from bisimkit.solvers import solve
 
 ROOT = Path(__file__).resolve().parent.parent
 METRICS = ("pi", "psm", "bisim", "eps", "eps-avg", "eps-bar", "mico", "dbc")
@@ -111,7 +111,8 @@ def test_components_are_scipys(seed):
 def test_a_tiny_solve_process_imports_neither_numba_nor_scipy_and_runs_compiled_kernels(tmp_path):
     out = tmp_path / "d.json"
     code = ("import sys\nfrom bisimkit_cli.main import main\n"
-            f"assert main(['solve', 'examples/tiny-rooms.json', '--metric', 'pi', '--out', {str(out)!r}, '--quiet']) == 0\n"
+            "assert main(['solve', 'examples/tiny-rooms.json', '--metric', 'pi', "
+            f"'--out', {str(out)!r}, '--quiet']) == 0\n"
             "print(sorted(m for m in ('numba', 'scipy', 'bisimkit_native') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -293,7 +293,8 @@ def test_deferred_import_rule_reads_comments():
 def test_every_deferred_import_says_why():
     """Imports inside functions only for an optional extra or a measured start-up cost, each with a
     one-line reason (docs/development.md, "Imports")."""
-    wrong = [f"{path.relative_to(ROOT)}:{line}" for package in PROJECT for path in sorted((ROOT / package).rglob("*.py"))
+    wrong = [f"{path.relative_to(ROOT)}:{line}" for package in PROJECT
+             for path in sorted((ROOT / package).rglob("*.py"))
              for line in deferred_imports_without_reason(path.read_text())]
     assert wrong == []
 
@@ -318,7 +319,8 @@ def test_import_bisimkit_loads_no_heavy_library_and_its_names_on_first_use():
     assert _loaded("import bisimkit", ("numpy", "scipy", "bisimkit_native", "numba", "torch", "matplotlib")) == []
     assert _loaded("import bisimkit.gaussian", ("scipy",)) == []
     assert "scipy.special" in _loaded("from bisimkit.gaussian import *", ("scipy.special",))
-    names = _loaded("import bisimkit\nfrom bisimkit import *\nassert all(n in dir(bisimkit) for n in bisimkit.__all__)\n"
+    names = _loaded("import bisimkit\nfrom bisimkit import *\n"
+                    "assert all(n in dir(bisimkit) for n in bisimkit.__all__)\n"
                     "print(len([globals()[n] for n in bisimkit.__all__]))", ("numba", "bisimkit_native"))
     assert names == []  # the compiled kernels are loaded when a kernel is first called (bisimkit.kernels)
 
@@ -328,7 +330,8 @@ def test_a_core_command_starts_without_the_added_commands_modules():
     modules (validation, hypothesis, figures) or the Gaussian solvers (scipy.special)."""
     code = "from bisimkit_cli.main import main\nassert main(['metrics']) == 0"
     assert _loaded(code, ("validation", "hypothesis", "figures", "scipy.special")) == []
-    verify_help = "from bisimkit_cli.main import main\ntry:\n    main(['verify', '--help'])\nexcept SystemExit:\n    pass"
+    verify_help = ("from bisimkit_cli.main import main\n"
+                   "try:\n    main(['verify', '--help'])\nexcept SystemExit:\n    pass")
     assert "validation" in _loaded(verify_help, ("validation",))
 
 

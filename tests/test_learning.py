@@ -7,9 +7,22 @@ import numpy as np
 import pytest
 
 from bisimkit.generators import random_mdp
-from validation.learning import (LOSS_CHECKS, LOSSES, QUICK_CONFIG, RELATIVE_TOLERANCE, TABULAR_LOSSES, Curve,
-                                 exact_fixed_point, linear_gaussian_case, loss_cases, loss_ids, loss_plan,
-                                 random_embedding, train_linear_gaussian, train_tabular)
+from validation.learning import (
+    LOSS_CHECKS,
+    LOSSES,
+    QUICK_CONFIG,
+    RELATIVE_TOLERANCE,
+    TABULAR_LOSSES,
+    Curve,
+    exact_fixed_point,
+    linear_gaussian_case,
+    loss_cases,
+    loss_ids,
+    loss_plan,
+    random_embedding,
+    train_linear_gaussian,
+    train_tabular,
+)
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="the trainings need torch")
 

@@ -4,8 +4,8 @@ from run_folders import write_run
 
 
 def test_curve_aggregation_across_seeds(tmp_path):
-    from figures.learning_curves import curves
     from bisimkit_runs.runs import find_runs
+    from figures.learning_curves import curves
 
     write_run(tmp_path, "cheetah-run", "drq", 0, [(0, 0), (100, 100), (200, 200), (300, 300)])
     write_run(tmp_path, "cheetah-run", "drq", 1, [(0, 0), (150, 300), (200, 400)])

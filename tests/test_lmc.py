@@ -3,19 +3,24 @@
 
 from __future__ import annotations
 
-import os
 from fractions import Fraction
 from pathlib import Path
 
+import lmc_reference as ref
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
-import lmc_reference as ref
 from bisimkit.errors import InputError
-from bisimkit.lmc import (LabelledChain, bisimulation_quotient, check_bisimulation, exact_rows, lmc_distances, refine,
-                          refine_exact)
+from bisimkit.lmc import (
+    LabelledChain,
+    bisimulation_quotient,
+    check_bisimulation,
+    exact_rows,
+    lmc_distances,
+    refine,
+    refine_exact,
+)
 
 F = Fraction
 
@@ -276,7 +281,7 @@ def _prism(name: str, constants: str | None = None):
                                              ("pdtmc/herman5.pm", "p=1/2"), ("dtmc/brp-16-2.pm", None)])
 def test_distance_zero_is_storms_bisimulation(name, constants):
     stormpy, program, model = _prism(name, constants)
-    import stormpy.transformations
+    import stormpy.transformations  # noqa: F811 - the submodule, beside the module _prism gave
 
     labels = [x for x in model.label_names if x != "init"]
     props = stormpy.parse_properties("; ".join(f'P=? [F "{x}"]' for x in labels))

@@ -15,13 +15,22 @@ import pytest
 from benchmarks.bench_memory import FACTOR, MALLOC_ENV, WORKLOADS, measure_in_child
 from bisimkit import memory
 from bisimkit.between import solve_between
-from bisimkit_cli.core import main
 from bisimkit.errors import InputError
 from bisimkit.generators import random_mdp
 from bisimkit.mdp import save_mdp
-from bisimkit.memory import (MARGIN, Available, NotEnoughMemory, Shape, cgroup_room, check_memory, estimate_shape,
-                             estimate_solve, would_fit)
+from bisimkit.memory import (
+    MARGIN,
+    Available,
+    NotEnoughMemory,
+    Shape,
+    cgroup_room,
+    check_memory,
+    estimate_shape,
+    estimate_solve,
+    would_fit,
+)
 from bisimkit.solvers import solve
+from bisimkit_cli.core import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,7 +49,8 @@ def _cgroup(tmp_path: Path, line: str, files: dict[str, str]) -> tuple[Path, Pat
 def test_cgroup_v2_room_is_limit_less_usage_plus_reclaimable_cache(tmp_path):
     root, membership = _cgroup(tmp_path, "0::/job", {
         "cgroup.controllers": "memory", "memory.max": "max",
-        "job/memory.max": "1000000", "job/memory.current": "400000", "job/memory.stat": "anon 1\ninactive_file 50000\n"})
+        "job/memory.max": "1000000", "job/memory.current": "400000",
+        "job/memory.stat": "anon 1\ninactive_file 50000\n"})
     assert cgroup_room(root, membership) == 1000000 - 400000 + 50000
 
 

@@ -11,16 +11,21 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from agents.metric_check import exact_metric, learn_metric, load_results, measure, summarise, write_results  # noqa: E402
+from agents.scenes import (  # noqa: E402
+    Distractors,
+    build_scene,
+    discrete_actions,
+    finite_scene,
+    interval_probabilities,
+    ring_mdp,
+    squash_sigma,
+)
 from bisimkit import entangled_coupling  # noqa: E402
 from bisimkit.errors import InputError  # noqa: E402
 from bisimkit.gaussian import load_gaussian  # noqa: E402
 from bisimkit.mdp import FiniteMDP, load_mdp  # noqa: E402
 from bisimkit.solvers import solve  # noqa: E402
-
-from agents.metric_check import (exact_metric, learn_metric, load_results, measure, summarise,  # noqa: E402
-                                 write_results)
-from agents.scenes import (Distractors, build_scene, discrete_actions, finite_scene, interval_probabilities,  # noqa: E402
-                           ring_mdp, squash_sigma)
 
 
 # ------------------------------------------------------------- the scenes' mathematics
@@ -112,8 +117,8 @@ def test_l1_head_floor():
 def test_the_entangled_metric_is_always_within_an_l1_heads_reach(seed):
     """Under the shared-noise coupling d_eps-bar(s, t) = E_u[sum_k c^k |g(chain_s(u), k) - g(chain_t(u), k)|],
     an L1 distance between functions of the noise, so it lies in the cut cone for every finite MDP, stochastic
-    ones included (docs/agents.md, "Which exact metrics a latent head can represent"); psm-sampled's self-distances
-    keep it out of reach of any head that is 0 on identical latents."""
+    ones included (docs/results/metric_check.md, "Which exact metrics a latent head can represent"); psm-sampled's
+    self-distances keep it out of reach of any head that is 0 on identical latents."""
     from agents.metric_check import l1_head_floor
     from bisimkit.generators import random_mdp
 

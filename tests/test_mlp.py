@@ -6,8 +6,6 @@ import torch
 from agents.mlp import HIDDEN, HIDDEN_LOW_CAPACITY, mlp
 
 
-
-
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)

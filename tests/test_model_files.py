@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from bisimkit.errors import InputError
-from bisimkit.model_files import ModelData, stormpy_data, read_drn, read_model, read_prism
+from bisimkit.model_files import ModelData, read_drn, read_model, read_prism, stormpy_data
 
 DATA = Path(__file__).parent / "data" / "model_files"
 HAVE_STORMPY = importlib.util.find_spec("stormpy") is not None

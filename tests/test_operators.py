@@ -13,8 +13,18 @@ import pytest
 from bisimkit.errors import InputError
 from bisimkit.forms import PairLinearForm, SteinForm, TransportTerms
 from bisimkit.generators import random_mdp
-from bisimkit.operators import (ACTION_ORDER_METRICS, BETWEEN_METRICS, LABELLED_CHAIN_METRICS, METRIC_NAMES, OPERATORS,
-                                QUOTIENT_METRICS, STATE_ORDER_METRICS, TORCH_METRICS, operator, operator_form)
+from bisimkit.operators import (
+    ACTION_ORDER_METRICS,
+    BETWEEN_METRICS,
+    LABELLED_CHAIN_METRICS,
+    METRIC_NAMES,
+    OPERATORS,
+    QUOTIENT_METRICS,
+    STATE_ORDER_METRICS,
+    TORCH_METRICS,
+    operator,
+    operator_form,
+)
 from bisimkit.pairs import PairSpace
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,15 +6,13 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from bisimkit import InputError, example, solve
 from bisimkit.generators import product_grid_mdp
 from bisimkit.order import class_contiguous_states, relabelled, resolve_order
 from bisimkit.relations import eps_relation_labels
-from validation.claims import (FixedPoints, check_c11_action_order, check_c11_class_contiguous,
-                               check_c11_state_order)
+from validation.claims import FixedPoints, check_c11_action_order, check_c11_class_contiguous, check_c11_state_order
 from validation.families import Case
 from validation.findings import three_action_rewards
 from validation.strategies import finite_mdps, planted_mdps

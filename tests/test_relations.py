@@ -2,13 +2,12 @@
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
+from stormpy_check import stormpy_pi_block_count
 
 from bisimkit import example, relation_blocks, solve
 from bisimkit.generators import planted_bisimulation, random_mdp
 from bisimkit.relations import blocks, cluster_values, relation_labels, zero_set_labels
-from stormpy_check import stormpy_pi_block_count
 
 
 def same_partition(a, b):

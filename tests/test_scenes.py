@@ -13,10 +13,27 @@ import itertools
 import numpy as np
 import pytest
 
-from agents.scenes import (BACKGROUND_MAX, DISTRACTORS, GAIN_SPAN, HELD_OUT_COLOUR, HELD_OUT_GAIN_OFFSET,
-                           HELD_OUT_STRIPES, NOISY_SPRITE_NOISE, SPRITE_COLOUR, SPRITE_LATTICE, Distractors,
-                           HeldOutDistractors, build_scene, channels_first, disc, discs, finite_scene,
-                           make_distractors, plus_masks, ring_mdp)
+from agents.scenes import (
+    BACKGROUND_MAX,
+    DISTRACTORS,
+    GAIN_SPAN,
+    HELD_OUT_COLOUR,
+    HELD_OUT_GAIN_OFFSET,
+    HELD_OUT_STRIPES,
+    NOISY_SPRITE_NOISE,
+    SPRITE_COLOUR,
+    SPRITE_LATTICE,
+    Distractors,
+    HeldOutDistractors,
+    build_scene,
+    channels_first,
+    disc,
+    discs,
+    finite_scene,
+    make_distractors,
+    plus_masks,
+    ring_mdp,
+)
 from bisimkit.errors import InputError
 
 KIND_SETS = [()] + [c for r in (1, 2, 3) for c in itertools.combinations(DISTRACTORS, r)]

@@ -8,8 +8,7 @@ import pytest
 
 from bisimkit import example
 from bisimkit.errors import InputError
-from bisimkit.separable import (axis_additivity, monge_violation, separability, separable_lower_bound,
-                                separable_parts)
+from bisimkit.separable import axis_additivity, monge_violation, separability, separable_lower_bound, separable_parts
 
 
 def _grid_distance(f_row: np.ndarray, f_col: np.ndarray) -> np.ndarray:

@@ -3,8 +3,7 @@
 import numpy as np
 import ot
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from bisimkit.simplex import bases_from_flows, solve_padded
 

@@ -8,9 +8,18 @@ import pytest
 from hypothesis import given, settings
 
 from bisimkit.quotient import quotient
-from validation.strategies import (ADVERSARIAL_FAMILIES, ALL_FAMILIES, UNIT, SeededChoices, adversarial_mdp,
-                                   adversarial_mdps, assert_exactly_stochastic, cancelling_average, float_average,
-                                   move_mass)
+from validation.strategies import (
+    ADVERSARIAL_FAMILIES,
+    ALL_FAMILIES,
+    UNIT,
+    SeededChoices,
+    adversarial_mdp,
+    adversarial_mdps,
+    assert_exactly_stochastic,
+    cancelling_average,
+    float_average,
+    move_mass,
+)
 
 
 def _draw(seed: int, family: str, count: int = 20):

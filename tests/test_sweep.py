@@ -27,8 +27,8 @@ from conftest import procedural_environment  # noqa: E402
 from agents.sweep import cli  # noqa: E402
 from agents.sweep.launch import pid_alive, plan, status_lines  # noqa: E402
 from agents.sweep.runner import MAX_FAILURES, SweepJob, run_one  # noqa: E402
-from bisimkit_runs.sweeps import read_state, read_sweep, write_state  # noqa: E402
 from agents.sweep.spec import load_spec  # noqa: E402
+from bisimkit_runs.sweeps import read_state, read_sweep, write_state  # noqa: E402
 from figures.sweep_report import gather  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,8 +157,8 @@ def _fake_sweep(root: Path, args: list[str]) -> list[str]:
     spec = cli.spec_from_args(parsed)
     spec.name = root.name
     result = launch(spec, root, dry_run=True, log=lambda *_: None)
-    from bisimkit_runs.sweeps import SWEEP_FILE
     from bisimkit.files import atomic_write_json
+    from bisimkit_runs.sweeps import SWEEP_FILE
 
     runs = spec.runs()
     atomic_write_json(root / SWEEP_FILE, {"grid": spec.grid_record(), "runs": [
@@ -358,8 +358,8 @@ def test_killed_run_resumes_when_the_sweep_is_launched_again(local_sweep, tmp_pa
 def test_carla_sweep_file_validates_and_gathers_into_the_carla_table(tmp_path):
     """The CARLA sweep file (no server needed to build and validate it) and gather's CARLA table:
     a condition of carla-highway runs only gets the paper's layout, ours beside the paper's values."""
-    from bisimkit_runs.sweeps import RUNS_DIR, SWEEP_FILE
     from bisimkit.files import atomic_write_json
+    from bisimkit_runs.sweeps import RUNS_DIR, SWEEP_FILE
     from figures.sweep_report import gather
 
     spec = load_spec(Path(__file__).resolve().parents[1] / "agents" / "sweep" / "paper" / "carla.toml")

@@ -7,9 +7,9 @@ from pathlib import Path
 def test_gather_of_the_paper_sweep_adds_aggregates_and_names_missing_seeds(tmp_path):
     """The paper preset's sweep file, every run of one condition evaluated (known returns) and one seed of
     another missing: gather writes the first's aggregates and one line naming the missing seed."""
-    from bisimkit_runs.sweeps import RUNS_DIR, SWEEP_FILE
     from agents.sweep.spec import load_spec
     from bisimkit.files import atomic_write_json
+    from bisimkit_runs.sweeps import RUNS_DIR, SWEEP_FILE
     from figures.sweep_report import gather
 
     spec = load_spec(Path(__file__).resolve().parents[1] / "agents" / "sweep" / "paper" / "paper.toml")

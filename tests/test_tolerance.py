@@ -7,8 +7,17 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from benchmarks.tolerance import (EPS32, Check, adam_drift, adam_step_bound, check_loss, check_weights,  # noqa: E402
-                                  fan_ins, loss_rtol, reduction_rtol)
+from benchmarks.tolerance import (  # noqa: E402
+    EPS32,
+    Check,
+    adam_drift,
+    adam_step_bound,
+    check_loss,
+    check_weights,
+    fan_ins,
+    loss_rtol,
+    reduction_rtol,
+)
 
 
 def test_fan_ins_and_the_rounding_of_a_loss():

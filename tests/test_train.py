@@ -20,17 +20,19 @@ from pathlib import Path
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 import pytest  # noqa: E402
-from conftest import procedural_environment  # noqa: E402
 import torch  # noqa: E402
+from conftest import procedural_environment  # noqa: E402
 
-from agents import train as train_module  # noqa: E402
-from agents import videos as V  # noqa: E402
+from agents import (
+    train as train_module,  # noqa: E402
+    videos as V,  # noqa: E402
+)
+from agents.checkpoint import CHECKPOINT, load_checkpoint  # noqa: E402
 from agents.config import METHODS, TrainConfig  # noqa: E402
 from agents.dcs import EXTRA_TASKS, PAPER_TASKS, TASKS  # noqa: E402
-from bisimkit.errors import InputError  # noqa: E402
 from agents.replay import ReplayBuffer  # noqa: E402
-from agents.checkpoint import CHECKPOINT, load_checkpoint  # noqa: E402
 from agents.train import main, train  # noqa: E402
+from bisimkit.errors import InputError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BISIM_METHODS = {"drq+dbc", "eps-r", "drq+pse", "eps-pi"}

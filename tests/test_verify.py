@@ -4,7 +4,6 @@ import json
 import subprocess
 import sys
 
-
 from bisimkit import load_mdp
 from validation import verify as V
 
@@ -28,8 +27,7 @@ def test_report_exit_status_and_counterexamples(tmp_path):
 
 def test_a_new_failure_is_a_surprise(tmp_path, monkeypatch):
     """A claim that is no established finding failing makes the job exit 1 and is listed."""
-    from validation import claims as C
-    from validation import verify_plan
+    from validation import claims as C, verify_plan
 
     broken = [C.Claim(**{**c.__dict__, "check": (lambda fp: C.Outcome(False, -1.0, "made to fail"))})
               if c.label == "C3" else c for c in V.ALL_CLAIMS]

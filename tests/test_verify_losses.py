@@ -4,8 +4,7 @@ import json
 
 import pytest
 
-from validation import learning
-from validation import verify as V
+from validation import learning, verify as V
 
 
 def test_loss_rows_report_and_figure(tmp_path):

@@ -5,11 +5,19 @@ import pytest
 
 from bisimkit import example
 from bisimkit.errors import InputError
-from validation import learning
-from validation import verify as V
+from validation import learning, verify as V
 from validation.claims import CLAIMS
-from validation.verify_plan import (DEFAULT_CASES, QUICK_CASES, USER_FAMILY, load_state, plan_run, save_state,
-                                    select_claims, user_case, user_claims)
+from validation.verify_plan import (
+    DEFAULT_CASES,
+    QUICK_CASES,
+    USER_FAMILY,
+    load_state,
+    plan_run,
+    save_state,
+    select_claims,
+    user_case,
+    user_claims,
+)
 
 
 def test_unknown_claims_are_refused_in_one_line():

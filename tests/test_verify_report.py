@@ -3,7 +3,7 @@ summary, from rows made by hand."""
 
 from validation.claims import CLAIMS
 from validation.findings import FINDINGS, FINDINGS_BY_LABEL, WitnessResult
-from validation.verify_report import (console_summary, loss_markdown, markdown, surprises, table, verdicts)
+from validation.verify_report import console_summary, loss_markdown, markdown, surprises, table, verdicts
 from validation.verify_rows import Row
 
 

@@ -3,8 +3,7 @@
 import math
 
 import numpy as np
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from bisimkit import example
 from validation.claims import CLAIMS

@@ -24,8 +24,16 @@ from bisimkit.cluster import EXECUTORS
 from bisimkit_cli.main import main
 from validation.families import FAMILIES
 from validation.verify_report import console_summary, markdown
-from validation.verify_shards import (DEFAULT_JOBS, FAULT_ENV, LOSSES, MAX_ATTEMPTS, ShardJob, ShardRun,
-                                      merge_rows, verify_sharded)
+from validation.verify_shards import (
+    DEFAULT_JOBS,
+    FAULT_ENV,
+    LOSSES,
+    MAX_ATTEMPTS,
+    ShardJob,
+    ShardRun,
+    merge_rows,
+    verify_sharded,
+)
 
 SETTINGS = dict(cases=2, seed=3, claims=["C2"], quick=True, shrink_examples=0, progress=False)
 

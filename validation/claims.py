@@ -22,8 +22,8 @@ import scipy.sparse as sp
 from bisimkit.couplings import entangled_cells, independent_cells
 from bisimkit.ground import Ground, ground_values
 from bisimkit.mdp import FiniteMDP, coordinate_independent
-from bisimkit.order import Order, relabelled
 from bisimkit.operators import entangled_parts, policy_cells
+from bisimkit.order import Order, relabelled
 from bisimkit.pairs import PairSpace
 from bisimkit.pseudometric import check_pseudometric
 from bisimkit.relations import blocks, eps_relation_labels, relation_labels, zero_set_labels
@@ -78,8 +78,10 @@ class FixedPoints:
                 warnings.simplefilter("ignore", ZeroGroundWarning)  # check reads certified_error and notes
                 warnings.simplefilter("ignore", PrecisionWarning)  # a solve that missed its tolerance
                 self._d[key] = solve(self.case.mdp, metric, ground=ground, tol=SOLVE_TOL,
-                                     full_diagonal=full_diagonal, order=list(order) if isinstance(order, tuple) else order,
-                                     action_order=list(action_order) if isinstance(action_order, tuple) else action_order)
+                                     full_diagonal=full_diagonal,
+                                     order=list(order) if isinstance(order, tuple) else order,
+                                     action_order=(list(action_order) if isinstance(action_order, tuple)
+                                                   else action_order))
             self.solve_seconds += time.perf_counter() - t
         return self._d[key]
 
@@ -121,8 +123,9 @@ def check_c1(fp: FixedPoints) -> Outcome:
     """C1: the fixed points of the metric operators are pseudometrics.
 
     The fixed points are solved with the diagonal as unknowns (``full_diagonal``),
-    so a zero diagonal is a result, not an assumption. A violation counts only beyond what the certified error allows (three entries of
-    a triangle may each be off by it); a solve that missed its tolerance is noted.
+    so a zero diagonal is a result, not an assumption. A violation counts only beyond what the
+    certified error allows (three entries of a triangle may each be off by it); a solve that
+    missed its tolerance is noted.
     """
     worst, where, notes = 0.0, "", []
     for metric in PSEUDOMETRIC_METRICS:
@@ -233,7 +236,8 @@ def check_c6(fp: FixedPoints) -> Outcome:
     Gi = ground_values(mdp, fp.case.ground, ind.problem, ind.i, ind.problem, ind.j)
     indep = float(np.max(np.bincount(ind.problem, weights=ind.mass * Gi, minlength=mdp.n_states)))
     return Outcome(worst <= ATOL, -worst,
-                   f"max |sample| = {worst:.3g} over {len(samples)} samples; independent E[G] at (z,z) up to {indep:.3g}")
+                   f"max |sample| = {worst:.3g} over {len(samples)} samples; "
+                   f"independent E[G] at (z,z) up to {indep:.3g}")
 
 
 def check_c7_pair(p: np.ndarray, q: np.ndarray) -> Outcome:
@@ -345,7 +349,8 @@ def c11_orders(fp: FixedPoints) -> tuple[list[tuple[int, ...]], list[tuple[int, 
         digest = np.frombuffer(mdp.transitions.tobytes()[:4096] + mdp.rewards.tobytes()[:4096], dtype=np.uint8)
         rng = np.random.default_rng([int(digest.sum()), mdp.n_states, mdp.n_actions])
         k = len(mdp.state_shape) if mdp.state_shape is not None else mdp.n_states
-        fp._rel["c11"] = (_random_orders(k, C11_STATE_ORDERS, rng), _random_orders(mdp.n_actions, C11_ACTION_ORDERS, rng))
+        fp._rel["c11"] = (_random_orders(k, C11_STATE_ORDERS, rng),
+                          _random_orders(mdp.n_actions, C11_ACTION_ORDERS, rng))
     return fp._rel["c11"]
 
 
@@ -511,7 +516,8 @@ CLAIMS: list[Claim] = [
     Claim("C10", "d_eps-avg >= d_eps (appendix operator above the main-text one)", "Thm 4.3 text vs appendix",
           check_c10_avg_ge_eps, GENERAL + ("examples",), asserted=False, reading="reverse"),
     Claim("C11", "with the states of each E_eps class numbered consecutively, d_eps-bar = 0 on E_eps under every "
-          "action order tried; d_eps does not depend on the state order", "project finding (the paper is silent on order)",
+          "action order tried; d_eps does not depend on the state order",
+          "project finding (the paper is silent on order)",
           check_c11_class_contiguous, GENERAL + ("examples",), asserted=False, reading="class-contiguous"),
     Claim("C11", "spread of d_eps-bar over random state orders (grids: coordinate orders)",
           "project finding (the paper is silent on order)", check_c11_state_order, GENERAL + ("examples",),

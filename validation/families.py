@@ -15,8 +15,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from bisimkit.examples import EXAMPLES, example
-from bisimkit.generators import (non_interchangeable_mdp, planted_bisimulation, product_grid_mdp,
-                                 random_mdp)
+from bisimkit.generators import non_interchangeable_mdp, planted_bisimulation, product_grid_mdp, random_mdp
 from bisimkit.ground import Ground
 from bisimkit.mdp import FiniteMDP
 

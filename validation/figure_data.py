@@ -19,8 +19,8 @@ import numpy as np
 from bisimkit.examples import MIRRORED_ROOMS_POLICY, mirrored_rooms
 from bisimkit.gaussian.discretize import refinement_study
 from bisimkit.gaussian.estimators import estimate_distance
-from bisimkit.gaussian.examples import gaussian_example
 from bisimkit.gaussian.exact import distance
+from bisimkit.gaussian.examples import gaussian_example
 from bisimkit.generators import random_mdp
 from bisimkit.solvers import solve
 

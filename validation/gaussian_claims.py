@@ -95,7 +95,8 @@ def random_linear_model(rng: np.random.Generator) -> LinearGaussianMDP:
     return LinearGaussianMDP(A, B, K, rng.uniform(0.1, 0.6, k), rng.uniform(0.05, 0.4, n), reward,
                              float(rng.choice([0.5, 0.8, 0.9])), squash=squash,
                              action_scale=float(rng.uniform(0.5, 2.0)) if squash else 1.0,
-                             name=f"linear-gaussian[n={n}, k={k}{', quadratic' if 'cross' in reward or 'state_quadratic' in reward else ''}"
+                             name=f"linear-gaussian[n={n}, k={k}"
+                                  f"{', quadratic' if 'cross' in reward or 'state_quadratic' in reward else ''}"
                                   f"{', squashed' if squash else ''}]")
 
 

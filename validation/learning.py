@@ -193,8 +193,14 @@ def train_linear_gaussian(model, config: "TrainConfig", pairs: int = 256, coupli
     trains the same head with independent noise instead, which must miss d_eps-bar.)"""
     import torch  # the torch extra
 
-    from bisimkit.losses import (SeparableDistance, fit_head, gaussian_policy,  # torch (the torch extra)
-                                 gaussian_transition, policy_ground, sampled_loss)
+    from bisimkit.losses import (  # torch (the torch extra)
+        SeparableDistance,
+        fit_head,
+        gaussian_policy,
+        gaussian_transition,
+        policy_ground,
+        sampled_loss,
+    )
 
     n, k, c = model.state_dim, model.action_dim, model.discount
     A, B, K = (torch.tensor(x, dtype=torch.float64) for x in (model.A, model.B, model.K))
@@ -316,7 +322,8 @@ def loss_worker(ids: list[str] | None, quick: bool, seed: int, queue) -> None:
     ``bisimkit verify``: sends ``("progress", text)`` after each training, then ``("done", report)``
     (or ``("error", traceback)``)."""
     try:
-        report = loss_report(quick, seed, ids, lambda check, case: queue.put(("progress", f"loss {check.id} {case.family}")))
+        report = loss_report(quick, seed, ids,
+                             lambda check, case: queue.put(("progress", f"loss {check.id} {case.family}")))
         queue.put(("done", report))
     except BaseException:  # the parent reports it; a worker must not die silently
         queue.put(("error", traceback.format_exc()))

@@ -69,7 +69,8 @@ def finite_mdps(draw, min_states: int = 2, max_states: int = 6, min_actions: int
 
 
 @st.composite
-def planted_mdps(draw, max_base_states: int = 3, max_copies: int = 3, max_actions: int = 2) -> tuple[FiniteMDP, np.ndarray]:
+def planted_mdps(draw, max_base_states: int = 3, max_copies: int = 3,
+                 max_actions: int = 2) -> tuple[FiniteMDP, np.ndarray]:
     """An MDP built by copying each state of a smaller one (known bisimilar blocks).
 
     Returns ``(mdp, origin)``, ``origin[s]`` being the base state copied by s.

@@ -62,15 +62,48 @@ from .claims import Claim, FixedPoints, Outcome
 from .families import FAMILIES, GENERAL_FAMILIES, Case, example_cases
 from .figure_data import VerifyFigureData, verify_figure_data
 from .gaussian_claims import GAUSSIAN_FAMILIES, gaussian_cases
-from .verify_plan import (ALL_CLAIMS, CLAIMS, DEFAULT_CASES, GAUSSIAN_CLAIMS, QUICK_CASES, USER_EXTRA_CLAIMS,
-                          USER_FAMILY, Plan, load_state, plan_run, save_state, select_claims, select_losses,
-                          user_case, user_claims)
-from .verify_report import (LOSS_READING, READINGS, check_findings, console_summary, finding_markdown,
-                            loss_markdown, markdown, surprises, table, verdicts, write_report)
+from .verify_plan import (
+    ALL_CLAIMS,
+    CLAIMS,
+    DEFAULT_CASES,
+    GAUSSIAN_CLAIMS,
+    QUICK_CASES,
+    USER_EXTRA_CLAIMS,
+    USER_FAMILY,
+    Plan,
+    load_state,
+    plan_run,
+    save_state,
+    select_claims,
+    select_losses,
+    user_case,
+    user_claims,
+)
+from .verify_report import (
+    LOSS_READING,
+    READINGS,
+    check_findings,
+    console_summary,
+    finding_markdown,
+    loss_markdown,
+    markdown,
+    surprises,
+    table,
+    verdicts,
+    write_report,
+)
 from .verify_rows import Row, case_dict, case_from_dict
 from .verify_shrink import SHRINK_SECONDS, SHRINK_SECONDS_QUICK, save_counterexample, save_counterexamples, shrink
-from .verify_worker import (LOSS_CLAIMS, LOSS_SOURCE, TORCH_MISSING, LossWorker, loss_rows, pending_loss_runs,
-                            run_losses, start_losses)
+from .verify_worker import (
+    LOSS_CLAIMS,
+    LOSS_SOURCE,
+    TORCH_MISSING,
+    LossWorker,
+    loss_rows,
+    pending_loss_runs,
+    run_losses,
+    start_losses,
+)
 
 __all__ = [  # the job's names, wherever they are defined
     "ALL_CLAIMS", "CASE_BLOCK", "CLAIMS", "DEFAULT_CASES", "GAUSSIAN_CLAIMS", "LOSS_CLAIMS", "LOSS_READING",

@@ -68,7 +68,8 @@ def _summary(rows: list[Row]) -> str:
         largest = max((-r.worst_margin for r in rows if not math.isinf(r.worst_margin)), default=0.0)
         if rows[0].expect == "gap":
             return f"strict gap in {total - held}/{total} cases ({where or 'none'}); largest gap {largest:.3g}"
-        return f"varies with the order in {total - held}/{total} cases ({where or 'none'}); largest spread {largest:.3g}"
+        return (f"varies with the order in {total - held}/{total} cases ({where or 'none'}); "
+                f"largest spread {largest:.3g}")
     if not bad:
         return f"held in all {total} cases"
     word = "fails (established finding)" if rows[0].known else ("VIOLATED" if rows[0].asserted else "fails")
@@ -235,5 +236,6 @@ def console_summary(report: dict, out: str | Path) -> str:
     if known:
         lines.append(f"established findings reproduced: {', '.join(known)} (validation/findings.py)")
     lines += [f"SURPRISE: {text}" for text in report.get("surprises", [])]
-    lines.append(f"\nreport: {Path(out) / 'report.md'} ({report['seconds']:.1f} s); exit status {report['exit_status']}")
+    lines.append(f"\nreport: {Path(out) / 'report.md'} ({report['seconds']:.1f} s); "
+                 f"exit status {report['exit_status']}")
     return "\n".join(lines)

@@ -38,8 +38,20 @@ from bisimkit.progress import Progress
 from . import learning
 from .families import GENERAL_FAMILIES
 from .figure_data import order_values, scatter_columns, subsample_scatter
-from .verify import (FigureWriter, PhaseTimer, family_cases, check_findings, checks_order, family_size, loss_rows,
-                     make_figures, run_family, run_losses, save_counterexamples, write_report)
+from .verify import (
+    FigureWriter,
+    PhaseTimer,
+    check_findings,
+    checks_order,
+    family_cases,
+    family_size,
+    loss_rows,
+    make_figures,
+    run_family,
+    run_losses,
+    save_counterexamples,
+    write_report,
+)
 from .verify_plan import Plan, plan_run
 from .verify_rows import Row
 

@@ -65,15 +65,26 @@ names their public functions.
 from .exact import as_scene, exact_metric
 from .learn import learn_metric
 from .measure import agent_policy, l1_head_floor, learned_distance, learned_distance_name, measure, summarise
-from .methods import (COUPLINGS, DBC_FIELDS, GROUNDS, METRIC_METHODS, SAMPLES_PER_PAIR, agent_class, check_method,
-                      check_variant, independent_reward_agent, intended_metric, own_fixed_point)
+from .methods import (
+                      COUPLINGS,
+                      DBC_FIELDS,
+                      GROUNDS,
+                      METRIC_METHODS,
+                      SAMPLES_PER_PAIR,
+                      agent_class,
+                      check_method,
+                      check_variant,
+                      independent_reward_agent,
+                      intended_metric,
+                      own_fixed_point,
+)
 from .references import MC_SAMPLES, PER_PAIR_FLOOR, REFERENCES, Reference, compare, reference_metric
 from .results import TARGETS, MetricCheck, load_results, markdown_table, meets_targets, write_results
 from .settings import MODES, SCHEDULES, Settings
 
-__all__ = ["COUPLINGS", "DBC_FIELDS", "GROUNDS", "MC_SAMPLES", "METRIC_METHODS", "MODES", "PER_PAIR_FLOOR", "REFERENCES",
-           "SAMPLES_PER_PAIR", "SCHEDULES", "TARGETS", "MetricCheck", "Reference", "Settings", "agent_class",
-           "agent_policy", "as_scene", "check_method", "check_variant", "compare", "exact_metric",
+__all__ = ["COUPLINGS", "DBC_FIELDS", "GROUNDS", "MC_SAMPLES", "METRIC_METHODS", "MODES", "PER_PAIR_FLOOR",
+           "REFERENCES", "SAMPLES_PER_PAIR", "SCHEDULES", "TARGETS", "MetricCheck", "Reference", "Settings",
+           "agent_class", "agent_policy", "as_scene", "check_method", "check_variant", "compare", "exact_metric",
            "independent_reward_agent", "intended_metric", "l1_head_floor", "learn_metric", "learned_distance",
            "learned_distance_name", "load_results", "markdown_table", "measure", "meets_targets", "own_fixed_point",
            "reference_metric", "summarise", "write_results"]

@@ -43,7 +43,6 @@ from .references import MC_SAMPLES
 from .results import meets_targets, write_results
 from .settings import MODES, Settings
 
-
 #: The options that are :class:`Settings` fields of the same name (``--config`` is parsed as JSON first).
 SETTINGS_OPTIONS = ("method", "distractors", "steps", "mode", "batch", "image_size", "seed", "device", "draws",
                     "schedule", "eval_every", "samples", "warmup", "samples_per_pair", "coupling", "update_rule")

@@ -37,7 +37,8 @@ def build_parser() -> Parser:
                description="Grids of training runs on SLURM (through submitit) or this machine: launch, resume, "
                            "status, gather into the paper's tables.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
-    la = sub.add_parser("launch", prog="python -m agents.sweep launch", help="validate every run's configuration and submit the unfinished runs")
+    la = sub.add_parser("launch", prog="python -m agents.sweep launch",
+                        help="validate every run's configuration and submit the unfinished runs")
     la.add_argument("spec", nargs="?", help="sweep spec, .toml or .json (see docs/agents.md, Sweeps)")
     la.add_argument("--root", help="sweep root (default: sweeps/NAME of the spec)")
     la.add_argument("--grid", action="append", default=[], metavar="FIELD=V1,V2",

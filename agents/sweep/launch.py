@@ -28,8 +28,16 @@ from bisimkit.cluster import check_executor, check_slurm, import_submitit, slurm
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json
 from bisimkit_runs.files import EVAL_FILE, TRAIN_FILE
-from bisimkit_runs.sweeps import (RUNS_DIR, STATE_DIR, SUBMISSIONS_FILE, SUBMITIT_DIR, SWEEP_FILE, read_state,
-                                  read_sweep, write_state)
+from bisimkit_runs.sweeps import (
+    RUNS_DIR,
+    STATE_DIR,
+    SUBMISSIONS_FILE,
+    SUBMITIT_DIR,
+    SWEEP_FILE,
+    read_state,
+    read_sweep,
+    write_state,
+)
 
 from .runner import ACTIVE, MAX_FAILURES, SweepJob, count_vanished
 from .spec import RunSpec, Spec

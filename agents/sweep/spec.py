@@ -31,9 +31,10 @@ import hashlib
 import itertools
 import json
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import tomllib
 
 from bisimkit.errors import InputError
 

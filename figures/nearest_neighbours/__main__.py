@@ -15,7 +15,6 @@ import sys
 
 from bisimkit.errors import InputError
 from bisimkit.extras import report_missing
-
 from figures.nearest_neighbours import plot_neighbours
 
 
@@ -42,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=10, help="episodes rolled out (K)")
     parser.add_argument("--queries", type=int, default=5, help="random query observations (Q)")
     parser.add_argument("--neighbours", type=int, default=3, help="neighbours shown per query (N)")
-    parser.add_argument("--episode-steps", type=int, default=None, help="control steps per episode (default: the run's)")
+    parser.add_argument("--episode-steps", type=int, default=None,
+                        help="control steps per episode (default: the run's)")
     parser.add_argument("--keep", type=int, default=40, help="observations kept per episode (evenly spaced)")
     parser.add_argument("--seed", type=int, default=0, help="episode and query seed")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")

@@ -21,9 +21,10 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("dm_control")
 
+from run_folders import synthetic_runs, write_run  # noqa: E402
+
 from agents.config import TrainConfig  # noqa: E402
 from agents.videos import EVAL_VIDEOS, TRAIN_VIDEOS  # noqa: E402
-from run_folders import synthetic_runs, write_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -141,9 +142,9 @@ def test_evaluate_cli_bad_input_in_a_real_process(tmp_path):
 def test_runs_of_one_seed_with_different_budgets_are_two_lines_and_two_rows(tmp_path, capsys):
     """Two seed-0 runs of eps-r on cartpole-swingup, 2000 and 4000 environment steps: two configurations,
     each its own line (nothing cut to the shorter) and row, labelled by what differs."""
+    from bisimkit_runs.runs import find_runs, group_runs
     from figures.learning_curves import curves, main as curves_main
     from figures.results_table import main as table_main, results_table
-    from bisimkit_runs.runs import find_runs, group_runs
 
     short = write_run(tmp_path, "cartpole-swingup", "eps-r", 0, [(0, 0), (1000, 10), (2000, 20)], "short",
                       env_steps=2000, batch_size=512)
@@ -178,9 +179,9 @@ def test_seeds_of_one_configuration_are_one_group_and_a_repeated_seed_is_reporte
     """Seeds 0 and 1 of one configuration (run on different devices, evaluated at different intervals:
     not learning fields) are one group of 2 seeds; a second seed-0 run of it is a duplicate: reported,
     counted once (the run evaluated furthest is used)."""
+    from bisimkit_runs.runs import describe_groups, find_runs, group_runs
     from figures.learning_curves import curves
     from figures.results_table import results_table
-    from bisimkit_runs.runs import describe_groups, find_runs, group_runs
 
     same = dict(env_steps=200, batch_size=512)
     a = write_run(tmp_path, "walker-walk", "drq", 0, [(0, 0), (100, 10), (200, 20)], "a", device="cpu",
@@ -202,8 +203,8 @@ def test_seeds_of_one_configuration_are_one_group_and_a_repeated_seed_is_reporte
 
 
 def test_learning_curves_png(synthetic, tiny_run, tmp_path):
-    from figures.learning_curves import curves, plot_learning_curves
     from bisimkit_runs.runs import find_runs
+    from figures.learning_curves import curves, plot_learning_curves
 
     runs = find_runs(synthetic)
     assert len(runs) == 7  # not-a-run (no config.json) is skipped
@@ -250,8 +251,8 @@ def test_learning_curves_draw_drqs_own_runs_where_a_task_has_them(synthetic, tmp
 
 # -------------------------------------------------------------- nearest neighbours
 def test_nearest_neighbours_figure(tiny_run, tmp_path):
-    from agents.restore import restore_agent
     from agents.neighbours import collect_observations, distance_to_all
+    from agents.restore import restore_agent
     from figures.nearest_neighbours.__main__ import nearest_neighbours
 
     out = tmp_path / "nn.png"

@@ -163,7 +163,8 @@ def test_an_archive_without_a_used_video_extracts_nothing(tmp_path, capsys):
     finally:
         s.close()
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "holds no DAVIS/JPEGImages/480p/<video>/*.jpg for 1 of the 32 videos (soapbox)" in err
+    assert err.count("\n") == 1
+    assert "holds no DAVIS/JPEGImages/480p/<video>/*.jpg for 1 of the 32 videos (soapbox)" in err
     assert "DAVIS" not in leftovers(dest) and not any(n.startswith(".DAVIS") for n in leftovers(dest))
 
 

@@ -8,17 +8,16 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from test_checkpoint import Payload, sample_checkpoint  # noqa: E402
 
 from agents.checkpoint import CHECKPOINT  # noqa: E402
 from agents.config import TrainConfig  # noqa: E402
 from agents.evaluate import main as evaluate_main  # noqa: E402
 from agents.train import main as train_main  # noqa: E402
 from bisimkit.errors import InputError  # noqa: E402
+from bisimkit_runs.runs import find_runs  # noqa: E402
 from figures.learning_curves import main as curves_main  # noqa: E402
 from figures.nearest_neighbours.__main__ import main as neighbours_main  # noqa: E402
-from bisimkit_runs.runs import find_runs  # noqa: E402
-
-from test_checkpoint import Payload, sample_checkpoint  # noqa: E402
 
 
 def one_error(capsys, *needles: str) -> str:

@@ -116,7 +116,8 @@ def test_frames_are_the_agents_observations_with_their_backgrounds(run):
 
 
 def test_off_is_said_in_the_first_line(tmp_path, capsys, monkeypatch):
-    train_module.train(tiny(env_steps=16, eval_every=16, method="drq"), tmp_path / "off", progress=True, tensorboard=False)
+    train_module.train(tiny(env_steps=16, eval_every=16, method="drq"), tmp_path / "off", progress=True,
+                       tensorboard=False)
     assert capsys.readouterr().err.splitlines()[0].endswith("TensorBoard off (--no-tensorboard)")
     assert not (tmp_path / "off" / "tb").exists()
     monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # the package missing

@@ -32,12 +32,18 @@ import time
 import warnings
 from dataclasses import dataclass
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from .engine import (DEFAULT_TOL, PrecisionWarning, ProgressCallback, Solution, _Reporter, check_run_options,
-                     precision_note, solve_form)
+from .engine import (
+    DEFAULT_TOL,
+    PrecisionWarning,
+    ProgressCallback,
+    Solution,
+    _Reporter,
+    check_run_options,
+    precision_note,
+    solve_form,
+)
 from .errors import InputError
 from .ground import Ground, ground_label, read_ground_file
 from .kernels import small_path
@@ -46,9 +52,6 @@ from .memory import check_memory_between
 from .operators import BETWEEN_METRICS, operator, operator_form
 from .pairs import PairSpace
 from .solvers import small_solve, solve_cells
-
-if TYPE_CHECKING:
-    import scipy.sparse as sp
 
 __all__ = ["BETWEEN_METRICS", "BetweenSolution", "check_between", "cross_pairs", "disjoint_union", "solve_between"]
 
@@ -150,8 +153,8 @@ def check_between(a: FiniteMDP, b: FiniteMDP, metric: str, ground: Ground | None
             if mdp.policy is None:
                 raise InputError(f"metric '{metric}' needs a policy, and this MDP has none", param=param)
     if info.pairs_actions is not None and a.n_actions != b.n_actions:
-        raise InputError(f"the second MDP has {b.n_actions} actions and the first {a.n_actions}; metric '{metric}' pairs "
-                         f"{info.pairs_actions}, so both MDPs need the same actions", param="mdp_b")
+        raise InputError(f"the second MDP has {b.n_actions} actions and the first {a.n_actions}; metric '{metric}' "
+                         f"pairs {info.pairs_actions}, so both MDPs need the same actions", param="mdp_b")
     if info.compares_mean_actions(ground) and a.action_values.shape[1] != b.action_values.shape[1]:
         raise InputError(f"the second MDP's action_values have {b.action_values.shape[1]} coordinates and the "
                          f"first's {a.action_values.shape[1]}; metric '{metric}' compares mean actions "

@@ -56,10 +56,10 @@ import numpy as np
 from .compiled import matvec
 from .couplings import Cells
 from .errors import InputError, check_count
+from .forms import Evaluation, PairLinearForm, SteinForm, TransportTerms, pair_system
 from .ground import Ground, ground_label
 from .kernels import dense_inverse
 from .mdp import FiniteMDP
-from .forms import Evaluation, PairLinearForm, SteinForm, TransportTerms, pair_system
 from .operators import diagonal_values, operator, operator_form
 from .pairs import PairSpace
 from .roundoff import U

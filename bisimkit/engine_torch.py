@@ -29,8 +29,8 @@ import torch  # the optional 'torch' extra: this module is imported only for bac
 
 from .engine import Solution, _Reporter, bound_from_norms
 from .errors import InputError
-from .mdp import FiniteMDP
 from .forms import SteinForm, stein_error
+from .mdp import FiniteMDP
 from .operators import stein_form
 
 

@@ -81,7 +81,8 @@ def validate_discount(value: Any) -> float:
     if isinstance(value, np.ndarray) and value.shape == ():
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, int | float | np.number):
-        raise InputError(f"discount: expected a number, got {json.dumps(value) if not isinstance(value, np.ndarray) else 'an array'}"[:120])
+        shown = json.dumps(value) if not isinstance(value, np.ndarray) else "an array"
+        raise InputError(f"discount: expected a number, got {shown}"[:120])
     c = float(value)
     if not math.isfinite(c) or not 0.0 <= c < 1.0:
         raise InputError(f"discount = {c} must satisfy 0 <= discount < 1")

@@ -211,7 +211,8 @@ def _as_chain(model, labels, need_labels: bool = True) -> LabelledChain:
                            ("classes", np.integer)):
             arr = np.asarray(getattr(model, name))
             if arr.ndim != 1 or not np.issubdtype(arr.dtype, kind):
-                raise InputError(f"expected a one-dimensional array of {'integers' if kind is np.integer else 'numbers'}, "
+                what = "integers" if kind is np.integer else "numbers"
+                raise InputError(f"expected a one-dimensional array of {what}, "
                                  f"got shape {arr.shape} and type {arr.dtype}", param=name)
             arrays[name] = arr.astype(np.float64 if name == "probabilities" else np.int64)
         chain = LabelledChain(**arrays, source=model.source)
@@ -1439,6 +1440,7 @@ def policy_iteration(space: PairSpace, quotient: Quotient, c: float, comps=None)
     certified = False
     note = ""
     lower = np.zeros(N)
+    x = z = np.zeros(N)  # read from the second evaluation on, as its warm start
     while True:
         b, T = _assemble(couplings, space, c)
         x, z, rx, rz = _evaluate(b, T, comps, None if not evaluations else np.stack([x, z], axis=1))

@@ -238,7 +238,7 @@ class FiniteMDP:
             return sp.csr_matrix(self.transition_pi)
         # the mixture sum_a diag(pi[:, a]) P_a, each action's rows taken every m-th, rows cleaned
         pi = self.require_policy("the policy-averaged transition")
-        n, m = self.n_states, self.n_actions
+        m = self.n_actions
         mixture = sum(sp.diags(pi[:, a]) @ self._rows[a::m] for a in range(m))
         mixture = sp.csr_matrix(mixture)
         mixture.sum_duplicates()
@@ -291,7 +291,8 @@ def _is_sparse(value: Any) -> bool:
 def _check_dense_view(field: str, cells: int, nnz: int, n: int) -> None:
     if cells > DENSE_VIEW_CELLS:
         raise InputError(f"{field}: this MDP holds its {nnz:,} transitions sparse over {n:,} states; the dense array "
-                         f"would take {8 * cells / 2 ** 30:.1f} GiB (the solvers read the sparse rows: transition_rows)")
+                         f"would take {8 * cells / 2 ** 30:.1f} GiB (the solvers read the sparse rows: "
+                         f"transition_rows)")
 
 
 def _validate_sparse_transitions(value: Any, rewards: Any) -> sp.csr_matrix:
@@ -527,7 +528,8 @@ def load_mdp(path: str | os.PathLike, reward: str | None = None, discount: float
                 try:
                     data = json.load(fh)
                 except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+                    raise InputError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
+                                     f"{exc.msg}") from None
         elif suffix == ".npz":
             try:
                 with np.load(path, allow_pickle=False) as npz:

@@ -22,9 +22,15 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError
+from .forms import (
+    COMPILED_EPS_BAR_PAIRS,
+    COMPILED_PAIR_SYSTEM_CELLS,
+    EPS_BAR_MEMORY_SHARE,
+    EPS_BAR_SINGLE_PAIRS,
+    SHARED_MASS_MIN_SUPPORT,
+    physical_memory,
+)
 from .mdp import FiniteMDP
-from .forms import (COMPILED_EPS_BAR_PAIRS, COMPILED_PAIR_SYSTEM_CELLS, EPS_BAR_MEMORY_SHARE, EPS_BAR_SINGLE_PAIRS,
-                    SHARED_MASS_MIN_SUPPORT, physical_memory)
 from .operators import operator
 
 #: A solve must fit in the available memory with its estimate multiplied by this. The estimates are
@@ -379,7 +385,8 @@ def would_fit(shape: Shape, metric: str, method: str, full_diagonal: bool, quoti
             ideas.append(f"method vi ({format_bytes(vi.bytes)})")
     if shape.transition_support > 1:
         k = _largest_fitting(lambda s: fits(estimate_shape(
-            replace(shape, transition_support=float(s), pi_support=min(shape.pi_support, s * max(shape.policy_support, 1))),
+            replace(shape, transition_support=float(s),
+                    pi_support=min(shape.pi_support, s * max(shape.policy_support, 1))),
             name, method, full_diagonal)), 1, int(math.ceil(shape.transition_support)) - 1)
         if k >= 1:
             ideas.append(f"sparser transitions (about {k} next states per state-action pair)")

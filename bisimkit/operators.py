@@ -24,13 +24,21 @@ import numpy as np
 from .compiled import eps_bar_counts, eps_bar_matrix, eps_bar_product
 from .couplings import Cells, entangled_cells, histogram_rows
 from .errors import InputError
-from .forms import (COMPILED_EPS_BAR_PAIRS, EPS_BAR_MEMORY_SHARE, EPS_BAR_SINGLE_PAIRS, PairLinearForm, SteinForm,
-                    TransportTerms, pair_system, physical_memory)
+from .forms import (
+    COMPILED_EPS_BAR_PAIRS,
+    EPS_BAR_MEMORY_SHARE,
+    EPS_BAR_SINGLE_PAIRS,
+    PairLinearForm,
+    SteinForm,
+    TransportTerms,
+    pair_system,
+    physical_memory,
+)
 from .ground import Ground
 from .kernels import DenseRows
 from .mdp import FiniteMDP
 from .pairs import PairSpace
-from .roundoff import U, MDPRoundOff, gamma, gamma_array, grid_breakpoint_error, pair_differences
+from .roundoff import MDPRoundOff, U, gamma, gamma_array, grid_breakpoint_error, pair_differences
 
 #: What the one-step term of an operator is built from (:attr:`Operator.term`).
 TERMS = ("reward-mean", "action-mean", "reward", "ground", "labels")

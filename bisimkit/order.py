@@ -45,7 +45,6 @@ import numpy as np
 from .errors import InputError
 from .ground import Ground
 from .mdp import FiniteMDP
-from .operators import ACTION_ORDER_METRICS, STATE_ORDER_METRICS
 from .relations import eps_relation_labels
 
 #: Named orders.

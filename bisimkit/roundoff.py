@@ -267,8 +267,9 @@ class MDPRoundOff:
     Per state s (n,): the mean reward ``reward_pi`` with ``reward_pi_rest`` and ``reward_pi_bound`` (the
     exact mean reward under the normalised policy is within ``reward_pi_bound`` of ``reward_pi +
     reward_pi_rest``, :func:`policy_average`), the mean action ``mean_action`` (n, k) likewise with
-    ``mean_action_rest`` and ``mean_action_bound``, ``pi_relative`` bounds the relative error of every entry of the stored ``Ppi`` row against the
-    exact one and ``pi_law_error`` the row's total variation from it (:func:`mixture_errors`),
+    ``mean_action_rest`` and ``mean_action_bound``, ``pi_relative`` bounds the relative error of every entry
+    of the stored ``Ppi`` row against the exact one and ``pi_law_error`` the row's total variation from it
+    (:func:`mixture_errors`),
     ``policy_defect`` bounds ``|sum pi(s) - 1|`` (:func:`row_defects`), ``policy_breakpoints`` is
     :func:`breakpoint_errors` of the policy row, ``reward_high`` / ``reward_low`` are the largest and
     smallest ``R(s, a)`` over the actions the policy uses (all actions without a policy). Per
@@ -443,7 +444,8 @@ def mixture_errors(policy: np.ndarray, rows, m: int) -> tuple[np.ndarray, np.nda
         renormalise = np.where((pi_defect == 0) & (P_defect == 0), 0.0, gamma(support) + 2 * U)
     else:
         pi_defect = _plain_defects(policy)
-        P_defect = (row_defects_csr(rows, compensated=False) if sparse else _plain_defects(rows)).reshape(n, m).max(axis=1)
+        defects = row_defects_csr(rows, compensated=False) if sparse else _plain_defects(rows)
+        P_defect = defects.reshape(n, m).max(axis=1)
         mixture = np.full(n, gamma(m))
         renormalise = np.full(n, gamma(support) + 2 * U)
     d_in = pi_defect + P_defect + pi_defect * P_defect

@@ -29,8 +29,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .engine import (DEFAULT_TOL, METHODS, PrecisionWarning, ProgressCallback, Solution, check_run_options, fixed_point,
-                     precision_note, stein_doubling)
+from .engine import (
+    DEFAULT_TOL,
+    METHODS,
+    PrecisionWarning,
+    ProgressCallback,
+    Solution,
+    check_run_options,
+    fixed_point,
+    precision_note,
+    stein_doubling,
+)
 from .errors import InputError
 from .extras import missing_extra
 from .forms import SteinForm, stein_a_error

@@ -32,14 +32,32 @@ from bisimkit.gaussian.model import is_gaussian_file, load_gaussian
 from bisimkit.ground import resolve_ground
 from bisimkit.gym import load_gym_spec
 from bisimkit.mdp import MODEL_DISCOUNT, ROW_TOLERANCE, FiniteMDP, coordinate_independent, load_mdp, load_model
-from bisimkit.operators import (BETWEEN_METRICS, GROUND_METRICS, GROUND_RELATIONS, LABELLED_CHAIN_METRICS,
-                                METRIC_NAMES, OPERATORS, operator_info)
-from bisimkit.order import ACTION_ORDER_METRICS, STATE_ORDER_METRICS, resolve_order
+from bisimkit.operators import (
+    ACTION_ORDER_METRICS,
+    BETWEEN_METRICS,
+    GROUND_METRICS,
+    GROUND_RELATIONS,
+    LABELLED_CHAIN_METRICS,
+    METRIC_NAMES,
+    OPERATORS,
+    STATE_ORDER_METRICS,
+    operator_info,
+)
+from bisimkit.order import resolve_order
 from bisimkit.progress import solve_progress
+from bisimkit.quotient import QUOTIENT_METRICS
 from bisimkit.relations import RELATION_ATOL, RELATION_KINDS, relation_blocks
 from bisimkit.separable import separability
-from bisimkit.quotient import QUOTIENT_METRICS
-from bisimkit.solvers import BACKENDS, DEFAULT_TOL, METHODS, TORCH_METRICS, PrecisionWarning, Solution, ZeroGroundWarning, solve
+from bisimkit.solvers import (
+    BACKENDS,
+    DEFAULT_TOL,
+    METHODS,
+    TORCH_METRICS,
+    PrecisionWarning,
+    Solution,
+    ZeroGroundWarning,
+    solve,
+)
 
 EXIT_INPUT = 2
 #: A solve that ran out of memory all the same (one line; outputs are written atomically, so none is half-written).
@@ -440,7 +458,8 @@ def cmd_solve_gaussian(args) -> int:
     if args.backend != BACKENDS[0] or args.device is not None:
         raise InputError("--backend/--device: apply to finite MDPs only (Gaussian MDPs are solved pair by pair)")
     if args.pairs is None:
-        raise InputError("--pairs: required for Gaussian MDPs (a .json list of [z, z'] pairs or a .npy array (P, 2, n))")
+        raise InputError("--pairs: required for Gaussian MDPs (a .json list of [z, z'] pairs or a .npy array "
+                         "(P, 2, n))")
     if args.method == "vi":
         raise InputError("--method vi: does not apply to Gaussian MDPs (use auto, exact or mc)")
     if args.max_iterations is not None:
@@ -496,10 +515,12 @@ def describe_mdp(mdp: FiniteMDP) -> str:
         kind = "deterministic" if support.max() == 1 else f"stochastic (actions per state: max {support.max()})"
         lines.append(f"policy: {kind}")
     av = mdp.action_values
-    lines.append("action_values: identity" if np.array_equal(av, np.eye(m)) else f"action_values: {av.shape[0]} x {av.shape[1]}")
+    lines.append("action_values: identity" if np.array_equal(av, np.eye(m))
+                 else f"action_values: {av.shape[0]} x {av.shape[1]}")
     if mdp.state_shape is not None:
         ci = coordinate_independent(mdp)
-        lines.append(f"state_shape: {list(mdp.state_shape)} (coordinate-independent transitions: {'yes' if ci else 'no'})")
+        lines.append(f"state_shape: {list(mdp.state_shape)} "
+                     f"(coordinate-independent transitions: {'yes' if ci else 'no'})")
     if mdp.policy is not None:  # what a separable distance head can learn (docs/losses.md, claim C5)
         if mdp.state_shape is None:
             lines.append("d_eps-bar separable: not checked (no state_shape, so no state coordinates for a "
@@ -515,7 +536,7 @@ def describe_mdp(mdp: FiniteMDP) -> str:
 
 def cmd_info(args) -> int:
     if is_gaussian_file(args.mdp):
-        from bisimkit.gaussian.pairs import describe_gaussian  # start-up cost: loads scipy.special (see cmd_solve_gaussian)
+        from bisimkit.gaussian.pairs import describe_gaussian  # start-up cost: loads scipy.special
         print(describe_gaussian(load_gaussian(args.mdp)))
         return 0
     print(describe_mdp(load_mdp_or_example(args.mdp, args)))
@@ -584,7 +605,8 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     p.add_argument("--against", default=None, metavar="MDP_B",
                    help="a second finite MDP (file, example or gym:ID): solve the distances between the states of "
                         "MDP and those of MDP_B, for every metric but "
-                        f"{', '.join(m for m in METRIC_NAMES if m not in BETWEEN_METRICS)} (docs/operators.md#two-mdps)")
+                        f"{', '.join(m for m in METRIC_NAMES if m not in BETWEEN_METRICS)} "
+                        "(docs/operators.md#two-mdps)")
     p.add_argument("--no-quotient", action="store_true",
                    help=f"{', '.join(QUOTIENT_METRICS)}: solve the MDP itself, not first its quotient by the largest "
                         "relation "

@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..files import atomic_write_json
 from ..fields import check_finite, check_keys, to_float_array, validate_discount
+from ..files import atomic_write_json
 from ..ground import BUILTIN_GROUNDS
 
 #: The ground metrics on state-action pairs (docs/operators.md, paper Lemma 4.4): the finite MDPs' built-in ones.
@@ -371,7 +371,8 @@ REWARD_FIELDS = ("state", "action", "state_quadratic", "action_quadratic", "cros
 
 def _reward_from_dict(data: Any, n: int, k: int) -> QuadraticReward:
     if not isinstance(data, dict):
-        raise InputError(f"reward: expected an object with fields {', '.join(REWARD_FIELDS)}, got {type(data).__name__}")
+        raise InputError(f"reward: expected an object with fields {', '.join(REWARD_FIELDS)}, "
+                         f"got {type(data).__name__}")
     unknown = sorted(set(data) - set(REWARD_FIELDS))
     if unknown:
         raise InputError(f"reward: unknown field '{unknown[0]}' (allowed: {', '.join(REWARD_FIELDS)})")

@@ -198,7 +198,8 @@ def describe_gaussian(model: LinearGaussianMDP) -> str:
     lines = [f"name: {model.name or '(none)'}",
              f"linear-Gaussian MDP: state dimension {model.state_dim}, action dimension {model.action_dim}, "
              f"discount {model.discount:g}",
-             f"policy: a = K z + policy_std * xi{' (tanh-squashed, scale %g)' % model.action_scale if model.squash else ''}",
+             f"policy: a = K z + policy_std * xi"
+             f"{' (tanh-squashed, scale %g)' % model.action_scale if model.squash else ''}",
              f"closed loop M = A + BK: spectral radius {model.spectral_radius:.6g}; "
              f"c * rho(M) = {model.discount * model.spectral_radius:.6g}",
              f"reward: {'linear' if terms.is_linear else 'quadratic'}"]

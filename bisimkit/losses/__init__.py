@@ -20,10 +20,31 @@ except ModuleNotFoundError as exc:  # the extra is missing: say which one, not a
     raise ModuleNotFoundError("bisimkit.losses needs torch, which is not installed: pip install -e '.[torch]'",
                               name=exc.name) from None
 
-from .core import (COUPLINGS, NOISE_LAWS, DeferredChecks, Reparam, Sampler, bisimulation_targets, check_finite,
-                   dbc_coordinate_loss, dbc_loss, dbc_targets, diagonal_gaussian_w2, draw_noise, entangled_loss,
-                   gaussian_policy, gaussian_transition, gaussian_w2, mico_loss, policy_ground, psm_loss,
-                   regression_loss, reward_ground, sampled_loss, state_reward_ground)
+from .core import (
+    COUPLINGS,
+    NOISE_LAWS,
+    DeferredChecks,
+    Reparam,
+    Sampler,
+    bisimulation_targets,
+    check_finite,
+    dbc_coordinate_loss,
+    dbc_loss,
+    dbc_targets,
+    diagonal_gaussian_w2,
+    draw_noise,
+    entangled_loss,
+    gaussian_policy,
+    gaussian_transition,
+    gaussian_w2,
+    mico_loss,
+    policy_ground,
+    psm_loss,
+    regression_loss,
+    reward_ground,
+    sampled_loss,
+    state_reward_ground,
+)
 from .finite import FiniteModel, TabularDistance, inverse_cdf, rosenblatt_sample
 from .fit import FIT_LOSSES, FIXED_POINTS, FitSchedule, HeadFit, TabularFit, fit_head, fit_tabular, fixed_point
 from .heads import L1Distance, LatentL1Distance, SeparableDistance

@@ -23,7 +23,7 @@ import numpy as np
 
 from .errors import InputError
 from .ground import Ground
-from .kernels import DenseRows, components, on_small_path
+from .kernels import components, kernel, on_small_path
 from .mdp import FiniteMDP
 
 #: Absolute tolerance below which two reals (rewards, masses, breakpoints) count as equal when blocks are
@@ -92,18 +92,6 @@ def blocks(labels: np.ndarray) -> list[list[int]]:
     return out
 
 
-def _class_masses(P: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Mass each row of P puts on each block: rows x blocks."""
-    k = int(labels.max()) + 1
-    onehot = np.zeros((len(labels), k))
-    onehot[np.arange(len(labels)), labels] = 1.0
-    if isinstance(P, DenseRows):  # the small-problem path (bisimkit.kernels): numpy only
-        return P.toarray() @ onehot
-    import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
-
-    return np.asarray(sp.csr_matrix(P) @ onehot)
-
-
 def zero_components(adjacent: np.ndarray) -> np.ndarray:
     """Component labels of the undirected graph of the boolean matrix ``adjacent``: scipy's
     ``connected_components``, or on the small-problem path :func:`bisimkit.kernels.components`."""
@@ -116,49 +104,334 @@ def zero_components(adjacent: np.ndarray) -> np.ndarray:
     return connected_components(sp.csr_matrix(adjacent), directed=False)[1]
 
 
+@kernel
+def _refine_blocks(indptr, indices, data, m, initial, atol, labels):
+    """The coarsest stable partition of the states, by signature refinement over the sparse rows, in place.
+
+    Rounds ``P <- P ^ initial ^ C_k(P)`` from one block (``initial`` in the first round only), where
+    ``C_k(P)`` groups the states by the single-linkage cluster (``atol``) of their mass on the block
+    ``k`` of ``P`` (per action when ``m > 1``), over every state, a state without an entry counting as
+    mass 0: the rounds of the dense refinement (module docstring). A column whose block did not change
+    in the last round splits nothing ``P`` has not split already, so a round reads only the rows with an
+    entry in a changed block and sorts only their masses on those blocks (``O(changed in-degree)``,
+    never ``O(n * blocks)``).
+
+    Arguments
+    ---------
+    indptr, indices, data : int32 or int64, int32 or int64, float64
+        The transitions as CSR rows over the ``n`` states: row ``s * m + a`` is state s's law under its
+        ``a``-th row (``m = 1``: the policy's chain). A block's mass is summed in the row's stored order,
+        from 0.0, as ``P @ onehot`` sums it.
+    m : int
+        Rows per state (the number of actions for bisim, 1 for the policy's chain); ``len(indptr) - 1 ==
+        n * m``.
+    initial : int64 (n,)
+        Classes that are never merged (the reward classes): the first round splits by them.
+    atol : float
+        Masses within ``atol`` of each other, directly or through a chain of masses, are equal.
+    labels : int64 (n,)
+        Output: the block of every state, numbered 0, 1, ... in order of their smallest state.
+
+    Returns the number of blocks.
+    """
+    n = len(labels)
+    if n == 0:
+        return 0
+    n_rows = len(indptr) - 1
+    pred_ptr = np.zeros(n + 1, dtype=np.int64)  # the rows with an entry in column t: pred[pred_ptr[t]:pred_ptr[t + 1]]
+    for r in range(n_rows):
+        for e in range(indptr[r], indptr[r + 1]):
+            pred_ptr[indices[e] + 1] += 1
+    for t in range(n):
+        pred_ptr[t + 1] += pred_ptr[t]
+    pred = np.empty(pred_ptr[n], dtype=np.int64)
+    fill = np.empty(n, dtype=np.int64)
+    for t in range(n):
+        fill[t] = pred_ptr[t]
+    for r in range(n_rows):
+        for e in range(indptr[r], indptr[r + 1]):
+            t = indices[e]
+            pred[fill[t]] = r
+            fill[t] += 1
+    # block b holds the states elems[begin[b]:end[b]]; loc[s] is the position of state s in elems
+    elems = np.empty(n, dtype=np.int64)
+    loc = np.empty(n, dtype=np.int64)
+    begin = np.zeros(n, dtype=np.int64)
+    end = np.zeros(n, dtype=np.int64)
+    for s in range(n):
+        elems[s] = s
+        loc[s] = s
+        labels[s] = 0
+    end[0] = n
+    n_blocks = 1
+    changed = np.zeros(n, dtype=np.int64)  # the blocks the last round changed (all of them at first)
+    next_changed = np.zeros(n, dtype=np.int64)
+    changed_round = np.full(n, -1, dtype=np.int64)  # the round in which a block was last changed
+    changed_round[0] = 0
+    n_changed = 1
+    row_round = np.full(n_rows, -1, dtype=np.int64)
+    touched = np.empty(n_rows, dtype=np.int64)
+    width = pred_ptr[n]
+    cell_row = np.empty(width, dtype=np.int64)
+    cell_block = np.empty(width, dtype=np.int64)
+    cell_action = np.empty(width, dtype=np.int64)
+    cell_value = np.empty(width, dtype=np.float64)
+    cell_cid = np.empty(width, dtype=np.int64)
+    group = np.empty(n, dtype=np.int64)  # the states one split moves, their clusters ascending per block
+    group_cid = np.empty(n, dtype=np.int64)
+    split_work = (np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+                  np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
+    rnd = 0
+    while n_changed > 0:
+        # the rows with an entry in a changed block
+        n_touched = 0
+        for x in range(n_changed):
+            k = changed[x]
+            for y in range(begin[k], end[k]):
+                t = elems[y]
+                for p in range(pred_ptr[t], pred_ptr[t + 1]):
+                    r = pred[p]
+                    if row_round[r] != rnd:
+                        row_round[r] = rnd
+                        touched[n_touched] = r
+                        n_touched += 1
+        # their masses on the changed blocks, one cell per (row, block)
+        n_cells = 0
+        for x in range(n_touched):
+            r = touched[x]
+            first = n_cells
+            for e in range(indptr[r], indptr[r + 1]):
+                k = labels[indices[e]]
+                if changed_round[k] == rnd:
+                    c = first
+                    while c < n_cells and cell_block[c] != k:
+                        c += 1
+                    if c == n_cells:
+                        cell_row[c] = r
+                        cell_block[c] = k
+                        cell_action[c] = r % m
+                        cell_value[c] = 0.0
+                        n_cells += 1
+                    cell_value[c] += data[e]
+        order = np.lexsort((cell_row[:n_cells], cell_value[:n_cells], cell_action[:n_cells], cell_block[:n_cells]))
+        if rnd == 0:  # the first round also splits by the initial classes
+            by_class = np.argsort(initial, kind="stable")
+            for x in range(n):
+                group[x] = by_class[x]
+                group_cid[x] = initial[by_class[x]]
+            n_blocks, n_next = _split_blocks(group, group_cid, n, labels, elems, loc, begin, end, n_blocks,
+                                             changed_round, next_changed, 0, rnd, split_work)
+        else:
+            n_next = 0
+        x = 0
+        while x < n_cells:  # one column (block, action) at a time: its clusters, then its split
+            k = cell_block[order[x]]
+            a = cell_action[order[x]]
+            y = x
+            while y < n_cells and cell_block[order[y]] == k and cell_action[order[y]] == a:
+                y += 1
+            zero = y - x < n  # a state without an entry: mass 0, clustered with the others
+            cid = 0
+            prev = 0.0
+            started = False
+            zero_cid = -1
+            for z in range(x, y):
+                v = cell_value[order[z]]
+                if zero and zero_cid < 0 and v >= 0.0:
+                    if started and 0.0 - prev > atol:
+                        cid += 1
+                    prev = 0.0
+                    started = True
+                    zero_cid = cid
+                if started and v - prev > atol:
+                    cid += 1
+                prev = v
+                started = True
+                cell_cid[order[z]] = cid
+            if zero and zero_cid < 0:
+                if started and 0.0 - prev > atol:
+                    cid += 1
+                zero_cid = cid
+            n_group = 0
+            for z in range(x, y):  # the states off the zero cluster move; the rest stay together
+                c = order[z]
+                if cell_cid[c] != zero_cid:
+                    group[n_group] = cell_row[c] // m
+                    group_cid[n_group] = cell_cid[c]
+                    n_group += 1
+            n_blocks, n_next = _split_blocks(group, group_cid, n_group, labels, elems, loc, begin, end, n_blocks,
+                                             changed_round, next_changed, n_next, rnd, split_work)
+            x = y
+        changed, next_changed = next_changed, changed
+        n_changed = n_next
+        rnd += 1
+    rank = np.full(n_blocks, -1, dtype=np.int64)  # blocks numbered by their smallest state
+    count = 0
+    for s in range(n):
+        b = labels[s]
+        if rank[b] < 0:
+            rank[b] = count
+            count += 1
+        labels[s] = rank[b]
+    return count
+
+
+def _split_blocks(group, group_cid, n_group, labels, elems, loc, begin, end, n_blocks, changed_round, next_changed,
+                  n_next, rnd, work):
+    """Split every block met in ``group[:n_group]`` by ``group_cid`` (ascending within each block), the
+    states of the block outside the group forming one more part: the part without a group cluster (else the
+    first cluster) keeps the block's id, the others take new ids, in order. Blocks that change are appended
+    to ``next_changed``. Returns ``(n_blocks, n_next)``: of :func:`_refine_blocks`, step by step."""
+    marked, first_cid, multi, hit, place, state_cid = work
+    n_hit = 0
+    for g in range(n_group):
+        b = labels[group[g]]
+        c = group_cid[g]
+        if marked[b] == 0:
+            hit[n_hit] = b
+            n_hit += 1
+            first_cid[b] = c
+            multi[b] = 0
+        elif c != first_cid[b]:
+            multi[b] = 1
+        marked[b] += 1
+    for h in range(n_hit):
+        b = hit[h]
+        place[b] = end[b] - marked[b]
+    for g in range(n_group):  # the group's states to the end of their block, in the group's order
+        s = group[g]
+        b = labels[s]
+        p = place[b]
+        place[b] += 1
+        q = loc[s]
+        u = elems[p]
+        elems[p] = s
+        loc[s] = p
+        elems[q] = u
+        loc[u] = q
+        state_cid[s] = group_cid[g]
+    for h in range(n_hit):
+        b = hit[h]
+        lo = end[b] - marked[b]
+        hi = end[b]
+        marked[b] = 0
+        keep = lo > begin[b]  # states outside the group keep the block
+        if not keep and multi[b] == 0:
+            continue
+        if changed_round[b] != rnd + 1:
+            changed_round[b] = rnd + 1
+            next_changed[n_next] = b
+            n_next += 1
+        if keep:
+            end[b] = lo
+        y = lo
+        while y < hi:
+            c = state_cid[elems[y]]
+            z = y
+            while z < hi and state_cid[elems[z]] == c:
+                z += 1
+            if not keep and y == lo:
+                end[b] = z
+            else:
+                f = n_blocks
+                n_blocks += 1
+                begin[f] = y
+                end[f] = z
+                for w in range(y, z):
+                    labels[elems[w]] = f
+                changed_round[f] = rnd + 1
+                next_changed[n_next] = f
+                n_next += 1
+            y = z
+    return n_blocks, n_next
+
+
+def _rows(P):
+    """``(indptr, indices, data)`` of CSR rows (a scipy matrix or :class:`~bisimkit.kernels.DenseRows`), as the
+    kernel takes them: float64 masses, int32 or int64 pointers and indices."""
+    indptr, indices = P.indptr, P.indices
+    if indptr.dtype not in (np.int32, np.int64) or indices.dtype != indptr.dtype:
+        indptr, indices = indptr.astype(np.int64), indices.astype(np.int64)
+    return indptr, indices, np.asarray(P.data, dtype=np.float64)
+
+
+def refine_labels(P, m: int, initial: np.ndarray, atol: float = RELATION_ATOL) -> np.ndarray:
+    """Block labels of the coarsest partition that splits ``initial`` and in which the states of a block put
+    equal masses (within ``atol``, module docstring) on every block, action by action: :func:`_refine_blocks`
+    on the CSR rows ``P`` (``n * m`` rows over ``n`` states)."""
+    initial = np.ascontiguousarray(initial, dtype=np.int64)
+    n = len(initial)
+    if P.shape != (n * m, n):
+        raise ValueError(f"P has shape {P.shape}, expected ({n * m}, {n})")
+    labels = np.empty(n, dtype=np.int64)
+    _refine_blocks(*_rows(P), int(m), initial, float(atol), labels)
+    return labels
+
+
+def pi_relation_labels(mdp: FiniteMDP, atol: float = RELATION_ATOL) -> np.ndarray:
+    """Block labels of the largest pi-bisimulation relation E_pi."""
+    return refine_labels(mdp.transition_pi_rows, 1, cluster_values(mdp.reward_pi, atol), atol)
+
+
+def psm_relation_labels(mdp: FiniteMDP, atol: float = RELATION_ATOL) -> np.ndarray:
+    """Block labels of the largest relation with equal mean actions and equal class masses of Ppi."""
+    return refine_labels(mdp.transition_pi_rows, 1, cluster_rows(mdp.mean_action, atol), atol)
+
+
+def bisim_relation_labels(mdp: FiniteMDP, atol: float = RELATION_ATOL) -> np.ndarray:
+    """Block labels of the largest (Ferns) bisimulation relation E_bisim."""
+    return refine_labels(mdp.transition_rows, mdp.n_actions, cluster_rows(mdp.rewards, atol), atol)
+
+
+def mass_classes(P, labels: np.ndarray, atol: float = RELATION_ATOL) -> np.ndarray:
+    """Integer ids of the rows of ``P`` (CSR, ``R`` rows over the states), equal exactly when the rows' masses on
+    every block of ``labels`` lie in the same single-linkage cluster (``atol``) of that block's column over all
+    ``R`` rows, a row without an entry counting as mass 0: ``cluster_rows(P @ onehot(labels), atol)`` without the
+    ``R x blocks`` matrix, in ``O(nnz log nnz)``. A block's mass is summed in the row's stored order."""
+    indptr, indices, data = _rows(P)
+    n_rows = len(indptr) - 1
+    row = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(indptr))
+    block = np.asarray(labels, dtype=np.int64)[indices]
+    k = int(block.max(initial=-1)) + 1
+    key = row * k + block
+    cells, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    value = np.zeros(len(cells))
+    np.add.at(value, inverse.ravel(), data)  # sequential, in stored order: the sums of P @ onehot
+    cell_row, cell_block = cells // max(k, 1), cells % max(k, 1)
+    # each column's masses ascending, with one mass 0 for the rows without an entry (where there are some)
+    per_block = np.bincount(cell_block, minlength=k)
+    zero_blocks = np.nonzero(per_block < n_rows)[0]
+    all_block = np.concatenate([cell_block, zero_blocks])
+    all_value = np.concatenate([value, np.zeros(len(zero_blocks))])
+    order = np.lexsort((all_value, all_block))
+    sorted_block, sorted_value = all_block[order], all_value[order]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (sorted_block[1:] != sorted_block[:-1]) | (np.diff(sorted_value) > atol)
+    cid = np.empty(len(order), dtype=np.int64)
+    cid[order] = np.cumsum(new)
+    zero_cid = np.full(k, -1, dtype=np.int64)
+    zero_cid[zero_blocks] = cid[len(cells):]
+    cell_cid = cid[:len(cells)]
+    kept = cell_cid != zero_cid[cell_block]  # cells in their column's zero cluster read as no entry
+    sigs: dict[tuple, int] = {(): 0}
+    out = np.zeros(n_rows, dtype=np.int64)
+    bounds = np.searchsorted(cell_row[kept], np.arange(n_rows + 1))
+    pairs = list(zip(cell_block[kept].tolist(), cell_cid[kept].tolist()))
+    for r in np.nonzero(np.diff(bounds))[0].tolist():
+        out[r] = sigs.setdefault(tuple(pairs[bounds[r]:bounds[r + 1]]), len(sigs))
+    return out
+
+
 def _refine(n: int, signature) -> np.ndarray:
+    """Rounds ``labels <- classes of (labels, signature(labels))`` from one block until a round splits nothing."""
     labels = np.zeros(n, dtype=np.int64)
     while True:
-        sig = signature(labels)
-        new = row_ids(np.column_stack([labels, sig]))
+        new = row_ids(np.column_stack([labels, signature(labels)]))
         if new.max() == labels.max():
             return canonical(labels)
         if new.max() + 1 == n:  # all singletons: nothing left to split
             return canonical(new)
         labels = new
-
-
-def _policy_averaged_labels(mdp: FiniteMDP, initial: np.ndarray, atol: float) -> np.ndarray:
-    """Refine ``initial`` until equal class masses of Ppi hold inside blocks."""
-    Ppi = mdp.transition_pi_rows
-
-    def signature(labels):
-        return np.column_stack([initial, cluster_rows(_class_masses(Ppi, labels), atol)])
-
-    return _refine(mdp.n_states, signature)
-
-
-def pi_relation_labels(mdp: FiniteMDP, atol: float = RELATION_ATOL) -> np.ndarray:
-    """Block labels of the largest pi-bisimulation relation E_pi."""
-    return _policy_averaged_labels(mdp, cluster_values(mdp.reward_pi, atol), atol)
-
-
-def psm_relation_labels(mdp: FiniteMDP, atol: float = RELATION_ATOL) -> np.ndarray:
-    """Block labels of the largest relation with equal mean actions and equal class masses of Ppi."""
-    return _policy_averaged_labels(mdp, cluster_rows(mdp.mean_action, atol), atol)
-
-
-def bisim_relation_labels(mdp: FiniteMDP, atol: float = RELATION_ATOL) -> np.ndarray:
-    """Block labels of the largest (Ferns) bisimulation relation E_bisim."""
-    n = mdp.n_states
-    reward = cluster_rows(mdp.rewards, atol)
-    P = mdp.transition_rows
-
-    def signature(labels):
-        masses = _class_masses(P, labels).reshape(n, -1)
-        return np.column_stack([reward, cluster_rows(masses, atol)])
-
-    return _refine(n, signature)
 
 
 def ground_classes(mdp: FiniteMDP, ground: Ground, atol: float = RELATION_ATOL) -> np.ndarray:
@@ -194,7 +467,7 @@ def eps_relation_labels(mdp: FiniteMDP, ground: Ground = "reward", atol: float =
     bp_id[live] = bp
 
     def signature(labels):
-        masses = cluster_rows(_class_masses(P, labels), atol).reshape(n, m)
+        masses = mass_classes(P, labels, atol).reshape(n, m)
         action_label = np.unique(np.column_stack([gclass.ravel(), masses.ravel()]), axis=0,
                                  return_inverse=True)[1].reshape(n, m)
         sigs: dict[tuple, int] = {}

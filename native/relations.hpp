@@ -1,9 +1,11 @@
-// ``_refine_blocks`` and ``_split_blocks`` of bisimkit/relations.py, statement for statement (bit for bit its
-// results): signature refinement over the sparse rows, a round reading only the rows with an entry in a block
-// the last round changed.
+// ``_refine_blocks`` of bisimkit/relations.py and its helpers (``_split_blocks``, ``_split_sorted``, the column
+// helpers), statement for statement (bit for bit its results). A column is the Python body's triple: the mass
+// counts with the sorted masses and the masses followed by a gap wider than atol, as sorted vectors.
 #pragma once
 
 #include <algorithm>
+#include <iterator>
+#include <limits>
 #include <numeric>
 #include <tuple>
 #include <vector>
@@ -13,29 +15,105 @@
 
 namespace bisimkit::relations {
 
+struct Column {
+    std::vector<double> values;  // the distinct masses, sorted (the Python body's list)
+    std::vector<i64> counts;     // how many rows have each (the Python body's dict)
+    std::vector<double> cuts;    // the masses followed by a gap wider than atol, sorted
+};
+
+inline i64 position(const std::vector<double> &sorted, double v) {  // bisect.bisect_left
+    return std::lower_bound(sorted.begin(), sorted.end(), v) - sorted.begin();
+}
+
+inline bool holds(const std::vector<double> &sorted, i64 j, double v) {
+    return j < static_cast<i64>(sorted.size()) && sorted[j] == v;
+}
+
+inline bool column_has(const Column &col, double v) { return holds(col.values, position(col.values, v), v); }
+
+inline void column_add(Column &col, double v, double atol) {
+    const i64 i = position(col.values, v);
+    if (holds(col.values, i, v)) {
+        col.counts[i] += 1;
+        return;
+    }
+    col.values.insert(col.values.begin() + i, v);
+    col.counts.insert(col.counts.begin() + i, 1);
+    if (i + 1 < static_cast<i64>(col.values.size()) && col.values[i + 1] - v > atol)
+        col.cuts.insert(col.cuts.begin() + position(col.cuts, v), v);
+    if (i > 0) {
+        const double u = col.values[i - 1];
+        const i64 j = position(col.cuts, u);
+        const bool was = holds(col.cuts, j, u);
+        if (v - u > atol && !was) {
+            col.cuts.insert(col.cuts.begin() + j, u);
+        } else if (v - u <= atol && was) {
+            col.cuts.erase(col.cuts.begin() + j);
+        }
+    }
+}
+
+inline bool column_remove(Column &col, double v, double atol) {
+    const i64 i = position(col.values, v);
+    col.counts[i] -= 1;
+    if (col.counts[i] > 0) return false;
+    col.counts.erase(col.counts.begin() + i);
+    col.values.erase(col.values.begin() + i);
+    i64 j = position(col.cuts, v);
+    const bool cut_after = holds(col.cuts, j, v);
+    if (cut_after) col.cuts.erase(col.cuts.begin() + j);
+    if (i == 0) return false;
+    const double u = col.values[i - 1];
+    j = position(col.cuts, u);
+    const bool cut_before = holds(col.cuts, j, u);
+    if (i == static_cast<i64>(col.values.size())) {
+        if (cut_before) col.cuts.erase(col.cuts.begin() + j);
+        return false;
+    }
+    const bool gap = col.values[i] - u > atol;
+    if (gap && !cut_before) {
+        col.cuts.insert(col.cuts.begin() + j, u);
+    } else if (!gap && cut_before) {
+        col.cuts.erase(col.cuts.begin() + j);
+    }
+    return gap && !cut_before && !cut_after;
+}
+
+inline double column_cid(const Column &col, double v) {
+    const i64 j = position(col.cuts, v);
+    return j < static_cast<i64>(col.cuts.size()) ? col.cuts[j] : std::numeric_limits<double>::infinity();
+}
+
 /// The work arrays of ``_split_blocks`` (``work`` in the Python body), n entries each.
 struct SplitWork {
-    Buffer<i64> marked, first_cid, multi, hit, place, state_cid;
-    explicit SplitWork(i64 n) : marked(n), first_cid(n), multi(n), hit(n), place(n), state_cid(n) {
+    Buffer<i64> marked, multi, hit, place;
+    Buffer<double> first_cid, state_cid;
+    explicit SplitWork(i64 n) : marked(n), multi(n), hit(n), place(n), first_cid(n), state_cid(n) {
         std::fill_n(marked.store.get(), n, i64{0});
-        std::fill_n(first_cid.store.get(), n, i64{0});
         std::fill_n(multi.store.get(), n, i64{0});
         std::fill_n(hit.store.get(), n, i64{0});
         std::fill_n(place.store.get(), n, i64{0});
-        std::fill_n(state_cid.store.get(), n, i64{0});
+        std::fill_n(first_cid.store.get(), n, 0.0);
+        std::fill_n(state_cid.store.get(), n, 0.0);
     }
 };
 
-inline std::tuple<i64, i64> split_blocks(const Vec<i64> group, const Vec<i64> group_cid, i64 n_group, Vec<i64> labels,
-                                         Vec<i64> elems, Vec<i64> loc, Vec<i64> begin, Vec<i64> end, i64 n_blocks,
-                                         Vec<i64> changed_round, Vec<i64> next_changed, i64 n_next, i64 rnd,
-                                         SplitWork &work) {
-    const Vec<i64> marked = work.marked.view(), first_cid = work.first_cid.view(), multi = work.multi.view(),
-                   hit = work.hit.view(), place = work.place.view(), state_cid = work.state_cid.view();
+/// The arrays of the partition: labels, the states of each block contiguous in elems, the changed blocks.
+struct Blocks {
+    Vec<i64> labels, elems, loc, begin, end, changed_round, next_changed;
+};
+
+inline std::tuple<i64, i64> split_blocks(const Vec<i64> group, const Vec<double> group_cid, i64 n_group,
+                                         const Blocks &B, i64 n_blocks, i64 n_next, i64 rnd, SplitWork &work) {
+    const Vec<i64> labels = B.labels, elems = B.elems, loc = B.loc, begin = B.begin, end = B.end,
+                   changed_round = B.changed_round, next_changed = B.next_changed;
+    const Vec<i64> marked = work.marked.view(), multi = work.multi.view(), hit = work.hit.view(),
+                   place = work.place.view();
+    const Vec<double> first_cid = work.first_cid.view(), state_cid = work.state_cid.view();
     i64 n_hit = 0;
     for (i64 g = 0; g < n_group; ++g) {
         const i64 b = labels[group[g]];
-        const i64 c = group_cid[g];
+        const double c = group_cid[g];
         if (marked[b] == 0) {
             hit[n_hit] = b;
             n_hit += 1;
@@ -68,22 +146,36 @@ inline std::tuple<i64, i64> split_blocks(const Vec<i64> group, const Vec<i64> gr
         const i64 lo = end[b] - marked[b];
         const i64 hi = end[b];
         marked[b] = 0;
-        const bool keep = lo > begin[b];
-        if (!keep && multi[b] == 0) continue;
+        if (lo == begin[b] && multi[b] == 0) continue;
+        i64 best_lo = begin[b];
+        i64 best_hi = lo;
+        i64 y = lo;
+        while (y < hi) {
+            const double c = state_cid[elems[y]];
+            i64 z = y;
+            while (z < hi && state_cid[elems[z]] == c) z += 1;
+            if (z - y > best_hi - best_lo) {
+                best_lo = y;
+                best_hi = z;
+            }
+            y = z;
+        }
         if (changed_round[b] != rnd + 1) {
             changed_round[b] = rnd + 1;
             next_changed[n_next] = b;
             n_next += 1;
         }
-        if (keep) end[b] = lo;
-        i64 y = lo;
+        y = begin[b];
         while (y < hi) {
-            const i64 c = state_cid[elems[y]];
-            i64 z = y;
-            while (z < hi && state_cid[elems[z]] == c) z += 1;
-            if (!keep && y == lo) {
-                end[b] = z;
+            i64 z;
+            if (y < lo) {
+                z = lo;
             } else {
+                const double c = state_cid[elems[y]];
+                z = y;
+                while (z < hi && state_cid[elems[z]] == c) z += 1;
+            }
+            if (y != best_lo) {
                 const i64 f = n_blocks;
                 n_blocks += 1;
                 begin[f] = y;
@@ -95,9 +187,43 @@ inline std::tuple<i64, i64> split_blocks(const Vec<i64> group, const Vec<i64> gr
             }
             y = z;
         }
+        begin[b] = best_lo;
+        end[b] = best_hi;
     }
     return {n_blocks, n_next};
 }
+
+inline std::tuple<i64, i64> split_sorted(const Vec<i64> group, const Vec<double> group_cid, i64 n_group,
+                                         std::vector<std::pair<double, i64>> &sorted, const Blocks &B, i64 n_blocks,
+                                         i64 n_next, i64 rnd, SplitWork &work) {
+    sorted.resize(static_cast<std::size_t>(n_group));
+    for (i64 g = 0; g < n_group; ++g) sorted[g] = {group_cid[g], group[g]};
+    std::sort(sorted.begin(), sorted.end(), [](const auto &x, const auto &y) {
+        if (float_less(x.first, y.first)) return true;
+        if (float_less(y.first, x.first)) return false;
+        return x.second < y.second;
+    });
+    for (i64 g = 0; g < n_group; ++g) {
+        group[g] = sorted[g].second;
+        group_cid[g] = sorted[g].first;
+    }
+    return split_blocks(group, group_cid, n_group, B, n_blocks, n_next, rnd, work);
+}
+
+/// Row r's masses per block as last computed: ``own_block`` / ``own_value`` from its first entry.
+template <class P> struct Own {
+    Vec<P> indptr;
+    i64 first_entry;
+    Vec<i64> count, block;
+    Vec<double> value;
+
+    double mass(i64 r, i64 k) const {
+        const i64 base = static_cast<i64>(indptr[r]) - first_entry;
+        for (i64 d = 0; d < count[r]; ++d)
+            if (block[base + d] == k) return value[base + d];
+        return 0.0;
+    }
+};
 
 template <class P, class J>
 i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i64> initial, double atol,
@@ -105,13 +231,18 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
     const i64 n = labels.size;
     if (n == 0) return 0;
     const i64 n_rows = indptr.size - 1;
+    const i64 first_entry = indptr[0];
     Buffer<i64> pred_ptr_(n + 1);
     const Vec<i64> pred_ptr = pred_ptr_.view();
     for (i64 t = 0; t <= n; ++t) pred_ptr[t] = 0;
-    for (i64 r = 0; r < n_rows; ++r)
+    i64 longest = 0;
+    for (i64 r = 0; r < n_rows; ++r) {
+        longest = std::max<i64>(longest, indptr[r + 1] - indptr[r]);
         for (i64 e = indptr[r]; e < indptr[r + 1]; ++e) pred_ptr[static_cast<i64>(indices[e]) + 1] += 1;
+    }
     for (i64 t = 0; t < n; ++t) pred_ptr[t + 1] += pred_ptr[t];
-    Buffer<i64> pred_(pred_ptr[n]), fill_(n);
+    const i64 width = pred_ptr[n];
+    Buffer<i64> pred_(width), fill_(n);
     const Vec<i64> pred = pred_.view(), fill = fill_.view();
     for (i64 t = 0; t < n; ++t) fill[t] = pred_ptr[t];
     for (i64 r = 0; r < n_rows; ++r) {
@@ -132,6 +263,11 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
     }
     end[0] = n;
     i64 n_blocks = 1;
+    Buffer<i64> has_columns_(n), column_(n * m);
+    const Vec<i64> has_columns = has_columns_.view(), column = column_.view();
+    for (i64 s = 0; s < n; ++s) has_columns[s] = 0;
+    for (i64 c = 0; c < n * m; ++c) column[c] = -1;
+    std::vector<Column> columns;
     Buffer<i64> changed_a(n), changed_b(n), changed_round_(n);
     Vec<i64> changed = changed_a.view(), next_changed = changed_b.view();
     const Vec<i64> changed_round = changed_round_.view();
@@ -142,24 +278,47 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
     }
     changed_round[0] = 0;
     i64 n_changed = 1;
-    Buffer<i64> row_round_(n_rows), touched_(n_rows);
-    const Vec<i64> row_round = row_round_.view(), touched = touched_.view();
-    for (i64 r = 0; r < n_rows; ++r) row_round[r] = -1;
-    const i64 width = pred_ptr[n];
-    Buffer<i64> cell_row_(width), cell_block_(width), cell_action_(width), cell_cid_(width);
-    Buffer<double> cell_value_(width);
-    const Vec<i64> cell_row = cell_row_.view(), cell_block = cell_block_.view(), cell_action = cell_action_.view(),
-                   cell_cid = cell_cid_.view();
-    const Vec<double> cell_value = cell_value_.view();
-    Buffer<i64> group_(n), group_cid_(n);
-    const Vec<i64> group = group_.view(), group_cid = group_cid_.view();
+    Buffer<i64> row_round_(n_rows), touched_(n_rows), own_count_(n_rows), row_mark_(n_rows);
+    const Vec<i64> row_round = row_round_.view(), touched = touched_.view(), own_count = own_count_.view(),
+                   row_mark = row_mark_.view();
+    for (i64 r = 0; r < n_rows; ++r) {
+        row_round[r] = -1;
+        own_count[r] = 0;
+        row_mark[r] = -1;
+    }
+    Buffer<i64> own_block_(width), row_block_(longest), fresh_row_(width), fresh_block_(width), fresh_action_(width);
+    Buffer<double> own_value_(width), row_value_(longest), fresh_value_(width);
+    const Vec<i64> own_block = own_block_.view(), row_block = row_block_.view(), fresh_row = fresh_row_.view(),
+                   fresh_block = fresh_block_.view(), fresh_action = fresh_action_.view();
+    const Vec<double> own_value = own_value_.view(), row_value = row_value_.view(), fresh_value = fresh_value_.view();
+    Buffer<i64> up_row_(2 * width), up_block_(2 * width), up_action_(2 * width);
+    Buffer<double> up_old_(2 * width), up_new_(2 * width);
+    const Vec<i64> up_row = up_row_.view(), up_block = up_block_.view(), up_action = up_action_.view();
+    const Vec<double> up_old = up_old_.view(), up_new = up_new_.view();
+    Buffer<i64> group_(n), state_mark_(n), rep_mark_(n), rep_has_(n);
+    Buffer<double> group_cid_(n), rep_cid_(n);
+    const Vec<i64> group = group_.view(), state_mark = state_mark_.view(), rep_mark = rep_mark_.view(),
+                   rep_has = rep_has_.view();
+    const Vec<double> group_cid = group_cid_.view(), rep_cid = rep_cid_.view();
+    for (i64 s = 0; s < n; ++s) {
+        state_mark[s] = -1;
+        rep_mark[s] = -1;
+        rep_cid[s] = 0.0;
+        rep_has[s] = 0;
+    }
+    const Own<P> own{indptr, first_entry, own_count, own_block, own_value};
+    i64 stamp = 0;
     SplitWork split_work(n);
+    std::vector<std::pair<double, i64>> sorted;
     std::vector<i64> order;
+    const double inf = std::numeric_limits<double>::infinity();
     i64 rnd = 0;
     while (n_changed > 0) {
+        const Blocks B{labels, elems, loc, begin, end, changed_round, next_changed};
         i64 n_touched = 0;
         for (i64 x = 0; x < n_changed; ++x) {
             const i64 k = changed[x];
+            if (has_columns[k] == 1) continue;
             for (i64 y = begin[k]; y < end[k]; ++y) {
                 const i64 t = elems[y];
                 for (i64 p = pred_ptr[t]; p < pred_ptr[t + 1]; ++p) {
@@ -172,36 +331,66 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
                 }
             }
         }
-        i64 n_cells = 0;
+        i64 n_fresh = 0;
+        i64 n_up = 0;
         for (i64 x = 0; x < n_touched; ++x) {
             const i64 r = touched[x];
-            const i64 first = n_cells;
+            const i64 base = static_cast<i64>(indptr[r]) - first_entry;
+            i64 count = 0;
             for (i64 e = indptr[r]; e < indptr[r + 1]; ++e) {
                 const i64 k = labels[static_cast<i64>(indices[e])];
+                i64 c = 0;
+                while (c < count && row_block[c] != k) c += 1;
+                if (c == count) {
+                    row_block[c] = k;
+                    row_value[c] = 0.0;
+                    count += 1;
+                }
+                row_value[c] += data[e];
+            }
+            for (i64 c = 0; c < count; ++c) {
+                const i64 k = row_block[c];
                 if (changed_round[k] == rnd) {
-                    i64 c = first;
-                    while (c < n_cells && cell_block[c] != k) c += 1;
-                    if (c == n_cells) {
-                        cell_row[c] = r;
-                        cell_block[c] = k;
-                        cell_action[c] = r % m;
-                        cell_value[c] = 0.0;
-                        n_cells += 1;
+                    if (has_columns[k] == 0) {
+                        fresh_row[n_fresh] = r;
+                        fresh_block[n_fresh] = k;
+                        fresh_action[n_fresh] = r % m;
+                        fresh_value[n_fresh] = row_value[c];
+                        n_fresh += 1;
+                    } else {
+                        double old = 0.0;
+                        for (i64 d = 0; d < own_count[r]; ++d)
+                            if (own_block[base + d] == k) old = own_value[base + d];
+                        up_row[n_up] = r;
+                        up_block[n_up] = k;
+                        up_action[n_up] = r % m;
+                        up_old[n_up] = old;
+                        up_new[n_up] = row_value[c];
+                        n_up += 1;
                     }
-                    cell_value[c] += data[e];
                 }
             }
+            for (i64 d = 0; d < own_count[r]; ++d) {
+                const i64 k = own_block[base + d];
+                if (changed_round[k] == rnd && has_columns[k] == 1) {
+                    i64 c = 0;
+                    while (c < count && row_block[c] != k) c += 1;
+                    if (c == count) {
+                        up_row[n_up] = r;
+                        up_block[n_up] = k;
+                        up_action[n_up] = r % m;
+                        up_old[n_up] = own_value[base + d];
+                        up_new[n_up] = 0.0;
+                        n_up += 1;
+                    }
+                }
+            }
+            for (i64 c = 0; c < count; ++c) {
+                own_block[base + c] = row_block[c];
+                own_value[base + c] = row_value[c];
+            }
+            own_count[r] = count;
         }
-        // np.lexsort((row, value, action, block)): a total order (one cell per row and block)
-        order.resize(static_cast<std::size_t>(n_cells));
-        std::iota(order.begin(), order.end(), i64{0});
-        std::sort(order.begin(), order.end(), [&](i64 u, i64 v) {
-            if (cell_block[u] != cell_block[v]) return cell_block[u] < cell_block[v];
-            if (cell_action[u] != cell_action[v]) return cell_action[u] < cell_action[v];
-            if (float_less(cell_value[u], cell_value[v])) return true;
-            if (float_less(cell_value[v], cell_value[u])) return false;
-            return cell_row[u] < cell_row[v];
-        });
         i64 n_next = 0;
         if (rnd == 0) {
             std::vector<i64> by_class(static_cast<std::size_t>(n));
@@ -209,50 +398,116 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
             std::stable_sort(by_class.begin(), by_class.end(), [&](i64 u, i64 v) { return initial[u] < initial[v]; });
             for (i64 x = 0; x < n; ++x) {
                 group[x] = by_class[x];
-                group_cid[x] = initial[by_class[x]];
+                group_cid[x] = static_cast<double>(initial[by_class[x]]);
             }
-            std::tie(n_blocks, n_next) = split_blocks(group, group_cid, n, labels, elems, loc, begin, end, n_blocks,
-                                                      changed_round, next_changed, 0, rnd, split_work);
+            std::tie(n_blocks, n_next) = split_blocks(group, group_cid, n, B, n_blocks, n_next, rnd, split_work);
         }
+        // np.lexsort((row, action, block)): a total order (one update per row and block)
+        order.resize(static_cast<std::size_t>(n_up));
+        std::iota(order.begin(), order.end(), i64{0});
+        std::sort(order.begin(), order.end(), [&](i64 u, i64 v) {
+            if (up_block[u] != up_block[v]) return up_block[u] < up_block[v];
+            if (up_action[u] != up_action[v]) return up_action[u] < up_action[v];
+            return up_row[u] < up_row[v];
+        });
         i64 x = 0;
-        while (x < n_cells) {
-            const i64 k = cell_block[order[x]];
-            const i64 a = cell_action[order[x]];
+        while (x < n_up) {
+            const i64 k = up_block[order[x]];
+            const i64 a = up_action[order[x]];
             i64 y = x;
-            while (y < n_cells && cell_block[order[y]] == k && cell_action[order[y]] == a) y += 1;
-            const bool zero = y - x < n;
-            i64 cid = 0;
-            double prev = 0.0;
-            bool started = false;
-            i64 zero_cid = -1;
-            for (i64 z = x; z < y; ++z) {
-                const double v = cell_value[order[z]];
-                if (zero && zero_cid < 0 && v >= 0.0) {
-                    if (started && 0.0 - prev > atol) cid += 1;
-                    prev = 0.0;
-                    started = true;
-                    zero_cid = cid;
+            while (y < n_up && up_block[order[y]] == k && up_action[order[y]] == a) y += 1;
+            Column &col = columns[static_cast<std::size_t>(column[k * m + a])];
+            for (i64 z = x; z < y; ++z) column_add(col, up_new[order[z]], atol);
+            bool cut = false;
+            for (i64 z = x; z < y; ++z)
+                if (column_remove(col, up_old[order[z]], atol)) cut = true;
+            stamp += 1;
+            i64 n_group = 0;
+            if (cut) {
+                const double zero = column_has(col, 0.0) ? column_cid(col, 0.0) : -inf;
+                for (i64 w = begin[k]; w < end[k]; ++w) {
+                    const i64 t = elems[w];
+                    for (i64 p = pred_ptr[t]; p < pred_ptr[t + 1]; ++p) {
+                        const i64 r = pred[p];
+                        if (r % m == a && row_mark[r] != stamp) {
+                            row_mark[r] = stamp;
+                            const double c = column_cid(col, own.mass(r, k));
+                            if (c != zero) {
+                                group[n_group] = r / m;
+                                group_cid[n_group] = c;
+                                n_group += 1;
+                            }
+                        }
+                    }
                 }
-                if (started && v - prev > atol) cid += 1;
-                prev = v;
-                started = true;
-                cell_cid[order[z]] = cid;
+            } else {
+                for (i64 z = x; z < y; ++z) state_mark[up_row[order[z]] / m] = stamp;
+                for (i64 z = x; z < y; ++z) {
+                    const i64 r = up_row[order[z]];
+                    const i64 s = r / m;
+                    const i64 b = labels[s];
+                    if (rep_mark[b] != stamp) {
+                        rep_mark[b] = stamp;
+                        i64 w = begin[b];
+                        while (w < end[b] && state_mark[elems[w]] == stamp) w += 1;
+                        rep_has[b] = 0;
+                        if (w < end[b]) {
+                            rep_has[b] = 1;
+                            rep_cid[b] = column_cid(col, own.mass(elems[w] * m + a, k));
+                        }
+                    }
+                    const double c = column_cid(col, up_new[order[z]]);
+                    if (rep_has[b] == 0 || c != rep_cid[b]) {
+                        group[n_group] = s;
+                        group_cid[n_group] = c;
+                        n_group += 1;
+                    }
+                }
             }
-            if (zero && zero_cid < 0) {
-                if (started && 0.0 - prev > atol) cid += 1;
-                zero_cid = cid;
+            std::tie(n_blocks, n_next) = split_sorted(group, group_cid, n_group, sorted, B, n_blocks, n_next, rnd,
+                                                      split_work);
+            x = y;
+        }
+        for (i64 w = 0; w < n_changed; ++w) {
+            const i64 k = changed[w];
+            if (has_columns[k] == 0) {
+                has_columns[k] = 1;
+                for (i64 a = 0; a < m; ++a) {
+                    column[k * m + a] = static_cast<i64>(columns.size());
+                    columns.emplace_back();
+                    columns.back().values.push_back(0.0);
+                    columns.back().counts.push_back(n);
+                }
             }
+        }
+        order.resize(static_cast<std::size_t>(n_fresh));
+        std::iota(order.begin(), order.end(), i64{0});
+        std::sort(order.begin(), order.end(), [&](i64 u, i64 v) {
+            if (fresh_block[u] != fresh_block[v]) return fresh_block[u] < fresh_block[v];
+            if (fresh_action[u] != fresh_action[v]) return fresh_action[u] < fresh_action[v];
+            return fresh_row[u] < fresh_row[v];
+        });
+        x = 0;
+        while (x < n_fresh) {
+            const i64 k = fresh_block[order[x]];
+            const i64 a = fresh_action[order[x]];
+            i64 y = x;
+            while (y < n_fresh && fresh_block[order[y]] == k && fresh_action[order[y]] == a) y += 1;
+            Column &col = columns[static_cast<std::size_t>(column[k * m + a])];
+            for (i64 z = x; z < y; ++z) column_add(col, fresh_value[order[z]], atol);
+            for (i64 z = x; z < y; ++z) column_remove(col, 0.0, atol);
+            const double zero = column_has(col, 0.0) ? column_cid(col, 0.0) : -inf;
             i64 n_group = 0;
             for (i64 z = x; z < y; ++z) {
-                const i64 c = order[z];
-                if (cell_cid[c] != zero_cid) {
-                    group[n_group] = cell_row[c] / m;
-                    group_cid[n_group] = cell_cid[c];
+                const double c = column_cid(col, fresh_value[order[z]]);
+                if (c != zero) {
+                    group[n_group] = fresh_row[order[z]] / m;
+                    group_cid[n_group] = c;
                     n_group += 1;
                 }
             }
-            std::tie(n_blocks, n_next) = split_blocks(group, group_cid, n_group, labels, elems, loc, begin, end,
-                                                      n_blocks, changed_round, next_changed, n_next, rnd, split_work);
+            std::tie(n_blocks, n_next) = split_sorted(group, group_cid, n_group, sorted, B, n_blocks, n_next, rnd,
+                                                      split_work);
             x = y;
         }
         std::swap(changed, next_changed);

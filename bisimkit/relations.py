@@ -264,17 +264,20 @@ def _refine_blocks(indptr, indices, data, m, initial, atol, labels):
                         fresh_action[n_fresh] = r % m
                         fresh_value[n_fresh] = row_value[c]
                         n_fresh += 1
-                    else:
+                    else:  # a kept block: the row's mass on it, if it changed
                         old = 0.0
+                        had = False
                         for d in range(own_count[r]):
                             if own_block[base + d] == k:
                                 old = own_value[base + d]
-                        up_row[n_up] = r
-                        up_block[n_up] = k
-                        up_action[n_up] = r % m
-                        up_old[n_up] = old
-                        up_new[n_up] = row_value[c]
-                        n_up += 1
+                                had = True
+                        if not had or old != row_value[c]:
+                            up_row[n_up] = r
+                            up_block[n_up] = k
+                            up_action[n_up] = r % m
+                            up_old[n_up] = old
+                            up_new[n_up] = row_value[c]
+                            n_up += 1
             for d in range(own_count[r]):  # kept blocks the row no longer reaches: mass 0
                 k = own_block[base + d]
                 if changed_round[k] == rnd and has_columns[k] == 1:

@@ -225,6 +225,16 @@ template <class P> struct Own {
     }
 };
 
+/// ``order[:count] = np.lexsort((row, action, block))`` for cells unique in (block, row): sorted as packed keys.
+inline void sort_cells(i64 count, const Vec<i64> block, const Vec<i64> action, const Vec<i64> row, i64 m,
+                       std::vector<std::tuple<i64, i64, i64>> &keys, std::vector<i64> &order) {
+    keys.resize(static_cast<std::size_t>(count));
+    for (i64 c = 0; c < count; ++c) keys[c] = {block[c] * m + action[c], row[c], c};
+    std::sort(keys.begin(), keys.end());
+    order.resize(static_cast<std::size_t>(count));
+    for (i64 c = 0; c < count; ++c) order[c] = std::get<2>(keys[c]);
+}
+
 template <class P, class J>
 i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i64> initial, double atol,
                   Vec<i64> labels) {
@@ -311,6 +321,7 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
     SplitWork split_work(n);
     std::vector<std::pair<double, i64>> sorted;
     std::vector<i64> order;
+    std::vector<std::tuple<i64, i64, i64>> keys;
     const double inf = std::numeric_limits<double>::infinity();
     i64 rnd = 0;
     while (n_changed > 0) {
@@ -359,14 +370,21 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
                         n_fresh += 1;
                     } else {
                         double old = 0.0;
-                        for (i64 d = 0; d < own_count[r]; ++d)
-                            if (own_block[base + d] == k) old = own_value[base + d];
-                        up_row[n_up] = r;
-                        up_block[n_up] = k;
-                        up_action[n_up] = r % m;
-                        up_old[n_up] = old;
-                        up_new[n_up] = row_value[c];
-                        n_up += 1;
+                        bool had = false;
+                        for (i64 d = 0; d < own_count[r]; ++d) {
+                            if (own_block[base + d] == k) {
+                                old = own_value[base + d];
+                                had = true;
+                            }
+                        }
+                        if (!had || old != row_value[c]) {
+                            up_row[n_up] = r;
+                            up_block[n_up] = k;
+                            up_action[n_up] = r % m;
+                            up_old[n_up] = old;
+                            up_new[n_up] = row_value[c];
+                            n_up += 1;
+                        }
                     }
                 }
             }
@@ -403,13 +421,7 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
             std::tie(n_blocks, n_next) = split_blocks(group, group_cid, n, B, n_blocks, n_next, rnd, split_work);
         }
         // np.lexsort((row, action, block)): a total order (one update per row and block)
-        order.resize(static_cast<std::size_t>(n_up));
-        std::iota(order.begin(), order.end(), i64{0});
-        std::sort(order.begin(), order.end(), [&](i64 u, i64 v) {
-            if (up_block[u] != up_block[v]) return up_block[u] < up_block[v];
-            if (up_action[u] != up_action[v]) return up_action[u] < up_action[v];
-            return up_row[u] < up_row[v];
-        });
+        sort_cells(n_up, up_block, up_action, up_row, m, keys, order);
         i64 x = 0;
         while (x < n_up) {
             const i64 k = up_block[order[x]];
@@ -480,13 +492,7 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
                 }
             }
         }
-        order.resize(static_cast<std::size_t>(n_fresh));
-        std::iota(order.begin(), order.end(), i64{0});
-        std::sort(order.begin(), order.end(), [&](i64 u, i64 v) {
-            if (fresh_block[u] != fresh_block[v]) return fresh_block[u] < fresh_block[v];
-            if (fresh_action[u] != fresh_action[v]) return fresh_action[u] < fresh_action[v];
-            return fresh_row[u] < fresh_row[v];
-        });
+        sort_cells(n_fresh, fresh_block, fresh_action, fresh_row, m, keys, order);
         x = 0;
         while (x < n_fresh) {
             const i64 k = fresh_block[order[x]];

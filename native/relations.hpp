@@ -1,6 +1,6 @@
 // ``_refine_blocks`` of bisimkit/relations.py and its helpers (``_split_blocks``, ``_split_sorted``, the column
 // helpers), statement for statement (bit for bit its results). A column is the Python body's triple: the mass
-// counts with the sorted masses and the masses followed by a gap wider than atol, as sorted vectors.
+// counts with the sorted masses (one sorted vector of pairs) and the masses followed by a gap wider than atol.
 #pragma once
 
 #include <algorithm>
@@ -16,33 +16,42 @@
 namespace bisimkit::relations {
 
 struct Column {
-    std::vector<double> values;  // the distinct masses, sorted (the Python body's list)
-    std::vector<i64> counts;     // how many rows have each (the Python body's dict)
-    std::vector<double> cuts;    // the masses followed by a gap wider than atol, sorted
+    std::vector<std::pair<double, i64>> masses;  // the distinct masses, sorted, with their counts (the Python
+                                                 // body's sorted list and dict)
+    std::vector<double> cuts;                    // the masses followed by a gap wider than atol, sorted
 };
 
-inline i64 position(const std::vector<double> &sorted, double v) {  // bisect.bisect_left
+inline i64 position(const std::vector<std::pair<double, i64>> &masses, double v) {  // bisect.bisect_left
+    return std::lower_bound(masses.begin(), masses.end(), v,
+                            [](const std::pair<double, i64> &x, double y) { return x.first < y; }) -
+           masses.begin();
+}
+
+inline i64 position(const std::vector<double> &sorted, double v) {
     return std::lower_bound(sorted.begin(), sorted.end(), v) - sorted.begin();
+}
+
+inline bool holds(const std::vector<std::pair<double, i64>> &masses, i64 j, double v) {
+    return j < static_cast<i64>(masses.size()) && masses[j].first == v;
 }
 
 inline bool holds(const std::vector<double> &sorted, i64 j, double v) {
     return j < static_cast<i64>(sorted.size()) && sorted[j] == v;
 }
 
-inline bool column_has(const Column &col, double v) { return holds(col.values, position(col.values, v), v); }
+inline bool column_has(const Column &col, double v) { return holds(col.masses, position(col.masses, v), v); }
 
 inline void column_add(Column &col, double v, double atol) {
-    const i64 i = position(col.values, v);
-    if (holds(col.values, i, v)) {
-        col.counts[i] += 1;
+    const i64 i = position(col.masses, v);
+    if (holds(col.masses, i, v)) {
+        col.masses[i].second += 1;
         return;
     }
-    col.values.insert(col.values.begin() + i, v);
-    col.counts.insert(col.counts.begin() + i, 1);
-    if (i + 1 < static_cast<i64>(col.values.size()) && col.values[i + 1] - v > atol)
+    col.masses.insert(col.masses.begin() + i, {v, 1});
+    if (i + 1 < static_cast<i64>(col.masses.size()) && col.masses[i + 1].first - v > atol)
         col.cuts.insert(col.cuts.begin() + position(col.cuts, v), v);
     if (i > 0) {
-        const double u = col.values[i - 1];
+        const double u = col.masses[i - 1].first;
         const i64 j = position(col.cuts, u);
         const bool was = holds(col.cuts, j, u);
         if (v - u > atol && !was) {
@@ -54,23 +63,22 @@ inline void column_add(Column &col, double v, double atol) {
 }
 
 inline bool column_remove(Column &col, double v, double atol) {
-    const i64 i = position(col.values, v);
-    col.counts[i] -= 1;
-    if (col.counts[i] > 0) return false;
-    col.counts.erase(col.counts.begin() + i);
-    col.values.erase(col.values.begin() + i);
+    const i64 i = position(col.masses, v);
+    col.masses[i].second -= 1;
+    if (col.masses[i].second > 0) return false;
+    col.masses.erase(col.masses.begin() + i);
     i64 j = position(col.cuts, v);
     const bool cut_after = holds(col.cuts, j, v);
     if (cut_after) col.cuts.erase(col.cuts.begin() + j);
     if (i == 0) return false;
-    const double u = col.values[i - 1];
+    const double u = col.masses[i - 1].first;
     j = position(col.cuts, u);
     const bool cut_before = holds(col.cuts, j, u);
-    if (i == static_cast<i64>(col.values.size())) {
+    if (i == static_cast<i64>(col.masses.size())) {
         if (cut_before) col.cuts.erase(col.cuts.begin() + j);
         return false;
     }
-    const bool gap = col.values[i] - u > atol;
+    const bool gap = col.masses[i].first - u > atol;
     if (gap && !cut_before) {
         col.cuts.insert(col.cuts.begin() + j, u);
     } else if (!gap && cut_before) {
@@ -278,6 +286,7 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
     for (i64 s = 0; s < n; ++s) has_columns[s] = 0;
     for (i64 c = 0; c < n * m; ++c) column[c] = -1;
     std::vector<Column> columns;
+    columns.reserve(static_cast<std::size_t>(n * m));  // block ids stay below n: no column moves
     Buffer<i64> changed_a(n), changed_b(n), changed_round_(n);
     Vec<i64> changed = changed_a.view(), next_changed = changed_b.view();
     const Vec<i64> changed_round = changed_round_.view();
@@ -487,8 +496,8 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
                 for (i64 a = 0; a < m; ++a) {
                     column[k * m + a] = static_cast<i64>(columns.size());
                     columns.emplace_back();
-                    columns.back().values.push_back(0.0);
-                    columns.back().counts.push_back(n);
+                    columns.back().masses.reserve(4);
+                    columns.back().masses.push_back({0.0, n});
                 }
             }
         }

@@ -304,7 +304,7 @@ def _refine_blocks(indptr, indices, data, m, initial, atol, labels):
             n_blocks, n_next = _split_blocks(group, group_cid, n, labels, elems, loc, begin, end, n_blocks,
                                              changed_round, next_changed, n_next, rnd, split_work)
         # the kept blocks' columns, updated
-        order = np.lexsort((up_row[:n_up], up_action[:n_up], up_block[:n_up]))
+        order = np.argsort(up_block[:n_up] * m + up_action[:n_up], kind="stable")  # by column
         x = 0
         while x < n_up:
             k = up_block[order[x]]
@@ -357,7 +357,7 @@ def _refine_blocks(indptr, indices, data, m, initial, atol, labels):
                 for a in range(m):  # every state at mass 0 until its rows are added
                     column[k * m + a] = len(columns)
                     columns.append(({0.0: n}, [0.0], []))
-        order = np.lexsort((fresh_row[:n_fresh], fresh_action[:n_fresh], fresh_block[:n_fresh]))
+        order = np.argsort(fresh_block[:n_fresh] * m + fresh_action[:n_fresh], kind="stable")
         x = 0
         while x < n_fresh:
             k = fresh_block[order[x]]
@@ -485,8 +485,8 @@ def _column_group(col, k, a, m, begin, end, elems, pred_ptr, pred, own_count, ow
 
 def _split_sorted(group, group_cid, group_order, n_group, labels, elems, loc, begin, end, n_blocks, changed_round,
                   next_changed, n_next, rnd, work):
-    """:func:`_split_blocks` with ``group[:n_group]`` first sorted by (cluster, state)."""
-    order = np.lexsort((group[:n_group], group_cid[:n_group]))
+    """:func:`_split_blocks` with ``group[:n_group]`` first sorted by cluster (stably)."""
+    order = np.argsort(group_cid[:n_group], kind="stable")
     for g in range(n_group):
         group_order[g] = group[order[g]]
     for g in range(n_group):

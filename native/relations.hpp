@@ -204,16 +204,23 @@ inline std::tuple<i64, i64> split_blocks(const Vec<i64> group, const Vec<double>
 inline std::tuple<i64, i64> split_sorted(const Vec<i64> group, const Vec<double> group_cid, i64 n_group,
                                          std::vector<std::pair<double, i64>> &sorted, const Blocks &B, i64 n_blocks,
                                          i64 n_next, i64 rnd, SplitWork &work) {
-    sorted.resize(static_cast<std::size_t>(n_group));
-    for (i64 g = 0; g < n_group; ++g) sorted[g] = {group_cid[g], group[g]};
-    std::sort(sorted.begin(), sorted.end(), [](const auto &x, const auto &y) {
-        if (float_less(x.first, y.first)) return true;
-        if (float_less(y.first, x.first)) return false;
-        return x.second < y.second;
-    });
-    for (i64 g = 0; g < n_group; ++g) {
-        group[g] = sorted[g].second;
-        group_cid[g] = sorted[g].first;
+    // np.argsort(group_cid, kind="stable"): nothing to do when the clusters ascend already (often all equal)
+    bool ascending = true;
+    for (i64 g = 1; g < n_group && ascending; ++g) ascending = !float_less(group_cid[g], group_cid[g - 1]);
+    if (!ascending) {
+        sorted.resize(static_cast<std::size_t>(n_group));
+        for (i64 g = 0; g < n_group; ++g) sorted[g] = {group_cid[g], g};
+        std::sort(sorted.begin(), sorted.end(), [](const auto &x, const auto &y) {
+            if (float_less(x.first, y.first)) return true;
+            if (float_less(y.first, x.first)) return false;
+            return x.second < y.second;
+        });
+        std::vector<i64> states(static_cast<std::size_t>(n_group));
+        for (i64 g = 0; g < n_group; ++g) states[g] = group[sorted[g].second];
+        for (i64 g = 0; g < n_group; ++g) {
+            group[g] = states[g];
+            group_cid[g] = sorted[g].first;
+        }
     }
     return split_blocks(group, group_cid, n_group, B, n_blocks, n_next, rnd, work);
 }
@@ -233,14 +240,14 @@ template <class P> struct Own {
     }
 };
 
-/// ``order[:count] = np.lexsort((row, action, block))`` for cells unique in (block, row): sorted as packed keys.
-inline void sort_cells(i64 count, const Vec<i64> block, const Vec<i64> action, const Vec<i64> row, i64 m,
-                       std::vector<std::tuple<i64, i64, i64>> &keys, std::vector<i64> &order) {
+/// ``order[:count] = np.argsort(block * m + action, kind="stable")``: the cells by column, in their order within one.
+inline void sort_cells(i64 count, const Vec<i64> block, const Vec<i64> action, i64 m,
+                       std::vector<std::pair<i64, i64>> &keys, std::vector<i64> &order) {
     keys.resize(static_cast<std::size_t>(count));
-    for (i64 c = 0; c < count; ++c) keys[c] = {block[c] * m + action[c], row[c], c};
+    for (i64 c = 0; c < count; ++c) keys[c] = {block[c] * m + action[c], c};
     std::sort(keys.begin(), keys.end());
     order.resize(static_cast<std::size_t>(count));
-    for (i64 c = 0; c < count; ++c) order[c] = std::get<2>(keys[c]);
+    for (i64 c = 0; c < count; ++c) order[c] = keys[c].second;
 }
 
 template <class P, class J>
@@ -330,7 +337,7 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
     SplitWork split_work(n);
     std::vector<std::pair<double, i64>> sorted;
     std::vector<i64> order;
-    std::vector<std::tuple<i64, i64, i64>> keys;
+    std::vector<std::pair<i64, i64>> keys;
     const double inf = std::numeric_limits<double>::infinity();
     i64 rnd = 0;
     while (n_changed > 0) {
@@ -429,8 +436,7 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
             }
             std::tie(n_blocks, n_next) = split_blocks(group, group_cid, n, B, n_blocks, n_next, rnd, split_work);
         }
-        // np.lexsort((row, action, block)): a total order (one update per row and block)
-        sort_cells(n_up, up_block, up_action, up_row, m, keys, order);
+        sort_cells(n_up, up_block, up_action, m, keys, order);
         i64 x = 0;
         while (x < n_up) {
             const i64 k = up_block[order[x]];
@@ -501,7 +507,7 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
                 }
             }
         }
-        sort_cells(n_fresh, fresh_block, fresh_action, fresh_row, m, keys, order);
+        sort_cells(n_fresh, fresh_block, fresh_action, m, keys, order);
         x = 0;
         while (x < n_fresh) {
             const i64 k = fresh_block[order[x]];

@@ -116,7 +116,7 @@ def zero_components(adjacent: np.ndarray) -> np.ndarray:
 
 @kernel
 def _refine_blocks(indptr, indices, data, m, initial, atol, labels):
-    """The coarsest stable partition of the states, by signature refinement over the sparse rows, in place.
+    """The partition of the states the refinement rounds end in (module docstring), over the sparse rows, in place.
 
     Rounds ``P <- P ^ initial ^ C_k(P)`` from one block (``initial`` in the first round only), where
     ``C_k(P)`` groups the states by the single-linkage cluster (``atol``) of their mass on the block ``k``
@@ -590,9 +590,9 @@ def _rows(P):
 
 
 def refine_labels(P, m: int, initial: np.ndarray, atol: float = RELATION_ATOL) -> np.ndarray:
-    """Block labels of the coarsest partition that splits ``initial`` and in which the states of a block put
-    equal masses (within ``atol``, module docstring) on every block, action by action: :func:`_refine_blocks`
-    on the CSR rows ``P`` (``n * m`` rows over ``n`` states)."""
+    """Block labels of the partition the refinement rounds end in (module docstring), from the classes ``initial``:
+    the states of a block put equal masses (within ``atol``) on every block, action by action.
+    :func:`_refine_blocks` on the CSR rows ``P`` (``n * m`` rows over ``n`` states)."""
     initial = np.ascontiguousarray(initial, dtype=np.int64)
     n = len(initial)
     if P.shape != (n * m, n):

@@ -15,81 +15,131 @@
 
 namespace bisimkit::relations {
 
-struct Column {
-    std::vector<std::pair<double, i64>> masses;  // the distinct masses, sorted, with their counts (the Python
-                                                 // body's sorted list and dict)
-    std::vector<double> cuts;                    // the masses followed by a gap wider than atol, sorted
+/// The columns' sorted lists, in one arena: a column's list is ``size`` elements at ``at`` with room for
+/// ``room``; a list that outgrows its room moves to the arena's end with twice the room (no allocation per
+/// column, and the columns of one round lie together).
+template <class T> struct Arena {
+    std::vector<T> store;
+
+    struct List {
+        i64 at = 0, size = 0, room = 0;
+    };
+
+    T *data(const List &l) { return store.data() + l.at; }
+    const T *data(const List &l) const { return store.data() + l.at; }
+    void make(List &l, i64 room) {
+        l.at = static_cast<i64>(store.size());
+        l.size = 0;
+        l.room = room;
+        store.resize(store.size() + static_cast<std::size_t>(room));
+    }
+    void insert(List &l, i64 i, const T &v) {
+        if (l.size == l.room) {
+            const i64 at = static_cast<i64>(store.size());
+            store.resize(store.size() + static_cast<std::size_t>(2 * l.room));
+            std::copy(store.begin() + l.at, store.begin() + l.at + l.size, store.begin() + at);
+            l.at = at;
+            l.room *= 2;
+        }
+        T *d = data(l);
+        for (i64 j = l.size; j > i; --j) d[j] = d[j - 1];
+        d[i] = v;
+        l.size += 1;
+    }
+    void erase(List &l, i64 i) {
+        T *d = data(l);
+        for (i64 j = i; j + 1 < l.size; ++j) d[j] = d[j + 1];
+        l.size -= 1;
+    }
 };
 
-inline i64 position(const std::vector<std::pair<double, i64>> &masses, double v) {  // bisect.bisect_left
-    return std::lower_bound(masses.begin(), masses.end(), v,
-                            [](const std::pair<double, i64> &x, double y) { return x.first < y; }) -
-           masses.begin();
+using Masses = Arena<std::pair<double, i64>>;  // the distinct masses, sorted, with their counts (the Python
+                                               // body's sorted list and dict)
+using Cuts = Arena<double>;                    // the masses followed by a gap wider than atol, sorted
+
+struct Column {
+    Masses::List masses;
+    Cuts::List cuts;
+};
+
+/// Every column's lists.
+struct Columns {
+    std::vector<Column> of;
+    Masses masses;
+    Cuts cuts;
+};
+
+inline i64 position(const Masses &arena, const Masses::List &l, double v) {  // bisect.bisect_left
+    const auto *d = arena.data(l);
+    return std::lower_bound(d, d + l.size, v, [](const std::pair<double, i64> &x, double y) { return x.first < y; }) -
+           d;
 }
 
-inline i64 position(const std::vector<double> &sorted, double v) {
-    return std::lower_bound(sorted.begin(), sorted.end(), v) - sorted.begin();
+inline i64 position(const Cuts &arena, const Cuts::List &l, double v) {
+    const double *d = arena.data(l);
+    return std::lower_bound(d, d + l.size, v) - d;
 }
 
-inline bool holds(const std::vector<std::pair<double, i64>> &masses, i64 j, double v) {
-    return j < static_cast<i64>(masses.size()) && masses[j].first == v;
+inline bool column_has(const Columns &C, const Column &col, double v) {
+    const i64 i = position(C.masses, col.masses, v);
+    return i < col.masses.size && C.masses.data(col.masses)[i].first == v;
 }
 
-inline bool holds(const std::vector<double> &sorted, i64 j, double v) {
-    return j < static_cast<i64>(sorted.size()) && sorted[j] == v;
+inline bool cut_at(const Columns &C, const Column &col, i64 j, double v) {
+    return j < col.cuts.size && C.cuts.data(col.cuts)[j] == v;
 }
 
-inline bool column_has(const Column &col, double v) { return holds(col.masses, position(col.masses, v), v); }
-
-inline void column_add(Column &col, double v, double atol) {
-    const i64 i = position(col.masses, v);
-    if (holds(col.masses, i, v)) {
-        col.masses[i].second += 1;
+inline void column_add(Columns &C, Column &col, double v, double atol) {
+    const i64 i = position(C.masses, col.masses, v);
+    if (i < col.masses.size && C.masses.data(col.masses)[i].first == v) {
+        C.masses.data(col.masses)[i].second += 1;
         return;
     }
-    col.masses.insert(col.masses.begin() + i, {v, 1});
-    if (i + 1 < static_cast<i64>(col.masses.size()) && col.masses[i + 1].first - v > atol)
-        col.cuts.insert(col.cuts.begin() + position(col.cuts, v), v);
+    C.masses.insert(col.masses, i, {v, 1});
+    const auto *m = C.masses.data(col.masses);
+    if (i + 1 < col.masses.size && m[i + 1].first - v > atol)
+        C.cuts.insert(col.cuts, position(C.cuts, col.cuts, v), v);
     if (i > 0) {
-        const double u = col.masses[i - 1].first;
-        const i64 j = position(col.cuts, u);
-        const bool was = holds(col.cuts, j, u);
+        const double u = m[i - 1].first;
+        const i64 j = position(C.cuts, col.cuts, u);
+        const bool was = cut_at(C, col, j, u);
         if (v - u > atol && !was) {
-            col.cuts.insert(col.cuts.begin() + j, u);
+            C.cuts.insert(col.cuts, j, u);
         } else if (v - u <= atol && was) {
-            col.cuts.erase(col.cuts.begin() + j);
+            C.cuts.erase(col.cuts, j);
         }
     }
 }
 
-inline bool column_remove(Column &col, double v, double atol) {
-    const i64 i = position(col.masses, v);
-    col.masses[i].second -= 1;
-    if (col.masses[i].second > 0) return false;
-    col.masses.erase(col.masses.begin() + i);
-    i64 j = position(col.cuts, v);
-    const bool cut_after = holds(col.cuts, j, v);
-    if (cut_after) col.cuts.erase(col.cuts.begin() + j);
+inline bool column_remove(Columns &C, Column &col, double v, double atol) {
+    const i64 i = position(C.masses, col.masses, v);
+    C.masses.data(col.masses)[i].second -= 1;
+    if (C.masses.data(col.masses)[i].second > 0) return false;
+    C.masses.erase(col.masses, i);
+    i64 j = position(C.cuts, col.cuts, v);
+    const bool cut_after = cut_at(C, col, j, v);
+    if (cut_after) C.cuts.erase(col.cuts, j);
     if (i == 0) return false;
-    const double u = col.masses[i - 1].first;
-    j = position(col.cuts, u);
-    const bool cut_before = holds(col.cuts, j, u);
-    if (i == static_cast<i64>(col.masses.size())) {
-        if (cut_before) col.cuts.erase(col.cuts.begin() + j);
+    const auto *m = C.masses.data(col.masses);
+    const double u = m[i - 1].first;
+    j = position(C.cuts, col.cuts, u);
+    const bool cut_before = cut_at(C, col, j, u);
+    if (i == col.masses.size) {
+        if (cut_before) C.cuts.erase(col.cuts, j);
         return false;
     }
-    const bool gap = col.masses[i].first - u > atol;
+    const bool gap = m[i].first - u > atol;
     if (gap && !cut_before) {
-        col.cuts.insert(col.cuts.begin() + j, u);
+        C.cuts.insert(col.cuts, j, u);
     } else if (!gap && cut_before) {
-        col.cuts.erase(col.cuts.begin() + j);
+        C.cuts.erase(col.cuts, j);
     }
     return gap && !cut_before && !cut_after;
 }
 
-inline double column_cid(const Column &col, double v) {
-    const i64 j = position(col.cuts, v);
-    return j < static_cast<i64>(col.cuts.size()) ? col.cuts[j] : std::numeric_limits<double>::infinity();
+inline double column_cid(const Columns &C, const Column &col, double v) {
+    const i64 j = position(C.cuts, col.cuts, v);
+    return j < col.cuts.size ? C.cuts.data(col.cuts)[j] : std::numeric_limits<double>::infinity();
 }
 
 /// The work arrays of ``_split_blocks`` (``work`` in the Python body), n entries each.
@@ -292,8 +342,10 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
     const Vec<i64> has_columns = has_columns_.view(), column = column_.view();
     for (i64 s = 0; s < n; ++s) has_columns[s] = 0;
     for (i64 c = 0; c < n * m; ++c) column[c] = -1;
-    std::vector<Column> columns;
-    columns.reserve(static_cast<std::size_t>(n * m));  // block ids stay below n: no column moves
+    Columns columns;
+    columns.of.reserve(static_cast<std::size_t>(n * m));  // block ids stay below n
+    columns.masses.store.reserve(static_cast<std::size_t>(4 * n * m));
+    columns.cuts.store.reserve(static_cast<std::size_t>(2 * n * m));
     Buffer<i64> changed_a(n), changed_b(n), changed_round_(n);
     Vec<i64> changed = changed_a.view(), next_changed = changed_b.view();
     const Vec<i64> changed_round = changed_round_.view();
@@ -443,22 +495,22 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
             const i64 a = up_action[order[x]];
             i64 y = x;
             while (y < n_up && up_block[order[y]] == k && up_action[order[y]] == a) y += 1;
-            Column &col = columns[static_cast<std::size_t>(column[k * m + a])];
-            for (i64 z = x; z < y; ++z) column_add(col, up_new[order[z]], atol);
+            Column &col = columns.of[static_cast<std::size_t>(column[k * m + a])];
+            for (i64 z = x; z < y; ++z) column_add(columns, col, up_new[order[z]], atol);
             bool cut = false;
             for (i64 z = x; z < y; ++z)
-                if (column_remove(col, up_old[order[z]], atol)) cut = true;
+                if (column_remove(columns, col, up_old[order[z]], atol)) cut = true;
             stamp += 1;
             i64 n_group = 0;
             if (cut) {
-                const double zero = column_has(col, 0.0) ? column_cid(col, 0.0) : -inf;
+                const double zero = column_has(columns, col, 0.0) ? column_cid(columns, col, 0.0) : -inf;
                 for (i64 w = begin[k]; w < end[k]; ++w) {
                     const i64 t = elems[w];
                     for (i64 p = pred_ptr[t]; p < pred_ptr[t + 1]; ++p) {
                         const i64 r = pred[p];
                         if (r % m == a && row_mark[r] != stamp) {
                             row_mark[r] = stamp;
-                            const double c = column_cid(col, own.mass(r, k));
+                            const double c = column_cid(columns, col, own.mass(r, k));
                             if (c != zero) {
                                 group[n_group] = r / m;
                                 group_cid[n_group] = c;
@@ -480,10 +532,10 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
                         rep_has[b] = 0;
                         if (w < end[b]) {
                             rep_has[b] = 1;
-                            rep_cid[b] = column_cid(col, own.mass(elems[w] * m + a, k));
+                            rep_cid[b] = column_cid(columns, col, own.mass(elems[w] * m + a, k));
                         }
                     }
-                    const double c = column_cid(col, up_new[order[z]]);
+                    const double c = column_cid(columns, col, up_new[order[z]]);
                     if (rep_has[b] == 0 || c != rep_cid[b]) {
                         group[n_group] = s;
                         group_cid[n_group] = c;
@@ -500,10 +552,12 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
             if (has_columns[k] == 0) {
                 has_columns[k] = 1;
                 for (i64 a = 0; a < m; ++a) {
-                    column[k * m + a] = static_cast<i64>(columns.size());
-                    columns.emplace_back();
-                    columns.back().masses.reserve(4);
-                    columns.back().masses.push_back({0.0, n});
+                    column[k * m + a] = static_cast<i64>(columns.of.size());
+                    columns.of.emplace_back();
+                    Column &col = columns.of.back();
+                    columns.masses.make(col.masses, 2);
+                    columns.masses.insert(col.masses, 0, {0.0, n});
+                    columns.cuts.make(col.cuts, 1);
                 }
             }
         }
@@ -514,13 +568,13 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
             const i64 a = fresh_action[order[x]];
             i64 y = x;
             while (y < n_fresh && fresh_block[order[y]] == k && fresh_action[order[y]] == a) y += 1;
-            Column &col = columns[static_cast<std::size_t>(column[k * m + a])];
-            for (i64 z = x; z < y; ++z) column_add(col, fresh_value[order[z]], atol);
-            for (i64 z = x; z < y; ++z) column_remove(col, 0.0, atol);
-            const double zero = column_has(col, 0.0) ? column_cid(col, 0.0) : -inf;
+            Column &col = columns.of[static_cast<std::size_t>(column[k * m + a])];
+            for (i64 z = x; z < y; ++z) column_add(columns, col, fresh_value[order[z]], atol);
+            for (i64 z = x; z < y; ++z) column_remove(columns, col, 0.0, atol);
+            const double zero = column_has(columns, col, 0.0) ? column_cid(columns, col, 0.0) : -inf;
             i64 n_group = 0;
             for (i64 z = x; z < y; ++z) {
-                const double c = column_cid(col, fresh_value[order[z]]);
+                const double c = column_cid(columns, col, fresh_value[order[z]]);
                 if (c != zero) {
                     group[n_group] = fresh_row[order[z]] / m;
                     group_cid[n_group] = c;

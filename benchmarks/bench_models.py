@@ -4,7 +4,8 @@ PRISM's bounded retransmission protocol (``brp.pm`` from stormpy's bundled examp
 N = ``--sizes``), built by stormpy (``stormpy.build_model`` of the program with its constants set: no
 choice labels or origins) and read as a sparse MDP (:func:`bisimkit.from_stormpy`; one action, reward the
 indicator of the label ``target``, c = 0.9). For each size, in-process, model loading excluded, the three
-timings taken in turn in every repeat and their medians reported:
+timings taken in turn in every repeat and their medians reported, wall-clock and CPU seconds of the process
+(the second less sensitive to other jobs on the machine):
 
 * **relation**: ``relation_labels(mdp, "pi")``, the blocks of the largest pi-bisimulation (with one action it
   is bisim's too);
@@ -67,10 +68,11 @@ def storm_quotient(model, properties):
         model, properties, bisimulation_type=stormpy.transformations.BisimulationType.STRONG)
 
 
-def timed(function) -> tuple[object, float]:
-    start = time.perf_counter()
+def timed(function) -> tuple[object, float, float]:
+    """``(result, wall seconds, CPU seconds of this process)`` of one call."""
+    start, cpu = time.perf_counter(), time.process_time()
     result = function()
-    return result, time.perf_counter() - start
+    return result, time.perf_counter() - start, time.process_time() - cpu
 
 
 def run_size(N: int, repeat: int, solve_it: bool) -> dict:
@@ -81,25 +83,33 @@ def run_size(N: int, repeat: int, solve_it: bool) -> dict:
     properties = stormpy.parse_properties(PROPERTY)
     mdp.transition_pi_rows  # the model's sparse rows, built once: part of loading, as Storm's model is
     times: dict[str, list[float]] = {"relation": [], "quotient": [], "storm": []}
+    cpu: dict[str, list[float]] = {"relation": [], "quotient": [], "storm": []}
     for _ in range(repeat):  # in turn, so a busy moment of the machine falls on all three alike
-        labels, seconds = timed(lambda: relation_labels(mdp, "pi"))
+        labels, seconds, cpu_seconds = timed(lambda: relation_labels(mdp, "pi"))
         times["relation"].append(seconds)
-        q, seconds = timed(lambda: quotient(mdp, "pi", "reward"))
+        cpu["relation"].append(cpu_seconds)
+        q, seconds, cpu_seconds = timed(lambda: quotient(mdp, "pi", "reward"))
         times["quotient"].append(seconds)
-        storm, seconds = timed(lambda: storm_quotient(model, properties))
+        cpu["quotient"].append(cpu_seconds)
+        storm, seconds, cpu_seconds = timed(lambda: storm_quotient(model, properties))
         times["storm"].append(seconds)
+        cpu["storm"].append(cpu_seconds)
     blocks = int(labels.max()) + 1
     if not blocks == storm.nr_states == (mdp.n_states if q is None else q.n_blocks):
         raise SystemExit(f"brp N={N}: {blocks} blocks (quotient {None if q is None else q.n_blocks}), "
                          f"Storm {storm.nr_states}")
     median = {key: statistics.median(value) for key, value in times.items()}
+    median_cpu = {key: statistics.median(value) for key, value in cpu.items()}
     record = {"model": "brp", "N": N, "MAX": MAX, "states": mdp.n_states,
               "transitions": int(mdp.transition_rows.nnz), "property": PROPERTY, "blocks": blocks,
               "storm_blocks": storm.nr_states, "relation_seconds": median["relation"],
               "quotient_seconds": median["quotient"], "storm_seconds": median["storm"],
               "relation_ratio": median["relation"] / median["storm"],
-              "quotient_ratio": median["quotient"] / median["storm"], "repeat": repeat,
-              "seconds": {key: value for key, value in times.items()}}
+              "quotient_ratio": median["quotient"] / median["storm"],
+              "cpu_seconds": median_cpu, "cpu_relation_ratio": median_cpu["relation"] / median_cpu["storm"],
+              "cpu_quotient_ratio": median_cpu["quotient"] / median_cpu["storm"], "repeat": repeat,
+              "seconds": {key: value for key, value in times.items()},
+              "cpu_seconds_all": {key: value for key, value in cpu.items()}}
     if solve_it:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -120,7 +130,7 @@ def run_frozen_lake(repeat: int) -> dict:
     solve(mdp, "pi")  # the process's first solve: whatever it loads stays out of the timing
     times = []
     for _ in range(repeat):
-        sol, seconds = timed(lambda: solve(mdp, "pi"))
+        sol, seconds, _ = timed(lambda: solve(mdp, "pi"))
         times.append(seconds)
     return {"model": "FrozenLake8x8-v1", "states": mdp.n_states, "actions": mdp.n_actions, "metric": "pi",
             "solve_seconds": statistics.median(times), "certified_error": sol.certified_error, "method": sol.method}
@@ -139,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     records = []
     for N in sizes:
         records.append(run_size(N, args.repeat, N in solve_sizes))
-        print(json.dumps({k: v for k, v in records[-1].items() if k != "seconds"}), flush=True)
+        print(json.dumps({k: v for k, v in records[-1].items() if k not in ("seconds", "cpu_seconds_all")}),
+              flush=True)
     if args.frozen_lake:
         records.append(run_frozen_lake(args.repeat))
         print(json.dumps(records[-1]), flush=True)

@@ -234,7 +234,8 @@ def quotient(mdp: FiniteMDP, metric: str, ground: Ground = "reward", atol: float
     k = int(labels.max()) + 1
     if k == n:
         return None
-    _, reps = np.unique(labels, return_index=True)  # canonical labels: block b's first state is its smallest
+    # canonical labels: block b's smallest state is the first whose label exceeds every label before it
+    reps = np.flatnonzero(np.diff(np.maximum.accumulate(labels), prepend=-1) > 0)
     onehot = _onehot(labels, k)
     rep_rows = (reps[:, None] * m + np.arange(m)).ravel()
     P = _transition_matrix(mdp, False)[rep_rows] @ onehot  # (k m) x k: dense on the small path, else CSR
@@ -258,7 +259,7 @@ def _onehot(labels: np.ndarray, k: int):
         return onehot
     import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
 
-    return sp.csr_matrix((np.ones(n), (np.arange(n), labels)), shape=(n, k))
+    return sp.csr_matrix((np.ones(n), np.asarray(labels), np.arange(n + 1)), shape=(n, k))  # one entry a row
 
 
 def _transition_matrix(mdp: FiniteMDP, policy: bool):

@@ -100,6 +100,7 @@ inline bool truth(nb::handle value) {
 void bind_simplex(nb::module_ m);
 void bind_couplings(nb::module_ m);
 void bind_compiled(nb::module_ m);
+void bind_relations(nb::module_ m);
 void bind_roundoff(nb::module_ m);
 void bind_lmc(nb::module_ m);
 

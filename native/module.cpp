@@ -1,6 +1,6 @@
 // bisimkit_native: the kernels of bisimkit, compiled when the package is installed.
 //
-// One submodule per Python module that defines kernels (simplex, couplings, compiled, roundoff, lmc); each
+// One submodule per Python module that defines kernels (simplex, couplings, compiled, relations, roundoff, lmc); each
 // function has the name and the arguments of its kernel there (numpy arrays in, outputs written in
 // place, the same return value). bisimkit.kernels calls these in place of the Python bodies. The
 // bindings of the simplex are in bind_simplex.cpp, those of the other kernels here.
@@ -13,6 +13,7 @@
 #include "compiled.hpp"
 #include "couplings.hpp"
 #include "lmc.hpp"
+#include "relations.hpp"
 #include "roundoff.hpp"
 
 namespace bisimkit::bindings {
@@ -132,6 +133,23 @@ void bind_compiled(nb::module_ m) {
     }
 }
 
+// ---------------------------------------------------------------------------------------- relations
+void bind_relations(nb::module_ m) {
+    m.def("_refine_blocks", [](In indptr, In indices_, In data, i64 m_, In initial, double atol, Out labels) {
+        return indices(indptr, "indptr", [&](auto pointer_type) {
+            return indices(indices_, "indices", [&](auto index_type) {
+                using P = decltype(pointer_type);
+                using J = decltype(index_type);
+                const auto args = std::make_tuple(vec<P>(indptr, "indptr"), vec<J>(indices_, "indices"),
+                                                  vec<double>(data, "data"), m_, vec<i64>(initial, "initial"), atol,
+                                                  vec<i64>(labels, "labels"));
+                nb::gil_scoped_release release;
+                return std::apply(bisimkit::relations::refine_blocks<P, J>, args);
+            });
+        });
+    });
+}
+
 // ----------------------------------------------------------------------------------------- roundoff
 void bind_roundoff(nb::module_ m) {
     m.def("_breakpoint_errors", [](In indptr, In data, Out out) {
@@ -194,6 +212,7 @@ NB_MODULE(bisimkit_native, m) {
     bk::bind_simplex(m.def_submodule("simplex", "Kernels of bisimkit.simplex."));
     bk::bind_couplings(m.def_submodule("couplings", "Kernels of bisimkit.couplings."));
     bk::bind_compiled(m.def_submodule("compiled", "Kernels of bisimkit.compiled."));
+    bk::bind_relations(m.def_submodule("relations", "Kernels of bisimkit.relations."));
     bk::bind_roundoff(m.def_submodule("roundoff", "Kernels of bisimkit.roundoff."));
     bk::bind_lmc(m.def_submodule("lmc", "Kernels of bisimkit.lmc."));
 #ifdef _OPENMP

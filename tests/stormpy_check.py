@@ -33,3 +33,23 @@ def stormpy_pi_block_count(mdp) -> int:
         os.unlink(path)
     props = stormpy.parse_properties("; ".join(f'P=? [F "r{k}"]' for k in sorted(set(labels.tolist()))))
     return stormpy.transformations.perform_bisimulation(model, props).nr_states
+
+
+def brp_chain(N: int, MAX: int):
+    """stormpy's sparse DTMC of PRISM's bounded retransmission protocol (``brp.pm`` of stormpy's example files)."""
+    from pathlib import Path
+
+    import stormpy
+
+    path = Path(stormpy.__file__).parent / "examples" / "files" / "dtmc" / "brp.pm"
+    program, _ = stormpy.instantiate_constants(stormpy.parse_prism_program(str(path)), {"N": N, "MAX": MAX})
+    return stormpy.build_model(program)
+
+
+def storm_strong_blocks(model, label: str) -> int:
+    """The states of Storm's strong bisimulation quotient of ``model`` preserving ``P=? [F label]``."""
+    import stormpy
+    import stormpy.transformations
+
+    properties = stormpy.parse_properties(f'P=? [F "{label}"]')
+    return stormpy.transformations.perform_bisimulation(model, properties).nr_states

@@ -17,11 +17,11 @@ import pytest
 import scipy.sparse as sp
 
 import bisimkit.kernels as kernels
-from bisimkit import compiled, couplings, lmc, roundoff, simplex
+from bisimkit import compiled, couplings, lmc, relations, roundoff, simplex
 from bisimkit.kernels import Kernel, NativeKernelWarning, interpreted
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = (simplex, couplings, compiled, roundoff, lmc)
+MODULES = (simplex, couplings, compiled, relations, roundoff, lmc)
 
 
 def same(x, y) -> bool:
@@ -65,7 +65,7 @@ def test_every_kernel_has_its_compiled_twin_and_no_other_exists():
     assert len(found) == len(every_kernel()) >= 36
     for module, name in found:
         assert callable(getattr(getattr(bisimkit_native, module), name)), (module, name)
-    compiled_names = {(group, name) for group in ("simplex", "couplings", "compiled", "roundoff", "lmc")
+    compiled_names = {(group, name) for group in ("simplex", "couplings", "compiled", "relations", "roundoff", "lmc")
                       for name in dir(getattr(bisimkit_native, group)) if not name.startswith("__")
                       and callable(getattr(getattr(bisimkit_native, group), name))}
     assert compiled_names == found
@@ -383,6 +383,57 @@ def test_csr_products(dtype, index_type):
     for kern in (compiled._csr_matvec, compiled._csr_matvec_serial):
         both(kern, T.indptr.astype(index_type), T.indices.astype(index_type), T.data.astype(dtype), x,
              np.zeros(50, dtype))
+
+
+# ---------------------------------------------------------------------------------------- relations
+def refinement_rows(rng, n, m, support, near):
+    """CSR rows (n * m over n) with masses from few levels, some ``near`` apart, and a few masses near 0."""
+    levels = np.array([0.125, 0.25, 0.5]) + near * rng.integers(0, 3, 3)
+    rows, cols, vals = [], [], []
+    for r in range(n * m):
+        k = int(rng.integers(1, support + 1))
+        for t in rng.choice(n, size=k, replace=True):  # repeated columns: duplicate entries, summed in order
+            rows.append(r)
+            cols.append(int(t))
+            vals.append(float(rng.choice(levels)) if rng.random() < 0.8 else near * int(rng.integers(0, 3)))
+    return _csr(rows, cols, vals, n * m, n)
+
+
+def _csr(rows, cols, vals, n_rows, n):
+    """CSR with the entries in the given order, duplicates kept (scipy's constructor would sum them)."""
+    order = np.argsort(rows, kind="stable")
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(np.asarray(rows, dtype=np.int64), minlength=n_rows), out=indptr[1:])
+    return indptr, np.asarray(cols, dtype=np.int64)[order], np.asarray(vals, dtype=np.float64)[order]
+
+
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
+@pytest.mark.parametrize("m", [1, 3])
+def test_refine_blocks(index_type, m):
+    rng = np.random.default_rng(20 + m)
+    for trial in range(12):
+        n = int(rng.integers(1, 40))
+        indptr, indices, data = refinement_rows(rng, n, m, 3, [1e-9, 4e-10, 0.0][trial % 3])
+        initial = rng.integers(0, 1 + trial % 3, n).astype(np.int64)
+        count, out = both(relations._refine_blocks, indptr.astype(index_type), indices.astype(index_type), data, m,
+                          initial, 1e-9, np.zeros(n, dtype=np.int64))
+        labels = out[-1]
+        assert count == labels.max() + 1 and labels[0] == 0
+        assert np.all(np.diff(np.maximum.accumulate(labels)) <= 1)  # numbered by smallest state
+
+
+def test_refine_blocks_edge_cases():
+    empty = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    count, _ = both(relations._refine_blocks, *empty, 1, np.zeros(0, dtype=np.int64), 1e-9, np.zeros(0, np.int64))
+    assert count == 0
+    one = np.array([0, 1], dtype=np.int64), np.zeros(1, dtype=np.int64), np.ones(1)
+    count, _ = both(relations._refine_blocks, *one, 1, np.zeros(1, dtype=np.int64), 1e-9, np.zeros(1, np.int64))
+    assert count == 1
+    # two absorbing states with different classes, a third moving to either: three blocks
+    rows = np.array([0, 1, 2, 4], dtype=np.int64), np.array([0, 1, 0, 1], dtype=np.int64), np.array([1, 1, .5, .5])
+    count, out = both(relations._refine_blocks, *rows, 1, np.array([0, 1, 0], dtype=np.int64), 0.0,
+                      np.zeros(3, np.int64))
+    assert count == 3 and list(out[-1]) == [0, 1, 2]
 
 
 # ------------------------------------------------------------------------------------------ threads

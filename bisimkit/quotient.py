@@ -111,7 +111,6 @@ operators (mico, psm-sampled, dbc-sampled: ``d(s, s) > 0``), nor dbc (W2) or eps
 from __future__ import annotations
 
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -120,8 +119,8 @@ from .couplings import entangled_cells, histogram_rows
 from .ground import Ground
 from .kernels import on_small_path
 from .mdp import FiniteMDP
-from .relations import RELATION_ATOL, relation_labels
 from .operators import QUOTIENT_METRICS, Operator, mean_action_terms, mean_reward_terms, operator
+from .relations import RELATION_ATOL, relation_labels
 from .roundoff import U, gamma
 
 if TYPE_CHECKING:
@@ -321,7 +320,8 @@ def _deviation_parts(mdp: FiniteMDP, q: FiniteMDP, op: Operator, ground: Ground,
     tv = tv + ro.transition_law_error[s * m + a] + qo.transition_law_error[block * m + b] + aggregate
     if isinstance(ground, str) and ground == "reward":
         g = np.abs(mdp.rewards[s, a] - q.rewards[block, b]) * (1 + U)
-        high = np.maximum(np.abs(ro.reward_high - qo.reward_low[labels]), np.abs(qo.reward_high[labels] - ro.reward_low))
+        high = np.maximum(np.abs(ro.reward_high - qo.reward_low[labels]),
+                          np.abs(qo.reward_high[labels] - ro.reward_low))
     elif isinstance(ground, str):  # policy
         g, g_error = mean_action_terms(ro, s, qo, block)
         g = g + g_error

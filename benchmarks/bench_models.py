@@ -40,8 +40,8 @@ from pathlib import Path
 
 from bisimkit.errors import InputError
 from bisimkit.files import atomic_write_json
+from bisimkit.mdp import from_stormpy
 from bisimkit.memory import NotEnoughMemory
-from bisimkit.model_files import from_stormpy
 from bisimkit.quotient import quotient
 from bisimkit.relations import relation_labels
 from bisimkit.solvers import solve

@@ -143,7 +143,7 @@ def test_brp_blocks_equal_storms_strong_bisimulation(N, MAX):
     action) as Storm's strong bisimulation quotient preserving the label ``target`` has states."""
     from stormpy_check import brp_chain, storm_strong_blocks
 
-    from bisimkit.model_files import from_stormpy
+    from bisimkit.mdp import from_stormpy
 
     model = brp_chain(N, MAX)
     mdp = from_stormpy(model, reward="target", discount=0.9)

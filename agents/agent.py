@@ -117,8 +117,7 @@ def speed_defaults(config: TrainConfig, device: torch.device | str) -> tuple[boo
     """(fast, graphs) of ``config`` on ``device``: each unset one is on with CUDA and off elsewhere. A CUDA graph
     capture that fails falls back to eager updates with one warning line (:class:`UpdateGraphs`)."""
     cuda = torch.device(device).type == "cuda"
-    return (cuda if config.fast is None else bool(config.fast),
-            cuda if config.graphs is None else bool(config.graphs))
+    return (cuda if config.fast is None else bool(config.fast), cuda if config.graphs is None else bool(config.graphs))
 
 
 def fast_cuda_math() -> None:
@@ -162,8 +161,9 @@ class Agent(nn.Module):
             cls = update_rule_class(config)
         return super().__new__(cls)
 
-    def __init__(self, obs_shape: tuple[int, int, int], action_dim: int, config: TrainConfig,
-                 device: torch.device | str = "cpu"):
+    def __init__(
+        self, obs_shape: tuple[int, int, int], action_dim: int, config: TrainConfig, device: torch.device | str = "cpu"
+    ):
         super().__init__()
         config = config.resolved()
         self.config, self.action_dim = config, int(action_dim)
@@ -173,12 +173,16 @@ class Agent(nn.Module):
         if self.graphs and self.device.type != "cuda":
             raise ValueError(f"graphs: CUDA graphs need a CUDA device, got {self.device}")
         frames, hidden = obs_shape[0] // 3, config.hidden
-        self.encoder = PixelEncoder(frames=frames, image_size=tuple(obs_shape[-2:]), stacked=config.stacked_frames,
-                                    squash=config.latent_squash)
+        self.encoder = PixelEncoder(
+            frames=frames, image_size=tuple(obs_shape[-2:]), stacked=config.stacked_frames, squash=config.latent_squash
+        )
         self.init_trunk()
         latent = self.latent_dim = self.encoder.latent_dim
-        self.actor_head = LatentHead(self.encoder.trunk.out_features, frames, config.stacked_frames,
-                                     squash=config.latent_squash) if config.actor_head else None
+        self.actor_head = (
+            LatentHead(self.encoder.trunk.out_features, frames, config.stacked_frames, squash=config.latent_squash)
+            if config.actor_head
+            else None
+        )
         self.actor = Actor(latent, action_dim, hidden, jacobian_eps=self.JACOBIAN_EPS)
         self.critic = TwinCritic(latent, action_dim, hidden)
         self.critic_target = make_target(self.critic)
@@ -265,7 +269,7 @@ class Agent(nn.Module):
     def embed(self, obs: np.ndarray | torch.Tensor, batch: int = 256) -> torch.Tensor:
         """Critic latents of a stack of observations (N, 3F, H, W), in chunks."""
         obs = torch.as_tensor(obs)
-        return torch.cat([self.encoder(obs[i:i + batch].to(self.device)) for i in range(0, len(obs), batch)])
+        return torch.cat([self.encoder(obs[i : i + batch].to(self.device)) for i in range(0, len(obs), batch)])
 
     def latent_distance(self, z: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
         """The learned distance of the rows of ``z`` and ``z2``: the distance head's, divided by the running
@@ -284,9 +288,13 @@ class Agent(nn.Module):
     def _batch(self, batch: dict) -> Tensors:
         dev = self.device
         as_float = {"device": dev, "dtype": torch.float32}
-        return (torch.as_tensor(batch["obs"], device=dev), torch.as_tensor(batch["next_obs"], device=dev),
-                torch.as_tensor(batch["action"], **as_float), torch.as_tensor(batch["reward"], **as_float),
-                torch.as_tensor(batch["discount"], **as_float))
+        return (
+            torch.as_tensor(batch["obs"], device=dev),
+            torch.as_tensor(batch["next_obs"], device=dev),
+            torch.as_tensor(batch["action"], **as_float),
+            torch.as_tensor(batch["reward"], **as_float),
+            torch.as_tensor(batch["discount"], **as_float),
+        )
 
     def _views(self, obs: torch.Tensor, count: int) -> list[torch.Tensor]:
         """``count`` DrQ random shifts of ``obs`` (the unshifted batch for methods without augmentation)."""
@@ -299,8 +307,13 @@ class Agent(nn.Module):
         """Whether the bisimulation loss trains the encoder at this update (after ``bisim_warmup`` updates)."""
         return self.updates >= self.config.bisim_warmup
 
-    def td_target(self, next_views: list[torch.Tensor], reward: torch.Tensor, discount: torch.Tensor,
-                  first_features: torch.Tensor | None = None) -> torch.Tensor:
+    def td_target(
+        self,
+        next_views: list[torch.Tensor],
+        reward: torch.Tensor,
+        discount: torch.Tensor,
+        first_features: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """The TD target under stop-gradient, averaged over the K ``next_views``: the next action from the actor
         on the online encoder, its value from the target critics on the target encoder (else the online one).
         ``first_features``: the trunk's features of the first next view, when a gradient pass computed them."""
@@ -321,8 +334,9 @@ class Agent(nn.Module):
             value = torch.min(q1_t, q2_t) - self.alpha * next_logp
             return (reward.repeat(k) + discount.repeat(k) * self.config.discount * value).reshape(k, rows).mean(0)
 
-    def critic_loss(self, z_views: torch.Tensor, action: torch.Tensor, q_target: torch.Tensor
-                    ) -> tuple[torch.Tensor, Stats]:
+    def critic_loss(
+        self, z_views: torch.Tensor, action: torch.Tensor, q_target: torch.Tensor
+    ) -> tuple[torch.Tensor, Stats]:
         """The critics' squared TD errors on the latents of M views (stacked in ``z_views``) against one target,
         summed over the views (DrQ ``update_critic``); (the loss, its stats)."""
         rows = q_target.shape[0]
@@ -341,8 +355,11 @@ class Agent(nn.Module):
         q1_pi, q2_pi = self.critic(z_critic, new_action)
         actor_loss = (self.alpha.detach() * logp - torch.min(q1_pi, q2_pi)).mean()
         alpha_loss = (self.alpha * (-logp.detach() - self.target_entropy)).mean()
-        return actor_loss, alpha_loss, {"actor_loss": actor_loss.detach(), "alpha": self.alpha.detach(),
-                                        "entropy": -logp.detach().mean()}
+        return (
+            actor_loss,
+            alpha_loss,
+            {"actor_loss": actor_loss.detach(), "alpha": self.alpha.detach(), "entropy": -logp.detach().mean()},
+        )
 
     @staticmethod
     def adam_step(loss: torch.Tensor, *optimizers: torch.optim.Optimizer) -> None:
@@ -372,8 +389,9 @@ class Agent(nn.Module):
         the first view's observations for the actor step)."""
         return self._critic_losses(self._batch(batch))
 
-    def _critic_losses(self, tensors: Tensors, terms: dict[str, torch.Tensor] | None = None
-                       ) -> tuple[torch.Tensor, Stats, torch.Tensor]:
+    def _critic_losses(
+        self, tensors: Tensors, terms: dict[str, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, Stats, torch.Tensor]:
         raise NotImplementedError
 
     def update(self, batch: dict[str, np.ndarray | torch.Tensor]) -> Stats:
@@ -430,8 +448,9 @@ class DrQAgent(Agent):
         self.adam_step(loss, self.model_opt)
         return obs, stats
 
-    def _critic_losses(self, tensors: Tensors, terms: dict[str, torch.Tensor] | None = None
-                       ) -> tuple[torch.Tensor, Stats, torch.Tensor]:
+    def _critic_losses(
+        self, tensors: Tensors, terms: dict[str, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, Stats, torch.Tensor]:
         """DrQ's critic loss on a batch on the device: (loss, stats, the first view for the actor step);
         ``terms``, when given, receives the loss with its graph as 'critic'."""
         obs, next_obs, action, reward, discount = tensors
@@ -461,21 +480,27 @@ class JointAgent(DrQAgent):
         """The latent transition, reward and inverse-dynamics heads (``aux``) and the distance head."""
         cfg = self.config
         if self.world_model:
-            self.transition = TransitionModel(latent, self.action_dim, hidden,
-                                              (cfg.transition_sigma_min, cfg.transition_sigma_max),
-                                              cfg.transition_sigma_init)
+            self.transition = TransitionModel(
+                latent,
+                self.action_dim,
+                hidden,
+                (cfg.transition_sigma_min, cfg.transition_sigma_max),
+                cfg.transition_sigma_init,
+            )
             self.reward_model = RewardModel(latent, hidden)
             self.inverse = InverseDynamics(latent, self.action_dim, hidden)
         if self.method.bisim is not None:
-            scale = latent ** -0.5 if cfg.distance_scale is None else cfg.distance_scale
-            self.distance = LatentL1Distance(scale) if self.method.head == "latent-l1" else \
-                SeparableDistance(latent, init=scale)
+            scale = latent**-0.5 if cfg.distance_scale is None else cfg.distance_scale
+            self.distance = (
+                LatentL1Distance(scale) if self.method.head == "latent-l1" else SeparableDistance(latent, init=scale)
+            )
         if cfg.spread_units:  # a bias-corrected running mean of the batch spread, for evaluations
             self.register_buffer("spread_sum", torch.zeros(()))
             self.register_buffer("spread_weight", torch.zeros(()))
 
-    def _critic_losses(self, tensors: Tensors, terms: dict[str, torch.Tensor] | None = None
-                       ) -> tuple[torch.Tensor, Stats, torch.Tensor]:
+    def _critic_losses(
+        self, tensors: Tensors, terms: dict[str, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, Stats, torch.Tensor]:
         """The joint loss on a batch on the device: DrQ's critic loss, the world model's losses on the first view
         (its first next view passes the trunk with the gradient, and the TD target reuses those features) and
         ``beta`` times the bisimulation loss on the first view's latents once ``bisim_warmup`` updates are done;
@@ -489,12 +514,14 @@ class JointAgent(DrQAgent):
         features = self.encoder.trunk(torch.cat(inputs))
         latents = self.encoder.head(features)
         per_view = features.shape[0] // len(inputs)  # rows (frames, frame-wise) of one view
-        reused = features[m * per_view:] if self.world_model else None
-        loss, stats = self.critic_loss(latents[:m * rows], action, self.td_target(next_views, reward, discount, reused))
+        reused = features[m * per_view :] if self.world_model else None
+        loss, stats = self.critic_loss(
+            latents[: m * rows], action, self.td_target(next_views, reward, discount, reused)
+        )
         terms["critic"] = loss
         z = latents[:rows]
         if self.world_model:
-            model_loss, model_stats = self.world_model_losses(z, latents[m * rows:], action, reward, terms)
+            model_loss, model_stats = self.world_model_losses(z, latents[m * rows :], action, reward, terms)
             loss = loss + model_loss
             stats.update(model_stats)
         if self.method.bisim is not None and self.config.beta > 0 and self.bisim_active:
@@ -505,9 +532,14 @@ class JointAgent(DrQAgent):
             stats["bisim_loss"] = bisim.detach()
         return loss, stats, obs_views[0]
 
-    def world_model_losses(self, z: torch.Tensor, z_next_grad: torch.Tensor, action: torch.Tensor,
-                           reward: torch.Tensor, terms: dict[str, torch.Tensor] | None = None
-                           ) -> tuple[torch.Tensor, Stats]:
+    def world_model_losses(
+        self,
+        z: torch.Tensor,
+        z_next_grad: torch.Tensor,
+        action: torch.Tensor,
+        reward: torch.Tensor,
+        terms: dict[str, torch.Tensor] | None = None,
+    ) -> tuple[torch.Tensor, Stats]:
         """Transition NLL of the detached next latent, reward regression on a sample of the predicted next
         latent (both on a detached ``z`` when ``model_grad`` is off), inverse dynamics (gradient into
         ``z_next_grad``); (their sum, the terms detached). ``terms``, when given, receives the three with their
@@ -520,8 +552,10 @@ class JointAgent(DrQAgent):
         if terms is not None:
             terms.update(transition=transition_loss, reward=reward_loss, inverse=inverse_loss)
         return transition_loss + reward_loss + inverse_loss, {
-            "transition_loss": transition_loss.detach(), "reward_loss": reward_loss.detach(),
-            "inverse_loss": inverse_loss.detach()}
+            "transition_loss": transition_loss.detach(),
+            "reward_loss": reward_loss.detach(),
+            "inverse_loss": inverse_loss.detach(),
+        }
 
     # ------------------------------------------------------ bisimulation
     def next_reward(self, z: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
@@ -594,17 +628,41 @@ def _transition(agent: JointAgent):
 #: ``loss(agent, z, distance)`` from :mod:`bisimkit.losses` on the agent's actor and world model.
 BISIMULATION_LOSSES: dict[str, Callable[[JointAgent, torch.Tensor, Callable], torch.Tensor]] = {
     "dbc": lambda agent, z, distance: dbc_loss(
-        z, distance=distance, policy=_policy(agent), reward=agent.next_reward, next_w2=gaussian_w2(agent.transition),
-        discount=agent.config.discount, samples=agent.config.bisim_samples),
+        z,
+        distance=distance,
+        policy=_policy(agent),
+        reward=agent.next_reward,
+        next_w2=gaussian_w2(agent.transition),
+        discount=agent.config.discount,
+        samples=agent.config.bisim_samples,
+    ),
     "psm": lambda agent, z, distance: psm_loss(
-        z, distance=distance, policy=_policy(agent), transition=_transition(agent), mean_action=agent.mean_action,
-        discount=agent.config.discount, samples=agent.config.bisim_samples),
+        z,
+        distance=distance,
+        policy=_policy(agent),
+        transition=_transition(agent),
+        mean_action=agent.mean_action,
+        discount=agent.config.discount,
+        samples=agent.config.bisim_samples,
+    ),
     "entangled-reward": lambda agent, z, distance: entangled_loss(
-        z, distance=distance, policy=_policy(agent), transition=_transition(agent),
-        ground=reward_ground(agent.next_reward), discount=agent.config.discount, samples=agent.config.bisim_samples),
+        z,
+        distance=distance,
+        policy=_policy(agent),
+        transition=_transition(agent),
+        ground=reward_ground(agent.next_reward),
+        discount=agent.config.discount,
+        samples=agent.config.bisim_samples,
+    ),
     "entangled-policy": lambda agent, z, distance: entangled_loss(
-        z, distance=distance, policy=_policy(agent), transition=_transition(agent),
-        ground=policy_ground(agent.mean_action), discount=agent.config.discount, samples=agent.config.bisim_samples),
+        z,
+        distance=distance,
+        policy=_policy(agent),
+        transition=_transition(agent),
+        ground=policy_ground(agent.mean_action),
+        discount=agent.config.discount,
+        samples=agent.config.bisim_samples,
+    ),
 }
 
 
@@ -623,8 +681,12 @@ class DBCAgent(DrQAgent):
     def build_heads(self, latent: int, hidden: int) -> None:
         """DBC's transition and reward heads (``ProbabilisticTransitionModel``, ``reward_decoder``)."""
         cfg = self.config
-        self.transition = DBCTransitionModel(latent, self.action_dim, sigma_bounds=(cfg.transition_sigma_min,
-                                             cfg.transition_sigma_max), sigma_init=cfg.transition_sigma_init)
+        self.transition = DBCTransitionModel(
+            latent,
+            self.action_dim,
+            sigma_bounds=(cfg.transition_sigma_min, cfg.transition_sigma_max),
+            sigma_init=cfg.transition_sigma_init,
+        )
         self.reward_model = DBCRewardModel(latent)
 
     def model_parameters(self) -> list[nn.Parameter]:
@@ -635,8 +697,12 @@ class DBCAgent(DrQAgent):
         """The shared three, then DBC's ``encoder_optimizer`` and ``decoder_optimizer`` (weight decay 1e-7)."""
         super().build_optimizers(adam)
         self.encoder_opt = torch.optim.Adam(self.encoder.parameters(), lr=self.config.lr, **adam)
-        self.world_opt = torch.optim.Adam(list(self.reward_model.parameters()) + list(self.transition.parameters()),
-                                          lr=self.config.lr, weight_decay=DBC_DECODER_WEIGHT_DECAY, **adam)
+        self.world_opt = torch.optim.Adam(
+            list(self.reward_model.parameters()) + list(self.transition.parameters()),
+            lr=self.config.lr,
+            weight_decay=DBC_DECODER_WEIGHT_DECAY,
+            **adam,
+        )
 
     def optimizers(self) -> dict[str, torch.optim.Optimizer]:
         """The shared three and DBC's two."""
@@ -666,12 +732,15 @@ class DBCAgent(DrQAgent):
         transition_loss = (0.5 * ((mu - h_next) / sigma) ** 2 + sigma.log()).mean()
         reward_loss = F.mse_loss(self.reward_model(mu + sigma * torch.randn_like(sigma)), reward)
         with self.checking():
-            bisim = dbc_coordinate_loss(h, reward=reward, next_mean=mu.detach(), next_sigma=sigma.detach(),
-                                        discount=self.config.discount)
+            bisim = dbc_coordinate_loss(
+                h, reward=reward, next_mean=mu.detach(), next_sigma=sigma.detach(), discount=self.config.discount
+            )
         weight = self.config.beta if self.bisim_active else 0.0  # bisim_warmup: the models alone first
         return transition_loss + reward_loss + weight * bisim, {
-            "transition_loss": transition_loss.detach(), "reward_loss": reward_loss.detach(),
-            "bisim_loss": bisim.detach()}
+            "transition_loss": transition_loss.detach(),
+            "reward_loss": reward_loss.detach(),
+            "bisim_loss": bisim.detach(),
+        }
 
     def update_metric(self, tensors: Tensors) -> Stats:
         """The Adam steps of :meth:`dbc_model_losses` on the encoder and on the heads, each with its own state."""
@@ -721,8 +790,10 @@ class UpdateGraphs:
             return self.inputs
         for name, fixed, t in zip(("obs", "next_obs", "action", "reward", "discount"), self.inputs, tensors):
             if fixed.shape != t.shape or fixed.dtype != t.dtype:
-                raise ValueError(f"{name}: CUDA graphs need a fixed batch, got shape {tuple(t.shape)} "
-                                 f"{t.dtype} after {tuple(fixed.shape)} {fixed.dtype}")
+                raise ValueError(
+                    f"{name}: CUDA graphs need a fixed batch, got shape {tuple(t.shape)} "
+                    f"{t.dtype} after {tuple(fixed.shape)} {fixed.dtype}"
+                )
             fixed.copy_(t, non_blocking=True)
         return self.inputs
 
@@ -742,8 +813,7 @@ class UpdateGraphs:
                 outputs = self.agent.step(inputs, *due)
         except RuntimeError as exc:  # an operation that cannot be captured: go on eagerly
             self.failed = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            print(f"graphs: capturing the update failed ({self.failed}); eager updates from now on",
-                  file=sys.stderr)
+            print(f"graphs: capturing the update failed ({self.failed}); eager updates from now on", file=sys.stderr)
             return self._eager(inputs, due)
         self.graphs[key], self.outputs[key] = graph, outputs
         graph.replay()

@@ -42,6 +42,7 @@ CACHED_VIDEOS = 32
 def load_frames(video_dir: str, size: int) -> np.ndarray:
     """Frames of a ``<video>/*.jpg`` folder as a read-only (T, size*size*3) uint8 array (RGB rows)."""
     import cv2  # the agents' extra (OpenCV): loaded with the first background
+
     names = sorted(n for n in os.listdir(video_dir) if n.lower().endswith((".jpg", ".jpeg")))
     if not names:
         raise InputError(f"videos: no .jpg frames in {video_dir}")
@@ -76,10 +77,22 @@ def _fast_background_class() -> type:
     class FastBackgroundEnv(dc.background.DistractingBackgroundEnv):
         """distracting-control's dynamic video background with a small texture and lazy uploads."""
 
-        def __init__(self, env, videos: Sequence[str | os.PathLike], domain: str, seed: int | None = None,
-                     texture_size: int = DEFAULT_SIZE):
-            super().__init__(env, dataset_path=None, video_alpha=1.0, ground_plane_alpha=ground_plane_alpha(domain),
-                             dynamic=True, seed=seed)
+        def __init__(
+            self,
+            env,
+            videos: Sequence[str | os.PathLike],
+            domain: str,
+            seed: int | None = None,
+            texture_size: int = DEFAULT_SIZE,
+        ):
+            super().__init__(
+                env,
+                dataset_path=None,
+                video_alpha=1.0,
+                ground_plane_alpha=ground_plane_alpha(domain),
+                dynamic=True,
+                seed=seed,
+            )
             if not videos:
                 raise InputError("videos: at least one video folder is needed")
             model = env.physics.model
@@ -126,7 +139,7 @@ def _fast_background_class() -> type:
 
             physics = self._env.physics
             start = self._background.address
-            physics.model.tex_data[start:start + self._background.size] = self._background.textures[key[1]]
+            physics.model.tex_data[start : start + self._background.size] = self._background.textures[key[1]]
             with physics.contexts.gl.make_current() as ctx:
                 ctx.call(mujoco.mjr_uploadTexture, physics.model.ptr, physics.contexts.mujoco.ptr, sky)
             self._on_gpu = key

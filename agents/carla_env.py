@@ -67,7 +67,7 @@ DEFAULT_TOWN, DEFAULT_CAMERAS, DEFAULT_VEHICLES, DEFAULT_REWARD = "Town04", 5, 2
 ACTION_REPEAT = 4
 MIN_IMAGE = 16
 HOST_VARIABLE = "BISIMKIT_CARLA_HOST"
-DT = 0.05                   # 20 Hz
+DT = 0.05  # 20 Hz
 LANES = (-1, -2, -3, -4)
 EGO_S = 100.0
 OTHER_S = (100.0, 300.0)
@@ -76,7 +76,7 @@ CAMERA_X, CAMERA_Z = 1.6, 1.7
 EGO_BLUEPRINT = "vehicle.audi.a2"
 #: Vehicles spawn this far (m) above the lane's waypoint (DBC's reset_other_vehicles lifts its traffic by 0.1 m).
 SPAWN_LIFT = 0.1
-COLLISION_STEPS = 20        # consecutive colliding simulator steps that end an episode
+COLLISION_STEPS = 20  # consecutive colliding simulator steps that end an episode
 STUCK_SPEED, STUCK_EVERY = 0.02, 100
 #: Load a town with this timeout at least (loading Town04 takes tens of seconds).
 LOAD_TIMEOUT = 120.0
@@ -102,8 +102,9 @@ def split_action(action) -> tuple[float, float, float]:
     return (steer, pedal, 0.0) if pedal >= 0.0 else (steer, 0.0, -pedal)
 
 
-def code_reward(vel_s: float, lane_distance: float, colliding: bool, brake: float, steer: float,
-                dt: float = DT) -> float:
+def code_reward(
+    vel_s: float, lane_distance: float, colliding: bool, brake: float, steer: float, dt: float = DT
+) -> float:
     """DBC's reward as their code computed it (``CarlaEnv._simulator_step``), per simulator step:
     ``v_s dt / (1 + d) - 1.0 colliding - 0.1 brake - 0.1 |steer|``, with ``v_s`` the speed along
     the highway and ``d`` the distance (m) to the centre of the nearest lane."""
@@ -132,8 +133,9 @@ def lane_progress(vehicle_xy, velocity_xy, centre_xy, ahead_xy) -> tuple[float, 
 ROAD_END_DISTANCE = 100.0
 
 
-def termination(sim_steps: int, collide_count: int, speed: float, road_ended: bool,
-                max_steps: int = 1000) -> str | None:
+def termination(
+    sim_steps: int, collide_count: int, speed: float, road_ended: bool, max_steps: int = 1000
+) -> str | None:
     """Why the episode ends after simulator step ``sim_steps`` (counted from 1), or None: 'road_end'
     (no lane waypoint at the vehicle's s, or none ahead), 'collisions' (``collide_count`` >= 20
     consecutive colliding steps), 'time_limit' (``sim_steps`` >= ``max_steps``) or 'stuck' (speed
@@ -162,8 +164,9 @@ def bgra_to_rgb(raw, height: int, width: int) -> np.ndarray:
     """A CARLA camera image's BGRA bytes as a uint8 (height, width, 3) RGB array."""
     data = np.frombuffer(bytes(raw), dtype=np.uint8) if not isinstance(raw, np.ndarray) else raw.astype(np.uint8)
     if data.size != height * width * 4:
-        raise CarlaError(f"a {width}x{height} BGRA image has {height * width * 4} bytes, got {data.size}",
-                         param="camera")
+        raise CarlaError(
+            f"a {width}x{height} BGRA image has {height * width * 4} bytes, got {data.size}", param="camera"
+        )
     return data.reshape(height, width, 4)[:, :, 2::-1]
 
 
@@ -188,13 +191,21 @@ def spawn_plan(seed: int, vehicles: int, blueprints: int, colours: int = 1) -> S
     check_count("vehicles", vehicles, low=0)
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 14]))
     ego = int(rng.choice(LANES))
-    others = tuple((int(rng.choice(LANES)), float(rng.uniform(*OTHER_S)), int(rng.integers(max(blueprints, 1))),
-                    int(rng.integers(max(colours, 1)))) for _ in range(vehicles))
+    others = tuple(
+        (
+            int(rng.choice(LANES)),
+            float(rng.uniform(*OTHER_S)),
+            int(rng.integers(max(blueprints, 1))),
+            int(rng.integers(max(colours, 1))),
+        )
+        for _ in range(vehicles)
+    )
     return SpawnPlan(ego, others)
 
 
-def destroy_all(actors: Iterable, destroy_ids: Callable[[list[int]], None] | None = None,
-                ids: Sequence[int] = ()) -> list[str]:
+def destroy_all(
+    actors: Iterable, destroy_ids: Callable[[list[int]], None] | None = None, ids: Sequence[int] = ()
+) -> list[str]:
     """Destroy every actor (sensors stopped first) and, through ``destroy_ids``, the actors known by
     id; tries all of them and returns the errors as text instead of raising (teardown must finish).
     A server that times out is gone (and its actors with it): the rest is skipped, so a teardown
@@ -211,8 +222,9 @@ def destroy_all(actors: Iterable, destroy_ids: Callable[[list[int]], None] | Non
             except Exception as exc:  # noqa: BLE001
                 errors.append(f"{verb} {getattr(actor, 'id', '?')}: {one_line(exc)}")
                 if is_timeout(exc):
-                    errors.append(f"server not answering: {len(actors) - done - 1} actors and {len(ids)} "
-                                  f"vehicles left to it")
+                    errors.append(
+                        f"server not answering: {len(actors) - done - 1} actors and {len(ids)} vehicles left to it"
+                    )
                     return errors
     if ids and destroy_ids is not None:
         try:
@@ -236,8 +248,11 @@ def _import_carla():
     try:
         import carla  # noqa: PLC0415  (lazy: agents imports without the CARLA client)
     except ImportError:
-        raise CarlaError("the CARLA client is not installed: pip install -e '.[carla]' (carla==0.9.16; and run a CARLA "
-                         "0.9.16 server; see docs/agents.md, CARLA highway driving)", param="carla") from None
+        raise CarlaError(
+            "the CARLA client is not installed: pip install -e '.[carla]' (carla==0.9.16; and run a CARLA "
+            "0.9.16 server; see docs/agents.md, CARLA highway driving)",
+            param="carla",
+        ) from None
     return carla
 
 
@@ -259,15 +274,30 @@ class CarlaHighway:
     #: The trainer evaluates on this same environment, at episode ends only (one server, one world).
     shared_eval = True
 
-    def __init__(self, host: str | None = None, port: int = DEFAULT_PORT, timeout: float = DEFAULT_TIMEOUT,
-                 town: str = DEFAULT_TOWN, cameras: int = DEFAULT_CAMERAS, image_size: int = 84, frame_stack: int = 3,
-                 action_repeat: int = ACTION_REPEAT, episode_steps: int = 1000, vehicles: int = DEFAULT_VEHICLES,
-                 reward: str = DEFAULT_REWARD, seed: int = 0, tm_port: int = 8000):
+    def __init__(
+        self,
+        host: str | None = None,
+        port: int = DEFAULT_PORT,
+        timeout: float = DEFAULT_TIMEOUT,
+        town: str = DEFAULT_TOWN,
+        cameras: int = DEFAULT_CAMERAS,
+        image_size: int = 84,
+        frame_stack: int = 3,
+        action_repeat: int = ACTION_REPEAT,
+        episode_steps: int = 1000,
+        vehicles: int = DEFAULT_VEHICLES,
+        reward: str = DEFAULT_REWARD,
+        seed: int = 0,
+        tm_port: int = 8000,
+    ):
         check_town(town)
         camera_yaws(cameras)
         check_count("image_size", image_size, low=MIN_IMAGE)
-        for name, value in (("frame_stack", frame_stack), ("action_repeat", action_repeat),
-                            ("episode_steps", episode_steps)):
+        for name, value in (
+            ("frame_stack", frame_stack),
+            ("action_repeat", action_repeat),
+            ("episode_steps", episode_steps),
+        ):
             check_count(name, value)
         check_count("vehicles", vehicles, low=0)
         check_count("seed", seed, low=0)
@@ -285,7 +315,7 @@ class CarlaHighway:
         self.action_spec = ActionSpec()
         self.name = "carla-highway"
         self._frames: deque[np.ndarray] = deque(maxlen=frame_stack)
-        self._actors: list = []           # ego first, then its sensors
+        self._actors: list = []  # ego first, then its sensors
         self._vehicle_ids: list[int] = []
         self._queues: list[queue.Queue] = []
         self._impulses: list[float] = []
@@ -306,11 +336,14 @@ class CarlaHighway:
         try:
             self.client = carla.Client(self.host, self.port)
             self.client.set_timeout(self.timeout)
-            self.client.get_server_version()   # fails within the timeout without a server
+            self.client.get_server_version()  # fails within the timeout without a server
         except RuntimeError as exc:
-            raise CarlaError(f"no CARLA server answered at {self._where()} within {self.timeout:g} s "
-                             f"({one_line(exc)}); start one (docs/agents.md, CARLA highway driving) or give its host "
-                             f"(or {HOST_VARIABLE}) and port", param="carla") from None
+            raise CarlaError(
+                f"no CARLA server answered at {self._where()} within {self.timeout:g} s "
+                f"({one_line(exc)}); start one (docs/agents.md, CARLA highway driving) or give its host "
+                f"(or {HOST_VARIABLE}) and port",
+                param="carla",
+            ) from None
         try:
             # always a fresh load, as DBC's CarlaEnv.__init__ does: no actor a killed run left behind
             # survives it, and the settings start asynchronous
@@ -327,8 +360,8 @@ class CarlaHighway:
             self._sync_on = True
             self.traffic = self.client.get_trafficmanager(self.tm_port)
             self.traffic.set_synchronous_mode(True)
-            self.traffic.set_global_distance_to_leading_vehicle(2.0)    # DBC's reset_other_vehicles
-            self.traffic.global_percentage_speed_difference(30.0)       # DBC: 30% under the limit
+            self.traffic.set_global_distance_to_leading_vehicle(2.0)  # DBC's reset_other_vehicles
+            self.traffic.global_percentage_speed_difference(30.0)  # DBC: 30% under the limit
             self.blueprints = world.get_blueprint_library()
         except RuntimeError as exc:
             self._fail("setting the world up", exc)
@@ -341,16 +374,24 @@ class CarlaHighway:
     # ------------------------------------------------------------ actors
     def _destroy_actors(self) -> list[str]:
         carla = self.carla
-        errors = destroy_all(self._actors, lambda ids: self.client.apply_batch_sync(
-            [carla.command.DestroyActor(i) for i in ids], False), self._vehicle_ids)
+        errors = destroy_all(
+            self._actors,
+            lambda ids: self.client.apply_batch_sync([carla.command.DestroyActor(i) for i in ids], False),
+            self._vehicle_ids,
+        )
         self._actors, self._vehicle_ids, self._queues, self._ego = [], [], [], None
         return errors
 
     def _spawn(self, seed: int) -> None:
         carla, world, lib = self.carla, self.world, self.blueprints
-        candidates = sorted((bp for bp in lib.filter("vehicle.*")
-                             if bp.has_attribute("number_of_wheels")
-                             and bp.get_attribute("number_of_wheels").as_int() == 4), key=lambda bp: bp.id)
+        candidates = sorted(
+            (
+                bp
+                for bp in lib.filter("vehicle.*")
+                if bp.has_attribute("number_of_wheels") and bp.get_attribute("number_of_wheels").as_int() == 4
+            ),
+            key=lambda bp: bp.id,
+        )
         plan = spawn_plan(seed, self.vehicles, len(candidates), 1 << 16)
         start = self.map.get_waypoint_xodr(self.road, plan.ego_lane, EGO_S)
         if start is None:
@@ -364,8 +405,11 @@ class CarlaHighway:
         camera.set_attribute("image_size_y", str(self.image_size))
         camera.set_attribute("fov", str(FOV))
         for yaw in camera_yaws(self.cameras):
-            sensor = world.spawn_actor(camera, carla.Transform(carla.Location(x=CAMERA_X, z=CAMERA_Z),
-                                                               carla.Rotation(yaw=yaw)), attach_to=self._ego)
+            sensor = world.spawn_actor(
+                camera,
+                carla.Transform(carla.Location(x=CAMERA_X, z=CAMERA_Z), carla.Rotation(yaw=yaw)),
+                attach_to=self._ego,
+            )
             self._actors.append(sensor)
             frames: queue.Queue = queue.Queue()
             sensor.listen(frames.put)
@@ -386,15 +430,18 @@ class CarlaHighway:
                 if values:
                     bp.set_attribute("color", values[colour % len(values)])
             bp.set_attribute("role_name", "autopilot")
-            batch.append(carla.command.SpawnActor(bp, transform).then(
-                carla.command.SetAutopilot(carla.command.FutureActor, True, self.traffic.get_port())))
+            batch.append(
+                carla.command.SpawnActor(bp, transform).then(
+                    carla.command.SetAutopilot(carla.command.FutureActor, True, self.traffic.get_port())
+                )
+            )
         if batch:
             # once (DBC's reset_other_vehicles sends the batch twice, spawning up to 40 vehicles)
             self._vehicle_ids = [r.actor_id for r in self.client.apply_batch_sync(batch, True) if not r.error]
 
     def _on_collision(self, event) -> None:
         impulse = event.normal_impulse
-        self._impulses.append(math.sqrt(impulse.x ** 2 + impulse.y ** 2 + impulse.z ** 2))
+        self._impulses.append(math.sqrt(impulse.x**2 + impulse.y**2 + impulse.z**2))
 
     # ------------------------------------------------------------ stepping
     def _tick(self) -> np.ndarray:
@@ -451,7 +498,7 @@ class CarlaHighway:
             errors = self._destroy_actors()
             if errors:
                 raise RuntimeError(errors[0])
-            self.traffic.set_random_device_seed(int(seed) % (2 ** 31))
+            self.traffic.set_random_device_seed(int(seed) % (2**31))
             self._spawn(int(seed))
             self._impulses.clear()
             frame = self._tick()
@@ -495,8 +542,9 @@ class CarlaHighway:
         self._frames.append(frame)
         self._done = reason is not None
         truncated = reason == "time_limit"
-        info.update(discount=0.0 if self._done and not truncated else 1.0, truncated=truncated,
-                    steps=self._steps, reason=reason)
+        info.update(
+            discount=0.0 if self._done and not truncated else 1.0, truncated=truncated, steps=self._steps, reason=reason
+        )
         return np.concatenate(self._frames, axis=0), float(np.mean(rewards)), self._done, info
 
     def close(self) -> list[str]:
@@ -509,8 +557,10 @@ class CarlaHighway:
         if any(e.startswith("server not answering") for e in errors):
             self._sync_on = False  # gone: nothing to switch back
         if self._sync_on:
-            for what, undo in (("traffic manager", lambda: self.traffic.set_synchronous_mode(False)),
-                               ("world settings", self._restore_settings)):
+            for what, undo in (
+                ("traffic manager", lambda: self.traffic.set_synchronous_mode(False)),
+                ("world settings", self._restore_settings),
+            ):
                 try:
                     undo()
                 except Exception as exc:  # noqa: BLE001
@@ -520,7 +570,7 @@ class CarlaHighway:
 
     def _restore_settings(self) -> None:
         settings = self._original_settings
-        settings.synchronous_mode = False   # even if the world was synchronous before (a crashed run's)
+        settings.synchronous_mode = False  # even if the world was synchronous before (a crashed run's)
         settings.fixed_delta_seconds = None
         self.world.apply_settings(settings)
 
@@ -555,24 +605,48 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=1, help="episodes to drive (default 1)")
     parser.add_argument("--steer", type=float, default=0.0, help="steering in [-1, 1] (default 0)")
     parser.add_argument("--pedal", type=float, default=0.5, help="throttle (>= 0) or brake (< 0)")
-    parser.add_argument("--cameras", type=int, default=DEFAULT_CAMERAS, choices=CAMERA_COUNTS,
-                        help="cameras side by side in the frame (default %(default)s)")
-    parser.add_argument("--vehicles", type=int, default=DEFAULT_VEHICLES,
-                        help="other vehicles spawned on the highway (default %(default)s)")
-    parser.add_argument("--reward", default=DEFAULT_REWARD, choices=REWARDS,
-                        help="code: what DBC's code computes; paper: what its paper writes (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the episodes' draws: lanes, vehicles, colours (default 0)")
+    parser.add_argument(
+        "--cameras",
+        type=int,
+        default=DEFAULT_CAMERAS,
+        choices=CAMERA_COUNTS,
+        help="cameras side by side in the frame (default %(default)s)",
+    )
+    parser.add_argument(
+        "--vehicles",
+        type=int,
+        default=DEFAULT_VEHICLES,
+        help="other vehicles spawned on the highway (default %(default)s)",
+    )
+    parser.add_argument(
+        "--reward",
+        default=DEFAULT_REWARD,
+        choices=REWARDS,
+        help="code: what DBC's code computes; paper: what its paper writes (default %(default)s)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the episodes' draws: lanes, vehicles, colours (default 0)"
+    )
     args = parser.parse_args(argv)
     env = None
 
     def body() -> int:
         nonlocal env
         start = time.monotonic()
-        env = make_carla_env(host=args.host, port=args.port, timeout=args.timeout, cameras=args.cameras,
-                             vehicles=args.vehicles, reward=args.reward, seed=args.seed)
-        print(f"connected to {env.host}:{env.port} ({env.town}, synchronous at {1 / DT:g} Hz) in "
-              f"{time.monotonic() - start:.1f} s", flush=True)
+        env = make_carla_env(
+            host=args.host,
+            port=args.port,
+            timeout=args.timeout,
+            cameras=args.cameras,
+            vehicles=args.vehicles,
+            reward=args.reward,
+            seed=args.seed,
+        )
+        print(
+            f"connected to {env.host}:{env.port} ({env.town}, synchronous at {1 / DT:g} Hz) in "
+            f"{time.monotonic() - start:.1f} s",
+            flush=True,
+        )
         for episode in range(args.episodes):
             start = time.monotonic()
             obs, done, total, steps = env.reset(seed=args.seed + episode), False, 0.0, 0
@@ -580,9 +654,12 @@ def main(argv: list[str] | None = None) -> int:
                 obs, reward, done, info = env.step([args.steer, args.pedal])
                 total, steps = total + reward, steps + 1
             seconds = time.monotonic() - start
-            print(f"episode {episode}: obs {obs.dtype} {obs.shape}, {steps} agent steps "
-                  f"({steps * env.action_repeat} simulator steps), return {total:.1f}, ended by {info['reason']}, "
-                  f"{steps / seconds:.1f} agent steps/s", flush=True)
+            print(
+                f"episode {episode}: obs {obs.dtype} {obs.shape}, {steps} agent steps "
+                f"({steps * env.action_repeat} simulator steps), return {total:.1f}, ended by {info['reason']}, "
+                f"{steps / seconds:.1f} agent steps/s",
+                flush=True,
+            )
         return 0
 
     try:

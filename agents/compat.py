@@ -37,9 +37,11 @@ class DistractingControl(NamedTuple):
 def alias_tex_rgb() -> None:
     """Give dm_control's ``MjModel`` a ``tex_rgb`` property that aliases MuJoCo 3's ``tex_data``."""
     from dm_control.mujoco.wrapper.core import MjModel  # agents' extra: first environment
+
     if not hasattr(MjModel, "tex_rgb"):
-        MjModel.tex_rgb = property(lambda self: self.ptr.tex_data,
-                                   lambda self, value: setattr(self.ptr, "tex_data", value))
+        MjModel.tex_rgb = property(
+            lambda self: self.ptr.tex_data, lambda self, value: setattr(self.ptr, "tex_data", value)
+        )
 
 
 def _stand_in_gym() -> dict[str, types.ModuleType]:
@@ -64,4 +66,5 @@ def distracting_control() -> DistractingControl:
                 if sys.modules.get(name) is module:
                     del sys.modules[name]
     from distracting_control import background, camera, suite, suite_utils  # agents' extra: first environment
+
     return DistractingControl(suite, background, camera, suite_utils)

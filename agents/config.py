@@ -71,7 +71,7 @@ class Method:
 
     augment: bool
     bisim: str | None = None  # 'dbc', 'entangled-reward', 'psm', 'entangled-policy'
-    head: str = "separable"   # 'separable' (sum_i w_i |z_i - z'_i|) or 'latent-l1' (DBC)
+    head: str = "separable"  # 'separable' (sum_i w_i |z_i - z'_i|) or 'latent-l1' (DBC)
 
     @property
     def world_model(self) -> bool:
@@ -95,8 +95,19 @@ SQUASHES = ("tanh", "none")
 #: value; DBC's code uses bisim_coef = 0.5 (deep_bisim4control agent/bisim_agent.py, __init__ default).
 DEFAULT_BETA = 0.5
 #: Fields a resumed run may change (everything else must match the checkpointed run).
-RESUMABLE_CHANGES = frozenset({"env_steps", "eval_every", "checkpoint_every", "device", "compile", "graphs",
-                               "carla_host", "carla_port", "carla_timeout"})
+RESUMABLE_CHANGES = frozenset(
+    {
+        "env_steps",
+        "eval_every",
+        "checkpoint_every",
+        "device",
+        "compile",
+        "graphs",
+        "carla_host",
+        "carla_port",
+        "carla_timeout",
+    }
+)
 #: Tasks run on a CARLA server (agents.carla_env), with their action repeat (DBC's CARLA runs: 4);
 #: every other task is a DCS task (agents.dcs.TASKS).
 CARLA_TASKS: dict[str, int] = {"carla-highway": CARLA_ACTION_REPEAT}
@@ -350,18 +361,35 @@ class TrainConfig:
         sigma_init = cfg.transition_sigma_init
         if sigma_init is None and cfg.update_rule == "joint":
             sigma_init = SIGMA_INIT
-        return replace(cfg, beta=(DEFAULT_BETA if bisim else 0.0) if cfg.beta is None else cfg.beta,
-                       latent_squash=cfg.latent_squash or ("none" if cfg.spec.head == "latent-l1" else "tanh"),
-                       aux=cfg.world_model, transition_sigma_init=sigma_init)
+        return replace(
+            cfg,
+            beta=(DEFAULT_BETA if bisim else 0.0) if cfg.beta is None else cfg.beta,
+            latent_squash=cfg.latent_squash or ("none" if cfg.spec.head == "latent-l1" else "tanh"),
+            aux=cfg.world_model,
+            transition_sigma_init=sigma_init,
+        )
 
     def validated(self) -> "TrainConfig":
         """Check every field; raises :class:`InputError` naming the first bad one."""
         for name in ("task", "method", "preset", "capacity", "latent_squash"):
             if getattr(self, name) is not None or name != "latent_squash":
                 _one_of(name, getattr(self, name), field_choices()[name])
-        for name in ("env_steps", "buffer_size", "batch_size", "actor_update_every", "target_update_every",
-                     "eval_every", "eval_episodes", "checkpoint_every", "bisim_samples", "image_size",
-                     "frame_stack", "texture_size", "aug_k", "aug_m"):
+        for name in (
+            "env_steps",
+            "buffer_size",
+            "batch_size",
+            "actor_update_every",
+            "target_update_every",
+            "eval_every",
+            "eval_episodes",
+            "checkpoint_every",
+            "bisim_samples",
+            "image_size",
+            "frame_stack",
+            "texture_size",
+            "aug_k",
+            "aug_m",
+        ):
             check_count(name, getattr(self, name))
         for name in ("seed", "seed_steps", "pad", "bisim_warmup"):
             check_count(name, getattr(self, name), low=0)
@@ -380,22 +408,39 @@ class TrainConfig:
         if sigma_init is None and self.update_rule != "dbc":  # the joint update's default
             sigma_init = SIGMA_INIT
         if sigma_init is not None and not self.transition_sigma_min < sigma_init < self.transition_sigma_max:
-            raise InputError(f"transition_sigma_init: {sigma_init!r} is not strictly between "
-                             f"transition_sigma_min {self.transition_sigma_min!r} and transition_sigma_max "
-                             f"{self.transition_sigma_max!r}")
+            raise InputError(
+                f"transition_sigma_init: {sigma_init!r} is not strictly between "
+                f"transition_sigma_min {self.transition_sigma_min!r} and transition_sigma_max "
+                f"{self.transition_sigma_max!r}"
+            )
         if self.distance_scale is not None:
             _positive("distance_scale", self.distance_scale)
         self._validate_update_rule()
         if self.model_grad is False and not self.world_model:
-            raise InputError(f"model_grad: {self.method} trains no transition or reward model here (aux "
-                             f"{self.aux}), so model_grad off changes nothing")
+            raise InputError(
+                f"model_grad: {self.method} trains no transition or reward model here (aux "
+                f"{self.aux}), so model_grad off changes nothing"
+            )
         if self.spread_units is True and (self.spec.bisim is None or self.update_rule == "dbc"):
-            raise InputError(f"spread_units: {self.method}" + (" under update_rule dbc" if self.spec.bisim else "")
-                             + " has no distance head for a bisimulation loss, so spread_units changes nothing")
+            raise InputError(
+                f"spread_units: {self.method}"
+                + (" under update_rule dbc" if self.spec.bisim else "")
+                + " has no distance head for a bisimulation loss, so spread_units changes nothing"
+            )
         if self.beta is not None and not (_is_number(self.beta) and 0 <= self.beta < math.inf):
             raise InputError(f"beta: {self.beta!r} is not a non-negative finite number")
-        for name in ("background", "camera", "stacked_frames", "actor_head", "target_encoder", "fast_render",
-                     "eval_train_videos", "compile", "model_grad", "spread_units"):
+        for name in (
+            "background",
+            "camera",
+            "stacked_frames",
+            "actor_head",
+            "target_encoder",
+            "fast_render",
+            "eval_train_videos",
+            "compile",
+            "model_grad",
+            "spread_units",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise InputError(f"{name}: {getattr(self, name)!r} is not true or false")
         for name in ("aux", "fast", "augment", "graphs"):
@@ -405,9 +450,11 @@ class TrainConfig:
             raise InputError(f"davis: {self.davis!r} is not a folder path")
         agent_steps = math.ceil(self.env_steps / self.action_repeat)
         if self.seed_steps >= agent_steps:
-            raise InputError(f"seed_steps: {self.seed_steps} agent steps of random actions cover the whole run "
-                             f"({self.env_steps} environment steps = {agent_steps} agent steps at action repeat "
-                             f"{self.action_repeat}): no update would happen")
+            raise InputError(
+                f"seed_steps: {self.seed_steps} agent steps of random actions cover the whole run "
+                f"({self.env_steps} environment steps = {agent_steps} agent steps at action repeat "
+                f"{self.action_repeat}): no update would happen"
+            )
         if self.batch_size > self.buffer_size:
             raise InputError(f"batch_size: {self.batch_size} exceeds buffer_size {self.buffer_size}")
         check_device(self.device)
@@ -427,18 +474,23 @@ class TrainConfig:
         if self.aux is False:
             raise InputError("aux: update_rule dbc trains DBC's transition and reward models, and aux is off")
         if self.model_grad is False:
-            raise InputError("model_grad: update_rule dbc is DBC's update, whose model losses train the encoder, "
-                             "and model_grad is off")
+            raise InputError(
+                "model_grad: update_rule dbc is DBC's update, whose model losses train the encoder, "
+                "and model_grad is off"
+            )
         if self.distance_scale is not None:
-            raise InputError("distance_scale: update_rule dbc compares latents coordinate by coordinate "
-                             "(no distance head), and distance_scale is set")
+            raise InputError(
+                "distance_scale: update_rule dbc compares latents coordinate by coordinate "
+                "(no distance head), and distance_scale is set"
+            )
 
     def _validate_carla(self) -> None:
         """The carla_* fields (checked for every task, so a config never holds a bad one)."""
         _one_of("carla_town", self.carla_town, field_choices()["carla_town"])
         if self.carla_cameras not in field_choices()["carla_cameras"] or isinstance(self.carla_cameras, bool):
-            raise InputError(f"carla_cameras: {self.carla_cameras!r} is not one of "
-                             f"{', '.join(map(str, CARLA_CAMERAS))}")
+            raise InputError(
+                f"carla_cameras: {self.carla_cameras!r} is not one of {', '.join(map(str, CARLA_CAMERAS))}"
+            )
         check_count("carla_vehicles", self.carla_vehicles, low=0)
         check_count("carla_port", self.carla_port)
         if self.carla_port > 65535:
@@ -458,9 +510,17 @@ def _is_number(value) -> bool:
 def field_choices() -> dict[str, tuple]:
     """The fields that take one of a fixed set of values, with the set: what :meth:`TrainConfig.validated`
     accepts and ``--help`` names."""
-    return {"task": task_names(), "method": tuple(METHODS), "preset": tuple(PRESETS), "capacity": tuple(CAPACITIES),
-            "latent_squash": SQUASHES, "update_rule": UPDATE_RULES, "carla_town": tuple(TOWNS),
-            "carla_cameras": CARLA_CAMERAS, "carla_reward": CARLA_REWARDS}
+    return {
+        "task": task_names(),
+        "method": tuple(METHODS),
+        "preset": tuple(PRESETS),
+        "capacity": tuple(CAPACITIES),
+        "latent_squash": SQUASHES,
+        "update_rule": UPDATE_RULES,
+        "carla_town": tuple(TOWNS),
+        "carla_cameras": CARLA_CAMERAS,
+        "carla_reward": CARLA_REWARDS,
+    }
 
 
 def _one_of(name: str, value, allowed) -> None:
@@ -474,8 +534,11 @@ def _positive(name: str, value) -> None:
 
 
 def _in_range(name: str, value, low: float, high: float, closed_low: bool, closed_high: bool) -> None:
-    ok = _is_number(value) and (low <= value if closed_low else low < value) and \
-        (value <= high if closed_high else value < high)
+    ok = (
+        _is_number(value)
+        and (low <= value if closed_low else low < value)
+        and (value <= high if closed_high else value < high)
+    )
     if not ok:
         interval = f"{'[' if closed_low else '('}{low:g}, {high:g}{']' if closed_high else ')'}"
         raise InputError(f"{name}: {value!r} is not in {interval}")
@@ -490,8 +553,8 @@ class Preset:
     """A named set of field values, each with where it comes from."""
 
     about: str
-    values: dict          # field -> value (fields not named keep the TrainConfig default)
-    sources: dict         # field -> source of the value (for the presets table)
+    values: dict  # field -> value (fields not named keep the TrainConfig default)
+    sources: dict  # field -> source of the value (for the presets table)
 
 
 APPENDIX_C = "paper, appendix C"
@@ -513,89 +576,186 @@ PRESETS: dict[str, Preset] = {
         about="the paper's appendix C; where it is silent, the DBC / DrQ code it builds on",
         values={},
         sources={
-            "env_steps": "paper, every table (2M)", "capacity": APPENDIX_C, "stacked_frames":
-            "paper, appendix C (frame-wise encoder)", "actor_head": "paper, appendix C (encoder fully shared)",
+            "env_steps": "paper, every table (2M)",
+            "capacity": APPENDIX_C,
+            "stacked_frames": "paper, appendix C (frame-wise encoder)",
+            "actor_head": "paper, appendix C (encoder fully shared)",
             "latent_squash": "silent; DrQ's encoder (LayerNorm + tanh), DBC's (no tanh) for drq+dbc",
-            "transition_sigma_min": DBC_TRANSITION, "transition_sigma_max": DBC_TRANSITION,
+            "transition_sigma_min": DBC_TRANSITION,
+            "transition_sigma_max": DBC_TRANSITION,
             "transition_sigma_init": "silent; ours, 0.5 (auto): bisimulation losses start on the critic's scale",
             "distance_scale": "silent; DBC code averages its loss over latent coordinates (1/dimension)",
-            "buffer_size": APPENDIX_C, "batch_size": APPENDIX_C, "discount": APPENDIX_C, "lr": APPENDIX_C,
-            "tau": APPENDIX_C, "target_encoder": "silent; DBC, DrQ and SAC-AE code all average the encoder",
+            "buffer_size": APPENDIX_C,
+            "batch_size": APPENDIX_C,
+            "discount": APPENDIX_C,
+            "lr": APPENDIX_C,
+            "tau": APPENDIX_C,
+            "target_encoder": "silent; DBC, DrQ and SAC-AE code all average the encoder",
             "encoder_tau": "silent; " + DBC_SCRIPT + " (encoder_tau 0.05)",
-            "actor_update_every": APPENDIX_C, "target_update_every": APPENDIX_C, "alpha_lr": APPENDIX_C,
-            "alpha_beta1": "silent; " + DBC_SCRIPT + " (alpha_beta 0.5)", "init_temperature": APPENDIX_C,
-            "pad": APPENDIX_C, "aug_k": "silent (paper uses DrQ's augmentation); " + DRQ_CODE,
+            "actor_update_every": APPENDIX_C,
+            "target_update_every": APPENDIX_C,
+            "alpha_lr": APPENDIX_C,
+            "alpha_beta1": "silent; " + DBC_SCRIPT + " (alpha_beta 0.5)",
+            "init_temperature": APPENDIX_C,
+            "pad": APPENDIX_C,
+            "aug_k": "silent (paper uses DrQ's augmentation); " + DRQ_CODE,
             "aug_m": "silent (paper uses DrQ's augmentation); " + DRQ_CODE,
             "beta": "tuned, value not reported; " + DBC_CODE + " (train.py, bisim_coef 0.5)",
-            "seed_steps": "silent; DrQ and DBC code (1000)", "eval_episodes": "silent; " + DRQ_CODE + " (10)",
+            "seed_steps": "silent; DrQ and DBC code (1000)",
+            "eval_episodes": "silent; " + DRQ_CODE + " (10)",
             "eval_train_videos": "paper, section 6 (tables on training and on 30 held-out videos)",
-            "background": "paper, section 6 (DAVIS videos, 2 for training)", "camera": "paper, section 6",
-            "image_size": "silent; DrQ and DBC code (84)", "frame_stack": "paper, appendix C (F = 3)",
-            "episode_steps": "dm_control (1000)", "texture_size": OURS + " (speed)", "fast_render": OURS + " (speed)",
-            "aux": "paper, Alg. 2 (J_P, J_R, J_ID)", "bisim_samples": "paper, Alg. 1 (one draw)",
+            "background": "paper, section 6 (DAVIS videos, 2 for training)",
+            "camera": "paper, section 6",
+            "image_size": "silent; DrQ and DBC code (84)",
+            "frame_stack": "paper, appendix C (F = 3)",
+            "episode_steps": "dm_control (1000)",
+            "texture_size": OURS + " (speed)",
+            "fast_render": OURS + " (speed)",
+            "aux": "paper, Alg. 2 (J_P, J_R, J_ID)",
+            "bisim_samples": "paper, Alg. 1 (one draw)",
             "bisim_warmup": "paper, Alg. 2 (the loss from the first update)",
             "model_grad": "paper, Alg. 2 (J_P and J_R read h(o_t) with its gradient)",
             "spread_units": "paper, Alg. 2 (J_bisim reads d(z, z') as it is)",
             "update_rule": "paper, Alg. 2 (one step on J_SAC + J_P + J_R + J_ID + beta J_bisim)",
-            "eval_every": OURS, "checkpoint_every": OURS, "fast": OURS + " (speed; tests/test_agent.py)",
+            "eval_every": OURS,
+            "checkpoint_every": OURS,
+            "fast": OURS + " (speed; tests/test_agent.py)",
             "graphs": OURS + " (speed, auto: on with CUDA; benchmarks/bench_updates.py --check-graphs)",
             "compile": OURS + " (speed; tests/test_agent.py)",
-            "carla_host": OURS, "carla_port": "CARLA's default (2000)", "carla_timeout": OURS,
+            "carla_host": OURS,
+            "carla_port": "CARLA's default (2000)",
+            "carla_timeout": OURS,
             "carla_town": DBC_CARLA + " (Town04)",
-            "carla_cameras": PAPER_CARLA + " (5 roof cameras of 60 degrees, 84x420); " + DBC_CARLA
+            "carla_cameras": PAPER_CARLA
+            + " (5 roof cameras of 60 degrees, 84x420); "
+            + DBC_CARLA
             + " stitches 1, 3 or 5 and defaults to 3",
-            "carla_vehicles": DBC_CARLA + " (20)", "carla_reward": DBC_CARLA + " (the code's reward; the paper's is a "
-            "flag)", "augment": "the method's (METHODS); off on carla-highway: " + PAPER_CARLA + " (no DrQ)",
-        }),
+            "carla_vehicles": DBC_CARLA + " (20)",
+            "carla_reward": DBC_CARLA + " (the code's reward; the paper's is a flag)",
+            "augment": "the method's (METHODS); off on carla-highway: " + PAPER_CARLA + " (no DrQ)",
+        },
+    ),
     "drq": Preset(
         about="DrQ's published agent (Kostrikov et al. 2020) on plain DMC, to validate the pipeline",
-        values=dict(method="drq", env_steps=500_000, background=False, camera=False, fast_render=False,
-                    stacked_frames=True, actor_head=True, latent_squash="tanh", encoder_tau=0.01,
-                    alpha_lr=1e-3, alpha_beta1=0.9, eval_every=10_000, eval_train_videos=False),
+        values=dict(
+            method="drq",
+            env_steps=500_000,
+            background=False,
+            camera=False,
+            fast_render=False,
+            stacked_frames=True,
+            actor_head=True,
+            latent_squash="tanh",
+            encoder_tau=0.01,
+            alpha_lr=1e-3,
+            alpha_beta1=0.9,
+            eval_every=10_000,
+            eval_train_videos=False,
+        ),
         sources={
-            "method": DRQ_CODE, "env_steps": "DrQ paper, PlaNet benchmark (500k; also reported at 100k)",
-            "background": "DrQ paper (plain DMC)", "camera": "DrQ paper (plain DMC)",
+            "method": DRQ_CODE,
+            "env_steps": "DrQ paper, PlaNet benchmark (500k; also reported at 100k)",
+            "background": "DrQ paper (plain DMC)",
+            "camera": "DrQ paper (plain DMC)",
             "fast_render": "DrQ code renders with dm_control's default visuals",
-            "stacked_frames": DRQ_CODE + " (Encoder on 9 channels)", "actor_head": DRQ_CODE +
-            " (Actor has its own Linear+LayerNorm head, convs tied)", "latent_squash": DRQ_CODE,
+            "stacked_frames": DRQ_CODE + " (Encoder on 9 channels)",
+            "actor_head": DRQ_CODE + " (Actor has its own Linear+LayerNorm head, convs tied)",
+            "latent_squash": DRQ_CODE,
             "encoder_tau": DRQ_CODE + " (the whole critic, encoder included, at critic_tau 0.01)",
-            "alpha_lr": DRQ_CODE + " (log_alpha optimizer at lr 1e-3)", "alpha_beta1": DRQ_CODE +
-            " (Adam defaults)", "aug_k": DRQ_CODE + " (update_critic: target_Q averaged over 2 views)",
-            "aug_m": DRQ_CODE + " (update_critic: Q loss on obs and obs_aug)", "batch_size": DRQ_CODE +
-            " (512 to reproduce the paper)", "init_temperature": DRQ_CODE, "tau": DRQ_CODE,
-            "seed_steps": DRQ_CODE + " (num_seed_steps 1000)", "eval_every": "ours (DrQ: every 5000 agent steps)",
-        }),
+            "alpha_lr": DRQ_CODE + " (log_alpha optimizer at lr 1e-3)",
+            "alpha_beta1": DRQ_CODE + " (Adam defaults)",
+            "aug_k": DRQ_CODE + " (update_critic: target_Q averaged over 2 views)",
+            "aug_m": DRQ_CODE + " (update_critic: Q loss on obs and obs_aug)",
+            "batch_size": DRQ_CODE + " (512 to reproduce the paper)",
+            "init_temperature": DRQ_CODE,
+            "tau": DRQ_CODE,
+            "seed_steps": DRQ_CODE + " (num_seed_steps 1000)",
+            "eval_every": "ours (DrQ: every 5000 agent steps)",
+        },
+    ),
     "dbc": Preset(
         about="DBC's own agent (Zhang et al. 2020): drq+dbc under DBC's update, without DrQ shifts",
-        values=dict(method="drq+dbc", update_rule="dbc", augment=False, batch_size=128, stacked_frames=True,
-                    actor_head=True, latent_squash="none", encoder_tau=0.05, beta=0.5, alpha_lr=1e-4,
-                    alpha_beta1=0.5),
+        values=dict(
+            method="drq+dbc",
+            update_rule="dbc",
+            augment=False,
+            batch_size=128,
+            stacked_frames=True,
+            actor_head=True,
+            latent_squash="none",
+            encoder_tau=0.05,
+            beta=0.5,
+            alpha_lr=1e-4,
+            alpha_beta1=0.5,
+        ),
         sources={
-            "method": "DBC (drq+dbc's loss)", "update_rule": DBC_CODE + " (agent/bisim_agent.py BisimAgent.update; "
-            "benchmarks/dbc_reference.py)", "augment": DBC_CODE + " (train.py: no augmentation)",
+            "method": "DBC (drq+dbc's loss)",
+            "update_rule": DBC_CODE + " (agent/bisim_agent.py BisimAgent.update; benchmarks/dbc_reference.py)",
+            "augment": DBC_CODE + " (train.py: no augmentation)",
             "batch_size": DBC_SCRIPT + " (batch_size 128)",
-            "transition_sigma_init": DBC_TRANSITION + " (PyTorch's default init)", "stacked_frames": DBC_CODE +
-            " (encoder.py on the 9-channel stack)", "actor_head": DBC_CODE + " (actor encoder: own fc + ln)",
-            "latent_squash": DBC_CODE + " (encoder.py ends in LayerNorm)", "encoder_tau": DBC_SCRIPT,
-            "beta": DBC_CODE + " (train.py, bisim_coef 0.5)", "alpha_lr": DBC_SCRIPT, "alpha_beta1": DBC_SCRIPT,
-            "tau": DBC_SCRIPT, "init_temperature": DBC_SCRIPT, "capacity": DBC_SCRIPT + " (hidden_dim 1024)",
-        }),
+            "transition_sigma_init": DBC_TRANSITION + " (PyTorch's default init)",
+            "stacked_frames": DBC_CODE + " (encoder.py on the 9-channel stack)",
+            "actor_head": DBC_CODE + " (actor encoder: own fc + ln)",
+            "latent_squash": DBC_CODE + " (encoder.py ends in LayerNorm)",
+            "encoder_tau": DBC_SCRIPT,
+            "beta": DBC_CODE + " (train.py, bisim_coef 0.5)",
+            "alpha_lr": DBC_SCRIPT,
+            "alpha_beta1": DBC_SCRIPT,
+            "tau": DBC_SCRIPT,
+            "init_temperature": DBC_SCRIPT,
+            "capacity": DBC_SCRIPT + " (hidden_dim 1024)",
+        },
+    ),
     "smoke": Preset(
         about="a CPU check that every part of training runs (collect, update, evaluate, checkpoint), not a "
-              "learning run: about 1 min on 2 cores (cartpole-swingup; 2 min at action repeat 2)",
-        values=dict(env_steps=2_000, episode_steps=400, image_size=32, capacity="low", buffer_size=10_000,
-                    batch_size=16, seed_steps=50, eval_every=1_000, eval_episodes=1, checkpoint_every=1_000),
-        sources={name: SMOKE for name in ("env_steps", "episode_steps", "image_size", "capacity", "buffer_size",
-                                          "batch_size", "seed_steps", "eval_every", "eval_episodes",
-                                          "checkpoint_every")}),
+        "learning run: about 1 min on 2 cores (cartpole-swingup; 2 min at action repeat 2)",
+        values=dict(
+            env_steps=2_000,
+            episode_steps=400,
+            image_size=32,
+            capacity="low",
+            buffer_size=10_000,
+            batch_size=16,
+            seed_steps=50,
+            eval_every=1_000,
+            eval_episodes=1,
+            checkpoint_every=1_000,
+        ),
+        sources={
+            name: SMOKE
+            for name in (
+                "env_steps",
+                "episode_steps",
+                "image_size",
+                "capacity",
+                "buffer_size",
+                "batch_size",
+                "seed_steps",
+                "eval_every",
+                "eval_episodes",
+                "checkpoint_every",
+            )
+        },
+    ),
     "carla": Preset(
         about="the paper's CARLA experiment (DBC's highway, needs a CARLA server): carla-highway, 500k environment "
-              "steps, no DrQ, no DCS distractions",
-        values=dict(task="carla-highway", env_steps=500_000, background=False, camera=False, eval_train_videos=False,
-                    augment=False),
-        sources={"env_steps": PAPER_CARLA + " (500k)", "background": "not a DCS task",
-                 "camera": "not a DCS task", "eval_train_videos": "not a DCS task (no videos)",
-                 "augment": PAPER_CARLA + " (the five methods without DrQ)"}),
+        "steps, no DrQ, no DCS distractions",
+        values=dict(
+            task="carla-highway",
+            env_steps=500_000,
+            background=False,
+            camera=False,
+            eval_train_videos=False,
+            augment=False,
+        ),
+        sources={
+            "env_steps": PAPER_CARLA + " (500k)",
+            "background": "not a DCS task",
+            "camera": "not a DCS task",
+            "eval_train_videos": "not a DCS task (no videos)",
+            "augment": PAPER_CARLA + " (the five methods without DrQ)",
+        },
+    ),
 }
 
 
@@ -612,8 +772,10 @@ def presets_markdown() -> str:
     """A markdown table of every field under each preset, with the source of each value (for docs/agents.md)."""
     base = TrainConfig()
     names = list(PRESETS)
-    rows = ["| field | " + " | ".join(names) + " | source (paper preset; others where they differ) |",
-            "|---|" + "---|" * len(names) + "---|"]
+    rows = [
+        "| field | " + " | ".join(names) + " | source (paper preset; others where they differ) |",
+        "|---|" + "---|" * len(names) + "---|",
+    ]
     for name in FIELDS:
         if name in ("task", "seed", "device", "davis", "preset", "carla_host"):
             continue
@@ -645,8 +807,13 @@ def field_docs() -> dict[str, str]:
         return {}
     docs, body = {}, tree.body[0].body
     for node, nxt in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
-                isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+            and isinstance(nxt.value.value, str)
+        ):
             docs[node.target.id] = " ".join(nxt.value.value.split())
     return docs
 
@@ -659,7 +826,7 @@ class ConfigParser(argparse.ArgumentParser):
         for name in FIELDS:
             flag = "--" + name.replace("_", "-")
             if message.startswith(f"argument {flag}"):
-                message = name + message[len(f"argument {flag}"):]
+                message = name + message[len(f"argument {flag}") :]
                 break
         else:
             message = message.removeprefix("argument ")
@@ -673,8 +840,8 @@ def _typed(name: str, kind):
         try:
             return kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") \
-                from None
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+
     return convert
 
 

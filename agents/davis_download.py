@@ -61,8 +61,13 @@ def check_sha256(value: str) -> str:
     return value
 
 
-def download(url: str, part: Path, retries: int = 5, timeout: float = 60.0,
-             progress: Callable[[int, int | None], None] | None = None) -> Path:
+def download(
+    url: str,
+    part: Path,
+    retries: int = 5,
+    timeout: float = 60.0,
+    progress: Callable[[int, int | None], None] | None = None,
+) -> Path:
     """Download ``url`` into ``part``, continuing from the bytes ``part`` already holds with a ``Range``
     request (a server that ignores it, answering 200, restarts the file); an interrupted transfer is
     resumed up to ``retries`` times. Returns ``part`` once the server has sent every byte."""
@@ -97,8 +102,11 @@ def download(url: str, part: Path, retries: int = 5, timeout: float = 60.0,
             attempts += 1
             if attempts > retries:
                 held = part.stat().st_size if part.exists() else 0
-                raise DownloadError(f"the transfer of {url} broke off {retries + 1} times ({held:,} bytes kept in "
-                                    f"{part}); run the same command again to resume", param="url") from None
+                raise DownloadError(
+                    f"the transfer of {url} broke off {retries + 1} times ({held:,} bytes kept in "
+                    f"{part}); run the same command again to resume",
+                    param="url",
+                ) from None
 
 
 def _video_members(archive: zipfile.ZipFile, names: tuple[str, ...]) -> dict[str, list[zipfile.ZipInfo]]:
@@ -126,9 +134,11 @@ def extract_videos(archive_path: Path, dest: Path, names: tuple[str, ...]) -> Pa
         members = _video_members(archive, names)
         missing = [name for name, found in members.items() if not found]
         if missing:
-            raise DownloadError(f"{archive_path} holds no {FRAMES_PREFIX}/<video>/*.jpg for {len(missing)} of the "
-                                f"{len(names)} videos ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''})",
-                                param="archive")
+            raise DownloadError(
+                f"{archive_path} holds no {FRAMES_PREFIX}/<video>/*.jpg for {len(missing)} of the "
+                f"{len(names)} videos ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''})",
+                param="archive",
+            )
         final = dest / "DAVIS"
         with staged_folder(final, existing="replace") as tmp:
             for video, infos in members.items():

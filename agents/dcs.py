@@ -80,8 +80,19 @@ def camera_kwargs(domain: str) -> dict:
 class DCSEnv:
     """A DCS task with action repeat and a frame stack of rendered RGB frames (see the module doc)."""
 
-    def __init__(self, name: str, env, physics, background, renderer: PixelRenderer, action_repeat: int,
-                 frame_stack: int, episode_steps: int, source: VideoSource | None, split: str | None):
+    def __init__(
+        self,
+        name: str,
+        env,
+        physics,
+        background,
+        renderer: PixelRenderer,
+        action_repeat: int,
+        frame_stack: int,
+        episode_steps: int,
+        source: VideoSource | None,
+        split: str | None,
+    ):
         self.name = name
         self.action_repeat = action_repeat
         self.frame_stack = frame_stack
@@ -190,8 +201,12 @@ class DCSEnv:
         self._frames.append(self._frame())
         truncated = (last and discount > 0) or (not last and self._steps >= self.max_episode_steps)
         self._done = last or truncated
-        return self._observation(), reward, self._done, {"discount": discount, "truncated": truncated,
-                                                         "steps": self._steps}
+        return (
+            self._observation(),
+            reward,
+            self._done,
+            {"discount": discount, "truncated": truncated, "steps": self._steps},
+        )
 
     def close(self) -> None:
         """Free the renderer and the GL context."""
@@ -199,10 +214,21 @@ class DCSEnv:
         self._physics.free()
 
 
-def make_env(task: str, background: bool = True, camera: bool = True, split: str = "train",
-             davis: str | os.PathLike | None = None, seed: int = 0, image_size: int = 84, frame_stack: int = 3,
-             action_repeat: int | None = None, videos: Sequence[str] | None = None,
-             texture_size: int = 128, episode_steps: int | None = None, fast_render: bool = True) -> DCSEnv:
+def make_env(
+    task: str,
+    background: bool = True,
+    camera: bool = True,
+    split: str = "train",
+    davis: str | os.PathLike | None = None,
+    seed: int = 0,
+    image_size: int = 84,
+    frame_stack: int = 3,
+    action_repeat: int | None = None,
+    videos: Sequence[str] | None = None,
+    texture_size: int = 128,
+    episode_steps: int | None = None,
+    fast_render: bool = True,
+) -> DCSEnv:
     """A DCS task with the chosen distractions (both off: plain dm_control); see the module doc.
 
     ``split`` picks the background videos ('train': 2, 'eval': 30 held out) unless
@@ -217,9 +243,13 @@ def make_env(task: str, background: bool = True, camera: bool = True, split: str
     """
     spec = task_spec(task)
     split_videos(split)
-    for field, value, low in (("image_size", image_size, 8), ("frame_stack", frame_stack, 1),
-                              ("texture_size", texture_size, 8), ("action_repeat", action_repeat, 1),
-                              ("episode_steps", episode_steps, 1)):
+    for field, value, low in (
+        ("image_size", image_size, 8),
+        ("frame_stack", frame_stack, 1),
+        ("texture_size", texture_size, 8),
+        ("action_repeat", action_repeat, 1),
+        ("episode_steps", episode_steps, 1),
+    ):
         if value is not None:
             check_count(field, value, low)
     repeat = spec.action_repeat if action_repeat is None else int(action_repeat)
@@ -228,18 +258,35 @@ def make_env(task: str, background: bool = True, camera: bool = True, split: str
         source = resolve_videos(davis)
         folders = source.videos(split if videos is None else list(videos))
     dc = distracting_control()
-    env = dc.suite.load(spec.domain, spec.task, task_kwargs={"random": seed},
-                        distraction_types=("camera",) if camera else (),
-                        camera_kwargs=camera_kwargs(spec.domain) if camera else None,
-                        render_kwargs={"camera_id": 0}, from_pixels=False, distraction_seed=seed)
+    env = dc.suite.load(
+        spec.domain,
+        spec.task,
+        task_kwargs={"random": seed},
+        distraction_types=("camera",) if camera else (),
+        camera_kwargs=camera_kwargs(spec.domain) if camera else None,
+        render_kwargs={"camera_id": 0},
+        from_pixels=False,
+        distraction_seed=seed,
+    )
     physics = env.physics
     if background:
         from .background import FastBackgroundEnv  # OpenCV, MuJoCo: fast backgrounds only
+
         env = FastBackgroundEnv(env, folders, spec.domain, seed=seed, texture_size=texture_size)
     if fast_render:
         fast_visuals(physics)
     renderer = PixelRenderer(physics, image_size, image_size, camera_id=0)
     limit = getattr(env, "_step_limit")
     steps = int(limit) if episode_steps is None else min(int(episode_steps), int(limit))
-    return DCSEnv(task, env, physics, env if background else None, renderer, repeat, frame_stack, steps,
-                  source, split if background else None)
+    return DCSEnv(
+        task,
+        env,
+        physics,
+        env if background else None,
+        renderer,
+        repeat,
+        frame_stack,
+        steps,
+        source,
+        split if background else None,
+    )

@@ -62,8 +62,14 @@ class ConvTrunk(nn.Module):
     ``image_size``: the side of square frames, or their (height, width). The features are flattened in
     (C, H, W) order, or in (H, W, C) order when ``channels_last`` (see the module doc)."""
 
-    def __init__(self, frames: int = 3, image_size: int | tuple[int, int] = 84, channels: int = 32,
-                 layers: int = 4, stacked: bool = False):
+    def __init__(
+        self,
+        frames: int = 3,
+        image_size: int | tuple[int, int] = 84,
+        channels: int = 32,
+        layers: int = 4,
+        stacked: bool = False,
+    ):
         super().__init__()
         height, width = frame_shape(image_size)
         if min(conv_output_side(height, layers), conv_output_side(width, layers)) < 1:
@@ -138,8 +144,9 @@ class LatentHead(nn.Module):
     shape when the features come (H, W, C)-ordered from a channels-last trunk; the projection weight, stored
     in (C, H, W) order either way, is then permuted to match at use time."""
 
-    def __init__(self, in_features: int, frames: int = 3, stacked: bool = False, features: int = FEATURES,
-                 squash: str = "tanh"):
+    def __init__(
+        self, in_features: int, frames: int = 3, stacked: bool = False, features: int = FEATURES, squash: str = "tanh"
+    ):
         super().__init__()
         if squash not in SQUASHES:
             raise ValueError(f"squash: {squash!r} is not one of {', '.join(SQUASHES)}")
@@ -162,8 +169,7 @@ class LatentHead(nn.Module):
         if nhwc is not None:
             nhwc = tuple(int(v) for v in nhwc)
             if len(nhwc) != 3 or nhwc[0] * nhwc[1] * nhwc[2] != self.project.in_features:
-                raise ValueError(f"nhwc: expected a (C, H, W) shape of {self.project.in_features} features, "
-                                 f"got {nhwc}")
+                raise ValueError(f"nhwc: expected a (C, H, W) shape of {self.project.in_features} features, got {nhwc}")
         self.autocast, self.nhwc = autocast, nhwc
         return self
 
@@ -183,8 +189,16 @@ class LatentHead(nn.Module):
 class PixelEncoder(nn.Module):
     """A :class:`ConvTrunk` and a :class:`LatentHead`: pixels (B, 3F, H, W) -> z (B, latent_dim)."""
 
-    def __init__(self, frames: int = 3, image_size: int | tuple[int, int] = 84, channels: int = 32, layers: int = 4,
-                 features: int = FEATURES, stacked: bool = False, squash: str = "tanh"):
+    def __init__(
+        self,
+        frames: int = 3,
+        image_size: int | tuple[int, int] = 84,
+        channels: int = 32,
+        layers: int = 4,
+        features: int = FEATURES,
+        stacked: bool = False,
+        squash: str = "tanh",
+    ):
         super().__init__()
         self.frames, self.image_size, self.features, self.stacked = frames, image_size, features, bool(stacked)
         self.trunk = ConvTrunk(frames, image_size, channels, layers, stacked)

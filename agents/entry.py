@@ -29,8 +29,9 @@ def one_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def run_command(body: Callable[[], int], interrupted: str | None = None,
-                bad_input: tuple[type[Exception], ...] = (InputError,)) -> int:
+def run_command(
+    body: Callable[[], int], interrupted: str | None = None, bad_input: tuple[type[Exception], ...] = (InputError,)
+) -> int:
     """``body()``'s exit status, or the one of its error (see the module doc); ``interrupted``: what
     to print after ``interrupted: `` on Ctrl-C (nothing when None)."""
     try:

@@ -34,8 +34,9 @@ from .rollout import rollout
 from .videos import SPLITS
 
 
-def evaluate_checkpoint(path: str | os.PathLike, episodes: int = 10, split: str = "eval", seed: int = 0,
-                        device: str = "auto") -> dict:
+def evaluate_checkpoint(
+    path: str | os.PathLike, episodes: int = 10, split: str = "eval", seed: int = 0, device: str = "auto"
+) -> dict:
     """Evaluate the checkpoint of a run folder (or a checkpoint file); returns a JSON-ready summary.
 
     Keys: ``checkpoint``, ``task``, ``method``, ``run_seed``, ``env_steps`` (trained),
@@ -52,8 +53,7 @@ def evaluate_checkpoint(path: str | os.PathLike, episodes: int = 10, split: str 
 
     restored = restore_agent(path, device, split=split)
     env = restored.env
-    bar = Progress(episodes, f"[evaluate {restored.config.method} {restored.config.task}]", unit="episodes",
-                   delay=2.0)
+    bar = Progress(episodes, f"[evaluate {restored.config.method} {restored.config.task}]", unit="episodes", delay=2.0)
     try:
         returns, videos = rollout(restored.agent, env, episodes, seed, progress=bar)
         backgrounds = env.background_source
@@ -62,17 +62,31 @@ def evaluate_checkpoint(path: str | os.PathLike, episodes: int = 10, split: str 
         bar.close()
         env.close()
     cfg = restored.config
-    return {"checkpoint": str(restored.path), "task": cfg.task, "method": cfg.method, "run_seed": cfg.seed,
-            "env_steps": restored.env_steps, "split": used_split, "seed": seed, "episodes": episodes,
-            "returns": returns, "mean_return": float(np.mean(returns)), "std_return": float(np.std(returns)),
-            "backgrounds": backgrounds, "videos": videos, "device": restored.device}
+    return {
+        "checkpoint": str(restored.path),
+        "task": cfg.task,
+        "method": cfg.method,
+        "run_seed": cfg.seed,
+        "env_steps": restored.env_steps,
+        "split": used_split,
+        "seed": seed,
+        "episodes": episodes,
+        "returns": returns,
+        "mean_return": float(np.mean(returns)),
+        "std_return": float(np.std(returns)),
+        "backgrounds": backgrounds,
+        "videos": videos,
+        "device": restored.device,
+    }
 
 
 def format_summary(result: dict) -> str:
     """Two human-readable lines: the return and the backgrounds of an :func:`evaluate_checkpoint` result."""
-    head = (f"{result['task']} {result['method']} (run seed {result['run_seed']}, {result['env_steps']} env steps): "
-            f"return {result['mean_return']:.2f} ± {result['std_return']:.2f} over {result['episodes']} "
-            f"episode{'s' if result['episodes'] != 1 else ''} (split {result['split']}, seed {result['seed']})")
+    head = (
+        f"{result['task']} {result['method']} (run seed {result['run_seed']}, {result['env_steps']} env steps): "
+        f"return {result['mean_return']:.2f} ± {result['std_return']:.2f} over {result['episodes']} "
+        f"episode{'s' if result['episodes'] != 1 else ''} (split {result['split']}, seed {result['seed']})"
+    )
     named = [v for v in result["videos"] if v is not None]
     if named:
         counts = Counter(named)
@@ -93,12 +107,16 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser of ``python -m agents.evaluate``."""
-    p = _Parser(prog="python -m agents.evaluate", description=__doc__.split("\n\n")[0],
-                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = _Parser(
+        prog="python -m agents.evaluate",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     p.add_argument("path", metavar="RUN_OR_CHECKPOINT", help="a run folder (holding checkpoint.pt) or a checkpoint")
     p.add_argument("--episodes", type=int, default=10, help="evaluation episodes")
-    p.add_argument("--split", default="eval", choices=sorted(SPLITS),
-                   help="background videos: eval (held out) or train")
+    p.add_argument(
+        "--split", default="eval", choices=sorted(SPLITS), help="background videos: eval (held out) or train"
+    )
     p.add_argument("--seed", type=int, default=0, help="episode j is seeded with (seed, eval, j)")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:N")
     p.add_argument("--json", default=None, metavar="OUT", help="also write the summary as JSON to OUT")
@@ -107,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (0, or 2 on bad input)."""
+
     def body() -> int:
         args = build_parser().parse_args(argv)
         result = evaluate_checkpoint(args.path, args.episodes, args.split, args.seed, args.device)

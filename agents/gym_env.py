@@ -77,8 +77,9 @@ def gym_env_class() -> type:
             self.dcs = make_env(task, **make_kwargs)
             spec = self.dcs.action_spec
             self.observation_space = spaces.Box(0, 255, self.dcs.observation_shape, np.uint8)
-            self.action_space = spaces.Box(np.full(spec.shape, -1.0, np.float32), np.full(spec.shape, 1.0, np.float32),
-                                           dtype=np.float32)
+            self.action_space = spaces.Box(
+                np.full(spec.shape, -1.0, np.float32), np.full(spec.shape, 1.0, np.float32), dtype=np.float32
+            )
             self._low, self._high = np.asarray(spec.minimum, float), np.asarray(spec.maximum, float)
             self._obs: np.ndarray | None = None
 

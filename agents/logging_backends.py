@@ -34,8 +34,11 @@ TENSORBOARD_HINT = "pip install -e '.[tensorboard]'"
 
 def numeric(row: dict) -> dict[str, float]:
     """The numeric fields of ``row`` but ``env_step`` (the step every scalar is logged against)."""
-    return {key: value for key, value in row.items()
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "env_step"}
+    return {
+        key: value
+        for key, value in row.items()
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "env_step"
+    }
 
 
 def metric_row(row: dict) -> dict[str, float]:
@@ -105,8 +108,7 @@ class WandB:
 
         id_path = folder / self.ID_FILE
         run_id = id_path.read_text().strip() if id_path.exists() else secrets.token_hex(4)
-        self.run = wandb.init(project=project, dir=str(folder), config=config, name=name, id=run_id,
-                              resume="allow")
+        self.run = wandb.init(project=project, dir=str(folder), config=config, name=name, id=run_id, resume="allow")
         atomic_write_text(id_path, run_id)
         self.run.define_metric("env_step")
         self.run.define_metric("*", step_metric="env_step")

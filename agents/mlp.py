@@ -56,8 +56,9 @@ def delta_orthogonal_init(module: nn.Module) -> None:
 def mlp(inputs: int, outputs: int, hidden: int = HIDDEN, layers: int = 2) -> nn.Sequential:
     """``layers`` hidden ReLU layers of width ``hidden``, then a linear output layer."""
     if min(inputs, outputs, hidden, layers) < 1:
-        raise ValueError(f"mlp: sizes must be positive, got inputs={inputs} outputs={outputs} "
-                         f"hidden={hidden} layers={layers}")
+        raise ValueError(
+            f"mlp: sizes must be positive, got inputs={inputs} outputs={outputs} hidden={hidden} layers={layers}"
+        )
     sizes = [inputs] + [hidden] * layers
     parts: list[nn.Module] = []
     for a, b in zip(sizes[:-1], sizes[1:]):

@@ -31,8 +31,14 @@ from .mlp import HIDDEN, mlp
 class TransitionModel(nn.Module):
     """Diagonal Gaussian latent dynamics from an MLP on (z, a)."""
 
-    def __init__(self, latent_dim: int, action_dim: int, hidden: int = HIDDEN,
-                 sigma_bounds: tuple[float, float] = SIGMA_BOUNDS, sigma_init: float | None = SIGMA_INIT):
+    def __init__(
+        self,
+        latent_dim: int,
+        action_dim: int,
+        hidden: int = HIDDEN,
+        sigma_bounds: tuple[float, float] = SIGMA_BOUNDS,
+        sigma_init: float | None = SIGMA_INIT,
+    ):
         super().__init__()
         if not 0 < sigma_bounds[0] < sigma_bounds[1]:
             raise ValueError(f"sigma_bounds: {sigma_bounds} is not an increasing positive pair")
@@ -99,8 +105,14 @@ class DBCTransitionModel(TransitionModel):
     Linear to the sigmoid of sigma's position in its bounds (transition_model.py, ``forward``).
     ``sigma_init`` sets that last bias as :class:`TransitionModel` does; None keeps PyTorch's init (DBC)."""
 
-    def __init__(self, latent_dim: int, action_dim: int, width: int = DBC_WIDTH,
-                 sigma_bounds: tuple[float, float] = SIGMA_BOUNDS, sigma_init: float | None = None):
+    def __init__(
+        self,
+        latent_dim: int,
+        action_dim: int,
+        width: int = DBC_WIDTH,
+        sigma_bounds: tuple[float, float] = SIGMA_BOUNDS,
+        sigma_init: float | None = None,
+    ):
         nn.Module.__init__(self)
         low, high = float(sigma_bounds[0]), float(sigma_bounds[1])
         if not 0 < low < high:

@@ -37,10 +37,10 @@ if TYPE_CHECKING:
 class Observations:
     """Kept observations of several episodes: pixels and where each came from."""
 
-    obs: np.ndarray          # uint8 (M, 3F, H, W)
-    episode: np.ndarray      # (M,) episode index
-    step: np.ndarray         # (M,) agent step within the episode
-    videos: list[str]        # background video of each episode ('no background' without one)
+    obs: np.ndarray  # uint8 (M, 3F, H, W)
+    episode: np.ndarray  # (M,) episode index
+    step: np.ndarray  # (M,) agent step within the episode
+    videos: list[str]  # background video of each episode ('no background' without one)
 
 
 def collect_observations(agent: Agent, env: DCSEnv, episodes: int, keep: int, seed: int = 0) -> Observations:
@@ -73,14 +73,15 @@ def distance_to_all(agent: Agent, latents: torch.Tensor, index: int) -> torch.Te
     import torch  # the torch extra, needed once there is an agent to ask
 
     with torch.no_grad():
-        query = latents[index:index + 1].expand_as(latents)
+        query = latents[index : index + 1].expand_as(latents)
         if agent.distance is None:
             return (query - latents).abs().sum(dim=1)
         return agent.latent_distance(query, latents)
 
 
-def find_neighbours(agent: Agent, latents: torch.Tensor, episode: np.ndarray, queries: int, neighbours: int,
-                    rng: np.random.Generator) -> list[dict]:
+def find_neighbours(
+    agent: Agent, latents: torch.Tensor, episode: np.ndarray, queries: int, neighbours: int, rng: np.random.Generator
+) -> list[dict]:
     """For ``queries`` random observations, the ``neighbours`` closest ones from other episodes:
     a list of ``{"query": i, "neighbours": [j, ...], "distances": [d, ...]}`` (ascending distance)."""
     total = len(episode)
@@ -96,8 +97,9 @@ def find_neighbours(agent: Agent, latents: torch.Tensor, episode: np.ndarray, qu
         d = distance_to_all(agent, latents, i).float().cpu().numpy()
         d[episode == episode[i]] = np.inf
         order = np.argsort(d, kind="stable")[:neighbours]
-        result.append({"query": int(i), "neighbours": [int(j) for j in order],
-                       "distances": [float(d[j]) for j in order]})
+        result.append(
+            {"query": int(i), "neighbours": [int(j) for j in order], "distances": [float(d[j]) for j in order]}
+        )
     return result
 
 
@@ -108,13 +110,20 @@ class Neighbours:
     data: Observations
     matches: list[dict]
     title: str
-    distance_name: str   # the distance, in words
-    distance: str        # 'head' or 'l1'
+    distance_name: str  # the distance, in words
+    distance: str  # 'head' or 'l1'
 
 
-def neighbour_data(checkpoint: str | os.PathLike, episodes: int = 10, queries: int = 5, neighbours: int = 3,
-                   episode_steps: int | None = None, keep: int = 40, seed: int = 0,
-                   device: str = "auto") -> Neighbours:
+def neighbour_data(
+    checkpoint: str | os.PathLike,
+    episodes: int = 10,
+    queries: int = 5,
+    neighbours: int = 3,
+    episode_steps: int | None = None,
+    keep: int = 40,
+    seed: int = 0,
+    device: str = "auto",
+) -> Neighbours:
     """Roll out the run of ``checkpoint``, embed the kept observations and find each query's neighbours
     (see the module doc); bad settings raise :class:`InputError` before anything runs."""
     episodes = check_count("episodes", episodes, 2)
@@ -123,8 +132,10 @@ def neighbour_data(checkpoint: str | os.PathLike, episodes: int = 10, queries: i
     keep = check_count("keep", keep)
     seed = check_count("seed", seed, 0)
     if neighbours > (episodes - 1) * keep:
-        raise InputError(f"neighbours: {neighbours} exceeds the at most {(episodes - 1) * keep} observations "
-                         f"kept from other episodes ({keep} per episode)")
+        raise InputError(
+            f"neighbours: {neighbours} exceeds the at most {(episodes - 1) * keep} observations "
+            f"kept from other episodes ({keep} per episode)"
+        )
     if queries > episodes * keep:
         raise InputError(f"queries: {queries} exceeds the at most {episodes * keep} observations kept")
     restored = restore_agent(checkpoint, device, split="eval", episode_steps=episode_steps)
@@ -135,7 +146,10 @@ def neighbour_data(checkpoint: str | os.PathLike, episodes: int = 10, queries: i
         restored.env.close()
     latents = agent.embed(data.obs)
     matches = find_neighbours(agent, latents, data.episode, queries, neighbours, np.random.default_rng(seed))
-    name = (f"the learned distance head ({type(agent.distance).__name__})" if agent.distance is not None
-            else "L1 between latents (no distance head)")
+    name = (
+        f"the learned distance head ({type(agent.distance).__name__})"
+        if agent.distance is not None
+        else "L1 between latents (no distance head)"
+    )
     title = f"{cfg.task} {cfg.method} seed {cfg.seed}, {restored.env_steps:,} env steps, held-out backgrounds"
     return Neighbours(data, matches, title, name, "head" if agent.distance is not None else "l1")

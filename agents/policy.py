@@ -20,8 +20,9 @@ from .mlp import HIDDEN, mlp
 LOG_STD_BOUNDS = (-10.0, 2.0)
 
 
-def squashed_log_prob(u: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor,
-                      jacobian_eps: float | None = None) -> torch.Tensor:
+def squashed_log_prob(
+    u: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor, jacobian_eps: float | None = None
+) -> torch.Tensor:
     """log density of ``tanh(u)`` for ``u ~ N(mu, diag sigma^2)``, summed over action coordinates.
 
     ``jacobian_eps``: None takes the exact log Jacobian; a number ``e`` takes SAC-AE's and DBC's
@@ -37,8 +38,14 @@ def squashed_log_prob(u: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor,
 class Actor(nn.Module):
     """pi(a | z): MLP (two hidden layers) to the mean and bounded log std of a squashed Gaussian."""
 
-    def __init__(self, latent_dim: int, action_dim: int, hidden: int = HIDDEN,
-                 log_std_bounds: tuple[float, float] = LOG_STD_BOUNDS, jacobian_eps: float | None = None):
+    def __init__(
+        self,
+        latent_dim: int,
+        action_dim: int,
+        hidden: int = HIDDEN,
+        log_std_bounds: tuple[float, float] = LOG_STD_BOUNDS,
+        jacobian_eps: float | None = None,
+    ):
         super().__init__()
         self.jacobian_eps = jacobian_eps  # see squashed_log_prob
         low, high = log_std_bounds
@@ -54,8 +61,9 @@ class Actor(nn.Module):
         log_std = low + 0.5 * (high - low) * (torch.tanh(raw) + 1.0)
         return mu, log_std.exp()
 
-    def sample(self, z: torch.Tensor, noise: torch.Tensor | None = None
-               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def sample(
+        self, z: torch.Tensor, noise: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(action, log pi(action | z), deterministic action tanh(mu)); ``noise`` ~ N(0, I) if not given."""
         mu, sigma = self(z)
         if noise is None:

@@ -35,6 +35,7 @@ class PixelRenderer:
 
     def __init__(self, physics, height: int = 84, width: int = 84, camera_id: int = 0):
         from dm_control.mujoco import engine  # the agents' extra (dm_control): loaded with the first renderer
+
         self._camera = engine.Camera(physics, height=height, width=width, camera_id=camera_id)
 
     @property

@@ -42,8 +42,9 @@ PIXELS = ("obs", "next_frame")
 class ReplayBuffer:
     """Circular storage of (obs, action, reward, discount, next frame); see the module doc."""
 
-    def __init__(self, capacity: int, obs_shape: tuple[int, int, int], action_dim: int,
-                 mirror_device: str | None = None):
+    def __init__(
+        self, capacity: int, obs_shape: tuple[int, int, int], action_dim: int, mirror_device: str | None = None
+    ):
         if capacity < 1:
             raise ValueError(f"capacity: {capacity} is not positive")
         channels, height, width = obs_shape
@@ -55,14 +56,15 @@ class ReplayBuffer:
         self.action = np.empty((capacity, action_dim), np.float32)
         self.reward = np.empty((capacity,), np.float32)
         self.discount = np.empty((capacity,), np.float32)
-        self.total = 0    # transitions ever added
-        self.saved = 0    # transitions written to chunk files
+        self.total = 0  # transitions ever added
+        self.saved = 0  # transitions written to chunk files
         self.mirror = None
         if mirror_device is not None:
             import torch  # torch, the agents' extra: the buffer itself is numpy
 
-            self.mirror = {name: torch.empty(getattr(self, name).shape, dtype=torch.uint8, device=mirror_device)
-                           for name in PIXELS}
+            self.mirror = {
+                name: torch.empty(getattr(self, name).shape, dtype=torch.uint8, device=mirror_device) for name in PIXELS
+            }
 
     def __len__(self) -> int:
         return min(self.total, self.capacity)
@@ -94,13 +96,22 @@ class ReplayBuffer:
 
             index = torch.as_tensor(idx, device=self.mirror["obs"].device)
             obs = self.mirror["obs"][index]
-            return {"obs": obs, "action": self.action[idx], "reward": self.reward[idx],
-                    "discount": self.discount[idx],
-                    "next_obs": torch.cat([obs[:, 3:], self.mirror["next_frame"][index]], dim=1)}
+            return {
+                "obs": obs,
+                "action": self.action[idx],
+                "reward": self.reward[idx],
+                "discount": self.discount[idx],
+                "next_obs": torch.cat([obs[:, 3:], self.mirror["next_frame"][index]], dim=1),
+            }
         obs = self.obs[idx]
         next_obs = np.concatenate([obs[:, 3:], self.next_frame[idx]], axis=1)
-        return {"obs": obs, "action": self.action[idx], "reward": self.reward[idx],
-                "discount": self.discount[idx], "next_obs": next_obs}
+        return {
+            "obs": obs,
+            "action": self.action[idx],
+            "reward": self.reward[idx],
+            "discount": self.discount[idx],
+            "next_obs": next_obs,
+        }
 
     # -------------------------------------------------------------- chunks
     def save_chunk(self, folder: str | os.PathLike) -> Path | None:
@@ -147,8 +158,9 @@ class ReplayBuffer:
                     self._upload(slots)
             covered = max(covered, hi)
         if covered < total:
-            raise ValueError(f"buffer: chunk files in {folder} hold transitions up to {covered}, "
-                             f"the checkpoint needs {total}")
+            raise ValueError(
+                f"buffer: chunk files in {folder} hold transitions up to {covered}, the checkpoint needs {total}"
+            )
         self.total = self.saved = int(total)
 
 

@@ -36,9 +36,9 @@ class Restored:
 
     agent: Agent
     config: TrainConfig
-    env: DCSEnv              # of the requested split (close it when done)
-    path: Path               # the checkpoint file
-    env_steps: int           # environment steps trained (agent steps x action repeat)
+    env: DCSEnv  # of the requested split (close it when done)
+    path: Path  # the checkpoint file
+    env_steps: int  # environment steps trained (agent steps x action repeat)
     device: str
 
 
@@ -69,8 +69,9 @@ def read_checkpoint(path: str | os.PathLike) -> tuple[Path, Checkpoint, TrainCon
     return file, checkpoint, config
 
 
-def restore_agent(path: str | os.PathLike, device: str = "auto", split: str = "eval",
-                  episode_steps: int | None = None) -> Restored:
+def restore_agent(
+    path: str | os.PathLike, device: str = "auto", split: str = "eval", episode_steps: int | None = None
+) -> Restored:
     """Load the agent of a run folder or checkpoint onto ``device``, with an environment of the run.
 
     The environment has the run's task and distractions, the background videos of
@@ -93,7 +94,6 @@ def restore_agent(path: str | os.PathLike, device: str = "auto", split: str = "e
         agent.load_training_state(checkpoint.agent)
     except (KeyError, RuntimeError, ValueError) as exc:
         env.close()
-        raise InputError(f"checkpoint: {file} does not match its configuration: "
-                         f"{str(exc).splitlines()[0]}") from None
+        raise InputError(f"checkpoint: {file} does not match its configuration: {str(exc).splitlines()[0]}") from None
     agent.eval()
     return Restored(agent, config, env, file, checkpoint.t * config.action_repeat, str(torch_device))

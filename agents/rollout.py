@@ -33,16 +33,35 @@ def make_run_env(cfg, split: str = "train"):
     if getattr(cfg, "carla", False):
         from .carla_env import make_carla_env  # only for carla-highway runs
 
-        return make_carla_env(host=cfg.carla_host, port=cfg.carla_port, timeout=cfg.carla_timeout,
-                              town=cfg.carla_town, cameras=cfg.carla_cameras, image_size=cfg.image_size,
-                              frame_stack=cfg.frame_stack, action_repeat=cfg.action_repeat,
-                              episode_steps=cfg.episode_steps or 1000, vehicles=cfg.carla_vehicles,
-                              reward=cfg.carla_reward, seed=cfg.seed)
+        return make_carla_env(
+            host=cfg.carla_host,
+            port=cfg.carla_port,
+            timeout=cfg.carla_timeout,
+            town=cfg.carla_town,
+            cameras=cfg.carla_cameras,
+            image_size=cfg.image_size,
+            frame_stack=cfg.frame_stack,
+            action_repeat=cfg.action_repeat,
+            episode_steps=cfg.episode_steps or 1000,
+            vehicles=cfg.carla_vehicles,
+            reward=cfg.carla_reward,
+            seed=cfg.seed,
+        )
     from .dcs import make_env  # the simulator stack (the agents' extra), only for DCS runs
 
-    return make_env(cfg.task, background=cfg.background, camera=cfg.camera, split=split, davis=cfg.davis,
-                    seed=cfg.seed, image_size=cfg.image_size, frame_stack=cfg.frame_stack,
-                    episode_steps=cfg.episode_steps, texture_size=cfg.texture_size, fast_render=cfg.fast_render)
+    return make_env(
+        cfg.task,
+        background=cfg.background,
+        camera=cfg.camera,
+        split=split,
+        davis=cfg.davis,
+        seed=cfg.seed,
+        image_size=cfg.image_size,
+        frame_stack=cfg.frame_stack,
+        episode_steps=cfg.episode_steps,
+        texture_size=cfg.texture_size,
+        fast_render=cfg.fast_render,
+    )
 
 
 def rollout(policy: Policy, env, episodes: int, seed: int, progress=None) -> tuple[list[float], list[str | None]]:

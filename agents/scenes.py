@@ -151,7 +151,7 @@ class Distractors:
     def _background(self, rows: int, size: tuple[int, int]) -> np.ndarray:
         """A 4 x 4 field of random colours, bilinearly upsampled, plus pixel noise: values in [0, 180], float64,
         channels first (B, 3, H, W)."""
-        coarse = (150 * self.rng.random((rows, 4, 4, 3), np.float32))
+        coarse = 150 * self.rng.random((rows, 4, 4, 3), np.float32)
         ys, xs = (np.linspace(0, 3, n, dtype=np.float32) for n in size)
         wy = np.maximum(0, 1 - np.abs(ys[:, None] - np.arange(4)[None, :]))  # (H, 4) hat weights
         wx = np.maximum(0, 1 - np.abs(xs[:, None] - np.arange(4)[None, :]))  # (W, 4)
@@ -159,8 +159,11 @@ class Distractors:
         noise = self._buffer("noise", (rows, *size, 3), np.float32)
         self.rng.random(out=noise, dtype=np.float32)
         noise *= 30
-        return np.add(field.transpose(0, 3, 1, 2), noise.transpose(0, 3, 1, 2),
-                      out=self._buffer("canvas", (rows, 3, *size), np.float64))
+        return np.add(
+            field.transpose(0, 3, 1, 2),
+            noise.transpose(0, 3, 1, 2),
+            out=self._buffer("canvas", (rows, 3, *size), np.float64),
+        )
 
     def _buffer(self, name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
         """A work array of :meth:`compose` kept between calls (fresh arrays of a frame batch's size cost the
@@ -190,13 +193,13 @@ class Distractors:
         h, w = size
         side = max(3, int(round(0.3 * min(h, w))))
         thick = max(1, side // 5)
-        masks = np.zeros((SPRITE_LATTICE ** 2, h, w), bool)
-        for k in range(SPRITE_LATTICE ** 2):
+        masks = np.zeros((SPRITE_LATTICE**2, h, w), bool)
+        for k in range(SPRITE_LATTICE**2):
             cy, cx = divmod(k, SPRITE_LATTICE)
             y = int(round(cy * (h - side) / (SPRITE_LATTICE - 1)))
             x = int(round(cx * (w - side) / (SPRITE_LATTICE - 1)))
-            masks[k, y:y + side, x:x + side] = True
-            masks[k, y + thick:y + side - thick, x + thick:x + side - thick] = False
+            masks[k, y : y + side, x : x + side] = True
+            masks[k, y + thick : y + side - thick, x + thick : x + side - thick] = False
         pixels = np.stack([np.flatnonzero(mask) for mask in masks])
         self._outline_pixels = (tuple(size), pixels)
         return pixels
@@ -228,8 +231,7 @@ class HeldOutDistractors(Distractors):
     def step(self, state: DistractorState) -> DistractorState:
         rows = len(state.gains)
         side = np.sign(state.gains - 1.0)
-        offset = np.clip(np.abs(state.gains - 1.0) + 0.03 * self.rng.standard_normal((rows, 3)),
-                         *HELD_OUT_GAIN_OFFSET)
+        offset = np.clip(np.abs(state.gains - 1.0) + 0.03 * self.rng.standard_normal((rows, 3)), *HELD_OUT_GAIN_OFFSET)
         cell = np.clip(state.cell + 0.05 * self.rng.standard_normal((rows, 2)), 0.2, 0.8)
         return DistractorState(1.0 + side * offset, cell)
 
@@ -241,7 +243,7 @@ class HeldOutDistractors(Distractors):
         period = self.rng.uniform(0.2, 0.45, rows) * min(h, w)
         phase = self.rng.uniform(0.0, 2 * np.pi, rows)
         yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
-        along = (yy[None] * np.cos(angle)[:, None, None] + xx[None] * np.sin(angle)[:, None, None])
+        along = yy[None] * np.cos(angle)[:, None, None] + xx[None] * np.sin(angle)[:, None, None]
         mix = 0.5 * (1.0 + np.sin(2 * np.pi * along / period[:, None, None] + phase[:, None, None]))  # (B, H, W)
         canvas = self._buffer("canvas", (rows, 3, h, w), np.float64)
         canvas[:] = colours[:, 0, :, None, None] + (colours[:, 1] - colours[:, 0])[:, :, None, None] * mix[:, None]
@@ -323,8 +325,9 @@ class Scene:
             return self.behaviour_mean[states], self.behaviour_std[states]
         return self.mdp.policy_mean(states), self.mdp.policy_std(states)
 
-    def step(self, states: np.ndarray, u: np.ndarray, rng: np.random.Generator
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def step(
+        self, states: np.ndarray, u: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(next states, rewards, actions tanh(u)) of ``states`` under pre-squash actions ``u`` (B, k)."""
         a = np.tanh(u)
         if self.kind == "finite":
@@ -347,14 +350,18 @@ class Scene:
         (finite: every state drawn once and cached)."""
         if self.kind == "finite":
             if "layers" not in self._cache:
-                self._cache["layers"] = channels_first(np.stack([
-                    checked_image(self.render(int(s)), s, self.image_shape) for s in range(self.mdp.n_states)]))
+                self._cache["layers"] = channels_first(
+                    np.stack(
+                        [checked_image(self.render(int(s)), s, self.image_shape) for s in range(self.mdp.n_states)]
+                    )
+                )
             rgb, alpha = self._cache["layers"]
             return rgb[states], alpha[states]
         if self.render_batch is not None:
             return channels_first(self.render_batch(np.asarray(states)))
-        return channels_first(np.stack([checked_image(self.render(s), i, self.image_shape)
-                                        for i, s in enumerate(states)]))
+        return channels_first(
+            np.stack([checked_image(self.render(s), i, self.image_shape) for i, s in enumerate(states)])
+        )
 
     def frames(self, states: np.ndarray, distractors: Distractors, state: DistractorState) -> np.ndarray:
         """Observations (B, 3, H, W) uint8 of ``states`` under the distractor ``state``."""
@@ -371,11 +378,13 @@ def checked_image(image, index, shape: tuple[int, int]) -> np.ndarray:
     if image.ndim != 3 or image.shape[2] not in (3, 4):
         raise InputError(f"render(state {index}): expected shape (H, W, 3) or (H, W, 4), got {image.shape}")
     if shape != (0, 0) and tuple(image.shape[:2]) != tuple(shape):
-        raise InputError(f"render(state {index}): expected shape {tuple(shape)} like the other states, got "
-                         f"{tuple(image.shape[:2])}")
+        raise InputError(
+            f"render(state {index}): expected shape {tuple(shape)} like the other states, got {tuple(image.shape[:2])}"
+        )
     if min(image.shape[:2]) < 16:
-        raise InputError(f"render(state {index}): images of side {min(image.shape[:2])} are too small for the "
-                         "encoder (16 or more)")
+        raise InputError(
+            f"render(state {index}): images of side {min(image.shape[:2])} are too small for the encoder (16 or more)"
+        )
     return image
 
 
@@ -402,8 +411,9 @@ def interval_probabilities(mean: np.ndarray, std: np.ndarray, m: int) -> np.ndar
 
 
 # ------------------------------------------------------ scene builders
-def finite_scene(mdp: FiniteMDP, render: Callable[[int], np.ndarray], behaviour_mean, behaviour_std,
-                 name: str | None = None) -> Scene:
+def finite_scene(
+    mdp: FiniteMDP, render: Callable[[int], np.ndarray], behaviour_mean, behaviour_std, name: str | None = None
+) -> Scene:
     """A scene of a finite MDP with deterministic transitions and next-state rewards (module doc), acted in by
     the squashed Gaussian behaviour ``(behaviour_mean[s], behaviour_std[s])``; the MDP's policy becomes the
     behaviour's interval probabilities."""
@@ -414,17 +424,21 @@ def finite_scene(mdp: FiniteMDP, render: Callable[[int], np.ndarray], behaviour_
     for s in range(n):
         for a in range(m):
             if P[s, a].max() < 1.0 - 1e-12:
-                raise InputError(f"transitions[s={s}, a={a}]: not deterministic; the agents' Gaussian latent "
-                                 "model cannot hold a stochastic finite transition, so no exact target exists")
+                raise InputError(
+                    f"transitions[s={s}, a={a}]: not deterministic; the agents' Gaussian latent "
+                    "model cannot hold a stochastic finite transition, so no exact target exists"
+                )
     nxt = P.argmax(axis=2)
     rho: dict[int, tuple[float, int, int]] = {}
     for s in range(n):
         for a in range(m):
             t, r = int(nxt[s, a]), float(mdp.rewards[s, a])
             if t in rho and abs(rho[t][0] - r) > 1e-12:
-                raise InputError(f"rewards[s={s}, a={a}]: {r:g} differs from rewards[s={rho[t][1]}, a={rho[t][2]}]"
-                                 f" = {rho[t][0]:g} with the same next state {t}; the agents predict the reward "
-                                 "from the predicted next latent, so it must be a function of the next state")
+                raise InputError(
+                    f"rewards[s={s}, a={a}]: {r:g} differs from rewards[s={rho[t][1]}, a={rho[t][2]}]"
+                    f" = {rho[t][0]:g} with the same next state {t}; the agents predict the reward "
+                    "from the predicted next latent, so it must be a function of the next state"
+                )
             rho.setdefault(t, (r, s, a))
     mean = _per_state("behaviour_mean", behaviour_mean, n)
     std = _per_state("behaviour_std", behaviour_std, n)
@@ -432,23 +446,37 @@ def finite_scene(mdp: FiniteMDP, render: Callable[[int], np.ndarray], behaviour_
         i = int(np.argmax((std <= 0) | (std > 7.0)))
         raise InputError(f"behaviour_std[{i}]: {std[i]:g} is outside (0, 7] (the actor's std range)")
     policy = interval_probabilities(mean, std, m)
-    scene_mdp = FiniteMDP(P, mdp.rewards, mdp.discount, policy, mdp.action_values, mdp.state_shape,
-                          name or mdp.name)
-    return Scene(name or mdp.label, "finite", scene_mdp, render, np.arange(n), mean[:, None], std[:, None],
-                 image_shape=_first_shape(render, 0))
+    scene_mdp = FiniteMDP(P, mdp.rewards, mdp.discount, policy, mdp.action_values, mdp.state_shape, name or mdp.name)
+    return Scene(
+        name or mdp.label,
+        "finite",
+        scene_mdp,
+        render,
+        np.arange(n),
+        mean[:, None],
+        std[:, None],
+        image_shape=_first_shape(render, 0),
+    )
 
 
-def gaussian_scene(model: LinearGaussianMDP, render: Callable[[np.ndarray], np.ndarray],
-                   eval_states=None, name: str | None = None, start_box: float = 0.7,
-                   render_batch: Callable[[np.ndarray], np.ndarray] | None = None) -> Scene:
+def gaussian_scene(
+    model: LinearGaussianMDP,
+    render: Callable[[np.ndarray], np.ndarray],
+    eval_states=None,
+    name: str | None = None,
+    start_box: float = 0.7,
+    render_batch: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> Scene:
     """A scene of a linear-Gaussian MDP (module doc): a squashed policy with action scale 1, and a reward of
     the mean next state. ``eval_states`` (N x n) default to a 5-per-side grid on [-0.6, 0.6]^n (n <= 2).
     ``render_batch``: ``render`` of many states at once (:class:`Scene`)."""
     if not isinstance(model, LinearGaussianMDP):
         raise InputError(f"mdp: expected a bisimkit LinearGaussianMDP, got {type(model).__name__}")
     if not model.squash or model.action_scale != 1.0:
-        raise InputError("squash: the agents act with tanh-squashed actions in [-1, 1]; give the policy "
-                         "\"squash\": true and \"action_scale\": 1")
+        raise InputError(
+            "squash: the agents act with tanh-squashed actions in [-1, 1]; give the policy "
+            "\"squash\": true and \"action_scale\": 1"
+        )
     _check_mean_next_reward(model)
     n = model.state_dim
     if eval_states is None:
@@ -459,8 +487,16 @@ def gaussian_scene(model: LinearGaussianMDP, render: Callable[[np.ndarray], np.n
     eval_states = np.asarray(eval_states, float)
     if eval_states.ndim != 2 or eval_states.shape[1] != n or len(eval_states) < 3:
         raise InputError(f"eval_states: expected an (N, {n}) array with N >= 3, got shape {eval_states.shape}")
-    return Scene(name or model.label, "gaussian", model, render, eval_states, start_box=float(start_box),
-                 image_shape=_first_shape(render, np.zeros(n)), render_batch=render_batch)
+    return Scene(
+        name or model.label,
+        "gaussian",
+        model,
+        render,
+        eval_states,
+        start_box=float(start_box),
+        image_shape=_first_shape(render, np.zeros(n)),
+        render_batch=render_batch,
+    )
 
 
 def _check_mean_next_reward(model: LinearGaussianMDP) -> None:
@@ -468,16 +504,20 @@ def _check_mean_next_reward(model: LinearGaussianMDP) -> None:
     data = model.to_dict().get("reward", {})
     for key in ("state_quadratic", "action_quadratic", "cross"):
         if key in data and np.any(np.asarray(data[key], float) != 0):
-            raise InputError(f"reward.{key}: the agents predict the reward from the mean next state, so it must "
-                             "be linear, w . (A s + B a)")
+            raise InputError(
+                f"reward.{key}: the agents predict the reward from the mean next state, so it must "
+                "be linear, w . (A s + B a)"
+            )
     r_z = np.asarray(data.get("state", np.zeros(model.state_dim)), float).reshape(-1)
     r_a = np.asarray(data.get("action", np.zeros(model.action_dim)), float).reshape(-1)
     AB = np.hstack([np.asarray(model.A), np.asarray(model.B)])  # n x (n + k)
     target = np.concatenate([r_z, r_a])
     w, *_ = np.linalg.lstsq(AB.T, target, rcond=None)
     if np.max(np.abs(AB.T @ w - target)) > 1e-9 * max(1.0, np.max(np.abs(target))):
-        raise InputError("reward: not of the form w . (A s + B a); the agents predict the reward from the mean "
-                         "next state, so no exact target exists for this reward")
+        raise InputError(
+            "reward: not of the form w . (A s + B a); the agents predict the reward from the mean "
+            "next state, so no exact target exists for this reward"
+        )
 
 
 def _per_state(name: str, value, n: int) -> np.ndarray:
@@ -545,6 +585,7 @@ def squash_sigma(mean: float, m: int = 3, lo: float = 1e-3, hi: float = 50.0) ->
     def gap(sd: float) -> float:
         p = interval_probabilities(np.array([mean]), np.array([sd]), 3)[0]
         return p[2] - p[0] - math.tanh(mean)
+
     grid = np.geomspace(lo, hi, 400)
     p = interval_probabilities(np.full(len(grid), mean), grid, 3)
     vals = p[:, 2] - p[:, 0] - math.tanh(mean)
@@ -568,8 +609,7 @@ def ring_mdp(n: int = 8, discount: float = 0.9) -> tuple[FiniteMDP, np.ndarray, 
     R = np.cos(2 * np.pi * nxt / n)
     mean = 1.2 * np.sin(2 * np.pi * np.arange(n) / n + 0.4)
     std = np.array([squash_sigma(m) for m in mean])
-    mdp = FiniteMDP(P, R, discount, interval_probabilities(mean, std, 3), np.array([[-1.0], [0.0], [1.0]]),
-                    name="ring")
+    mdp = FiniteMDP(P, R, discount, interval_probabilities(mean, std, 3), np.array([[-1.0], [0.0], [1.0]]), name="ring")
     return mdp, mean, std
 
 
@@ -586,12 +626,19 @@ def grid_mdp(side: int = 4, discount: float = 0.9) -> tuple[FiniteMDP, np.ndarra
             P[s, a, rr * side + cc] = 1.0
     nxt = P.argmax(axis=2)
     rows, cols = np.divmod(nxt, side)
-    R = (rows + 1) * (cols + 1) / side ** 2
+    R = (rows + 1) * (cols + 1) / side**2
     cells = np.arange(n)
     mean = 0.9 * np.cos(np.pi * cells / n * 3.0)
     std = np.array([squash_sigma(m) for m in mean])
-    mdp = FiniteMDP(P, R, discount, interval_probabilities(mean, std, 3), np.array([[-1.0], [0.0], [1.0]]),
-                    state_shape=(side, side), name="grid")
+    mdp = FiniteMDP(
+        P,
+        R,
+        discount,
+        interval_probabilities(mean, std, 3),
+        np.array([[-1.0], [0.0], [1.0]]),
+        state_shape=(side, side),
+        name="grid",
+    )
     return mdp, mean, std
 
 
@@ -605,9 +652,18 @@ def sprite_model(discount: float = 0.9, noise: float = SPRITE_NOISE, name: str =
     ``a = tanh(-0.8 s + 0.5 xi)`` per coordinate, reward ``w . (A s + B a)`` with ``w = (4, -2)``."""
     A, B = 0.8 * np.eye(2), 0.3 * np.eye(2)
     w = np.array([4.0, -2.0])
-    return LinearGaussianMDP(A, B, -0.8 * np.eye(2), [0.5, 0.5], [noise, noise],
-                             {"state": (A.T @ w).tolist(), "action": (B.T @ w).tolist()}, discount,
-                             squash=True, action_scale=1.0, name=name)
+    return LinearGaussianMDP(
+        A,
+        B,
+        -0.8 * np.eye(2),
+        [0.5, 0.5],
+        [noise, noise],
+        {"state": (A.T @ w).tolist(), "action": (B.T @ w).tolist()},
+        discount,
+        squash=True,
+        action_scale=1.0,
+        name=name,
+    )
 
 
 SCENES = ("ring", "grid", "sprite", "sprite-noisy")
@@ -628,8 +684,10 @@ def build_scene(name: str, image_size: int = IMAGE_SIZE, discount: float = 0.9) 
 
         def render(s: int) -> np.ndarray:
             angle = 2 * np.pi * s / n
-            return disc(size, (size / 2 - 0.28 * size * math.cos(angle), size / 2 + 0.28 * size * math.sin(angle)),
-                        0.12 * size)
+            return disc(
+                size, (size / 2 - 0.28 * size * math.cos(angle), size / 2 + 0.28 * size * math.sin(angle)), 0.12 * size
+            )
+
         return finite_scene(mdp, render, mean, std, "ring")
     if name == "grid":
         mdp, mean, std = grid_mdp(discount=discount)
@@ -639,6 +697,7 @@ def build_scene(name: str, image_size: int = IMAGE_SIZE, discount: float = 0.9) 
             r, c = divmod(s, side)
             step = size * 0.8 / side
             return disc(size, (size * 0.1 + (r + 0.5) * step, size * 0.1 + (c + 0.5) * step), 0.35 * step)
+
         return finite_scene(mdp, render, mean, std, "grid")
     if name in ("sprite", "sprite-noisy"):
         model = sprite_model(discount, SPRITE_NOISE if name == "sprite" else NOISY_SPRITE_NOISE, name)
@@ -649,5 +708,6 @@ def build_scene(name: str, image_size: int = IMAGE_SIZE, discount: float = 0.9) 
         def render_batch(states: np.ndarray) -> np.ndarray:
             y, x = np.asarray(states, float)[:, 0], np.asarray(states, float)[:, 1]
             return discs(size, np.stack([size / 2 + 0.4 * size * y, size / 2 + 0.4 * size * x], 1), 0.12 * size)
+
         return gaussian_scene(model, render, name=name, render_batch=render_batch)
     raise InputError(f"scene: {name!r} is not one of {', '.join(SCENES)}")

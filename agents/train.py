@@ -80,7 +80,7 @@ class CsvLog:
         if len(lines) < rows + 1 and rows > 0:
             raise InputError(f"{self.path.name}: holds {max(0, len(lines) - 1)} rows, the checkpoint expects {rows}")
         if lines:
-            atomic_write_text(self.path, "".join(lines[:rows + 1]))
+            atomic_write_text(self.path, "".join(lines[: rows + 1]))
         self.rows = rows
 
     def clear(self) -> None:
@@ -129,9 +129,11 @@ def resume_config(saved: dict, explicit: dict) -> TrainConfig:
     cfg = TrainConfig.from_dict(saved)
     for key, value in explicit.items():
         if key not in RESUMABLE_CHANGES and getattr(cfg, key) != value:
-            raise InputError(f"resume: {key} is {value!r} but the checkpointed run used {getattr(cfg, key)!r} "
-                             f"(a resumed run keeps its configuration; only "
-                             f"{', '.join(sorted(RESUMABLE_CHANGES))} may change)")
+            raise InputError(
+                f"resume: {key} is {value!r} but the checkpointed run used {getattr(cfg, key)!r} "
+                f"(a resumed run keeps its configuration; only "
+                f"{', '.join(sorted(RESUMABLE_CHANGES))} may change)"
+            )
     return replace(cfg, **{k: v for k, v in explicit.items() if k in RESUMABLE_CHANGES}).resolved()
 
 
@@ -139,9 +141,16 @@ def resume_config(saved: dict, explicit: dict) -> TrainConfig:
 class Trainer:
     """One training run (see the module doc): ``Trainer(cfg, out).run()``."""
 
-    def __init__(self, cfg: TrainConfig | None, out: str | os.PathLike, resume: bool = False,
-                 progress: bool = True, tensorboard: bool = True, explicit: dict | None = None,
-                 wandb: str | None = None):
+    def __init__(
+        self,
+        cfg: TrainConfig | None,
+        out: str | os.PathLike,
+        resume: bool = False,
+        progress: bool = True,
+        tensorboard: bool = True,
+        explicit: dict | None = None,
+        wandb: str | None = None,
+    ):
         """Set up: check the folder, read the checkpoint of a resumed run, build environments,
         agent, replay and logs, and restore the checkpointed state (or clear a stale attempt).
         ``cfg`` may be None when resuming from a checkpoint (its configuration is used);
@@ -167,8 +176,9 @@ class Trainer:
         else:
             cfg = cfg.resolved()
             if self.out.exists() and any(self.out.iterdir()) and not resume:
-                raise InputError(f"out: {self.out} already holds a run; pass --resume to continue it "
-                                 f"or choose another folder")
+                raise InputError(
+                    f"out: {self.out} already holds a run; pass --resume to continue it or choose another folder"
+                )
         self.cfg = cfg
         self.device = pick_device(cfg.device)
         if cfg.graphs and self.device.type != "cuda":
@@ -185,30 +195,49 @@ class Trainer:
             self.eval_envs["train"] = make_run_env(cfg, "train")
         self.out.mkdir(parents=True, exist_ok=True)  # only once the simulator is there
         self.repeat = self.env.action_repeat
-        self.total_steps = math.ceil(cfg.env_steps / self.repeat)       # agent steps
+        self.total_steps = math.ceil(cfg.env_steps / self.repeat)  # agent steps
         self.action_dim = int(self.env.action_spec.shape[0])
         torch.manual_seed(cfg.seed)
         self.rng = np.random.default_rng(cfg.seed)
         self.agent = Agent(self.env.observation_shape, self.action_dim, cfg, self.device)
-        self.buffer = ReplayBuffer(cfg.buffer_size, self.env.observation_shape, self.action_dim,
-                                   mirror_device=str(self.device) if self.device.type == "cuda" else None)
+        self.buffer = ReplayBuffer(
+            cfg.buffer_size,
+            self.env.observation_shape,
+            self.action_dim,
+            mirror_device=str(self.device) if self.device.type == "cuda" else None,
+        )
         self.train_log = CsvLog(self.out / TRAIN_FILE, TRAIN_FIELDS)
         self.eval_logs = {split: CsvLog(self.out / EVAL_FILES[split], EVAL_FIELDS) for split in self.eval_envs}
         self.logs = [self.train_log, *self.eval_logs.values()]
         self.counters = Counters()
         self.restore(checkpoint)
-        atomic_write_json(self.out / CONFIG_FILE, {
-            "config": cfg.to_dict(), "device": str(self.device), "fast": self.agent.fast, "graphs": self.agent.graphs,
-            "torch": torch.__version__, "backgrounds": self.env.background_source,
-            "eval_backgrounds": self.eval_envs["eval"].background_source, "action_repeat": self.repeat,
-            "agent_steps": self.total_steps})
+        atomic_write_json(
+            self.out / CONFIG_FILE,
+            {
+                "config": cfg.to_dict(),
+                "device": str(self.device),
+                "fast": self.agent.fast,
+                "graphs": self.agent.graphs,
+                "torch": torch.__version__,
+                "backgrounds": self.env.background_source,
+                "eval_backgrounds": self.eval_envs["eval"].background_source,
+                "action_repeat": self.repeat,
+                "agent_steps": self.total_steps,
+            },
+        )
         self.label = f"[{cfg.method} {cfg.task} seed {cfg.seed}]"
         self.show_progress = progress
         self.tensorboard = TensorBoard(self.out / "tb", tensorboard)
         self.board = Scalars(self.tensorboard, WandB(wandb, self.out, cfg.to_dict(), self.label))
         self.frames_at: int | None = None  # the evaluation step after which frames were last logged
-        self.bar = Progress(self.total_steps * self.repeat, self.label, unit="env steps", enabled=progress,
-                            initial=self.env_step, rate_label="steps/s")
+        self.bar = Progress(
+            self.total_steps * self.repeat,
+            self.label,
+            unit="env steps",
+            enabled=progress,
+            initial=self.env_step,
+            rate_label="steps/s",
+        )
         self.start = time.monotonic()
         self.speed_mark = (self.start, self.counters.t)
         self.last_eval: float | None = None
@@ -282,9 +311,14 @@ class Trainer:
         """Deterministic episodes on each evaluation split; one row per split."""
         for split, env in self.eval_envs.items():
             returns = evaluate_policy(self.agent, env, self.cfg.eval_episodes, self.cfg.seed)
-            row = {"env_step": self.env_step, "mean_return": float(np.mean(returns)),
-                   "std_return": float(np.std(returns)), "episodes": len(returns),
-                   "split": env.split or "train-settings", "elapsed_s": self.elapsed()}
+            row = {
+                "env_step": self.env_step,
+                "mean_return": float(np.mean(returns)),
+                "std_return": float(np.std(returns)),
+                "episodes": len(returns),
+                "split": env.split or "train-settings",
+                "elapsed_s": self.elapsed(),
+            }
             self.eval_logs[split].append(row)
             self.board.add("eval" if split == "eval" else "eval_train", row, self.env_step)
             if split == "eval":
@@ -296,8 +330,14 @@ class Trainer:
         c, now = self.counters, time.monotonic()
         speed = (c.t - self.speed_mark[1]) * self.repeat / max(now - self.speed_mark[0], 1e-9)
         c.recent = (c.recent + [self.episode_return])[-5:]
-        row = {"episode": c.episode, "env_step": self.env_step, "episode_return": self.episode_return,
-               "episode_steps": self.episode_steps * self.repeat, "steps_per_s": speed, "elapsed_s": self.elapsed()}
+        row = {
+            "episode": c.episode,
+            "env_step": self.env_step,
+            "episode_return": self.episode_return,
+            "episode_steps": self.episode_steps * self.repeat,
+            "steps_per_s": speed,
+            "elapsed_s": self.elapsed(),
+        }
         self.agent.flush_checks()
         row.update({k: float(v) for k, v in self.stats.items()})
         self.train_log.append(row)
@@ -317,12 +357,24 @@ class Trainer:
         """Write the new replay chunk, then the checkpoint (atomically)."""
         c = self.counters
         self.buffer.save_chunk(self.out / "buffer")
-        save_checkpoint(self.out / CHECKPOINT, Checkpoint(
-            config=self.cfg.to_dict(), agent=self.agent.training_state(), t=c.t, episode=c.episode,
-            buffer_total=self.buffer.total, numpy_rng=self.rng.bit_generator.state, torch_rng=_rng_state(),
-            last_checkpoint=self.env_step, last_eval_step=c.last_eval_step, elapsed_s=self.elapsed(),
-            recent_returns=list(c.recent), csv_rows={log.path.name: log.rows for log in self.logs},
-            complete=c.t >= self.total_steps))
+        save_checkpoint(
+            self.out / CHECKPOINT,
+            Checkpoint(
+                config=self.cfg.to_dict(),
+                agent=self.agent.training_state(),
+                t=c.t,
+                episode=c.episode,
+                buffer_total=self.buffer.total,
+                numpy_rng=self.rng.bit_generator.state,
+                torch_rng=_rng_state(),
+                last_checkpoint=self.env_step,
+                last_eval_step=c.last_eval_step,
+                elapsed_s=self.elapsed(),
+                recent_returns=list(c.recent),
+                csv_rows={log.path.name: log.rows for log in self.logs},
+                complete=c.t >= self.total_steps,
+            ),
+        )
         c.last_checkpoint = self.env_step
 
     def show(self) -> None:
@@ -336,9 +388,12 @@ class Trainer:
         """Train to ``env_steps`` (or finish a resumed run); returns a summary (final eval, seconds, paths)."""
         c = self.counters
         if self.show_progress:
-            print(f"{self.label} device {self.device} ({'fast' if self.agent.fast else 'plain'} updates); "
-                  f"backgrounds: {self.env.background_source}; evaluation: "
-                  f"{self.eval_envs['eval'].background_source}; {self.tensorboard.describe()}", file=sys.stderr)
+            print(
+                f"{self.label} device {self.device} ({'fast' if self.agent.fast else 'plain'} updates); "
+                f"backgrounds: {self.env.background_source}; evaluation: "
+                f"{self.eval_envs['eval'].background_source}; {self.tensorboard.describe()}",
+                file=sys.stderr,
+            )
         try:
             if c.t == 0 and c.last_eval_step < 0:
                 self.evaluate()  # the untrained policy: the curve's starting point
@@ -357,8 +412,13 @@ class Trainer:
                 self.checkpoint()
         finally:
             self.close()
-        return {"out": str(self.out), "env_steps": self.env_step, "final_eval": self.last_eval,
-                "seconds": self.elapsed(), "device": str(self.device)}
+        return {
+            "out": str(self.out),
+            "env_steps": self.env_step,
+            "final_eval": self.last_eval,
+            "seconds": self.elapsed(),
+            "device": str(self.device),
+        }
 
     def close(self) -> None:
         """Close the progress line, TensorBoard and every environment."""
@@ -373,32 +433,53 @@ def save_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
     checkpoint.save(path)
 
 
-def train(cfg: TrainConfig | None, out: str | os.PathLike, resume: bool = False, progress: bool = True,
-          tensorboard: bool = True, explicit: dict | None = None, wandb: str | None = None) -> dict:
+def train(
+    cfg: TrainConfig | None,
+    out: str | os.PathLike,
+    resume: bool = False,
+    progress: bool = True,
+    tensorboard: bool = True,
+    explicit: dict | None = None,
+    wandb: str | None = None,
+) -> dict:
     """Run (or resume) training into folder ``out``; returns a summary (final eval, seconds, paths).
 
     ``explicit``: with ``resume``, the fields the user gave (by default every field of ``cfg``
     must match the checkpointed run, except those that may change); ``wandb``: a W&B project."""
-    return Trainer(cfg, out, resume=resume, progress=progress, tensorboard=tensorboard, explicit=explicit,
-                   wandb=wandb).run()
+    return Trainer(
+        cfg, out, resume=resume, progress=progress, tensorboard=tensorboard, explicit=explicit, wandb=wandb
+    ).run()
 
 
 # --------------------------------------------------------------------- CLI
 def build_parser() -> ConfigParser:
     """``python -m agents.train``: one flag per TrainConfig field, plus the run options."""
-    p = ConfigParser(prog="python -m agents.train", description=__doc__.split("\n\n")[0],
-                     epilog="presets: " + "; ".join(f"{name}: {preset.about}" for name, preset in PRESETS.items()))
+    p = ConfigParser(
+        prog="python -m agents.train",
+        description=__doc__.split("\n\n")[0],
+        epilog="presets: " + "; ".join(f"{name}: {preset.about}" for name, preset in PRESETS.items()),
+    )
     run = p.add_argument_group("run")
     run.add_argument("--out", default=None, help="run folder (default runs/TASK/METHOD/seedN)")
-    run.add_argument("--resume", action="store_true",
-                     help="continue the run in --out from its checkpoint, with its own configuration "
-                          f"(only {', '.join('--' + f.replace('_', '-') for f in sorted(RESUMABLE_CHANGES))} "
-                          "may change)")
-    run.add_argument("--no-tensorboard", dest="tensorboard", action="store_false",
-                     help="no tb/ events (on when the tensorboard extra is installed)")
-    run.add_argument("--wandb", default=None, metavar="PROJECT",
-                     help="also log the scalars to this Weights & Biases project (needs wandb; WANDB_MODE=offline "
-                          "is honoured)")
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out from its checkpoint, with its own configuration "
+        f"(only {', '.join('--' + f.replace('_', '-') for f in sorted(RESUMABLE_CHANGES))} "
+        "may change)",
+    )
+    run.add_argument(
+        "--no-tensorboard",
+        dest="tensorboard",
+        action="store_false",
+        help="no tb/ events (on when the tensorboard extra is installed)",
+    )
+    run.add_argument(
+        "--wandb",
+        default=None,
+        metavar="PROJECT",
+        help="also log the scalars to this Weights & Biases project (needs wandb; WANDB_MODE=offline is honoured)",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress line")
     add_config_arguments(p.add_argument_group("configuration (every TrainConfig field)"))
     return p
@@ -415,8 +496,12 @@ def default_out(explicit: dict) -> str:
     """``runs/TASK/METHOD/seedN`` of the flags given (the preset's values for those not given)."""
     fields = {**PRESETS.get(explicit.get("preset", "paper"), PRESETS["paper"]).values, **explicit}
     base = TrainConfig()
-    return os.path.join("runs", str(fields.get("task", base.task)), str(fields.get("method", base.method)),
-                        f"seed{fields.get('seed', base.seed)}")
+    return os.path.join(
+        "runs",
+        str(fields.get("task", base.task)),
+        str(fields.get("method", base.method)),
+        f"seed{fields.get('seed', base.seed)}",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -428,13 +513,21 @@ def main(argv: list[str] | None = None) -> int:
             cfg = None  # the run's own configuration, checked against the flags given
         else:
             cfg, explicit = config_from_args(args)
-        summary = train(cfg, out, resume=args.resume, progress=not args.quiet, tensorboard=args.tensorboard,
-                        explicit=explicit if args.resume else None, wandb=args.wandb)
+        summary = train(
+            cfg,
+            out,
+            resume=args.resume,
+            progress=not args.quiet,
+            tensorboard=args.tensorboard,
+            explicit=explicit if args.resume else None,
+            wandb=args.wandb,
+        )
         print(json.dumps(summary))
         return 0
 
-    return run_command(body, interrupted="resume with --resume (from the last checkpoint)",
-                       bad_input=(InputError, ValueError))
+    return run_command(
+        body, interrupted="resume with --resume (from the last checkpoint)", bad_input=(InputError, ValueError)
+    )
 
 
 if __name__ == "__main__":

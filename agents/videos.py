@@ -54,11 +54,36 @@ PROCEDURAL_VERSION = 1
 # num_videos=2) and the 30 DAVIS-2017 validation videos.
 TRAIN_VIDEOS: tuple[str, ...] = ("bear", "bmx-bumps")
 EVAL_VIDEOS: tuple[str, ...] = (
-    "bike-packing", "blackswan", "bmx-trees", "breakdance", "camel", "car-roundabout",
-    "car-shadow", "cows", "dance-twirl", "dog", "dogs-jump", "drift-chicane",
-    "drift-straight", "goat", "gold-fish", "horsejump-high", "india", "judo",
-    "kite-surf", "lab-coat", "libby", "loading", "mbike-trick", "motocross-jump",
-    "paragliding-launch", "parkour", "pigs", "scooter-black", "shooting", "soapbox",
+    "bike-packing",
+    "blackswan",
+    "bmx-trees",
+    "breakdance",
+    "camel",
+    "car-roundabout",
+    "car-shadow",
+    "cows",
+    "dance-twirl",
+    "dog",
+    "dogs-jump",
+    "drift-chicane",
+    "drift-straight",
+    "goat",
+    "gold-fish",
+    "horsejump-high",
+    "india",
+    "judo",
+    "kite-surf",
+    "lab-coat",
+    "libby",
+    "loading",
+    "mbike-trick",
+    "motocross-jump",
+    "paragliding-launch",
+    "parkour",
+    "pigs",
+    "scooter-black",
+    "shooting",
+    "soapbox",
 )
 SPLITS = {"train": TRAIN_VIDEOS, "eval": EVAL_VIDEOS}
 
@@ -71,6 +96,7 @@ def split_videos(split: str) -> tuple[str, ...]:
 
 
 # --------------------------------------------------------------------------- procedural videos
+
 
 def _bounce(start: np.ndarray, velocity: np.ndarray, t: int) -> np.ndarray:
     """Positions in [0, 1] moving at ``velocity`` and reflecting off the borders."""
@@ -97,12 +123,15 @@ def _pattern(rng: np.random.Generator, kind: str, xx: np.ndarray, yy: np.ndarray
         c = _bounce(centres, velocities, t)
         field = sum(np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / (2 * w * w)) for (cx, cy), w in zip(c, widths))
         return np.clip(field, 0.0, 1.0)
+
     return blobs
 
 
-def _draw_shape(image: np.ndarray, kind: str, centre: np.ndarray, size: float, angle: float,
-                colour: tuple[int, int, int]) -> None:
+def _draw_shape(
+    image: np.ndarray, kind: str, centre: np.ndarray, size: float, angle: float, colour: tuple[int, int, int]
+) -> None:
     import cv2  # the agents' extra (OpenCV): only to read or write frames
+
     h, w = image.shape[:2]
     cx, cy = centre[0] * w, centre[1] * h
     r = size * min(h, w)
@@ -154,10 +183,16 @@ def video_seed(name: str, seed: int) -> int:
     return int(np.random.SeedSequence([seed, zlib.crc32(name.encode())]).generate_state(1)[0])
 
 
-def write_procedural(root: str | os.PathLike, names: Sequence[str] = TRAIN_VIDEOS + EVAL_VIDEOS,
-                     seed: int = 0, height: int = 108, width: int = 192) -> Path:
+def write_procedural(
+    root: str | os.PathLike,
+    names: Sequence[str] = TRAIN_VIDEOS + EVAL_VIDEOS,
+    seed: int = 0,
+    height: int = 108,
+    width: int = 192,
+) -> Path:
     """Write procedural videos as ``<root>/<name>/00000.jpg, ...`` plus a manifest; returns ``root``."""
     import cv2  # the agents' extra (OpenCV): only to read or write frames
+
     root = Path(root)
     for name in names:
         folder = root / name
@@ -167,8 +202,17 @@ def write_procedural(root: str | os.PathLike, names: Sequence[str] = TRAIN_VIDEO
             if not ok:
                 raise OSError(f"could not encode frame {t} of video {name}")
             (folder / f"{t:05d}.jpg").write_bytes(data.tobytes())
-    atomic_write_json(root / MANIFEST, {"generator": "bisimkit procedural videos", "version": PROCEDURAL_VERSION,
-                                        "seed": seed, "height": height, "width": width, "videos": list(names)})
+    atomic_write_json(
+        root / MANIFEST,
+        {
+            "generator": "bisimkit procedural videos",
+            "version": PROCEDURAL_VERSION,
+            "seed": seed,
+            "height": height,
+            "width": width,
+            "videos": list(names),
+        },
+    )
     return root
 
 
@@ -196,6 +240,7 @@ def ensure_procedural(root: str | os.PathLike | None = None, seed: int = 0) -> P
 
 # --------------------------------------------------------------------------- DAVIS folders
 
+
 def _has_jpegs(folder: Path) -> bool:
     return folder.is_dir() and any(p.suffix.lower() in (".jpg", ".jpeg") for p in folder.iterdir())
 
@@ -210,8 +255,9 @@ def davis_frames_root(path: str | os.PathLike, field: str = "davis") -> Path:
     for candidate in (given, given / "JPEGImages" / "480p", given / "DAVIS" / "JPEGImages" / "480p"):
         if candidate.is_dir() and any(_has_jpegs(sub) for sub in candidate.iterdir()):
             return candidate
-    raise InputError(f"{field}: no <video>/*.jpg folders under {given} "
-                     "(expected the layout JPEGImages/480p/<video>/00000.jpg)")
+    raise InputError(
+        f"{field}: no <video>/*.jpg folders under {given} (expected the layout JPEGImages/480p/<video>/00000.jpg)"
+    )
 
 
 def check_videos(root: Path, names: Sequence[str], field: str = "davis") -> list[Path]:
@@ -260,8 +306,16 @@ def resolve_videos(davis: str | os.PathLike | None = None, seed: int = 0) -> Vid
 
 # --------------------------------------------------------------------------- DAVIS download
 
-def fetch(dest: str | os.PathLike, url: str = DAVIS_URL, sha256: str | None = None, keep_archive: bool = False,
-          retries: int = 5, progress: bool = True, say: Callable[[str], None] = print) -> Path:
+
+def fetch(
+    dest: str | os.PathLike,
+    url: str = DAVIS_URL,
+    sha256: str | None = None,
+    keep_archive: bool = False,
+    retries: int = 5,
+    progress: bool = True,
+    say: Callable[[str], None] = print,
+) -> Path:
     """Download, verify and extract DAVIS into ``dest`` (:mod:`agents.davis_download`); returns ``dest/DAVIS``.
     ``sha256``: the archive's checksum (default: the pinned one of the official archive)."""
     expected = check_sha256(sha256) if sha256 else DAVIS_SHA256
@@ -276,8 +330,9 @@ def fetch(dest: str | os.PathLike, url: str = DAVIS_URL, sha256: str | None = No
     archive = dest / ARCHIVE
     if not archive.exists():
         part = dest / (ARCHIVE + ".part")
-        bar = Progress(total=DAVIS_BYTES if url == DAVIS_URL else None, label="DAVIS-2017", unit="bytes",
-                       enabled=progress)
+        bar = Progress(
+            total=DAVIS_BYTES if url == DAVIS_URL else None, label="DAVIS-2017", unit="bytes", enabled=progress
+        )
         try:
             download(url, part, retries=retries, progress=lambda done, total: bar.show(done))
         finally:
@@ -286,32 +341,46 @@ def fetch(dest: str | os.PathLike, url: str = DAVIS_URL, sha256: str | None = No
     actual = sha256_of(archive)
     if actual != expected:
         archive.unlink()
-        raise DownloadError(f"{archive.name} has SHA-256 {actual}, expected {expected}; the archive was removed "
-                            f"(a different file, or a corrupted transfer)", param="sha256")
+        raise DownloadError(
+            f"{archive.name} has SHA-256 {actual}, expected {expected}; the archive was removed "
+            f"(a different file, or a corrupted transfer)",
+            param="sha256",
+        )
     extract_videos(archive, dest, TRAIN_VIDEOS + EVAL_VIDEOS)
     if not keep_archive:
         archive.unlink()
-    say(f"DAVIS-2017: the frames of {len(TRAIN_VIDEOS)} training and {len(EVAL_VIDEOS)} held-out videos are in "
-        f"{final / 'JPEGImages' / '480p'} (SHA-256 {actual[:12]}... verified)")
+    say(
+        f"DAVIS-2017: the frames of {len(TRAIN_VIDEOS)} training and {len(EVAL_VIDEOS)} held-out videos are in "
+        f"{final / 'JPEGImages' / '480p'} (SHA-256 {actual[:12]}... verified)"
+    )
     say(f"train on them with --davis {final} (or export {DAVIS_ENV}={final})")
     return final
 
 
 # --------------------------------------------------------------------------- command line
 
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m agents.videos fetch --to DIR [--url URL --sha256 HEX] [--keep-archive]``; exit 0, or 2."""
-    parser = argparse.ArgumentParser(prog="python -m agents.videos",
-                                     description="Background videos for the distracting backgrounds.")
+    parser = argparse.ArgumentParser(
+        prog="python -m agents.videos", description="Background videos for the distracting backgrounds."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    cmd = sub.add_parser("fetch", help="download DAVIS-2017 trainval 480p and extract the 32 videos a run uses",
-                         description="Download the DAVIS-2017 trainval 480p archive (resuming an interrupted "
-                                     "transfer), check its SHA-256, extract the frames of the 2 training and 30 "
-                                     "held-out videos into DIR/DAVIS and say how to train on them.")
+    cmd = sub.add_parser(
+        "fetch",
+        help="download DAVIS-2017 trainval 480p and extract the 32 videos a run uses",
+        description="Download the DAVIS-2017 trainval 480p archive (resuming an interrupted "
+        "transfer), check its SHA-256, extract the frames of the 2 training and 30 "
+        "held-out videos into DIR/DAVIS and say how to train on them.",
+    )
     cmd.add_argument("--to", required=True, metavar="DIR", help="folder to put DAVIS/ in")
     cmd.add_argument("--url", default=DAVIS_URL, help="the archive's URL (a mirror; default: the official one)")
-    cmd.add_argument("--sha256", default=None, metavar="HEX",
-                     help=f"the archive's SHA-256 (default: the official archive's, {DAVIS_SHA256[:12]}...)")
+    cmd.add_argument(
+        "--sha256",
+        default=None,
+        metavar="HEX",
+        help=f"the archive's SHA-256 (default: the official archive's, {DAVIS_SHA256[:12]}...)",
+    )
     cmd.add_argument("--keep-archive", action="store_true", help="keep the zip after extracting")
     cmd.add_argument("--retries", type=int, default=5, help="resumes of a broken transfer per call (default 5)")
     cmd.add_argument("--quiet", action="store_true", help="no progress line")
@@ -319,11 +388,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.retries < 0:
             raise InputError(f"{args.retries} is not a non-negative integer", param="retries")
-        fetch(args.to, url=args.url, sha256=args.sha256, keep_archive=args.keep_archive, retries=args.retries,
-              progress=not args.quiet)
+        fetch(
+            args.to,
+            url=args.url,
+            sha256=args.sha256,
+            keep_archive=args.keep_archive,
+            retries=args.retries,
+            progress=not args.quiet,
+        )
     except InputError as exc:
-        print(f"error: {exc.for_option({'--to', '--url', '--sha256', '--retries'})}".splitlines()[0],
-              file=sys.stderr)
+        print(f"error: {exc.for_option({'--to', '--url', '--sha256', '--retries'})}".splitlines()[0], file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"error: to: {exc}".splitlines()[0], file=sys.stderr)

@@ -72,7 +72,7 @@ def first_step(mdp, metric: str, chunk: int = 200_000) -> float:
     best = 0.0
     s_all, t_all = np.triu_indices(n, 0 if metric in ("psm-sampled", "mico", "dbc-sampled") else 1)
     for k in range(0, len(s_all), chunk):
-        s, t = s_all[k:k + chunk], t_all[k:k + chunk]
+        s, t = s_all[k : k + chunk], t_all[k : k + chunk]
         if metric in ("psm", "psm-sampled"):
             v = np.abs(model.abar[s] - model.abar[t]).sum(axis=1)
         elif metric in ("eps", "eps-bar", "eps-avg"):
@@ -98,9 +98,18 @@ def _pair_rows(n: int, diagonal: bool, seed: int):
         yield s, range(s if diagonal else s + 1, n)
 
 
-def timed_baseline(mdp, metric: str, tol: float = 1e-9, budget: float = 60.0, ground="reward",
-                   contraction: float | None = None, contraction_source: str | None = None,
-                   finish: bool = False, probe: float | None = None, seed: int = 0) -> dict:
+def timed_baseline(
+    mdp,
+    metric: str,
+    tol: float = 1e-9,
+    budget: float = 60.0,
+    ground="reward",
+    contraction: float | None = None,
+    contraction_source: str | None = None,
+    finish: bool = False,
+    probe: float | None = None,
+    seed: int = 0,
+) -> dict:
     """The per-pair loop (pairs s <= t, mirrored: half the research code's work), run to
     completion when it can finish within ``budget`` seconds, else extrapolated.
 
@@ -150,8 +159,10 @@ def timed_baseline(mdp, metric: str, tol: float = 1e-9, budget: float = 60.0, gr
             if contraction is not None and contraction > r:
                 # Early sweeps contract faster than the asymptotic rate: of the two, the slower
                 # (the family's) never makes the baseline look slower than it is.
-                return contraction, (f"extrapolated from {contraction_source or 'a smaller n'} "
-                                     f"(r = {contraction:.3f}; this run's {k} sweeps: {r:.3f})")
+                return contraction, (
+                    f"extrapolated from {contraction_source or 'a smaller n'} "
+                    f"(r = {contraction:.3f}; this run's {k} sweeps: {r:.3f})"
+                )
             return r, f"extrapolated from this run ({k} sweeps, r = {r:.3f})"
         if contraction is not None:
             return contraction, f"extrapolated from {contraction_source or 'a smaller n'} (r = {contraction:.3f})"
@@ -169,10 +180,21 @@ def timed_baseline(mdp, metric: str, tol: float = 1e-9, budget: float = 60.0, gr
         if not k and isinstance(ground, str) and ground == "reward":
             first = max(first_max, first_step(mdp, metric))  # the whole first sweep's step, not the part done
         needed = sweeps_needed(steps[-1] if k else first, max(k, 1), rate, tol, c)
-        return {"finished": False, "basis": basis, "stopped": stopped, "sweeps": k, "sweeps_needed": needed,
-                "seconds": now - start, "seconds_per_sweep": per_sweep, "per_sweep_basis": per_basis,
-                "seconds_total": per_sweep * needed, "seconds_extrapolated": per_sweep * needed,
-                "contraction": rate, "pairs": n_pairs, "pairs_done": first_pairs + max(k - 1, 0) * n_pairs}
+        return {
+            "finished": False,
+            "basis": basis,
+            "stopped": stopped,
+            "sweeps": k,
+            "sweeps_needed": needed,
+            "seconds": now - start,
+            "seconds_per_sweep": per_sweep,
+            "per_sweep_basis": per_basis,
+            "seconds_total": per_sweep * needed,
+            "seconds_extrapolated": per_sweep * needed,
+            "contraction": rate,
+            "pairs": n_pairs,
+            "pairs_done": first_pairs + max(k - 1, 0) * n_pairs,
+        }
 
     def remaining_estimate(k: int, now: float) -> float:
         """Seconds still needed by the best estimate (a lower bound of one sweep without a contraction)."""
@@ -180,8 +202,11 @@ def timed_baseline(mdp, metric: str, tol: float = 1e-9, budget: float = 60.0, gr
             per_sweep = (now - first_start) / max(first_pairs, 1) * n_pairs
             # Without a contraction: sweep 1 cannot certify when its step already exceeds the target,
             # so at least two sweeps are needed (a lower bound: the loop is never stopped unfairly).
-            more = (2 if c / (1 - c) * first_max > tol else 1) if contraction is None else \
-                sweeps_needed(first_max, 1, contraction, tol, c)
+            more = (
+                (2 if c / (1 - c) * first_max > tol else 1)
+                if contraction is None
+                else sweeps_needed(first_max, 1, contraction, tol, c)
+            )
             return per_sweep * more - (now - first_start)
         per_sweep = float(np.median(sweep_seconds))
         rate, basis = rate_and_basis(k)
@@ -237,8 +262,11 @@ def timed_baseline(mdp, metric: str, tol: float = 1e-9, budget: float = 60.0, gr
         if c / (1 - c) * steps[-1] <= tol:
             break
         k, now = len(steps), time.perf_counter()
-        why = "budget" if now - start > budget else (
-            "estimate" if now - start + remaining_estimate(k, now) > budget else None)
+        why = (
+            "budget"
+            if now - start > budget
+            else ("estimate" if now - start + remaining_estimate(k, now) > budget else None)
+        )
         if finish and snapshot is None and (why or k == 1):
             snapshot = extrapolate(now, why or "after sweep 1 (would not have stopped there)")
         elif why and not finish:
@@ -247,18 +275,38 @@ def timed_baseline(mdp, metric: str, tol: float = 1e-9, budget: float = 60.0, gr
     if stop is not None:
         out = extrapolate(now, stop)
     else:
-        out = {"finished": True, "basis": BASIS_MEASURED, "stopped": "converged", "sweeps": len(steps),
-               "sweeps_needed": len(steps), "seconds": now - start, "seconds_total": now - start,
-               "seconds_per_sweep": float(np.median(sweep_seconds)),
-               "per_sweep_basis": f"median of {len(steps)} sweeps",
-               "contraction": None, "pairs": n_pairs, "pairs_done": len(steps) * n_pairs}
+        out = {
+            "finished": True,
+            "basis": BASIS_MEASURED,
+            "stopped": "converged",
+            "sweeps": len(steps),
+            "sweeps_needed": len(steps),
+            "seconds": now - start,
+            "seconds_total": now - start,
+            "seconds_per_sweep": float(np.median(sweep_seconds)),
+            "per_sweep_basis": f"median of {len(steps)} sweeps",
+            "contraction": None,
+            "pairs": n_pairs,
+            "pairs_done": len(steps) * n_pairs,
+        }
         if snapshot is not None:
             out["extrapolation_check"] = {
-                "at": snapshot["stopped"], "basis": snapshot["basis"], "sweeps_done": snapshot["sweeps"],
-                "extrapolated_sweeps": snapshot["sweeps_needed"], "extrapolated_seconds": snapshot["seconds_total"],
-                "measured_sweeps": out["sweeps_needed"], "measured_seconds": out["seconds_total"],
+                "at": snapshot["stopped"],
+                "basis": snapshot["basis"],
+                "sweeps_done": snapshot["sweeps"],
+                "extrapolated_sweeps": snapshot["sweeps_needed"],
+                "extrapolated_seconds": snapshot["seconds_total"],
+                "measured_sweeps": out["sweeps_needed"],
+                "measured_seconds": out["seconds_total"],
                 "sweeps_ratio": snapshot["sweeps_needed"] / out["sweeps_needed"],
-                "seconds_ratio": snapshot["seconds_total"] / out["seconds_total"]}
-    out.update(observed_contraction=observed_contraction(steps), steps=steps, sweep_seconds=sweep_seconds,
-               budget=budget, contraction_supplied=contraction, contraction_source=contraction_source)
+                "seconds_ratio": snapshot["seconds_total"] / out["seconds_total"],
+            }
+    out.update(
+        observed_contraction=observed_contraction(steps),
+        steps=steps,
+        sweep_seconds=sweep_seconds,
+        budget=budget,
+        contraction_supplied=contraction,
+        contraction_source=contraction_source,
+    )
     return out

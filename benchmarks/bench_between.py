@@ -88,9 +88,16 @@ def one_side(side: str, n: int, metric: str, block_path: str) -> dict:
         sol, seconds, cpu = _timed_cpu(lambda: solve_between(a, b, metric, tol=TOL))
         block = sol.distances
     np.save(block_path, block)
-    return {"side": side, "seconds": seconds, "cpu_seconds": cpu, "certified_error": sol.certified_error,
-            "converged": bool(sol.converged), "iterations": sol.iterations, "method": sol.method,
-            "history_seconds": list(sol.history_seconds)}
+    return {
+        "side": side,
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "certified_error": sol.certified_error,
+        "converged": bool(sol.converged),
+        "iterations": sol.iterations,
+        "method": sol.method,
+        "history_seconds": list(sol.history_seconds),
+    }
 
 
 def dense(n: int, metric: str, rounds: int) -> dict:
@@ -103,8 +110,19 @@ def dense(n: int, metric: str, rounds: int) -> dict:
             procs = {}
             for side in ("union", "between"):
                 path = str(Path(tmp) / f"{side}.npy")
-                cmd = [sys.executable, "-m", "benchmarks.bench_between", "--side", side, "--n", str(n),
-                       "--metric", metric, "--block", path]
+                cmd = [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.bench_between",
+                    "--side",
+                    side,
+                    "--n",
+                    str(n),
+                    "--metric",
+                    metric,
+                    "--block",
+                    path,
+                ]
                 procs[side] = (subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True), path)
             for side, (proc, path) in procs.items():
                 out, _ = proc.communicate()
@@ -119,11 +137,24 @@ def dense(n: int, metric: str, rounds: int) -> dict:
     med_cpu = {side: statistics.median(x["cpu_seconds"] for x in recs) for side, recs in runs.items()}
     diff = float(np.max(np.abs(blocks["union"] - blocks["between"])))
     cert = {side: runs[side][-1]["certified_error"] for side in runs}
-    return {"workload": "between-dense", "metric": metric, "n_a": n, "n_b": n, "m": 4,
-            "discount": published_mdp(2).discount, "tol": TOL, "rounds": rounds, "runs": runs,
-            "median_seconds": med, "ratio": med["union"] / med["between"], "median_cpu_seconds": med_cpu,
-            "cpu_ratio": med_cpu["union"] / med_cpu["between"], "max_difference": diff,
-            "within_certificates": diff <= cert["union"] + cert["between"], "certified_error": cert}
+    return {
+        "workload": "between-dense",
+        "metric": metric,
+        "n_a": n,
+        "n_b": n,
+        "m": 4,
+        "discount": published_mdp(2).discount,
+        "tol": TOL,
+        "rounds": rounds,
+        "runs": runs,
+        "median_seconds": med,
+        "ratio": med["union"] / med["between"],
+        "median_cpu_seconds": med_cpu,
+        "cpu_ratio": med_cpu["union"] / med_cpu["between"],
+        "max_difference": diff,
+        "within_certificates": diff <= cert["union"] + cert["between"],
+        "certified_error": cert,
+    }
 
 
 def svi_mdp(path: Path, discount: float = SVI_DISCOUNT) -> FiniteMDP:
@@ -134,8 +165,14 @@ def svi_mdp(path: Path, discount: float = SVI_DISCOUNT) -> FiniteMDP:
     P = P / P.sum(axis=1, keepdims=True)
     nu = np.asarray(data["nu_0"], dtype=float)
     start = np.nonzero(nu)[0]
-    return FiniteMDP(P[:, None, :], np.asarray(data["reward"], dtype=float)[:, None], discount,
-                     np.ones((len(P), 1)), name=path.stem, initial_state=int(start[0]) if len(start) == 1 else None)
+    return FiniteMDP(
+        P[:, None, :],
+        np.asarray(data["reward"], dtype=float)[:, None],
+        discount,
+        np.ones((len(P), 1)),
+        name=path.stem,
+        initial_state=int(start[0]) if len(start) == 1 else None,
+    )
 
 
 def run_svi(code: Path, file_a: Path, file_b: Path, seed: int = 0) -> tuple[float, float]:
@@ -157,9 +194,15 @@ def svi(repo: Path, code: Path | None) -> dict:
         fa, fb = repo / "benchmarks" / rel_a, repo / "benchmarks" / rel_b
         a, b = svi_mdp(fa), svi_mdp(fb)
         sol, seconds = _timed(lambda: solve_between(a, b, "pi", tol=TOL))
-        row = {"pair": [rel_a, rel_b], "n_a": a.n_states, "n_b": b.n_states, "seconds": seconds,
-               "distance": sol.initial_distance, "certified_error": sol.certified_error,
-               "converged": bool(sol.converged)}
+        row = {
+            "pair": [rel_a, rel_b],
+            "n_a": a.n_states,
+            "n_b": b.n_states,
+            "seconds": seconds,
+            "distance": sol.initial_distance,
+            "certified_error": sol.certified_error,
+            "converged": bool(sol.converged),
+        }
         if code is not None:
             value, svi_seconds = run_svi(code, fa, fb)
             row.update(svi_distance=value, svi_seconds=svi_seconds, svi_error=abs(value - sol.initial_distance))
@@ -171,12 +214,17 @@ def svi(repo: Path, code: Path | None) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=200, help="states of each MDP (dense workload; default 200)")
-    parser.add_argument("--metric", default="pi",
-                        help=f"the metric both sides solve (dense workload): one of {', '.join(BETWEEN_METRICS)} "
-                             "(default pi)")
+    parser.add_argument(
+        "--metric",
+        default="pi",
+        help=f"the metric both sides solve (dense workload): one of {', '.join(BETWEEN_METRICS)} (default pi)",
+    )
     parser.add_argument("--rounds", type=int, default=1, help="solves of each side (median reported; default 1)")
-    parser.add_argument("--svi-repo", default=None,
-                        help="a checkout of SergioCalo/SVI: run its benchmark pairs (default: the dense workload)")
+    parser.add_argument(
+        "--svi-repo",
+        default=None,
+        help="a checkout of SergioCalo/SVI: run its benchmark pairs (default: the dense workload)",
+    )
     parser.add_argument("--svi-code", default=None, help="SVI's code/ folder, to run SVI itself on the pairs")
     parser.add_argument("--out", default=None, help="write the record as JSON")
     parser.add_argument("--side", choices=("union", "between"), default=None, help=argparse.SUPPRESS)
@@ -199,10 +247,24 @@ def main(argv: list[str] | None = None) -> int:
         record = svi(Path(args.svi_repo), None if args.svi_code is None else Path(args.svi_code))
     else:
         record = dense(args.n, args.metric, args.rounds)
-        print(json.dumps({k: record[k] for k in ("median_seconds", "ratio", "median_cpu_seconds", "cpu_ratio",
-                                                 "max_difference", "certified_error")}))
-    record.update(machine=f"{platform.machine()} {platform.system()}, {platform.python_version()}",
-                  date=time.strftime("%Y-%m-%d"))
+        print(
+            json.dumps(
+                {
+                    k: record[k]
+                    for k in (
+                        "median_seconds",
+                        "ratio",
+                        "median_cpu_seconds",
+                        "cpu_ratio",
+                        "max_difference",
+                        "certified_error",
+                    )
+                }
+            )
+        )
+    record.update(
+        machine=f"{platform.machine()} {platform.system()}, {platform.python_version()}", date=time.strftime("%Y-%m-%d")
+    )
     if args.out:
         atomic_write_json(args.out, record)
     return 0

@@ -1,7 +1,7 @@
 """Workload: bisim, n = 125, 250, 500, m = 4, at most 8 successors: at n = 500 under 60 s.
 
-    python -m benchmarks.bench_bisim --n N [--budget SECONDS] [--metrics M,...]
-        [--contraction R --contraction-from "n=..."] [--finish]
+python -m benchmarks.bench_bisim --n N [--budget SECONDS] [--metrics M,...]
+    [--contraction R --contraction-from "n=..."] [--finish]
 """
 
 from benchmarks.common import main, sparse_mdp

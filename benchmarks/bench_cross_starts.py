@@ -44,8 +44,17 @@ def monotone_basis(a: np.ndarray, b: np.ndarray, ha: np.ndarray, hb: np.ndarray)
     rows keyed ``ha`` and the columns keyed ``hb``, as ``k + l - 1`` basis cells (row, column)."""
     k, l = len(a), len(b)
     basis = np.zeros((k + l - 1, 2), dtype=simplex.BASIS_DTYPE)
-    simplex.line_bases(np.arange(k)[None], a[None], np.array([k]), k + np.arange(l)[None], b[None],
-                       np.array([l]), np.concatenate([ha, hb]), basis, np.zeros(1, dtype=np.bool_))
+    simplex.line_bases(
+        np.arange(k)[None],
+        a[None],
+        np.array([k]),
+        k + np.arange(l)[None],
+        b[None],
+        np.array([l]),
+        np.concatenate([ha, hb]),
+        basis,
+        np.zeros(1, dtype=np.bool_),
+    )
     return basis.astype(np.int64)
 
 
@@ -57,7 +66,7 @@ def greedy_basis(a: np.ndarray, b: np.ndarray, C: np.ndarray) -> np.ndarray:
     adj, deg = np.zeros((k + l, max(k, l)), np.int64), np.zeros(k + l, np.int64)
     if not simplex._greedy_basis(a, b, np.ascontiguousarray(C), k, l, flow, er, ec, adj, deg):
         raise RuntimeError("no least-cost start")
-    return np.stack([er[:k + l - 1], ec[:k + l - 1]], axis=1)
+    return np.stack([er[: k + l - 1], ec[: k + l - 1]], axis=1)
 
 
 def solve_from(a: np.ndarray, b: np.ndarray, C: np.ndarray, basis: np.ndarray | None):
@@ -70,8 +79,9 @@ def solve_from(a: np.ndarray, b: np.ndarray, C: np.ndarray, basis: np.ndarray | 
         br[:], bc[:] = basis[:, 0], basis[:, 1]
     ws = simplex._workspace(k + l, max(k, l))
     t = time.perf_counter()
-    cost, status, pivots, _ = simplex._solve_one(a, b, np.ascontiguousarray(C), k, l, flow, br, bc,
-                                                 basis is not None, ws)
+    cost, status, pivots, _ = simplex._solve_one(
+        a, b, np.ascontiguousarray(C), k, l, flow, br, bc, basis is not None, ws
+    )
     seconds = time.perf_counter() - t
     if status != simplex.SOLVED:
         raise RuntimeError(f"simplex status {status}")
@@ -151,22 +161,31 @@ def within_against_cross(A, B, D: np.ndarray, pairs: int, seed: int) -> dict:
             pivots[kind].append(piv)
     within_pairs = n_a * (n_a - 1) // 2 + n_b * (n_b - 1) // 2
     mean_ms = {k: float(np.mean(v)) for k, v in ms.items()}
-    return {"pairs": pairs,
-            "median_rows_columns": {k: [statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)]
-                                    for k, v in sizes.items()},
-            "median_pivots": {k: statistics.median(v) for k, v in pivots.items()},
-            "mean_ms": mean_ms,
-            "within_pairs": within_pairs, "cross_pairs": n_a * n_b,
-            "predicted_union_over_between": 1.0 + within_pairs * mean_ms["within"] / (n_a * n_b * mean_ms["cross"])}
+    return {
+        "pairs": pairs,
+        "median_rows_columns": {
+            k: [statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)] for k, v in sizes.items()
+        },
+        "median_pivots": {k: statistics.median(v) for k, v in pivots.items()},
+        "mean_ms": mean_ms,
+        "within_pairs": within_pairs,
+        "cross_pairs": n_a * n_b,
+        "predicted_union_over_between": 1.0 + within_pairs * mean_ms["within"] / (n_a * n_b * mean_ms["cross"]),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--n", type=int, default=100, help="states of each of the two MDPs (default 100)")
-    p.add_argument("--pairs", type=int, default=300,
-                   help="cross problems sampled, each solved from every start (default 300)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the sample of cross problems (the MDPs keep seeds 0 and 1; default 0)")
+    p.add_argument(
+        "--pairs", type=int, default=300, help="cross problems sampled, each solved from every start (default 300)"
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the sample of cross problems (the MDPs keep seeds 0 and 1; default 0)",
+    )
     p.add_argument("--out", help="also write the record as JSON to this file (default: printed only)")
     args = p.parse_args(argv)
     A, B = published_mdp(args.n, seed=0), published_mdp(args.n, seed=1)
@@ -186,8 +205,11 @@ def main(argv: list[str] | None = None) -> int:
         s, t_ = int(rng.integers(args.n)), int(rng.integers(args.n))
         sa, sb = np.nonzero(PA[s] > 0)[0], np.nonzero(PB[t_] > 0)[0]
         a, b, C = PA[s, sa], PB[t_, sb], D[np.ix_(sa, sb)]
-        seeds = {"greedy": None, "reward line": monotone_basis(a, b, hA[sa], hB[sb]),
-                 "fitted line": monotone_basis(a, b, xa[sa], xb[sb])}
+        seeds = {
+            "greedy": None,
+            "reward line": monotone_basis(a, b, hA[sa], hB[sb]),
+            "fitted line": monotone_basis(a, b, xa[sa], xb[sb]),
+        }
         if previous is not None:
             psa, psb, pbasis = previous
             u, v = tree_duals(D[np.ix_(psa, psb)], pbasis)
@@ -211,8 +233,13 @@ def main(argv: list[str] | None = None) -> int:
     L = np.abs(hA[:, None] - hB[None, :])
     F = np.abs(xa[:, None] - xb[None, :])
     record = {
-        "workload": "cross-starts", "metric": "pi", "n_a": args.n, "n_b": args.n, "pairs": args.pairs,
-        "solve_seconds": solve_seconds, "certified_error": float(sol.certified_error),
+        "workload": "cross-starts",
+        "metric": "pi",
+        "n_a": args.n,
+        "n_b": args.n,
+        "pairs": args.pairs,
+        "solve_seconds": solve_seconds,
+        "certified_error": float(sol.certified_error),
         "deviation_from_reward_line": float(np.abs(D - L).mean() / D.mean()),
         "deviation_from_fitted_line": float(np.abs(D - F).mean() / D.mean()),
         "median_pivots": {s: statistics.median(v) for s, v in pivots.items() if v},

@@ -108,8 +108,13 @@ def random_chain(n: int, seed: int):
         cols += succ.tolist()
         probs += (w / w.sum()).tolist()
         ptr.append(len(cols))
-    return LabelledChain(np.array(ptr), np.array(cols), np.array(probs), rng.integers(0, 2, size=n),
-                         source=f"random chain {n} states seed {seed}")
+    return LabelledChain(
+        np.array(ptr),
+        np.array(cols),
+        np.array(probs),
+        rng.integers(0, 2, size=n),
+        source=f"random chain {n} states seed {seed}",
+    )
 
 
 def _rss_mib() -> float:
@@ -137,20 +142,41 @@ def run_model(name: str, discount: float, max_memory_gib: float) -> dict:
             chain = random_chain(150, seed)
             start = time.perf_counter()
             r = lmc_distances(chain, discount)
-            runs.append({"seed": seed, "seconds": time.perf_counter() - start, "classes": r.n_classes,
-                         "solved_pairs": r.solved_pairs, "certified_error": r.certified_error,
-                         "evaluations": r.iterations, "zero_pairs": r.zero_pairs, "one_pairs": r.one_pairs})
+            runs.append(
+                {
+                    "seed": seed,
+                    "seconds": time.perf_counter() - start,
+                    "classes": r.n_classes,
+                    "solved_pairs": r.solved_pairs,
+                    "certified_error": r.certified_error,
+                    "evaluations": r.iterations,
+                    "zero_pairs": r.zero_pairs,
+                    "one_pairs": r.one_pairs,
+                }
+            )
         secs = sorted(x["seconds"] for x in runs)
-        record.update(states=150, transitions=int(chain.row_ptr[-1]), runs=runs, seconds=secs[len(secs) // 2],
-                      seconds_max=secs[-1], certified_error=max(x["certified_error"] for x in runs),
-                      file="random", published=PUBLISHED[RANDOM])
+        record.update(
+            states=150,
+            transitions=int(chain.row_ptr[-1]),
+            runs=runs,
+            seconds=secs[len(secs) // 2],
+            seconds_max=secs[-1],
+            certified_error=max(x["certified_error"] for x in runs),
+            file="random",
+            published=PUBLISHED[RANDOM],
+        )
     else:
         start = time.perf_counter()
         model = stormpy_model(name)
-        record.update(file=MODELS[name][0], constants=MODELS[name][1], set_constants=MODELS[name][2],
-                      build_seconds=time.perf_counter() - start, states=model.n_states,
-                      transitions=int(model.transition_rows.nnz),
-                      labels=sorted(set().union(*model.labels) - {"init"}))
+        record.update(
+            file=MODELS[name][0],
+            constants=MODELS[name][1],
+            set_constants=MODELS[name][2],
+            build_seconds=time.perf_counter() - start,
+            states=model.n_states,
+            transitions=int(model.transition_rows.nnz),
+            labels=sorted(set().union(*model.labels) - {"init"}),
+        )
         before = _rss_mib()
         start = time.perf_counter()
         try:
@@ -158,10 +184,20 @@ def run_model(name: str, discount: float, max_memory_gib: float) -> dict:
         except InputError as err:
             record.update(refused=str(err), seconds=time.perf_counter() - start)
         else:
-            record.update(seconds=r.seconds, classes=r.n_classes, zero_pairs=r.zero_pairs, one_pairs=r.one_pairs,
-                          solved_pairs=r.solved_pairs, certified_error=r.certified_error, certified=r.certified,
-                          evaluations=r.iterations, rounds=r.rounds, model_defect=r.model_defect, method=r.method,
-                          timings=r.timings)
+            record.update(
+                seconds=r.seconds,
+                classes=r.n_classes,
+                zero_pairs=r.zero_pairs,
+                one_pairs=r.one_pairs,
+                solved_pairs=r.solved_pairs,
+                certified_error=r.certified_error,
+                certified=r.certified,
+                evaluations=r.iterations,
+                rounds=r.rounds,
+                model_defect=r.model_defect,
+                method=r.method,
+                timings=r.timings,
+            )
         record.update(rss_before_mib=before)
     record["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return record
@@ -188,16 +224,22 @@ def table() -> str:
             rows.append(f"| {name} | {r['states']:,} | {r['transitions']:,} | | | | {what} | | |")
             continue
         if r["model"] == RANDOM:
-            rows.append(f"| {name} ({RANDOM_SEEDS} chains) | 150 | ~{r['transitions']} | | | | "
-                        f"{r['seconds'] * 1000:.0f} ms median, {r['seconds_max'] * 1000:.0f} ms max | | "
-                        f"{r['certified_error']:.1e} |")
+            rows.append(
+                f"| {name} ({RANDOM_SEEDS} chains) | 150 | ~{r['transitions']} | | | | "
+                f"{r['seconds'] * 1000:.0f} ms median, {r['seconds_max'] * 1000:.0f} ms max | | "
+                f"{r['certified_error']:.1e} |"
+            )
             continue
         secs = r["seconds"]
         shown = f"{secs * 1000:.0f} ms" if secs < 1 else f"{secs:.1f} s"
-        rows.append(f"| {name} | {r['states']:,} | {r['transitions']:,} | {r['classes']:,} | {r['zero_pairs']:,} | "
-                    f"{r['one_pairs']:,} | {shown} | {r['peak_rss_mib'] / 1024:.1f} GiB | {r['certified_error']:.1e} |")
-    head = ("| model | states | transitions | classes | distance-0 pairs | distance-1 pairs | time | peak memory | "
-            "certified error |\n|---|---|---|---|---|---|---|---|---|")
+        rows.append(
+            f"| {name} | {r['states']:,} | {r['transitions']:,} | {r['classes']:,} | {r['zero_pairs']:,} | "
+            f"{r['one_pairs']:,} | {shown} | {r['peak_rss_mib'] / 1024:.1f} GiB | {r['certified_error']:.1e} |"
+        )
+    head = (
+        "| model | states | transitions | classes | distance-0 pairs | distance-1 pairs | time | peak memory | "
+        "certified error |\n|---|---|---|---|---|---|---|---|---|"
+    )
     return head + "\n" + "\n".join(rows)
 
 
@@ -229,8 +271,20 @@ def main(argv=None) -> None:
             suffix = "" if args.discount == 1.0 else f"-c{args.discount:g}"
             if args.skip_done and (RESULTS / f"{name}{suffix}.json").exists():
                 continue
-            subprocess.run([sys.executable, "-m", "benchmarks.bench_lmc", "--model", name, "--discount",
-                            str(args.discount), "--max-memory", str(args.max_memory)], check=False)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.bench_lmc",
+                    "--model",
+                    name,
+                    "--discount",
+                    str(args.discount),
+                    "--max-memory",
+                    str(args.max_memory),
+                ],
+                check=False,
+            )
         print(table())
         return
     ap.print_help()

@@ -76,35 +76,59 @@ def measure_one(workload: str, n: int) -> dict:
     sol = solve(mdp, metric, quotient=False)
     seconds = time.perf_counter() - start
     peak = _status_bytes("VmHWM") - before
-    return {"workload": workload, "metric": metric, "n": n, "m": mdp.n_actions, "method": sol.method,
-            "estimate_bytes": estimate.bytes, "estimate_path": estimate.path, "estimate_sizes": estimate.sizes,
-            "measured_bytes": peak, "ratio": estimate.bytes / peak, "seconds": seconds}
+    return {
+        "workload": workload,
+        "metric": metric,
+        "n": n,
+        "m": mdp.n_actions,
+        "method": sol.method,
+        "estimate_bytes": estimate.bytes,
+        "estimate_path": estimate.path,
+        "estimate_sizes": estimate.sizes,
+        "measured_bytes": peak,
+        "ratio": estimate.bytes / peak,
+        "seconds": seconds,
+    }
 
 
 def measure_in_child(workload: str, n: int, python: str = sys.executable, timeout: float = 900) -> dict:
     """:func:`measure_one` in a fresh interpreter (a clean high-water mark)."""
-    out = subprocess.run([python, "-m", "benchmarks.bench_memory", "--one", workload, str(n)],
-                         capture_output=True, text=True, timeout=timeout, check=True,
-                         cwd=Path(__file__).resolve().parent.parent, env={**os.environ, **MALLOC_ENV})
+    out = subprocess.run(
+        [python, "-m", "benchmarks.bench_memory", "--one", workload, str(n)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+        env={**os.environ, **MALLOC_ENV},
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def table(records: list[dict]) -> str:
     """The markdown table of docs/performance.md#memory."""
-    lines = ["| workload | n | path | estimate | measured peak | estimate / measured |",
-             "|---|---:|---|---:|---:|---:|"]
+    lines = [
+        "| workload | n | path | estimate | measured peak | estimate / measured |",
+        "|---|---:|---|---:|---:|---:|",
+    ]
     for r in records:
-        lines.append(f"| {r['workload']} | {r['n']} | {r['estimate_path']} | {r['estimate_bytes'] / 1e6:.0f} MB "
-                     f"| {r['measured_bytes'] / 1e6:.0f} MB | {r['ratio']:.2f} |")
+        lines.append(
+            f"| {r['workload']} | {r['n']} | {r['estimate_path']} | {r['estimate_bytes'] / 1e6:.0f} MB "
+            f"| {r['measured_bytes'] / 1e6:.0f} MB | {r['ratio']:.2f} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_memory", description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default="benchmarks/results/memory.json",
-                        help="the JSON file of the records (default benchmarks/results/memory.json)")
-    parser.add_argument("--workloads", default=",".join(WORKLOADS),
-                        help=f"comma-separated, of {', '.join(WORKLOADS)} (default: all)")
+    parser.add_argument(
+        "--out",
+        default="benchmarks/results/memory.json",
+        help="the JSON file of the records (default benchmarks/results/memory.json)",
+    )
+    parser.add_argument(
+        "--workloads", default=",".join(WORKLOADS), help=f"comma-separated, of {', '.join(WORKLOADS)} (default: all)"
+    )
     parser.add_argument("--one", nargs=2, metavar=("WORKLOAD", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
@@ -116,8 +140,10 @@ def main(argv: list[str] | None = None) -> int:
             record = measure_in_child(workload, n)
             records.append(record)
             print(json.dumps(record), flush=True)
-    atomic_write_json(args.out, {"factor": FACTOR, "machine": platform.machine(), "python": platform.python_version(),
-                                 "records": records})
+    atomic_write_json(
+        args.out,
+        {"factor": FACTOR, "machine": platform.machine(), "python": platform.python_version(), "records": records},
+    )
     print(table(records))
     bad = [r for r in records if not 1 / FACTOR <= r["ratio"] <= FACTOR]
     print(f"{len(records) - len(bad)} of {len(records)} within a factor {FACTOR:g}")

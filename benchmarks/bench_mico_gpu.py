@@ -74,13 +74,18 @@ def recorded_fit(metric: str) -> dict | None:
         records = json.loads(RECORDED.read_text())["records"]
     except (OSError, ValueError, KeyError):
         return None
-    rows = sorted((r["n"], r["seconds"]) for r in records
-                  if r.get("workload") == "mico-dense" and r["metric"] == metric)
+    rows = sorted(
+        (r["n"], r["seconds"]) for r in records if r.get("workload") == "mico-dense" and r["metric"] == metric
+    )
     fit = fit_exponent([n for n, _ in rows], [s for _, s in rows])
     if fit is None:
         return None
-    return {"sizes": [n for n, s in rows if s >= FIT_MIN_SECONDS], "exponent": fit[0], "coefficient": fit[1],
-            "source": str(RECORDED.name)}
+    return {
+        "sizes": [n for n, s in rows if s >= FIT_MIN_SECONDS],
+        "exponent": fit[0],
+        "coefficient": fit[1],
+        "source": str(RECORDED.name),
+    }
 
 
 def _sync(device: str) -> None:
@@ -94,7 +99,7 @@ def _peak_device_mib(device: str) -> float:
     if device.startswith("cuda"):
         import torch  # optional extra, only with a torch device
 
-        return torch.cuda.max_memory_allocated() / 2 ** 20
+        return torch.cuda.max_memory_allocated() / 2**20
     return peak_rss_mib()
 
 
@@ -120,9 +125,15 @@ def timed_solve(mdp, metric: str, backend: str, device: str | None, rounds: int)
             _sync(device)
         times.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
-    record = {"seconds": statistics.median(times), "seconds_all": times, "cpu_seconds": statistics.median(cpu),
-              "certified_error": sol.certified_error,
-              "converged": sol.converged, "steps": sol.iterations, "method": sol.method}
+    record = {
+        "seconds": statistics.median(times),
+        "seconds_all": times,
+        "cpu_seconds": statistics.median(cpu),
+        "certified_error": sol.certified_error,
+        "converged": sol.converged,
+        "steps": sol.iterations,
+        "method": sol.method,
+    }
     if backend == "torch":
         record["peak_mib"] = _peak_device_mib(device)
         record["peak_kind"] = "torch.cuda.max_memory_allocated" if device.startswith("cuda") else "process peak RSS"
@@ -141,14 +152,21 @@ def _predicted_build(out: dict, n: int) -> float:
 def environment(device: str) -> dict:
     import torch  # optional extra, only with a torch device
 
-    env = {"python": platform.python_version(), "numpy": np.__version__, "torch": torch.__version__,
-           "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "machine": platform.platform(),
-           "device": device,
-           "thread_variables": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-                                if k in os.environ}}
+    env = {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "torch": torch.__version__,
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "machine": platform.platform(),
+        "device": device,
+        "thread_variables": {
+            k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS") if k in os.environ
+        },
+    }
     if device.startswith("cuda"):
         env["device_name"] = torch.cuda.get_device_name(torch.device(device))
-        env["device_memory_gib"] = torch.cuda.get_device_properties(torch.device(device)).total_memory / 2 ** 30
+        env["device_memory_gib"] = torch.cuda.get_device_properties(torch.device(device)).total_memory / 2**30
     try:
         from threadpoolctl import threadpool_info  # optional: which BLAS numpy uses, with how many threads
 
@@ -161,23 +179,35 @@ def environment(device: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cuda", help="torch device of the torch path (default cuda)")
-    parser.add_argument("--sizes", default="1000,2000,4000",
-                        help="n of the numpy/torch comparison (default 1000,2000,4000)")
+    parser.add_argument(
+        "--sizes", default="1000,2000,4000", help="n of the numpy/torch comparison (default 1000,2000,4000)"
+    )
     parser.add_argument("--metrics", default="mico", help="comma-separated: mico, psm-sampled (default mico)")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="solves per size and path; the median is kept (default 3)")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="solves per size and path; the median is kept (default 3)"
+    )
     parser.add_argument("--target", type=int, default=20000, help="n the numpy time is extrapolated to (default 20000)")
     parser.add_argument("--run-target", action="store_true", help="also solve the --target MDP with the torch path")
-    parser.add_argument("--limit", type=float, default=540.0,
-                        help="seconds for the whole run: a numpy solve predicted to overrun it is skipped "
-                             "(default 540)")
+    parser.add_argument(
+        "--limit",
+        type=float,
+        default=540.0,
+        help="seconds for the whole run: a numpy solve predicted to overrun it is skipped (default 540)",
+    )
     parser.add_argument("--out", required=True, help="the JSON file (rewritten after every step)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     sizes = sorted(int(n) for n in args.sizes.split(","))
     metrics = args.metrics.split(",")
-    out: dict = {"workload": "mico-dense (published recipe, m = 4, c = 0.9)", "tol": TOL, "device": args.device,
-                 "environment": environment(args.device), "sizes": {}, "fits": {}, "target": None}
+    out: dict = {
+        "workload": "mico-dense (published recipe, m = 4, c = 0.9)",
+        "tol": TOL,
+        "device": args.device,
+        "environment": environment(args.device),
+        "sizes": {},
+        "fits": {},
+        "target": None,
+    }
     save = lambda: atomic_write_json(args.out, out)  # noqa: E731
 
     # CUDA context and kernels start once, outside the timings
@@ -209,9 +239,18 @@ def main(argv: list[str] | None = None) -> int:
                 entry["within_certificates"] = gap <= torch_rec["certified_error"] + numpy_rec["certified_error"]
                 entry["speedup"] = numpy_rec["seconds"] / torch_rec["seconds"]
             row[metric] = entry
-            print(json.dumps({"n": n, "metric": metric, "torch_s": torch_rec["seconds"],
-                              "numpy_s": entry["numpy"].get("seconds"), "agree": entry.get("within_certificates")}),
-                  flush=True)
+            print(
+                json.dumps(
+                    {
+                        "n": n,
+                        "metric": metric,
+                        "torch_s": torch_rec["seconds"],
+                        "numpy_s": entry["numpy"].get("seconds"),
+                        "agree": entry.get("within_certificates"),
+                    }
+                ),
+                flush=True,
+            )
         row["process_peak_rss_mib"] = peak_rss_mib()
         out["sizes"][str(n)] = row
         del mdp
@@ -231,13 +270,18 @@ def main(argv: list[str] | None = None) -> int:
 
     # the target MDP's dense transitions (n x m x n float64) take up to four copies while they are built and
     # validated, and the solve four n x n float64 arrays on the host
-    need = 4 * 8 * args.target ** 2 * 4 + 4 * 8 * args.target ** 2
+    need = 4 * 8 * args.target**2 * 4 + 4 * 8 * args.target**2
     if args.run_target and need > 0.8 * physical_memory():
-        out["target"] = {"n": args.target, "skipped": f"needs about {need / 2 ** 30:.0f} GiB of host memory, "
-                                                      f"this machine has {physical_memory() / 2 ** 30:.0f} GiB"}
+        out["target"] = {
+            "n": args.target,
+            "skipped": f"needs about {need / 2**30:.0f} GiB of host memory, "
+            f"this machine has {physical_memory() / 2**30:.0f} GiB",
+        }
     elif args.run_target and _predicted_build(out, args.target) > args.limit - (time.perf_counter() - start):
-        out["target"] = {"n": args.target, "skipped": f"building it would take about "
-                                                      f"{_predicted_build(out, args.target):.0f} s, more than is left"}
+        out["target"] = {
+            "n": args.target,
+            "skipped": f"building it would take about {_predicted_build(out, args.target):.0f} s, more than is left",
+        }
     elif args.run_target:
         left = args.limit - (time.perf_counter() - start)
         t0 = time.perf_counter()
@@ -250,8 +294,18 @@ def main(argv: list[str] | None = None) -> int:
             rec["numpy_exponent"] = fit.get("exponent")
             rec["max_distance"] = float(D.max())
             target[metric] = rec
-            print(json.dumps({"n": args.target, "metric": metric, "torch_s": rec["seconds"],
-                              "certified_error": rec["certified_error"], "peak_mib": rec["peak_mib"]}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "n": args.target,
+                        "metric": metric,
+                        "torch_s": rec["seconds"],
+                        "certified_error": rec["certified_error"],
+                        "peak_mib": rec["peak_mib"],
+                    }
+                ),
+                flush=True,
+            )
         target["seconds_left_before"] = left
         out["target"] = target
         save()

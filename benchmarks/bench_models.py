@@ -65,7 +65,8 @@ def storm_quotient(model, properties):
     import stormpy.transformations
 
     return stormpy.transformations.perform_bisimulation(
-        model, properties, bisimulation_type=stormpy.transformations.BisimulationType.STRONG)
+        model, properties, bisimulation_type=stormpy.transformations.BisimulationType.STRONG
+    )
 
 
 def timed(function) -> tuple[object, float, float]:
@@ -96,28 +97,44 @@ def run_size(N: int, repeat: int, solve_it: bool) -> dict:
         cpu["storm"].append(cpu_seconds)
     blocks = int(labels.max()) + 1
     if not blocks == storm.nr_states == (mdp.n_states if q is None else q.n_blocks):
-        raise SystemExit(f"brp N={N}: {blocks} blocks (quotient {None if q is None else q.n_blocks}), "
-                         f"Storm {storm.nr_states}")
+        raise SystemExit(
+            f"brp N={N}: {blocks} blocks (quotient {None if q is None else q.n_blocks}), Storm {storm.nr_states}"
+        )
     median = {key: statistics.median(value) for key, value in times.items()}
     median_cpu = {key: statistics.median(value) for key, value in cpu.items()}
-    record = {"model": "brp", "N": N, "MAX": MAX, "states": mdp.n_states,
-              "transitions": int(mdp.transition_rows.nnz), "property": PROPERTY, "blocks": blocks,
-              "storm_blocks": storm.nr_states, "relation_seconds": median["relation"],
-              "quotient_seconds": median["quotient"], "storm_seconds": median["storm"],
-              "relation_ratio": median["relation"] / median["storm"],
-              "quotient_ratio": median["quotient"] / median["storm"],
-              "cpu_seconds": median_cpu, "cpu_relation_ratio": median_cpu["relation"] / median_cpu["storm"],
-              "cpu_quotient_ratio": median_cpu["quotient"] / median_cpu["storm"], "repeat": repeat,
-              "seconds": {key: value for key, value in times.items()},
-              "cpu_seconds_all": {key: value for key, value in cpu.items()}}
+    record = {
+        "model": "brp",
+        "N": N,
+        "MAX": MAX,
+        "states": mdp.n_states,
+        "transitions": int(mdp.transition_rows.nnz),
+        "property": PROPERTY,
+        "blocks": blocks,
+        "storm_blocks": storm.nr_states,
+        "relation_seconds": median["relation"],
+        "quotient_seconds": median["quotient"],
+        "storm_seconds": median["storm"],
+        "relation_ratio": median["relation"] / median["storm"],
+        "quotient_ratio": median["quotient"] / median["storm"],
+        "cpu_seconds": median_cpu,
+        "cpu_relation_ratio": median_cpu["relation"] / median_cpu["storm"],
+        "cpu_quotient_ratio": median_cpu["quotient"] / median_cpu["storm"],
+        "repeat": repeat,
+        "seconds": {key: value for key, value in times.items()},
+        "cpu_seconds_all": {key: value for key, value in cpu.items()},
+    }
     if solve_it:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             start = time.perf_counter()
             try:
                 sol = solve(mdp, "pi")
-                record.update(solve_seconds=time.perf_counter() - start, certified_error=sol.certified_error,
-                              converged=sol.converged, method=sol.method)
+                record.update(
+                    solve_seconds=time.perf_counter() - start,
+                    certified_error=sol.certified_error,
+                    converged=sol.converged,
+                    method=sol.method,
+                )
             except (NotEnoughMemory, InputError) as exc:
                 record.update(solve_refused=str(exc), solve_seconds=time.perf_counter() - start)
     return record
@@ -132,8 +149,15 @@ def run_frozen_lake(repeat: int) -> dict:
     for _ in range(repeat):
         sol, seconds, _ = timed(lambda: solve(mdp, "pi"))
         times.append(seconds)
-    return {"model": "FrozenLake8x8-v1", "states": mdp.n_states, "actions": mdp.n_actions, "metric": "pi",
-            "solve_seconds": statistics.median(times), "certified_error": sol.certified_error, "method": sol.method}
+    return {
+        "model": "FrozenLake8x8-v1",
+        "states": mdp.n_states,
+        "actions": mdp.n_actions,
+        "metric": "pi",
+        "solve_seconds": statistics.median(times),
+        "certified_error": sol.certified_error,
+        "method": sol.method,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,16 +173,20 @@ def main(argv: list[str] | None = None) -> int:
     records = []
     for N in sizes:
         records.append(run_size(N, args.repeat, N in solve_sizes))
-        print(json.dumps({k: v for k, v in records[-1].items() if k not in ("seconds", "cpu_seconds_all")}),
-              flush=True)
+        print(json.dumps({k: v for k, v in records[-1].items() if k not in ("seconds", "cpu_seconds_all")}), flush=True)
     if args.frozen_lake:
         records.append(run_frozen_lake(args.repeat))
         print(json.dumps(records[-1]), flush=True)
     if args.out:
         import stormpy
 
-        machine = {"platform": platform.platform(), "cpus": __import__("os").cpu_count(),
-                   "python": platform.python_version(), "stormpy": stormpy.__version__, "date": str(date.today())}
+        machine = {
+            "platform": platform.platform(),
+            "cpus": __import__("os").cpu_count(),
+            "python": platform.python_version(),
+            "stormpy": stormpy.__version__,
+            "date": str(date.today()),
+        }
         atomic_write_json(Path(args.out), {"machine": machine, "records": records})
     return 0
 

@@ -65,14 +65,27 @@ def compare(case: str, mdp, metric: str, method: str = "auto", repeat: int = 1) 
             runs[use].append(_timed(lambda: solve(mdp, metric, tol=TOL, method=method, quotient=use)))
     (a, ta), (b, tb) = (min(runs[use], key=lambda r: r[1]) for use in (True, False))
     diff = float(abs(a.distances - b.distances).max())
-    return {"case": case, "metric": metric, "method": method, "n": mdp.n_states, "m": mdp.n_actions,
-            "blocks": mdp.n_states if q is None else q.n_blocks,
-            "seconds_quotient": ta, "seconds_plain": tb, "speedup": tb / ta,
-            "runs_quotient": [t for _, t in runs[True]], "runs_plain": [t for _, t in runs[False]],
-            "quotient_check_seconds": check, "overhead": check / tb,
-            "certified_error_quotient": a.certified_error, "certified_error_plain": b.certified_error,
-            "max_difference": diff, "agree": diff <= a.certified_error + b.certified_error,
-            "method_quotient": a.method, "method_plain": b.method}
+    return {
+        "case": case,
+        "metric": metric,
+        "method": method,
+        "n": mdp.n_states,
+        "m": mdp.n_actions,
+        "blocks": mdp.n_states if q is None else q.n_blocks,
+        "seconds_quotient": ta,
+        "seconds_plain": tb,
+        "speedup": tb / ta,
+        "runs_quotient": [t for _, t in runs[True]],
+        "runs_plain": [t for _, t in runs[False]],
+        "quotient_check_seconds": check,
+        "overhead": check / tb,
+        "certified_error_quotient": a.certified_error,
+        "certified_error_plain": b.certified_error,
+        "max_difference": diff,
+        "agree": diff <= a.certified_error + b.certified_error,
+        "method_quotient": a.method,
+        "method_plain": b.method,
+    }
 
 
 def emit(record: dict) -> None:
@@ -82,15 +95,21 @@ def emit(record: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="benchmark: quotient-first solving")
-    parser.add_argument("--cases", default=",".join(CASES),
-                        help=f"comma-separated subset of {','.join(CASES)} (default: all)")
+    parser.add_argument(
+        "--cases", default=",".join(CASES), help=f"comma-separated subset of {','.join(CASES)} (default: all)"
+    )
     parser.add_argument("--base-n", type=int, default=100, help="planted: states of the base MDP (default 100)")
     parser.add_argument("--copies", type=int, default=5, help="planted: copies of each base state (default 5)")
-    parser.add_argument("--base-support", type=int, default=2,
-                        help="planted: at most this many successors per base (s, a) (default 2)")
+    parser.add_argument(
+        "--base-support", type=int, default=2, help="planted: at most this many successors per base (s, a) (default 2)"
+    )
     parser.add_argument("--random-n", type=int, default=1000, help="random: states of the sparse MDP (default 1000)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="planted, random: seed of the random MDPs and of the planted copies (default 0)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="planted, random: seed of the random MDPs and of the planted copies (default 0)",
+    )
     args = parser.parse_args()
     cases = args.cases.split(",")
     unknown = set(cases) - set(CASES)

@@ -83,9 +83,12 @@ def _env(tree: Path, one_thread: bool) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", required=True, help="root of the other checkout (a git worktree, say)")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="runs of each workload in each tree, alternating which goes first (median reported; "
-                             "default 3)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="runs of each workload in each tree, alternating which goes first (median reported; default 3)",
+    )
     parser.add_argument("--only", default=None, help="comma-separated workload names (default: all)")
     parser.add_argument("--cpu", action="store_true", help="CPU seconds on one thread instead of wall seconds")
     parser.add_argument("--out", default=None, help="write the records as JSON")
@@ -103,24 +106,35 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = []
     unit = "CPU s" if args.cpu else "s"
-    print(f"| workload | n | metric | this tree ({unit}) | other ({unit}) | ratio | this certificate "
-          "| other certificate |")
+    print(
+        f"| workload | n | metric | this tree ({unit}) | other ({unit}) | ratio | this certificate "
+        "| other certificate |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for workload, module, n, metric in cases:
         runs: dict[str, list[dict]] = {"this": [], "other": []}
         for r in range(args.rounds):
             order = [("this", HERE), ("other", other)]
-            for side, tree in (order if r % 2 == 0 else order[::-1]):
+            for side, tree in order if r % 2 == 0 else order[::-1]:
                 runs[side].append(run_case(tree, workload, module, n, metric, args.cpu))
         med = {side: statistics.median(x["seconds"] for x in recs) for side, recs in runs.items()}
         last = {side: recs[-1] for side, recs in runs.items()}
-        row = {"workload": workload, "n": n, "metric": metric, "seconds": med, "ratio": med["this"] / med["other"],
-               "certified_error": {s: last[s]["certified_error"] for s in last},
-               "converged": {s: last[s]["converged"] for s in last}}
+        row = {
+            "workload": workload,
+            "n": n,
+            "metric": metric,
+            "seconds": med,
+            "ratio": med["this"] / med["other"],
+            "certified_error": {s: last[s]["certified_error"] for s in last},
+            "converged": {s: last[s]["converged"] for s in last},
+        }
         rows.append(row)
-        print(f"| {workload} | {n} | {metric} | {med['this']:.3f} | {med['other']:.3f} | {row['ratio']:.2f} | "
-              f"{last['this']['certified_error']:.2g}{'' if last['this']['converged'] else ' (not converged)'} | "
-              f"{last['other']['certified_error']:.2g} |", flush=True)
+        print(
+            f"| {workload} | {n} | {metric} | {med['this']:.3f} | {med['other']:.3f} | {row['ratio']:.2f} | "
+            f"{last['this']['certified_error']:.2g}{'' if last['this']['converged'] else ' (not converged)'} | "
+            f"{last['other']['certified_error']:.2g} |",
+            flush=True,
+        )
     if args.out:
         atomic_write_json(args.out, {"against": str(other), "rounds": args.rounds, "cpu": args.cpu, "rows": rows})
     return 0

@@ -50,9 +50,12 @@ def sinkhorn_value_iteration(mdp, reg: float, seconds: float, inner: int = 30) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=200, help="states of the MDP (default 200)")
-    parser.add_argument("--regs", default="0.05,0.01,0.002",
-                        help="comma-separated entropic regularisations, each relative to the largest one-step "
-                             "distance over (1 - discount); one run each (default 0.05,0.01,0.002)")
+    parser.add_argument(
+        "--regs",
+        default="0.05,0.01,0.002",
+        help="comma-separated entropic regularisations, each relative to the largest one-step "
+        "distance over (1 - discount); one run each (default 0.05,0.01,0.002)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random MDP (default 0)")
     args = parser.parse_args()
     warm_up()
@@ -63,9 +66,22 @@ def main() -> None:
     for reg in (float(r) for r in args.regs.split(",")):
         d, sweeps = sinkhorn_value_iteration(mdp, reg, seconds)
         err = np.abs(d - exact.distances)
-        print(json.dumps({"workload": "sinkhorn", "metric": "pi", "n": args.n, "reg": reg, "seconds": seconds,
-                          "sweeps": sweeps, "max_error": float(err.max()), "mean_error": float(err.mean()),
-                          "exact_certified_error": exact.certified_error, "scale": float(exact.distances.max())}))
+        print(
+            json.dumps(
+                {
+                    "workload": "sinkhorn",
+                    "metric": "pi",
+                    "n": args.n,
+                    "reg": reg,
+                    "seconds": seconds,
+                    "sweeps": sweeps,
+                    "max_error": float(err.max()),
+                    "mean_error": float(err.mean()),
+                    "exact_certified_error": exact.certified_error,
+                    "scale": float(exact.distances.max()),
+                }
+            )
+        )
         sys.stdout.flush()
 
 

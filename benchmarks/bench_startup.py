@@ -55,16 +55,22 @@ TWO_MDP_TARGET = 0.6
 #: The two-MDP stand-ins: (A's, B's) arguments of :func:`bisimkit.generators.random_mdp` besides one
 #: action and c = 0.95. ``two_mdp_solve`` has SVI's smallest pair's shape and supports (miconic p01:
 #: 6 states, supports 1-2; p02: 18 states, supports 1-3); ``dense_two_mdp_solve`` the published recipe's.
-STAND_INS = {"two_mdp_solve": ({"n": 6, "seed": 0, "max_support": 2}, {"n": 18, "seed": 1, "max_support": 3}),
-             "dense_two_mdp_solve": ({"n": 6, "seed": 0}, {"n": 18, "seed": 1})}
+STAND_INS = {
+    "two_mdp_solve": ({"n": 6, "seed": 0, "max_support": 2}, {"n": 18, "seed": 1, "max_support": 3}),
+    "dense_two_mdp_solve": ({"n": 6, "seed": 0}, {"n": 18, "seed": 1}),
+}
 #: SVI's smallest benchmark pair, under its ``benchmarks/`` folder.
 SVI_PAIR = ("deterministic/miconic/p01.json", "deterministic/miconic/p02.json")
 #: What the libraries cost alone, for the breakdown: the solver's three (scipy.sparse with its linear
 #: algebra and graphs, the compiled kernels, numpy under both), and this tree's command line with all it imports.
-LIBRARIES = {"python": "pass", "numpy": "import numpy", "scipy.sparse": "import scipy.sparse",
-             "bisimkit_native": "import bisimkit_native",
-             "all three": "import scipy.sparse.linalg, scipy.sparse.csgraph, bisimkit_native",
-             "bisimkit.cli": "import bisimkit.cli"}
+LIBRARIES = {
+    "python": "pass",
+    "numpy": "import numpy",
+    "scipy.sparse": "import scipy.sparse",
+    "bisimkit_native": "import bisimkit_native",
+    "all three": "import scipy.sparse.linalg, scipy.sparse.csgraph, bisimkit_native",
+    "bisimkit.cli": "import bisimkit.cli",
+}
 
 
 def _env(tree: Path) -> dict:
@@ -87,13 +93,35 @@ def timed(cmd: list[str], tree: Path) -> tuple[float, float]:
 
 
 def tiny_solve(tree: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "bisimkit", "solve", "examples/tiny-rooms.json", "--metric", "pi",
-            "--out", str(out), "--quiet"]
+    return [
+        sys.executable,
+        "-m",
+        "bisimkit",
+        "solve",
+        "examples/tiny-rooms.json",
+        "--metric",
+        "pi",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
 
 
 def two_mdp_solve(a: Path, b: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "bisimkit", "solve", str(a), "--against", str(b), "--metric", "pi",
-            "--out", str(out), "--quiet"]
+    return [
+        sys.executable,
+        "-m",
+        "bisimkit",
+        "solve",
+        str(a),
+        "--against",
+        str(b),
+        "--metric",
+        "pi",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
 
 
 def write_pairs(folder: Path, svi_repo: Path | None) -> dict[str, tuple[Path, Path]]:
@@ -111,8 +139,10 @@ def write_pairs(folder: Path, svi_repo: Path | None) -> dict[str, tuple[Path, Pa
         # start-up cost: benchmarks.bench_between brings POT (seconds), needed only to read SVI's files
         from benchmarks.bench_between import SVI_DISCOUNT, svi_mdp
 
-        pairs["svi_pair"] = tuple(save_mdp(svi_mdp(svi_repo / "benchmarks" / rel, SVI_DISCOUNT),
-                                           folder / f"svi-{side}.json") for side, rel in zip("ab", SVI_PAIR))
+        pairs["svi_pair"] = tuple(
+            save_mdp(svi_mdp(svi_repo / "benchmarks" / rel, SVI_DISCOUNT), folder / f"svi-{side}.json")
+            for side, rel in zip("ab", SVI_PAIR)
+        )
     return pairs
 
 
@@ -121,8 +151,10 @@ def measure(trees: dict[str, Path], rounds: int, svi_repo: Path | None = None) -
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.json"
         pairs = write_pairs(Path(tmp), svi_repo)
-        commands = {"import": lambda tree: [sys.executable, "-c", "import bisimkit"],
-                    "tiny_solve": lambda tree: tiny_solve(tree, out)}
+        commands = {
+            "import": lambda tree: [sys.executable, "-c", "import bisimkit"],
+            "tiny_solve": lambda tree: tiny_solve(tree, out),
+        }
         commands.update({key: (lambda tree, a=a, b=b: two_mdp_solve(a, b, out)) for key, (a, b) in pairs.items()})
         samples = {name: {k: [] for key in commands for k in (key, f"{key}_cpu")} for name in trees}
         samples["libraries"] = {key: [] for lib in LIBRARIES for key in (lib, f"{lib}_cpu")}
@@ -132,7 +164,7 @@ def measure(trees: dict[str, Path], rounds: int, svi_repo: Path | None = None) -
                     timed(commands[key](tree), tree)  # warm caches (numba's disk cache, for a numba checkout)
         names = list(trees)
         for r in range(rounds):
-            for name in (names if r % 2 == 0 else names[::-1]):
+            for name in names if r % 2 == 0 else names[::-1]:
                 tree = trees[name]
                 for key, command in commands.items():
                     wall, cpu = timed(command(tree), tree)
@@ -149,45 +181,68 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_startup", description=__doc__.split("\n")[0])
     parser.add_argument("--against", default=None, metavar="PATH", help="another checkout to measure beside this one")
     parser.add_argument("--rounds", type=int, default=7, help="fresh processes per measurement (default 7)")
-    parser.add_argument("--svi-repo", default=None, metavar="PATH",
-                        help="a checkout of SergioCalo/SVI: also time the two-MDP solve of its smallest pair")
+    parser.add_argument(
+        "--svi-repo",
+        default=None,
+        metavar="PATH",
+        help="a checkout of SergioCalo/SVI: also time the two-MDP solve of its smallest pair",
+    )
     parser.add_argument("--out", default=None, metavar="FILE.json", help="write the samples and medians here")
     args = parser.parse_args(argv)
     svi_repo = None if args.svi_repo is None else Path(args.svi_repo).resolve()
     if svi_repo is not None and not all((svi_repo / "benchmarks" / rel).is_file() for rel in SVI_PAIR):
-        print(f"--svi-repo: {args.svi_repo} has no benchmarks/{SVI_PAIR[0]} and benchmarks/{SVI_PAIR[1]} "
-              "(a checkout of SergioCalo/SVI)", file=sys.stderr)
+        print(
+            f"--svi-repo: {args.svi_repo} has no benchmarks/{SVI_PAIR[0]} and benchmarks/{SVI_PAIR[1]} "
+            "(a checkout of SergioCalo/SVI)",
+            file=sys.stderr,
+        )
         return 2
     trees = {"this": HERE}
     if args.against:
         trees["other"] = Path(args.against).resolve()
     samples = measure(trees, args.rounds, svi_repo)
-    medians = {name: {key: statistics.median(values) for key, values in group.items()}
-               for name, group in samples.items()}
+    medians = {
+        name: {key: statistics.median(values) for key, values in group.items()} for name, group in samples.items()
+    }
     for name in trees:
         m = medians[name]
-        print(f"{name:6s} ({trees[name]}): import bisimkit {m['import']:.3f} s (CPU {m['import_cpu']:.3f} s), "
-              f"tiny solve {m['tiny_solve']:.3f} s (CPU {m['tiny_solve_cpu']:.3f} s); medians of {args.rounds}")
-        two = ", ".join(f"{key} {m[key]:.3f} s (CPU {m[key + '_cpu']:.3f} s)" for key in (*STAND_INS, "svi_pair")
-                        if key in m)
+        print(
+            f"{name:6s} ({trees[name]}): import bisimkit {m['import']:.3f} s (CPU {m['import_cpu']:.3f} s), "
+            f"tiny solve {m['tiny_solve']:.3f} s (CPU {m['tiny_solve_cpu']:.3f} s); medians of {args.rounds}"
+        )
+        two = ", ".join(
+            f"{key} {m[key]:.3f} s (CPU {m[key + '_cpu']:.3f} s)" for key in (*STAND_INS, "svi_pair") if key in m
+        )
         print(f"{'':6s} two MDPs, 6 x 18 states, pi: {two}")
-    libs = ", ".join(f"{lib} {medians['libraries'][lib]:.3f} s (CPU {medians['libraries'][lib + '_cpu']:.3f} s)"
-                     for lib in LIBRARIES)
+    libs = ", ".join(
+        f"{lib} {medians['libraries'][lib]:.3f} s (CPU {medians['libraries'][lib + '_cpu']:.3f} s)" for lib in LIBRARIES
+    )
     print(f"libraries alone, whole process: {libs}")
     this = medians["this"]
     targets = {"import": IMPORT_TARGET, "tiny_solve": TINY_SOLVE_TARGET, "two_mdp_solve": TWO_MDP_TARGET}
     if "svi_pair" in this:
         targets["svi_pair"] = TWO_MDP_TARGET
     met = all(this[key] <= target for key, target in targets.items())
-    print(f"targets: {', '.join(f'{key} <= {target} s' for key, target in targets.items())}: "
-          f"{'met' if met else 'NOT met'}")
+    print(
+        f"targets: {', '.join(f'{key} <= {target} s' for key, target in targets.items())}: "
+        f"{'met' if met else 'NOT met'}"
+    )
     if args.out:
-        atomic_write_json(args.out, {"rounds": args.rounds, "machine": platform.machine(), "cpus": os.cpu_count(),
-                                     "python": platform.python_version(),
-                                     "trees": {name: str(path) for name, path in trees.items()},
-                                     "medians": medians, "samples": samples,
-                                     "stand_ins": STAND_INS, "svi_pair": None if svi_repo is None else list(SVI_PAIR),
-                                     "targets": targets})
+        atomic_write_json(
+            args.out,
+            {
+                "rounds": args.rounds,
+                "machine": platform.machine(),
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
+                "trees": {name: str(path) for name, path in trees.items()},
+                "medians": medians,
+                "samples": samples,
+                "stand_ins": STAND_INS,
+                "svi_pair": None if svi_repo is None else list(SVI_PAIR),
+                "targets": targets,
+            },
+        )
     return 0 if met else 1
 
 

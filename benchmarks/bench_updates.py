@@ -66,12 +66,17 @@ def target_lines(seconds_per_update: dict[str, float]) -> list[str]:
     non-plain path of ``eps-r@legacy`` (the work the target is defined on) and of ``eps-r`` (the paper preset)."""
     lines = []
     for row, about in TARGET_ROWS.items():
-        timed = {label: 1e3 * s for label, s in seconds_per_update.items()
-                 if label.startswith(row + "/") and not label.endswith("/plain")}
+        timed = {
+            label: 1e3 * s
+            for label, s in seconds_per_update.items()
+            if label.startswith(row + "/") and not label.endswith("/plain")
+        }
         if timed:
             best = min(timed, key=timed.get)
-            lines.append(f"{row}, {about}: fastest path {best}, {timed[best]:.1f} ms per update (target <= "
-                         f"{TARGET_MS:.0f} ms on an H200: {'met' if timed[best] <= TARGET_MS else 'not met'})")
+            lines.append(
+                f"{row}, {about}: fastest path {best}, {timed[best]:.1f} ms per update (target <= "
+                f"{TARGET_MS:.0f} ms on an H200: {'met' if timed[best] <= TARGET_MS else 'not met'})"
+            )
     return lines
 
 
@@ -93,8 +98,7 @@ def variants(methods: list[str], paths: tuple[str, ...], cuda: bool = True) -> d
 def path_fields(path: str, cuda: bool = True) -> dict:
     """The config fields of a path: plain, fast, graphs (fast and captured) or compiled (fast, the trunks
     through torch.compile, and captured on CUDA)."""
-    return {"fast": path != "plain", "graphs": cuda and path in ("graphs", "compiled"),
-            "compile": path == "compiled"}
+    return {"fast": path != "plain", "graphs": cuda and path in ("graphs", "compiled"), "compile": path == "compiled"}
 
 
 def make_agent(preset: str, fields: dict, batch: int, device, seed: int = 0):
@@ -115,9 +119,13 @@ def random_batch(batch: int, device, seed: int = 0) -> dict:
     g = torch.Generator().manual_seed(seed)
     obs = torch.randint(0, 256, (batch, 9, 84, 84), generator=g, dtype=torch.uint8).to(device)
     rng = np.random.default_rng(seed)
-    return {"obs": obs, "next_obs": torch.roll(obs, 1, dims=0),
-            "action": rng.uniform(-1, 1, (batch, 6)).astype(np.float32),
-            "reward": rng.uniform(0, 1, batch).astype(np.float32), "discount": np.ones(batch, np.float32)}
+    return {
+        "obs": obs,
+        "next_obs": torch.roll(obs, 1, dims=0),
+        "action": rng.uniform(-1, 1, (batch, 6)).astype(np.float32),
+        "reward": rng.uniform(0, 1, batch).astype(np.float32),
+        "discount": np.ones(batch, np.float32),
+    }
 
 
 def time_updates(agent, batch: dict, updates: int, device) -> float:
@@ -160,29 +168,48 @@ def compare_losses(eager: list[float], graphed: list[float]) -> dict:
     half = len(rel) // 2
     tail = abs(graphed_a[half:].mean() - eager_a[half:].mean()) / abs(eager_a[half:].mean())
     passed = rel[:10].max() < 0.03 and np.median(rel) < 0.05 and tail < 0.10
-    return {"eager": eager_a.tolist(), "graphs": graphed_a.tolist(), "max_rel": float(rel.max()),
-            "first10_max_rel": float(rel[:10].max()), "median_rel": float(np.median(rel)),
-            "last25_mean_rel": float(tail), "same_draws": bool(rel.max() < 1e-3), "passed": bool(passed)}
+    return {
+        "eager": eager_a.tolist(),
+        "graphs": graphed_a.tolist(),
+        "max_rel": float(rel.max()),
+        "first10_max_rel": float(rel[:10].max()),
+        "median_rel": float(np.median(rel)),
+        "last25_mean_rel": float(tail),
+        "same_draws": bool(rel.max() < 1e-3),
+        "passed": bool(passed),
+    }
 
 
-def summarise(times: dict[str, list[float]], methods: list[str], table: dict, device, args, updates: int,
-              rounds_done: int) -> dict:
+def summarise(
+    times: dict[str, list[float]], methods: list[str], table: dict, device, args, updates: int, rounds_done: int
+) -> dict:
     """The record of the rounds timed so far: medians, updates/s and ratios (``fast / plain`` per
     method, ``eps-r fast / legacy plain``)."""
     import torch  # torch, the agents' extra: --help and the record's summary need none
 
     median = {label: statistics.median(t) for label, t in times.items()}
-    ratios = {f"{m} {path} / plain": median[f"{m}/{path}"] / median[f"{m}/plain"]
-              for m in methods + ["drq@drq", "eps-r@legacy"] for path in ("fast", "graphs", "compiled")
-              if f"{m}/{path}" in median and f"{m}/plain" in median}
+    ratios = {
+        f"{m} {path} / plain": median[f"{m}/{path}"] / median[f"{m}/plain"]
+        for m in methods + ["drq@drq", "eps-r@legacy"]
+        for path in ("fast", "graphs", "compiled")
+        if f"{m}/{path}" in median and f"{m}/plain" in median
+    }
     if "eps-r/fast" in median and "eps-r@legacy/plain" in median:
         ratios["eps-r fast / legacy plain"] = median["eps-r/fast"] / median["eps-r@legacy/plain"]
-    return {"device": str(device), "device_name": torch.cuda.get_device_name(device) if device.type == "cuda"
-            else "cpu", "torch": torch.__version__, "threads": torch.get_num_threads(), "batch": args.batch,
-            "rounds": args.rounds, "rounds_done": rounds_done, "updates_per_block": updates,
-            "seconds_per_update": median, "updates_per_s": {k: 1.0 / v for k, v in median.items()},
-            "ratios": ratios,
-            "variants": {label: {"preset": preset, **fields} for label, (preset, fields) in table.items()}}
+    return {
+        "device": str(device),
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "batch": args.batch,
+        "rounds": args.rounds,
+        "rounds_done": rounds_done,
+        "updates_per_block": updates,
+        "seconds_per_update": median,
+        "updates_per_s": {k: 1.0 / v for k, v in median.items()},
+        "ratios": ratios,
+        "variants": {label: {"preset": preset, **fields} for label, (preset, fields) in table.items()},
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,20 +218,36 @@ def main(argv: list[str] | None = None) -> int:
     from agents.agent import fast_cuda_math, pick_device  # torch
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--device", default="auto",
-                   help="torch device: auto (CUDA when present, else CPU), cpu, cuda or cuda:N (default auto)")
+    p.add_argument(
+        "--device",
+        default="auto",
+        help="torch device: auto (CUDA when present, else CPU), cpu, cuda or cuda:N (default auto)",
+    )
     p.add_argument("--batch", type=int, default=512, help="transitions per update (default 512, the paper's)")
-    p.add_argument("--rounds", type=int, default=5,
-                   help="rounds, each timing every variant once in turn (medians reported; default 5)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="rounds, each timing every variant once in turn (medians reported; default 5)",
+    )
     p.add_argument("--updates", type=int, default=None, help="updates per timed block (even; 2 on CPU, 20 on CUDA)")
-    p.add_argument("--methods", default=",".join(METHODS),
-                   help=f"comma-separated methods of the paper preset, of {', '.join(METHODS)} (default: all)")
-    p.add_argument("--paths", default=",".join(DEFAULT_PATHS),
-                   help=f"of {', '.join(PATHS)} (compiled: torch.compile's first updates take a minute; "
-                        f"default {','.join(DEFAULT_PATHS)})")
-    p.add_argument("--out", default=None,
-                   help=f"the JSON file of the record (default {RESULTS / 'updates-DEVICE.json'}, DEVICE cpu or "
-                        f"cuda; with --check-graphs {RESULTS / 'graphs-check.json'})")
+    p.add_argument(
+        "--methods",
+        default=",".join(METHODS),
+        help=f"comma-separated methods of the paper preset, of {', '.join(METHODS)} (default: all)",
+    )
+    p.add_argument(
+        "--paths",
+        default=",".join(DEFAULT_PATHS),
+        help=f"of {', '.join(PATHS)} (compiled: torch.compile's first updates take a minute; "
+        f"default {','.join(DEFAULT_PATHS)})",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help=f"the JSON file of the record (default {RESULTS / 'updates-DEVICE.json'}, DEVICE cpu or "
+        f"cuda; with --check-graphs {RESULTS / 'graphs-check.json'})",
+    )
     p.add_argument("--check-graphs", action="store_true", help="compare 50 eager and graph updates (CUDA)")
     args = p.parse_args(argv)
     try:
@@ -223,8 +266,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {name}: {value} is not a positive count", file=sys.stderr)
             return 2
     if unknown:
-        print(f"error: methods/paths: unknown {', '.join(unknown)} (methods: {', '.join(METHODS)}; paths: "
-              f"{', '.join(PATHS)})", file=sys.stderr)
+        print(
+            f"error: methods/paths: unknown {', '.join(unknown)} (methods: {', '.join(METHODS)}; paths: "
+            f"{', '.join(PATHS)})",
+            file=sys.stderr,
+        )
         return 2
     if device.type != "cuda":
         if args.check_graphs:
@@ -239,15 +285,26 @@ def main(argv: list[str] | None = None) -> int:
             preset, fields = ("drq", {}) if method == "drq" else ("paper", {"method": method})
             checks[method] = check_graphs(preset, fields, args.batch, device)
             c = checks[method]
-            print(f"{method} ({preset} preset): {CHECK_UPDATES} updates, critic loss eager vs graphs: largest "
-                  f"relative difference {c['max_rel']:.2e} (first 10: {c['first10_max_rel']:.2e}), median "
-                  f"{c['median_rel']:.2e}, last-25 means {c['last25_mean_rel']:.2e}; "
-                  f"{'the same random draws' if c['same_draws'] else 'different random draws'}: "
-                  f"{'pass' if c['passed'] else 'FAIL'} (3% / 5% / 10%)")
+            print(
+                f"{method} ({preset} preset): {CHECK_UPDATES} updates, critic loss eager vs graphs: largest "
+                f"relative difference {c['max_rel']:.2e} (first 10: {c['first10_max_rel']:.2e}), median "
+                f"{c['median_rel']:.2e}, last-25 means {c['last25_mean_rel']:.2e}; "
+                f"{'the same random draws' if c['same_draws'] else 'different random draws'}: "
+                f"{'pass' if c['passed'] else 'FAIL'} (3% / 5% / 10%)"
+            )
         out = Path(args.out) if args.out else RESULTS / "graphs-check.json"
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({"device_name": torch.cuda.get_device_name(device), "torch": torch.__version__,
-                                   "batch": args.batch, "checks": checks}, indent=2))
+        out.write_text(
+            json.dumps(
+                {
+                    "device_name": torch.cuda.get_device_name(device),
+                    "torch": torch.__version__,
+                    "batch": args.batch,
+                    "checks": checks,
+                },
+                indent=2,
+            )
+        )
         print(f"wrote {out}")
         return 0 if all(c["passed"] for c in checks.values()) else 1
     batch = random_batch(args.batch, device)
@@ -261,8 +318,11 @@ def main(argv: list[str] | None = None) -> int:
     for r in range(args.rounds):
         for label, agent in agents.items():
             times[label].append(time_updates(agent, batch, updates, device))
-        print(f"round {r + 1}/{args.rounds}: " + ", ".join(f"{k} {1e3 * v[-1]:.1f}" for k, v in times.items()),
-              file=sys.stderr, flush=True)
+        print(
+            f"round {r + 1}/{args.rounds}: " + ", ".join(f"{k} {1e3 * v[-1]:.1f}" for k, v in times.items()),
+            file=sys.stderr,
+            flush=True,
+        )
         # after every round, so a stopped run leaves the medians of the rounds it finished
         record = summarise(times, methods, table, device, args, updates, rounds_done=r + 1)
         atomic_write_json(out, record)

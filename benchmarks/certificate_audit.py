@@ -43,7 +43,7 @@ from exact_reference import EXACT_METRICS, GROUNDS, error_against, exact_fixed_p
 #: A certificate more than this many times the error counts as loose.
 LOOSE = 1000.0
 #: The ratio certificate / error is taken where the error exceeds this share of the largest distance.
-RELATIVE_FLOOR = Fraction(1, 10 ** 14)
+RELATIVE_FLOOR = Fraction(1, 10**14)
 FORMAT = "certificate-audit-1"
 
 
@@ -55,8 +55,16 @@ def draw_case(seed: int, index: int, families: tuple[str, ...], metrics: tuple[s
 
 def audit_case(mdp, metric: str, ground: str | None, tol: float, quotient: bool) -> dict:
     """Solve one case and measure its certificate against the exact error."""
-    record = {"family": (mdp.name or "").removeprefix("adversarial-"), "metric": metric, "ground": ground,
-              "n": mdp.n_states, "m": mdp.n_actions, "c": float(mdp.discount), "tol": tol, "quotient": quotient}
+    record = {
+        "family": (mdp.name or "").removeprefix("adversarial-"),
+        "metric": metric,
+        "ground": ground,
+        "n": mdp.n_states,
+        "m": mdp.n_actions,
+        "c": float(mdp.discount),
+        "tol": tol,
+        "quotient": quotient,
+    }
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrecisionWarning)
@@ -71,11 +79,18 @@ def audit_case(mdp, metric: str, ground: str | None, tol: float, quotient: bool)
     ratio = None
     if gap["error"] > 0 and gap["error"] > RELATIVE_FLOOR * gap["max_exact"]:
         ratio = float(cert / gap["error"])
-    record.update(error=float(gap["error"]), max_exact=float(gap["max_exact"]), where=list(gap["where"]),
-                  certified_error=sol.certified_error, floor=sol.floor, converged=bool(sol.converged),
-                  held=bool(gap["excess"] <= cert),
-                  converged_within_tol=bool(not sol.converged or cert <= Fraction(tol)),
-                  ratio=ratio, method=sol.method)
+    record.update(
+        error=float(gap["error"]),
+        max_exact=float(gap["max_exact"]),
+        where=list(gap["where"]),
+        certified_error=sol.certified_error,
+        floor=sol.floor,
+        converged=bool(sol.converged),
+        held=bool(gap["excess"] <= cert),
+        converged_within_tol=bool(not sol.converged or cert <= Fraction(tol)),
+        ratio=ratio,
+        method=sol.method,
+    )
     return record
 
 
@@ -87,10 +102,16 @@ def _tally(records: list[dict]) -> dict:
     with_ratio = [r for r in records if r.get("ratio") is not None]
     loose = sum(r["ratio"] > LOOSE for r in with_ratio)
     not_converged = sum(not r["converged"] for r in records)
-    return {"cases": len(records), "violations": sum(not r["held"] for r in records),
-            "false_convergence": sum(not r["converged_within_tol"] for r in records),
-            "with_ratio": len(with_ratio), "loose": loose, "loose_share": _share(loose, len(with_ratio)),
-            "not_converged": not_converged, "not_converged_share": _share(not_converged, len(records))}
+    return {
+        "cases": len(records),
+        "violations": sum(not r["held"] for r in records),
+        "false_convergence": sum(not r["converged_within_tol"] for r in records),
+        "with_ratio": len(with_ratio),
+        "loose": loose,
+        "loose_share": _share(loose, len(with_ratio)),
+        "not_converged": not_converged,
+        "not_converged_share": _share(not_converged, len(records)),
+    }
 
 
 def _badness(r: dict) -> float:
@@ -103,14 +124,28 @@ def summarise(records: list[dict], worst: int = 5) -> dict:
     done = [r for r in records if "held" in r]
     failed = [r for r in records if "exception" in r]
     violations = sorted((r for r in done if not r["held"]), key=lambda r: (_badness(r), r["error"]), reverse=True)
-    keys = ("index", "family", "metric", "ground", "n", "m", "c", "tol", "quotient", "error", "certified_error",
-            "converged", "method")
-    return {**_tally(done), "exceptions": len(failed),
-            "worst_violations": [{k: r[k] for k in keys} for r in violations[:worst]],
-            "by_metric": {k: _tally([r for r in done if r["metric"] == k])
-                          for k in sorted({r["metric"] for r in done})},
-            "by_family": {k: _tally([r for r in done if r["family"] == k])
-                          for k in sorted({r["family"] for r in done})}}
+    keys = (
+        "index",
+        "family",
+        "metric",
+        "ground",
+        "n",
+        "m",
+        "c",
+        "tol",
+        "quotient",
+        "error",
+        "certified_error",
+        "converged",
+        "method",
+    )
+    return {
+        **_tally(done),
+        "exceptions": len(failed),
+        "worst_violations": [{k: r[k] for k in keys} for r in violations[:worst]],
+        "by_metric": {k: _tally([r for r in done if r["metric"] == k]) for k in sorted({r["metric"] for r in done})},
+        "by_family": {k: _tally([r for r in done if r["family"] == k]) for k in sorted({r["family"] for r in done})},
+    }
 
 
 def _pct(x: float | None) -> str:
@@ -119,20 +154,28 @@ def _pct(x: float | None) -> str:
 
 def print_summary(summary: dict) -> None:
     s = summary
-    print(f"{s['cases']} cases: {s['violations']} violations of the bound, "
-          f"{s['false_convergence']} converged above tol, {s['exceptions']} raised")
-    print(f"certificate > {LOOSE:g}x the error: {s['loose']} of {s['with_ratio']} ({_pct(s['loose_share'])}; "
-          f"cases with error > 1e-14 max distance); "
-          f"converged=False: {s['not_converged']} ({_pct(s['not_converged_share'])})")
+    print(
+        f"{s['cases']} cases: {s['violations']} violations of the bound, "
+        f"{s['false_convergence']} converged above tol, {s['exceptions']} raised"
+    )
+    print(
+        f"certificate > {LOOSE:g}x the error: {s['loose']} of {s['with_ratio']} ({_pct(s['loose_share'])}; "
+        f"cases with error > 1e-14 max distance); "
+        f"converged=False: {s['not_converged']} ({_pct(s['not_converged_share'])})"
+    )
     for r in s["worst_violations"]:
-        print(f"  violation #{r['index']}: {r['metric']}/{r['ground'] or '-'} {r['family']} n={r['n']} m={r['m']} "
-              f"c={r['c']} tol={r['tol']:g} quotient={r['quotient']}: error {r['error']:.3g}, certificate "
-              f"{r['certified_error']:.3g}, converged={r['converged']} ({r['method']})")
+        print(
+            f"  violation #{r['index']}: {r['metric']}/{r['ground'] or '-'} {r['family']} n={r['n']} m={r['m']} "
+            f"c={r['c']} tol={r['tol']:g} quotient={r['quotient']}: error {r['error']:.3g}, certificate "
+            f"{r['certified_error']:.3g}, converged={r['converged']} ({r['method']})"
+        )
     for title, table in (("metric", s["by_metric"]), ("family", s["by_family"])):
         print(f"{'by ' + title:<22} {'cases':>6} {'violations':>10} {'loose':>14} {'not converged':>14}")
         for key, t in table.items():
-            print(f"{key:<22} {t['cases']:>6} {t['violations']:>10} {t['loose']:>5}/{t['with_ratio']:<3} "
-                  f"{_pct(t['loose_share']):>5} {t['not_converged']:>6} {_pct(t['not_converged_share']):>6}")
+            print(
+                f"{key:<22} {t['cases']:>6} {t['violations']:>10} {t['loose']:>5}/{t['with_ratio']:<3} "
+                f"{_pct(t['loose_share']):>5} {t['not_converged']:>6} {_pct(t['not_converged_share']):>6}"
+            )
 
 
 def _subset(text: str | None, allowed: tuple[str, ...], field: str) -> tuple[str, ...]:
@@ -207,24 +250,38 @@ def main(argv: list[str] | None = None) -> int:
         try:
             record = audit_case(mdp, metric, ground, tol, quotient)
         except Exception as err:  # recorded and counted, never silent
-            record = {"family": (mdp.name or "").removeprefix("adversarial-"), "metric": metric, "ground": ground,
-                      "n": mdp.n_states, "m": mdp.n_actions, "c": float(mdp.discount), "tol": tol,
-                      "quotient": quotient, "exception": f"{type(err).__name__}: {err}"}
+            record = {
+                "family": (mdp.name or "").removeprefix("adversarial-"),
+                "metric": metric,
+                "ground": ground,
+                "n": mdp.n_states,
+                "m": mdp.n_actions,
+                "c": float(mdp.discount),
+                "tol": tol,
+                "quotient": quotient,
+                "exception": f"{type(err).__name__}: {err}",
+            }
         records[i] = {"index": i, **record}
         if "exception" in record:
             print(f"  case {i}: {metric} {record['family']} raised {record['exception']}", flush=True)
         elif not record["held"]:
-            print(f"  case {i}: violation, {metric}/{ground or '-'} {record['family']} n={record['n']} m={record['m']} "
-                  f"c={record['c']} tol={tol:g} quotient={quotient}: error {record['error']:.3g} > certificate "
-                  f"{record['certified_error']:.3g}", flush=True)
+            print(
+                f"  case {i}: violation, {metric}/{ground or '-'} {record['family']} n={record['n']} m={record['m']} "
+                f"c={record['c']} tol={tol:g} quotient={quotient}: error {record['error']:.3g} > certificate "
+                f"{record['certified_error']:.3g}",
+                flush=True,
+            )
         since_save += 1
         if since_save >= args.save_every or k == len(todo):
             save()
             since_save = 0
             done = list(records.values())
             t = _tally([r for r in done if "held" in r])
-            print(f"[{len(records)}/{args.cases}] {time.perf_counter() - start:.0f} s: {t['violations']} violations, "
-                  f"{t['loose']}/{t['with_ratio']} loose, {t['not_converged']} not converged", flush=True)
+            print(
+                f"[{len(records)}/{args.cases}] {time.perf_counter() - start:.0f} s: {t['violations']} violations, "
+                f"{t['loose']}/{t['with_ratio']} loose, {t['not_converged']} not converged",
+                flush=True,
+            )
     if not todo:
         save()
     print_summary(summarise([records[i] for i in sorted(records)], args.worst))

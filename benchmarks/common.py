@@ -44,8 +44,16 @@ def warm_up() -> None:
         solve(small, metric)
 
 
-def measure(workload: str, mdp, metric: str, budget: float, ground: str = "reward",
-            contraction: float | None = None, contraction_source: str | None = None, finish: bool = False) -> dict:
+def measure(
+    workload: str,
+    mdp,
+    metric: str,
+    budget: float,
+    ground: str = "reward",
+    contraction: float | None = None,
+    contraction_source: str | None = None,
+    finish: bool = False,
+) -> dict:
     """bisimkit's time and peak memory on ``metric``, then the per-pair baseline's on the same MDP.
 
     ``peak_mib`` is taken before the baseline runs. ``first_round_seconds`` is the
@@ -57,14 +65,31 @@ def measure(workload: str, mdp, metric: str, budget: float, ground: str = "rewar
     start = time.perf_counter()
     sol = solve(mdp, metric, ground=ground, tol=TOL)
     seconds = time.perf_counter() - start
-    record = {"workload": workload, "metric": metric, "n": mdp.n_states, "m": mdp.n_actions,
-              "seconds": seconds, "peak_mib": peak_rss_mib(), "certified_error": sol.certified_error,
-              "iterations": sol.iterations, "method": sol.method, "converged": sol.converged,
-              "first_round_seconds": sol.history_seconds[0] if sol.history_seconds else None,
-              "history_seconds": list(sol.history_seconds)}
+    record = {
+        "workload": workload,
+        "metric": metric,
+        "n": mdp.n_states,
+        "m": mdp.n_actions,
+        "seconds": seconds,
+        "peak_mib": peak_rss_mib(),
+        "certified_error": sol.certified_error,
+        "iterations": sol.iterations,
+        "method": sol.method,
+        "converged": sol.converged,
+        "first_round_seconds": sol.history_seconds[0] if sol.history_seconds else None,
+        "history_seconds": list(sol.history_seconds),
+    }
     if budget > 0:
-        base = timed_baseline(mdp, metric, tol=TOL, budget=budget, ground=ground, contraction=contraction,
-                              contraction_source=contraction_source, finish=finish)
+        base = timed_baseline(
+            mdp,
+            metric,
+            tol=TOL,
+            budget=budget,
+            ground=ground,
+            contraction=contraction,
+            contraction_source=contraction_source,
+            finish=finish,
+        )
         record["baseline"] = base
         record["ratio"] = base["seconds_total"] / seconds
     return record
@@ -74,17 +99,27 @@ def main(workload: str, build, metrics: list[str]) -> None:
     """Command line of a benchmark script; prints one JSON record per metric."""
     parser = argparse.ArgumentParser(description=f"benchmark: {workload}")
     parser.add_argument("--n", type=int, required=True, help="states of the MDP")
-    parser.add_argument("--budget", type=float, default=1800.0,
-                        help="the baseline runs to completion only if it can within this many seconds "
-                             "(else it stops early and is extrapolated); 0: skip it (default 1800)")
-    parser.add_argument("--metrics", default=None,
-                        help=f"comma-separated subset of {','.join(metrics)} (default: all)")
-    parser.add_argument("--contraction", type=float, default=None,
-                        help="per-sweep contraction of the baseline's step observed at smaller n of this family")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=1800.0,
+        help="the baseline runs to completion only if it can within this many seconds "
+        "(else it stops early and is extrapolated); 0: skip it (default 1800)",
+    )
+    parser.add_argument("--metrics", default=None, help=f"comma-separated subset of {','.join(metrics)} (default: all)")
+    parser.add_argument(
+        "--contraction",
+        type=float,
+        default=None,
+        help="per-sweep contraction of the baseline's step observed at smaller n of this family",
+    )
     parser.add_argument("--contraction-from", default=None, help='where --contraction was observed, e.g. "n=50,100"')
-    parser.add_argument("--finish", action="store_true",
-                        help="run the baseline to completion whatever the budget, and report the extrapolation "
-                             "the budget would have given next to the measurement")
+    parser.add_argument(
+        "--finish",
+        action="store_true",
+        help="run the baseline to completion whatever the budget, and report the extrapolation "
+        "the budget would have given next to the measurement",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random MDP (default 0)")
     args = parser.parse_args()
     chosen = metrics if args.metrics is None else args.metrics.split(",")
@@ -94,6 +129,18 @@ def main(workload: str, build, metrics: list[str]) -> None:
     warm_up()
     mdp = build(args.n, args.seed)
     for metric in chosen:
-        print(json.dumps(measure(workload, mdp, metric, args.budget, contraction=args.contraction,
-                                 contraction_source=args.contraction_from, finish=args.finish), default=float))
+        print(
+            json.dumps(
+                measure(
+                    workload,
+                    mdp,
+                    metric,
+                    args.budget,
+                    contraction=args.contraction,
+                    contraction_source=args.contraction_from,
+                    finish=args.finish,
+                ),
+                default=float,
+            )
+        )
         sys.stdout.flush()

@@ -77,8 +77,9 @@ STUDY_SCENES = ("ring", "sprite", "sprite-noisy")
 STUDY_MODES = ("isolated", "agent")
 #: The settings of the records (docs/results/coupling_study.md): each run's updates, batch, frame side, noise draws
 #: per bisimulation target, Monte Carlo rollout pairs per state pair, distractor draws per evaluated state.
-DEFAULTS = dict(steps=1500, batch=64, image_size=32, samples_per_pair=1, samples=MC_SAMPLES, draws=8,
-                seeds="0-4", device="cpu")
+DEFAULTS = dict(
+    steps=1500, batch=64, image_size=32, samples_per_pair=1, samples=MC_SAMPLES, draws=8, seeds="0-4", device="cpu"
+)
 #: --dry-run: every cell, one seed, at these sizes (seed_steps: agent mode's random steps before learning).
 DRY = dict(steps=6, batch=8, image_size=16, samples=50, draws=2, seeds="0", seed_steps=8)
 #: Settings a record must share with the command to count as one of its runs.
@@ -132,7 +133,7 @@ def plan(modes, scenes, methods, seeds) -> list[tuple[str, str, str, int]]:
 
 def my_share(runs: list, k: int, n: int) -> list:
     """The K-th of N interleaved shares: runs K-1, K-1+N, K-1+2N, ..."""
-    return runs[k - 1::n]
+    return runs[k - 1 :: n]
 
 
 def run_folder(out: Path, mode: str, scene: str, method: str, seed: int) -> Path:
@@ -151,8 +152,10 @@ def finished(folder: Path, settings: dict) -> bool:
         raise InputError(f"out: {path} is not JSON ({exc}); delete its folder to run it again") from None
     for key in SETTINGS:
         if record.get(key) != settings[key]:
-            raise InputError(f"out: {path} was run with {key} {record.get(key)!r}, this command asks "
-                             f"{settings[key]!r}: give another --out, or delete that folder")
+            raise InputError(
+                f"out: {path} was run with {key} {record.get(key)!r}, this command asks "
+                f"{settings[key]!r}: give another --out, or delete that folder"
+            )
     return True
 
 
@@ -200,10 +203,24 @@ def one_run(out: Path, mode: str, scene_name: str, method: str, seed: int, args,
     intended, own = references(out, scene, method, args.samples)
     ref = own or intended  # learn_metric's own summary: the loss's fixed point, or the intended metric
     target = (ref.matrix, {"reference": ref.name, **ref.info, "target_exact": own is not None})
-    check = learn_metric(scene, method=agent_method, distractors="all", steps=args.steps, mode=mode,
-                         batch=args.batch, image_size=args.image_size, seed=seed, device=args.device,
-                         draws=args.draws, samples=args.samples, samples_per_pair=args.samples_per_pair,
-                         coupling=coupling, update_rule=update_rule, target=target, config=extra or None)
+    check = learn_metric(
+        scene,
+        method=agent_method,
+        distractors="all",
+        steps=args.steps,
+        mode=mode,
+        batch=args.batch,
+        image_size=args.image_size,
+        seed=seed,
+        device=args.device,
+        draws=args.draws,
+        samples=args.samples,
+        samples_per_pair=args.samples_per_pair,
+        coupling=coupling,
+        update_rule=update_rule,
+        target=target,
+        config=extra or None,
+    )
     policy_note = "the scene's behaviour policy"
     if mode == "agent" and check.policy is not None:
         intended, own = references(out, scene, method, args.samples, policy=check.policy)
@@ -212,20 +229,48 @@ def one_run(out: Path, mode: str, scene_name: str, method: str, seed: int, args,
         policy_note = "the scene's behaviour policy (no exact metric of the agent's own policy on a Gaussian scene)"
     s = check.summary
     record = {
-        "mode": mode, "scene": scene_name, "method": method, "seed": seed,
-        "agent_method": agent_method, "coupling": s["coupling"], "update_rule": update_rule,
-        "samples_per_pair": args.samples_per_pair, "steps": args.steps, "batch": args.batch,
-        "image_size": args.image_size, "mc_samples": args.samples, "draws": args.draws, "device": args.device,
-        "threads": args.threads, "seconds": s["seconds"], "cpu_seconds": s["cpu_seconds"],
-        "policy": policy_note, "learned_distance": s["learned_distance"], "per_pair_floor": PER_PAIR_FLOOR,
+        "mode": mode,
+        "scene": scene_name,
+        "method": method,
+        "seed": seed,
+        "agent_method": agent_method,
+        "coupling": s["coupling"],
+        "update_rule": update_rule,
+        "samples_per_pair": args.samples_per_pair,
+        "steps": args.steps,
+        "batch": args.batch,
+        "image_size": args.image_size,
+        "mc_samples": args.samples,
+        "draws": args.draws,
+        "device": args.device,
+        "threads": args.threads,
+        "seconds": s["seconds"],
+        "cpu_seconds": s["cpu_seconds"],
+        "policy": policy_note,
+        "learned_distance": s["learned_distance"],
+        "per_pair_floor": PER_PAIR_FLOOR,
         "invariance": {"seen": s["distractor_invariance"], "held_out": s["held_out"]["distractor_invariance"]},
-        "intended": {"name": intended.name, "info": intended.info, "errors": compare(check.learned, intended),
-                     "held_out_errors": compare(check.learned_held_out, intended)},
-        "own": ({"name": own.name, "info": own.info, "errors": compare(check.learned, own),
-                 "held_out_errors": compare(check.learned_held_out, own),
-                 "against_intended": compare(own.matrix, intended)} if own is not None else
-                {"name": None, "note": "no operator on states is the fixed point of the deep DBC loss (its target "
-                                       "reads W2 between latent Gaussians, not the learned distance)"}),
+        "intended": {
+            "name": intended.name,
+            "info": intended.info,
+            "errors": compare(check.learned, intended),
+            "held_out_errors": compare(check.learned_held_out, intended),
+        },
+        "own": (
+            {
+                "name": own.name,
+                "info": own.info,
+                "errors": compare(check.learned, own),
+                "held_out_errors": compare(check.learned_held_out, own),
+                "against_intended": compare(own.matrix, intended),
+            }
+            if own is not None
+            else {
+                "name": None,
+                "note": "no operator on states is the fixed point of the deep DBC loss (its target "
+                "reads W2 between latent Gaussians, not the learned distance)",
+            }
+        ),
         "check": s,
     }
     if check.policy is not None:
@@ -272,34 +317,59 @@ def gather(out: Path, figure: Path | None = None) -> list[str]:
 
 # ---------------------------------------------------------------- command
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.coupling_study", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default=None,
-                   help="folder of the records (default benchmarks/results/coupling_study; with --dry-run a new "
-                        "temporary folder)")
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.coupling_study",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="folder of the records (default benchmarks/results/coupling_study; with --dry-run a new temporary folder)",
+    )
     p.add_argument("--modes", default=",".join(STUDY_MODES), help=f"of {', '.join(STUDY_MODES)} (default both)")
-    p.add_argument("--scenes", default=",".join(STUDY_SCENES),
-                   help=f"of {', '.join(SCENES)} (default {','.join(STUDY_SCENES)})")
-    p.add_argument("--methods", default=",".join(STUDY_METHODS),
-                   help=f"of {', '.join(STUDY_METHODS)} (default all)")
+    p.add_argument(
+        "--scenes", default=",".join(STUDY_SCENES), help=f"of {', '.join(SCENES)} (default {','.join(STUDY_SCENES)})"
+    )
+    p.add_argument("--methods", default=",".join(STUDY_METHODS), help=f"of {', '.join(STUDY_METHODS)} (default all)")
     p.add_argument("--seeds", default=None, help=f"seeds, e.g. 0-4 or 0,3 (default {DEFAULTS['seeds']})")
     p.add_argument("--steps", type=int, default=None, help=f"updates per run (default {DEFAULTS['steps']})")
-    p.add_argument("--batch", type=int, default=None, help=f"transitions per update (default {DEFAULTS['batch']}; "
-                   "the GPU variant 512)")
-    p.add_argument("--image-size", type=int, default=None,
-                   help=f"frame side in pixels (default {DEFAULTS['image_size']}; the GPU variant 84)")
-    p.add_argument("--samples-per-pair", type=int, default=None,
-                   help=f"noise draws per bisimulation target (default {DEFAULTS['samples_per_pair']}, as training)")
-    p.add_argument("--samples", type=int, default=None,
-                   help=f"Monte Carlo rollout pairs per state pair on the sprites (default {DEFAULTS['samples']})")
-    p.add_argument("--draws", type=int, default=None,
-                   help=f"distractor draws per evaluated state (default {DEFAULTS['draws']})")
+    p.add_argument(
+        "--batch",
+        type=int,
+        default=None,
+        help=f"transitions per update (default {DEFAULTS['batch']}; the GPU variant 512)",
+    )
+    p.add_argument(
+        "--image-size",
+        type=int,
+        default=None,
+        help=f"frame side in pixels (default {DEFAULTS['image_size']}; the GPU variant 84)",
+    )
+    p.add_argument(
+        "--samples-per-pair",
+        type=int,
+        default=None,
+        help=f"noise draws per bisimulation target (default {DEFAULTS['samples_per_pair']}, as training)",
+    )
+    p.add_argument(
+        "--samples",
+        type=int,
+        default=None,
+        help=f"Monte Carlo rollout pairs per state pair on the sprites (default {DEFAULTS['samples']})",
+    )
+    p.add_argument(
+        "--draws", type=int, default=None, help=f"distractor draws per evaluated state (default {DEFAULTS['draws']})"
+    )
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default cpu)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's; 1 per slice)")
     p.add_argument("--slice", default=None, help="K/N: run the K-th of N interleaved shares of the runs")
-    p.add_argument("--dry-run", action="store_true",
-                   help="every cell, seed 0, at tiny sizes (6 updates, batch 8, 16 px, 50 rollout pairs), into a "
-                        "new temporary folder unless --out is given")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="every cell, seed 0, at tiny sizes (6 updates, batch 8, 16 px, 50 rollout pairs), into a "
+        "new temporary folder unless --out is given",
+    )
     p.add_argument("--gather", action="store_true", help="run nothing: the table and figure of OUT's records")
     p.add_argument("--list", action="store_true", help="print this slice's runs and whether each is done; run nothing")
     return p
@@ -307,8 +377,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return run_command(lambda: _run(args), interrupted="the records written so far stay; run the same command to "
-                       "resume", bad_input=(InputError, ValueError))
+    return run_command(
+        lambda: _run(args),
+        interrupted="the records written so far stay; run the same command to resume",
+        bad_input=(InputError, ValueError),
+    )
 
 
 def _settings(args) -> None:
@@ -317,8 +390,15 @@ def _settings(args) -> None:
     for key in ("steps", "batch", "image_size", "samples_per_pair", "samples", "draws", "seeds", "device"):
         if getattr(args, key) is None:
             setattr(args, key, base[key])
-    for name, low in (("steps", 1), ("batch", 2), ("image_size", 16), ("samples_per_pair", 1), ("samples", 2),
-                      ("draws", 2), ("threads", 1)):
+    for name, low in (
+        ("steps", 1),
+        ("batch", 2),
+        ("image_size", 16),
+        ("samples_per_pair", 1),
+        ("samples", 2),
+        ("draws", 2),
+        ("threads", 1),
+    ):
         value = getattr(args, name)
         if value is not None and value < low:
             raise InputError(f"{name}: expected an integer >= {low}, got {value}")
@@ -332,8 +412,9 @@ def _run(args) -> int:
     seeds = parse_seeds(args.seeds)
     k, n = parse_slice(args.slice)
     if args.out is None:
-        args.out = tempfile.mkdtemp(prefix="coupling_study_dry_") if args.dry_run else \
-            "benchmarks/results/coupling_study"
+        args.out = (
+            tempfile.mkdtemp(prefix="coupling_study_dry_") if args.dry_run else "benchmarks/results/coupling_study"
+        )
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError(f"out: {out} exists and is not a folder")
@@ -345,8 +426,14 @@ def _run(args) -> int:
         import torch  # the agents extra: a missing one is reported by run_command, not at import
 
         torch.set_num_threads(args.threads)
-    settings = {"steps": args.steps, "batch": args.batch, "image_size": args.image_size,
-                "samples_per_pair": args.samples_per_pair, "mc_samples": args.samples, "draws": args.draws}
+    settings = {
+        "steps": args.steps,
+        "batch": args.batch,
+        "image_size": args.image_size,
+        "samples_per_pair": args.samples_per_pair,
+        "mc_samples": args.samples,
+        "draws": args.draws,
+    }
     runs = my_share(plan(modes, scenes, methods, seeds), k, n)
     done = [finished(run_folder(out, *r), settings) for r in runs]
     if args.list:
@@ -364,13 +451,20 @@ def _run(args) -> int:
         e = record["intended"]["errors"]
         own = record["own"].get("errors")
         elapsed = time.monotonic() - start
-        print(f"[{i}/{len(todo)}] {mode} {scene} {method} seed {seed}: {time.monotonic() - t0:.0f} s; against "
-              f"{record['intended']['name']} mean {100 * e['mean_relative_error']:.1f}% max "
-              f"{100 * e['max_relative_error']:.1f}%"
-              + (f"; against {record['own']['name']} mean {100 * own['mean_relative_error']:.1f}% max "
-                 f"{100 * own['max_relative_error']:.1f}%" if own else "")
-              + f"; invariance {record['invariance']['seen']:.3f} seen, {record['invariance']['held_out']:.3f} "
-                f"held-out; about {elapsed / i * (len(todo) - i) / 60:.0f} min left", flush=True)
+        print(
+            f"[{i}/{len(todo)}] {mode} {scene} {method} seed {seed}: {time.monotonic() - t0:.0f} s; against "
+            f"{record['intended']['name']} mean {100 * e['mean_relative_error']:.1f}% max "
+            f"{100 * e['max_relative_error']:.1f}%"
+            + (
+                f"; against {record['own']['name']} mean {100 * own['mean_relative_error']:.1f}% max "
+                f"{100 * own['max_relative_error']:.1f}%"
+                if own
+                else ""
+            )
+            + f"; invariance {record['invariance']['seen']:.3f} seen, {record['invariance']['held_out']:.3f} "
+            f"held-out; about {elapsed / i * (len(todo) - i) / 60:.0f} min left",
+            flush=True,
+        )
     lines = gather(out)
     print("\n".join(lines))
     print(out)

@@ -39,8 +39,17 @@ from benchmarks.drq_reference import copy_actor_critic
 
 #: run_local.sh: critic_tau 0.01, encoder_tau 0.05, init_temperature 0.1, alpha_lr 1e-4, alpha_beta 0.5,
 #: decoder_weight_lambda 1e-7; bisim_agent.py defaults: lr 1e-3 everywhere else, bisim_coef 0.5, discount 0.99.
-SETTINGS = dict(lr=1e-3, alpha_lr=1e-4, alpha_beta=0.5, critic_tau=0.01, encoder_tau=0.05, init_temperature=0.1,
-                decoder_weight_lambda=1e-7, bisim_coef=0.5, discount=0.99)
+SETTINGS = dict(
+    lr=1e-3,
+    alpha_lr=1e-4,
+    alpha_beta=0.5,
+    critic_tau=0.01,
+    encoder_tau=0.05,
+    init_temperature=0.1,
+    decoder_weight_lambda=1e-7,
+    bisim_coef=0.5,
+    discount=0.99,
+)
 
 
 class Encoder(nn.Module):
@@ -48,8 +57,9 @@ class Encoder(nn.Module):
 
     def __init__(self, channels: int, side: int, features: int = 50):
         super().__init__()
-        self.convs = nn.ModuleList([nn.Conv2d(channels, 32, 3, stride=2)] +
-                                   [nn.Conv2d(32, 32, 3, stride=1) for _ in range(3)])
+        self.convs = nn.ModuleList(
+            [nn.Conv2d(channels, 32, 3, stride=2)] + [nn.Conv2d(32, 32, 3, stride=1) for _ in range(3)]
+        )
         self.fc = nn.Linear(32 * side * side, features)
         self.ln = nn.LayerNorm(features)
 
@@ -62,8 +72,9 @@ class Encoder(nn.Module):
 
 
 def two_layer(inputs, hidden, outputs):
-    return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                         nn.Linear(hidden, outputs))
+    return nn.Sequential(
+        nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, outputs)
+    )
 
 
 class Actor(nn.Module):
@@ -131,8 +142,9 @@ class DBC:
         actor_encoder.convs = self.critic.encoder.convs  # the convolutions are shared, fc and ln are the actor's
         self.actor = Actor(actor_encoder, actions, hidden).to(self.device)
         self.transition = Transition(50, actions).to(self.device)
-        self.reward_decoder = nn.Sequential(nn.Linear(50, 512), nn.LayerNorm(512), nn.ReLU(),
-                                            nn.Linear(512, 1)).to(self.device)
+        self.reward_decoder = nn.Sequential(nn.Linear(50, 512), nn.LayerNorm(512), nn.ReLU(), nn.Linear(512, 1)).to(
+            self.device
+        )
         self.log_alpha = torch.tensor(math.log(s["init_temperature"]), device=self.device, requires_grad=True)
         self.target_entropy = -actions
         lr = s["lr"]
@@ -140,8 +152,10 @@ class DBC:
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=lr, betas=(0.9, 0.999))
         self.log_alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=s["alpha_lr"], betas=(s["alpha_beta"], 0.999))
         self.decoder_optimizer = torch.optim.Adam(
-            list(self.reward_decoder.parameters()) + list(self.transition.parameters()), lr=lr,
-            weight_decay=s["decoder_weight_lambda"])
+            list(self.reward_decoder.parameters()) + list(self.transition.parameters()),
+            lr=lr,
+            weight_decay=s["decoder_weight_lambda"],
+        )
         self.encoder_optimizer = torch.optim.Adam(self.critic.encoder.parameters(), lr=lr)
 
     def update(self, batch, step):
@@ -173,8 +187,9 @@ class DBC:
         mu, sigma = self.transition(torch.cat([h, action], dim=1))
         next_h = self.critic.encoder(next_obs).detach()
         transition_loss = torch.mean(0.5 * ((mu - next_h) / sigma).pow(2) + torch.log(sigma))
-        out["transition_loss_scale"] = torch.mean(0.5 * ((mu - next_h) / sigma).pow(2) +
-                                                  torch.log(sigma).abs()).detach()
+        out["transition_loss_scale"] = torch.mean(
+            0.5 * ((mu - next_h) / sigma).pow(2) + torch.log(sigma).abs()
+        ).detach()
         predicted = self.transition.sample_prediction(torch.cat([h, action], dim=1))
         reward_loss = F.mse_loss(self.reward_decoder(predicted), reward)
 
@@ -193,8 +208,9 @@ class DBC:
         total.backward()
         self.encoder_optimizer.step()
         self.decoder_optimizer.step()
-        out.update(transition_loss=transition_loss.detach(), reward_loss=reward_loss.detach(),
-                   bisim_loss=encoder_loss.detach())
+        out.update(
+            transition_loss=transition_loss.detach(), reward_loss=reward_loss.detach(), bisim_loss=encoder_loss.detach()
+        )
 
         # 4. actor and temperature
         if step % 2 == 0:
@@ -216,17 +232,24 @@ class DBC:
         # 5. targets
         if step % 2 == 0:
             with torch.no_grad():
-                for net, target, tau in ((self.critic.Q1, self.critic_target.Q1, self.critic_tau),
-                                         (self.critic.Q2, self.critic_target.Q2, self.critic_tau),
-                                         (self.critic.encoder, self.critic_target.encoder, self.encoder_tau)):
+                for net, target, tau in (
+                    (self.critic.Q1, self.critic_target.Q1, self.critic_tau),
+                    (self.critic.Q2, self.critic_target.Q2, self.critic_tau),
+                    (self.critic.encoder, self.critic_target.encoder, self.encoder_tau),
+                ):
                     for p, t in zip(net.parameters(), target.parameters()):
                         t.copy_(tau * p + (1 - tau) * t)
         return out
 
     def networks(self) -> dict[str, nn.Module]:
         """The trained modules by name (what the comparison walks)."""
-        return {"critic": self.critic, "actor": self.actor, "critic_target": self.critic_target,
-                "transition": self.transition, "reward_decoder": self.reward_decoder}
+        return {
+            "critic": self.critic,
+            "actor": self.actor,
+            "critic_target": self.critic_target,
+            "transition": self.transition,
+            "reward_decoder": self.reward_decoder,
+        }
 
 
 def load_from_agent(ref: DBC, agent) -> None:

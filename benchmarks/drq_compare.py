@@ -70,10 +70,17 @@ def batches(data: str, count: int, batch: int, seed: int = 0) -> list[dict]:
     out = []
     for _ in range(count):
         obs = rng.integers(0, 256, (batch, 9, 84, 84), dtype=np.uint8)
-        out.append({"obs": obs, "next_obs": np.concatenate([obs[:, 3:], rng.integers(0, 256, (batch, 3, 84, 84),
-                                                                                     dtype=np.uint8)], axis=1),
-                    "action": rng.uniform(-1, 1, (batch, 1)).astype(np.float32),
-                    "reward": rng.uniform(0, 8, batch).astype(np.float32), "discount": np.ones(batch, np.float32)})
+        out.append(
+            {
+                "obs": obs,
+                "next_obs": np.concatenate(
+                    [obs[:, 3:], rng.integers(0, 256, (batch, 3, 84, 84), dtype=np.uint8)], axis=1
+                ),
+                "action": rng.uniform(-1, 1, (batch, 1)).astype(np.float32),
+                "reward": rng.uniform(0, 8, batch).astype(np.float32),
+                "discount": np.ones(batch, np.float32),
+            }
+        )
     return out
 
 
@@ -131,10 +138,12 @@ def compare(path: str, data: list[dict], device) -> dict:
     agent.flush_checks()
     same = {k: _rel(ours[k], theirs[k]) for k in ours}
     tail = _rel(free_ours[-10:], free_theirs[-10:])
-    return {"same_weights": {k: {"median_rel": float(np.median(v)), "max_rel": float(v.max())}
-                             for k, v in same.items()},
-            "free_run": {"last10_median_rel": float(np.median(tail)), "ours": free_ours, "drq": free_theirs},
-            "q_ours": ours["q"], "q_drq": theirs["q"]}
+    return {
+        "same_weights": {k: {"median_rel": float(np.median(v)), "max_rel": float(v.max())} for k, v in same.items()},
+        "free_run": {"last10_median_rel": float(np.median(tail)), "ours": free_ours, "drq": free_theirs},
+        "q_ours": ours["q"],
+        "q_drq": theirs["q"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,25 +152,43 @@ def main(argv: list[str] | None = None) -> int:
     from agents.agent import fast_cuda_math, pick_device  # torch
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--device", default="auto",
-                   help="torch device: auto (CUDA when present, else CPU), cpu, cuda or cuda:N (default auto)")
-    p.add_argument("--paths", default=",".join(PATHS),
-                   help=f"comma-separated paths of our agent, of {', '.join(PATHS)} (default: all)")
-    p.add_argument("--updates", type=int, default=100,
-                   help="updates of each measurement, one batch each (at least 10; default 100)")
+    p.add_argument(
+        "--device",
+        default="auto",
+        help="torch device: auto (CUDA when present, else CPU), cpu, cuda or cuda:N (default auto)",
+    )
+    p.add_argument(
+        "--paths",
+        default=",".join(PATHS),
+        help=f"comma-separated paths of our agent, of {', '.join(PATHS)} (default: all)",
+    )
+    p.add_argument(
+        "--updates",
+        type=int,
+        default=100,
+        help="updates of each measurement, one batch each (at least 10; default 100)",
+    )
     p.add_argument("--batch", type=int, default=512, help="transitions per batch (default 512)")
-    p.add_argument("--data", default="cartpole", choices=("cartpole", "random"),
-                   help=f"the batches' source: cartpole, {TRANSITIONS} cartpole-swingup transitions under random "
-                        "actions, or random, random pixels (default cartpole)")
-    p.add_argument("--out", default=None,
-                   help=f"the JSON file of the record (default {RESULTS / 'drq-compare-DEVICE.json'}, "
-                        "DEVICE cpu or cuda)")
+    p.add_argument(
+        "--data",
+        default="cartpole",
+        choices=("cartpole", "random"),
+        help=f"the batches' source: cartpole, {TRANSITIONS} cartpole-swingup transitions under random "
+        "actions, or random, random pixels (default cartpole)",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help=f"the JSON file of the record (default {RESULTS / 'drq-compare-DEVICE.json'}, DEVICE cpu or cuda)",
+    )
     args = p.parse_args(argv)
     paths = args.paths.split(",")
     bad = [x for x in paths if x not in PATHS]
     if bad or args.updates < 10 or args.batch < 1:
-        print(f"error: {'paths: unknown ' + ', '.join(bad) if bad else 'updates: at least 10; batch: positive'}",
-              file=sys.stderr)
+        print(
+            f"error: {'paths: unknown ' + ', '.join(bad) if bad else 'updates: at least 10; batch: positive'}",
+            file=sys.stderr,
+        )
         return 2
     try:
         device = pick_device(args.device)
@@ -171,17 +198,25 @@ def main(argv: list[str] | None = None) -> int:
     if device.type == "cuda":
         fast_cuda_math()
     data = batches(args.data, args.updates, args.batch)
-    record = {"device": str(device), "device_name": torch.cuda.get_device_name(device) if device.type == "cuda"
-              else "cpu", "torch": torch.__version__, "data": args.data, "batch": args.batch,
-              "updates": args.updates, "paths": {}}
+    record = {
+        "device": str(device),
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "data": args.data,
+        "batch": args.batch,
+        "updates": args.updates,
+        "paths": {},
+    }
     for path in paths:
         r = record["paths"][path] = compare(path, data, device)
         same = r["same_weights"]
-        print(f"{path} vs DrQ (float32), same weights each update: critic loss {same['critic']['median_rel']:.1e} "
-              f"median / {same['critic']['max_rel']:.1e} max, Q {same['q']['median_rel']:.1e} / "
-              f"{same['q']['max_rel']:.1e}, actor loss {same['actor']['median_rel']:.1e} / "
-              f"{same['actor']['max_rel']:.1e}; free run of {args.updates} updates: critic losses "
-              f"{r['free_run']['last10_median_rel']:.1e} apart over the last 10")
+        print(
+            f"{path} vs DrQ (float32), same weights each update: critic loss {same['critic']['median_rel']:.1e} "
+            f"median / {same['critic']['max_rel']:.1e} max, Q {same['q']['median_rel']:.1e} / "
+            f"{same['q']['max_rel']:.1e}, actor loss {same['actor']['median_rel']:.1e} / "
+            f"{same['actor']['max_rel']:.1e}; free run of {args.updates} updates: critic losses "
+            f"{r['free_run']['last10_median_rel']:.1e} apart over the last 10"
+        )
     out = Path(args.out) if args.out else RESULTS / f"drq-compare-{device.type}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2))

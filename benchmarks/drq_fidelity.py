@@ -51,18 +51,26 @@ def context(value: float, step: int, runs: Runs) -> dict:
     ref = drq_at(runs, step)
     if ref.size == 0:
         return {"step": step, "drq_runs": 0}
-    return {"step": step, "drq_runs": int(ref.size), "drq_mean": float(ref.mean()),
-            "drq_median": float(np.median(ref)),
-            "drq_std": float(ref.std(ddof=1)) if ref.size > 1 else 0.0, "drq_min": float(ref.min()),
-            "drq_max": float(ref.max()), "above": int((value > ref).sum())}
+    return {
+        "step": step,
+        "drq_runs": int(ref.size),
+        "drq_mean": float(ref.mean()),
+        "drq_median": float(np.median(ref)),
+        "drq_std": float(ref.std(ddof=1)) if ref.size > 1 else 0.0,
+        "drq_min": float(ref.min()),
+        "drq_max": float(ref.max()),
+        "above": int((value > ref).sum()),
+    }
 
 
 def describe(c: dict) -> str:
     """One clause for :func:`context`'s dict."""
     if not c["drq_runs"]:
         return f"no run of DrQ's reaches {c['step']} steps"
-    return (f"DrQ's {c['drq_runs']} runs at {c['step'] / 1000:g}k: {c['drq_mean']:.0f} ± {c['drq_std']:.0f} "
-            f"({c['drq_min']:.0f}-{c['drq_max']:.0f}); above {c['above']} of them")
+    return (
+        f"DrQ's {c['drq_runs']} runs at {c['step'] / 1000:g}k: {c['drq_mean']:.0f} ± {c['drq_std']:.0f} "
+        f"({c['drq_min']:.0f}-{c['drq_max']:.0f}); above {c['above']} of them"
+    )
 
 
 def markdown_table(results: list[dict]) -> str:
@@ -73,14 +81,19 @@ def markdown_table(results: list[dict]) -> str:
     rows = [head, "|---" * (len(steps) + 1) + "|"]
     for r in results:
         by_step = dict(zip(r["steps"], r["mean"]))
-        rows.append(f"| {r['label']} | " + " | ".join(f"{by_step[s]:.0f}" if s in by_step else "" for s in steps)
-                    + " |")
+        rows.append(
+            f"| {r['label']} | " + " | ".join(f"{by_step[s]:.0f}" if s in by_step else "" for s in steps) + " |"
+        )
     ctx = {c["step"]: c for r in results for c in r["drq_context"]}
     cells = [ctx.get(s, {"drq_runs": 0}) for s in steps]
-    rows.append("| DrQ's runs, median | " + " | ".join(f"{c['drq_median']:.0f}" if c["drq_runs"] else "" for c in cells)
-                + " |")
-    rows.append("| DrQ's runs, range | " + " | ".join(f"{c['drq_min']:.0f}-{c['drq_max']:.0f}" if c["drq_runs"]
-                                                      else "" for c in cells) + " |")
+    rows.append(
+        "| DrQ's runs, median | " + " | ".join(f"{c['drq_median']:.0f}" if c["drq_runs"] else "" for c in cells) + " |"
+    )
+    rows.append(
+        "| DrQ's runs, range | "
+        + " | ".join(f"{c['drq_min']:.0f}-{c['drq_max']:.0f}" if c["drq_runs"] else "" for c in cells)
+        + " |"
+    )
     return "\n".join(rows)
 
 
@@ -94,10 +107,17 @@ def read(run: Path) -> dict:
     except (OSError, ValueError, KeyError) as exc:
         raise InputError(f"runs: {run / 'config.json'} is not a run configuration ({exc})") from None
     fast = json.loads((run / "config.json").read_text()).get("fast")
-    return {"run": str(run), "seed": config.get("seed"), "preset": config.get("preset"), "fast": fast,
-            "label": f"seed {config.get('seed')}",
-            "steps": table["env_step"].astype(int).tolist(), "mean": table["mean_return"].tolist(),
-            "std": table["std_return"].tolist(), "episodes": int(table["episodes"][-1])}
+    return {
+        "run": str(run),
+        "seed": config.get("seed"),
+        "preset": config.get("preset"),
+        "fast": fast,
+        "label": f"seed {config.get('seed')}",
+        "steps": table["env_step"].astype(int).tolist(),
+        "mean": table["mean_return"].tolist(),
+        "std": table["std_return"].tolist(),
+        "episodes": int(table["episodes"][-1]),
+    }
 
 
 def plot(results: list[dict], runs: Runs, out: Path) -> Path:
@@ -111,11 +131,19 @@ def plot(results: list[dict], runs: Runs, out: Path) -> Path:
     ax.plot(grid, np.median(ref, axis=0), color="0.45", ls="--", lw=1.2, label="DrQ's runs: median")
     for r, colour in zip(results, ("tab:blue", "tab:orange", "tab:green", "tab:purple")):
         steps, mean, std = map(np.asarray, (r["steps"], r["mean"], r["std"]))
-        ax.plot(steps, mean, marker="o", ms=3, color=colour,
-                label=f"{r['label']}: {mean[-1]:.0f} at {steps[-1] // 1000}k")
+        ax.plot(
+            steps, mean, marker="o", ms=3, color=colour, label=f"{r['label']}: {mean[-1]:.0f} at {steps[-1] // 1000}k"
+        )
         ax.fill_between(steps, mean - std, mean + std, color=colour, alpha=0.15)
-    ax.errorbar([AT_STEPS], [DRQ_MEAN], yerr=[DRQ_STD], fmt="s", color="black", capsize=4,
-                label=f"DrQ paper: {DRQ_MEAN:.0f} ± {DRQ_STD:.0f} at 100k")
+    ax.errorbar(
+        [AT_STEPS],
+        [DRQ_MEAN],
+        yerr=[DRQ_STD],
+        fmt="s",
+        color="black",
+        capsize=4,
+        label=f"DrQ paper: {DRQ_MEAN:.0f} ± {DRQ_STD:.0f} at 100k",
+    )
     ax.axhline(PASS_MARK, color="tab:red", ls=":", label=f"pass mark {PASS_MARK:.0f}")
     return_curve_axes(ax, "--preset drq, cartpole-swingup, no distractions", "evaluation return (10 episodes)", 8)
     return save(fig, out, tight=True)
@@ -137,8 +165,10 @@ def main(argv: list[str] | None = None) -> int:
             r["label"] += " (bf16 fast path)" if r["fast"] else " (float32)"
     runs = drq_runs("cartpole-swingup")
     at_mark = drq_at(runs, AT_STEPS)
-    print(f"DrQ's own runs ({DRQ_SOURCE}): {(at_mark >= PASS_MARK).sum()} of {at_mark.size} reach "
-          f"{PASS_MARK:.0f} at {AT_STEPS // 1000}k (interpolated)")
+    print(
+        f"DrQ's own runs ({DRQ_SOURCE}): {(at_mark >= PASS_MARK).sum()} of {at_mark.size} reach "
+        f"{PASS_MARK:.0f} at {AT_STEPS // 1000}k (interpolated)"
+    )
     passed = True
     for r in results:
         final, reached = r["mean"][-1], r["steps"][-1]
@@ -146,18 +176,28 @@ def main(argv: list[str] | None = None) -> int:
         passed &= ok
         r["passed"] = ok
         r["drq_context"] = [context(m, s, runs) for s, m in zip(r["steps"], r["mean"])]
-        print(f"{r['label']}: {final:.1f} ± {r['std'][-1]:.1f} at {reached} env steps "
-              f"({r['episodes']} episodes): {'pass' if ok else 'FAIL'} (mark {PASS_MARK:.0f}); "
-              f"{describe(r['drq_context'][-1])}")
+        print(
+            f"{r['label']}: {final:.1f} ± {r['std'][-1]:.1f} at {reached} env steps "
+            f"({r['episodes']} episodes): {'pass' if ok else 'FAIL'} (mark {PASS_MARK:.0f}); "
+            f"{describe(r['drq_context'][-1])}"
+        )
     print(markdown_table(results))
     print("PASS" if passed else "FAIL")
     if args.out:
         plot(results, runs, Path(args.out))
     if args.json:
-        atomic_write_json(Path(args.json), {"drq_paper": [DRQ_MEAN, DRQ_STD], "pass_mark": PASS_MARK,
-                                            "drq_runs_source": DRQ_SOURCE,
-                                            "drq_runs_reaching_mark_at_100k": int((at_mark >= PASS_MARK).sum()),
-                                            "drq_runs": int(at_mark.size), "runs": results, "passed": passed})
+        atomic_write_json(
+            Path(args.json),
+            {
+                "drq_paper": [DRQ_MEAN, DRQ_STD],
+                "pass_mark": PASS_MARK,
+                "drq_runs_source": DRQ_SOURCE,
+                "drq_runs_reaching_mark_at_100k": int((at_mark >= PASS_MARK).sum()),
+                "drq_runs": int(at_mark.size),
+                "runs": results,
+                "passed": passed,
+            },
+        )
     return 0 if passed else 1
 
 

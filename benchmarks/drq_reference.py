@@ -26,8 +26,9 @@ class Encoder(nn.Module):
 
     def __init__(self, channels: int, side: int, features: int = 50):
         super().__init__()
-        self.convs = nn.ModuleList([nn.Conv2d(channels, 32, 3, stride=2)] +
-                                   [nn.Conv2d(32, 32, 3, stride=1) for _ in range(3)])
+        self.convs = nn.ModuleList(
+            [nn.Conv2d(channels, 32, 3, stride=2)] + [nn.Conv2d(32, 32, 3, stride=1) for _ in range(3)]
+        )
         self.head = nn.Sequential(nn.Linear(32 * side * side, features), nn.LayerNorm(features))
 
     def forward(self, obs, detach=False):
@@ -41,8 +42,9 @@ class Encoder(nn.Module):
 
 
 def mlp(inputs, hidden, outputs):
-    return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                         nn.Linear(hidden, outputs))
+    return nn.Sequential(
+        nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, outputs)
+    )
 
 
 class Actor(nn.Module):
@@ -56,7 +58,8 @@ class Actor(nn.Module):
         low, high = self.bounds
         log_std = low + 0.5 * (high - low) * (torch.tanh(log_std) + 1)
         dist = torch.distributions.TransformedDistribution(
-            torch.distributions.Normal(mu, log_std.exp()), [torch.distributions.TanhTransform(cache_size=1)])
+            torch.distributions.Normal(mu, log_std.exp()), [torch.distributions.TanhTransform(cache_size=1)]
+        )
         u = mu + log_std.exp() * noise
         action = torch.tanh(u)
         # log prob of the pre-squash sample, with the tanh Jacobian (what SquashedNormal.log_prob gives)
@@ -77,8 +80,9 @@ class Critic(nn.Module):
 class DrQ:
     """DRQAgent with the hyper-parameters of drq's config.yaml (lr and temperature lr 1e-3, tau 0.01)."""
 
-    def __init__(self, channels, side, actions, hidden, lr=1e-3, tau=0.01, init_temperature=0.1, discount=0.99,
-                 device="cpu"):
+    def __init__(
+        self, channels, side, actions, hidden, lr=1e-3, tau=0.01, init_temperature=0.1, discount=0.99, device="cpu"
+    ):
         self.device = torch.device(device)
         self.critic = Critic(Encoder(channels, side), actions, hidden).to(self.device)
         actor_encoder = Encoder(channels, side)
@@ -147,6 +151,7 @@ def copy_actor_critic(ref, agent, head_layers) -> None:
     with an ``encoder`` (``convs`` plus the head layers ``head_layers(encoder) = (projection, norm)``),
     ``Q1``/``Q2`` and ``actor.trunk``."""
     with torch.no_grad():
+
         def copy_encoder(dst, trunk, head) -> None:
             convs = [m for m in trunk.convs if isinstance(m, nn.Conv2d)]
             for d, s in zip(dst.convs, convs):

@@ -41,17 +41,32 @@ VARIANTS: dict[str, tuple[str, dict, str]] = {
     "drq": ("drq", {}, "the critic alone trains the encoder"),
     "eps-r": ("eps-r", {}, "the paper's loss: critic + transition + reward + inverse dynamics + 0.5 bisimulation"),
     "eps-r beta 0.1": ("eps-r", {"beta": 0.1}, "a fifth of the bisimulation weight"),
-    "eps-r world model only": ("eps-r", {"bisim_warmup": 10 ** 9}, "no bisimulation loss"),
-    "eps-r no model grad": ("eps-r", {"model_grad": False},
-                            "transition and reward heads on detached latents (model_grad off)"),
-    "eps-r no model grad beta 0.1": ("eps-r", {"model_grad": False, "beta": 0.1},
-                                      "model_grad off and a fifth of the bisimulation weight"),
-    "eps-r no model grad bisim after 400": ("eps-r", {"model_grad": False, "bisim_warmup": 400},
-                                             "model_grad off and the bisimulation loss from update 400"),
-    "eps-r spread units": ("eps-r", {"spread_units": True},
-                           "the bisimulation loss in units of the batch's latent spread (spread_units)"),
-    "eps-r no model grad spread units": ("eps-r", {"model_grad": False, "spread_units": True},
-                                         "model_grad off and spread_units"),
+    "eps-r world model only": ("eps-r", {"bisim_warmup": 10**9}, "no bisimulation loss"),
+    "eps-r no model grad": (
+        "eps-r",
+        {"model_grad": False},
+        "transition and reward heads on detached latents (model_grad off)",
+    ),
+    "eps-r no model grad beta 0.1": (
+        "eps-r",
+        {"model_grad": False, "beta": 0.1},
+        "model_grad off and a fifth of the bisimulation weight",
+    ),
+    "eps-r no model grad bisim after 400": (
+        "eps-r",
+        {"model_grad": False, "bisim_warmup": 400},
+        "model_grad off and the bisimulation loss from update 400",
+    ),
+    "eps-r spread units": (
+        "eps-r",
+        {"spread_units": True},
+        "the bisimulation loss in units of the batch's latent spread (spread_units)",
+    ),
+    "eps-r no model grad spread units": (
+        "eps-r",
+        {"model_grad": False, "spread_units": True},
+        "model_grad off and spread_units",
+    ),
 }
 PROBE_FRAMES = 512
 
@@ -77,8 +92,9 @@ def collect(cfg, transitions: int, seed: int) -> dict[str, np.ndarray]:
     env = make_run_env(cfg, "train")
     try:
         actions = int(env.action_spec.shape[0])
-        data = record_transitions(env, StoredActions(RandomPolicy(actions, seed)), seed, stream=TRAIN_STREAM,
-                                  limit=transitions)
+        data = record_transitions(
+            env, StoredActions(RandomPolicy(actions, seed)), seed, stream=TRAIN_STREAM, limit=transitions
+        )
         data["shape"], data["actions"] = np.asarray(env.observation_shape), np.asarray(actions)
     finally:
         env.close()
@@ -102,9 +118,9 @@ def run_variant(name: str, data: dict[str, np.ndarray], task: str, updates: int,
 
     method, changes, about = VARIANTS[name]
     cfg = check_config(method, distractions=True, task=task, **changes)
-    torch.manual_seed(seed)                    # the same initial encoder and critic for every variant
+    torch.manual_seed(seed)  # the same initial encoder and critic for every variant
     agent = Agent(tuple(int(x) for x in data["shape"]), int(data["actions"]), cfg, "cpu")
-    rng = np.random.default_rng(seed)          # the same batches for every variant
+    rng = np.random.default_rng(seed)  # the same batches for every variant
     count = len(data["obs"])
     probe_rows = np.linspace(0, count - 1, min(PROBE_FRAMES, count)).astype(int)
     probe, episode = data["obs"][probe_rows], data["episode"][probe_rows]
@@ -120,13 +136,20 @@ def run_variant(name: str, data: dict[str, np.ndarray], task: str, updates: int,
         if u < updates:
             idx = rng.integers(0, count, cfg.batch_size)
             stats = agent.update({k: data[k][idx] for k in ("obs", "next_obs", "action", "reward", "discount")})
-    return {"variant": name, "about": about, "method": method, "changes": changes,
-            "seconds": time.perf_counter() - started, **trace}
+    return {
+        "variant": name,
+        "about": about,
+        "method": method,
+        "changes": changes,
+        "seconds": time.perf_counter() - started,
+        **trace,
+    }
 
 
 def plot(record: dict, path: str | Path) -> None:
     """Latent spread against updates, one line per variant (log scale)."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -137,8 +160,10 @@ def plot(record: dict, path: str | Path) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("updates (batch %d, the same batches for every variant)" % record["batch_size"])
     ax.set_ylabel("latent spread (std over frames)")
-    ax.set_title(f"{record['task']}, background + camera distractions: "
-                 f"{record['transitions']} random-policy transitions", fontsize=9)
+    ax.set_title(
+        f"{record['task']}, background + camera distractions: {record['transitions']} random-policy transitions",
+        fontsize=9,
+    )
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
@@ -164,19 +189,29 @@ def main(argv: list[str] | None = None) -> int:
 
     p = ConfigParser(prog="python -m benchmarks.encoder_collapse", description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="walker-stand", help="the DCS task (default walker-stand)")
-    p.add_argument("--transitions", type=int, default=2500,
-                   help="random-policy transitions collected once, the training data of every variant "
-                        "(at least 2; default 2500)")
+    p.add_argument(
+        "--transitions",
+        type=int,
+        default=2500,
+        help="random-policy transitions collected once, the training data of every variant (at least 2; default 2500)",
+    )
     p.add_argument("--updates", type=int, default=800, help="updates of each variant (default 800)")
-    p.add_argument("--every", type=int, default=100,
-                   help="updates between measurements of the latent spread (default 100)")
-    p.add_argument("--variants", default=",".join(VARIANTS),
-                   help=f"comma-separated, of: {', '.join(VARIANTS)} (default: all)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the random policy and its episodes, the initial weights and the batches (default 0)")
+    p.add_argument(
+        "--every", type=int, default=100, help="updates between measurements of the latent spread (default 100)"
+    )
+    p.add_argument(
+        "--variants", default=",".join(VARIANTS), help=f"comma-separated, of: {', '.join(VARIANTS)} (default: all)"
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the random policy and its episodes, the initial weights and the batches (default 0)",
+    )
     p.add_argument("--out", default=None, help="write the record as JSON to this file (default: not written)")
-    p.add_argument("--figure", default=None,
-                   help="draw the latent spread of every variant to this PNG file (default: no figure)")
+    p.add_argument(
+        "--figure", default=None, help="draw the latent spread of every variant to this PNG file (default: no figure)"
+    )
     try:
         args = p.parse_args(argv)
         names = parse_variants(args.variants)
@@ -192,8 +227,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"collecting {args.transitions} random-policy transitions on {args.task} (distractions on)", flush=True)
     data = collect(cfg, args.transitions, args.seed)
-    record = {"task": args.task, "transitions": args.transitions, "updates": args.updates, "every": args.every,
-              "seed": args.seed, "batch_size": cfg.batch_size, "image_size": cfg.image_size, "variants": []}
+    record = {
+        "task": args.task,
+        "transitions": args.transitions,
+        "updates": args.updates,
+        "every": args.every,
+        "seed": args.seed,
+        "batch_size": cfg.batch_size,
+        "image_size": cfg.image_size,
+        "variants": [],
+    }
     for name in names:
         trace = run_variant(name, data, args.task, args.updates, args.every, args.seed)
         record["variants"].append(trace)

@@ -77,9 +77,13 @@ def unpack(archive: Path, dest: Path) -> list[str]:
 def bench_table(record: dict) -> str:
     """A benchmark record (``bench_updates`` JSON) as Markdown: variants, ms per update, ratios, target."""
     ms = {label: 1e3 * s for label, s in record["seconds_per_update"].items()}
-    lines = [f"{record.get('device_name', '?')}, batch {record.get('batch', '?')}, torch {record.get('torch', '?')}, "
-             f"{record.get('rounds_done', record.get('rounds', '?'))} rounds (medians)", "",
-             "| variant | ms per update | updates/s |", "|---|---|---|"]
+    lines = [
+        f"{record.get('device_name', '?')}, batch {record.get('batch', '?')}, torch {record.get('torch', '?')}, "
+        f"{record.get('rounds_done', record.get('rounds', '?'))} rounds (medians)",
+        "",
+        "| variant | ms per update | updates/s |",
+        "|---|---|---|",
+    ]
     lines += [f"| {label} | {value:.2f} | {1e3 / value:.1f} |" for label, value in ms.items()]
     lines += [f"- {name}: {value:.3f}" for name, value in record.get("ratios", {}).items()]
     lines += [f"- {line}" for line in target_lines(record["seconds_per_update"])]
@@ -99,8 +103,10 @@ def distracted_runs(root: Path) -> dict[tuple[str, int], tuple[dict, list[tuple[
         try:
             cfg = json.loads((folder / "config.json").read_text())["config"]
             table = read_csv_columns(folder / "eval.csv")
-            rows = [(int(s), float(m), float(d)) for s, m, d in
-                    zip(table["env_step"], table["mean_return"], table["std_return"])]
+            rows = [
+                (int(s), float(m), float(d))
+                for s, m, d in zip(table["env_step"], table["mean_return"], table["std_return"])
+            ]
             key = (str(cfg["method"]), int(cfg["seed"]))
         except (OSError, ValueError, KeyError, TypeError):
             continue  # a run stopped before its first evaluation: nothing to show
@@ -121,8 +127,7 @@ def distracted_table(root: Path) -> str:
     steps = max((int(c.get("env_steps", 100_000)) for c, _, _ in runs.values()), default=100_000)
     every = min((int(c.get("eval_every", 20_000)) for c, _, _ in runs.values()), default=20_000)
     columns = list(range(0, steps + 1, every))
-    lines = ["| method | seed | " + " | ".join(_steps(c) for c in columns) + " |",
-             "|---|---|" + "---|" * len(columns)]
+    lines = ["| method | seed | " + " | ".join(_steps(c) for c in columns) + " |", "|---|---|" + "---|" * len(columns)]
     methods = [m for m in DISTRACTED_METHODS if any(k[0] == m for k in runs)]
     methods += sorted({k[0] for k in runs} - set(methods))
     finals: dict[str, list[float]] = {}
@@ -137,8 +142,10 @@ def distracted_table(root: Path) -> str:
     for method in methods:
         done = finals.get(method, [])
         seeds = sum(1 for m, _ in runs if m == method)
-        lines.append(f"- {method}: {len(done)} of {seeds} filed seeds at {_steps(steps)}" +
-                     (f", mean {sum(done) / len(done):.0f}" if done else ""))
+        lines.append(
+            f"- {method}: {len(done)} of {seeds} filed seeds at {_steps(steps)}"
+            + (f", mean {sum(done) / len(done):.0f}" if done else "")
+        )
     if runs:
         lines.append(f"- from {', '.join(sorted({name for _, _, name in runs.values()}))}")
     return "\n".join(lines)
@@ -173,8 +180,15 @@ def distracted_random(root: Path, cfg: dict, episodes: int = 10) -> list[float]:
 
     print(f"the random policy's returns on {key['task']} with the distractions: {episodes} episodes ...", flush=True)
     returns = random_returns(TrainConfig.from_dict(cfg), episodes)
-    atomic_write_json(path, {"key": key, "episodes": episodes, "returns": returns,
-                             "policy": "uniform actions in [-1, 1]^k (benchmarks.learning_check.RandomPolicy)"})
+    atomic_write_json(
+        path,
+        {
+            "key": key,
+            "episodes": episodes,
+            "returns": returns,
+            "policy": "uniform actions in [-1, 1]^k (benchmarks.learning_check.RandomPolicy)",
+        },
+    )
     return returns
 
 
@@ -197,22 +211,45 @@ def distracted_summary(root: Path, figure: Path | None = None, random: list[floa
     first_cfg = next(iter(runs.values()))[0]
     rand = distracted_random(root, first_cfg) if random is None else [float(r) for r in random]
     r_mean, r_std = float(np.mean(rand)), float(np.std(rand))
-    record: dict = {"rule": f"mean of the last {LAST_EVALUATIONS} evaluations >= random mean + max(100, 3 std)",
-                    "random_returns": rand, "random_mean": r_mean, "random_std": r_std, "runs": {}}
+    record: dict = {
+        "rule": f"mean of the last {LAST_EVALUATIONS} evaluations >= random mean + max(100, 3 std)",
+        "random_returns": rand,
+        "random_mean": r_mean,
+        "random_std": r_std,
+        "runs": {},
+    }
     curves = []
-    for (method, seed), (cfg, rows, filing) in sorted(runs.items(), key=lambda kv: (
-            list(DISTRACTED_COLOURS).index(kv[0][0]) if kv[0][0] in DISTRACTED_COLOURS else 99, kv[0][1])):
+    for (method, seed), (cfg, rows, filing) in sorted(
+        runs.items(),
+        key=lambda kv: (list(DISTRACTED_COLOURS).index(kv[0][0]) if kv[0][0] in DISTRACTED_COLOURS else 99, kv[0][1]),
+    ):
         steps, means, stds = (list(x) for x in zip(*rows))
         passed, last, mark = verdict(means, rand)
         record["pass_mark"] = mark
         record["runs"][f"{method}-seed{seed}"] = {
-            "method": method, "seed": seed, "filing": filing, "steps": steps, "eval_mean": means, "eval_std": stds,
-            "reached": steps[-1], "planned": int(cfg.get("env_steps", steps[-1])),
+            "method": method,
+            "seed": seed,
+            "filing": filing,
+            "steps": steps,
+            "eval_mean": means,
+            "eval_std": stds,
+            "reached": steps[-1],
+            "planned": int(cfg.get("env_steps", steps[-1])),
             "eval_episodes": cfg.get("eval_episodes"),
-            "last_evaluations_mean": last, "passed": passed}
+            "last_evaluations_mean": last,
+            "passed": passed,
+        }
         style = "-" if seed == 0 else "--"
-        curves.append((f"{method} seed {seed} (last {LAST_EVALUATIONS}: {last:.0f}, {'pass' if passed else 'fail'})",
-                       DISTRACTED_COLOURS.get(method, "tab:purple"), steps, means, stds, style))
+        curves.append(
+            (
+                f"{method} seed {seed} (last {LAST_EVALUATIONS}: {last:.0f}, {'pass' if passed else 'fail'})",
+                DISTRACTED_COLOURS.get(method, "tab:purple"),
+                steps,
+                means,
+                stds,
+                style,
+            )
+        )
     from bisimkit.files import atomic_write_json
 
     atomic_write_json(Path(root) / "distracted.json", record)
@@ -224,11 +261,15 @@ def distracted_summary(root: Path, figure: Path | None = None, random: list[floa
 
 def distracted_lines(record: dict) -> str:
     """One line per run of :func:`distracted_summary`'s record: its verdict at the step it reached."""
-    lines = [f"- random policy {record['random_mean']:.1f} ± {record['random_std']:.1f} "
-             f"({len(record['random_returns'])} episodes); pass mark {record['pass_mark']:.1f}"]
+    lines = [
+        f"- random policy {record['random_mean']:.1f} ± {record['random_std']:.1f} "
+        f"({len(record['random_returns'])} episodes); pass mark {record['pass_mark']:.1f}"
+    ]
     for name, r in record["runs"].items():
-        lines.append(f"- {name}: {'PASS' if r['passed'] else 'FAIL'}, last three evaluations "
-                     f"{r['last_evaluations_mean']:.1f} at {_steps(r['reached'])} of {_steps(r['planned'])}")
+        lines.append(
+            f"- {name}: {'PASS' if r['passed'] else 'FAIL'}, last three evaluations "
+            f"{r['last_evaluations_mean']:.1f} at {_steps(r['reached'])} of {_steps(r['planned'])}"
+        )
     return "\n".join(lines)
 
 
@@ -237,10 +278,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("archive", nargs="?", help="results.tgz from benchmarks/gpu_check.sh")
     p.add_argument("--name", help="folder under benchmarks/results/gpu/ (e.g. h200-all); with an archive")
     p.add_argument("--figure", default=None, help="fidelity figure (default: in the new folder)")
-    p.add_argument("--distracted", action="store_true",
-                   help="without an archive: judge and draw the distracted runs filed so far")
-    p.add_argument("--distracted-figure", default=None,
-                   help="figure of the distracted runs (default distracted.png beside the filings)")
+    p.add_argument(
+        "--distracted", action="store_true", help="without an archive: judge and draw the distracted runs filed so far"
+    )
+    p.add_argument(
+        "--distracted-figure",
+        default=None,
+        help="figure of the distracted runs (default distracted.png beside the filings)",
+    )
     p.add_argument("--root", default=str(GPU_RESULTS), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     figure = Path(args.distracted_figure) if args.distracted_figure else Path(args.root) / "distracted.png"
@@ -285,16 +330,20 @@ def main(argv: list[str] | None = None) -> int:
     checks = dest / "graphs-check.json"
     if checks.is_file():
         for method, c in json.loads(checks.read_text()).get("checks", {}).items():
-            print(f"graphs check, {method}: {'pass' if c.get('passed') else 'FAIL'} (largest relative difference "
-                  f"{c.get('max_rel', float('nan')):.2e}; {'same' if c.get('same_draws') else 'different'} draws)")
+            print(
+                f"graphs check, {method}: {'pass' if c.get('passed') else 'FAIL'} (largest relative difference "
+                f"{c.get('max_rel', float('nan')):.2e}; {'same' if c.get('same_draws') else 'different'} draws)"
+            )
     compare = dest / "drq-compare.json"
     if compare.is_file():
         record = json.loads(compare.read_text())
         for path, r in record.get("paths", {}).items():
             same = r["same_weights"]
-            print(f"drq_compare, {path} vs DrQ (float32): critic loss {same['critic']['median_rel']:.1e} median / "
-                  f"{same['critic']['max_rel']:.1e} max per update; free run of {record.get('updates')} updates "
-                  f"{r['free_run']['last10_median_rel']:.1e} apart")
+            print(
+                f"drq_compare, {path} vs DrQ (float32): critic loss {same['critic']['median_rel']:.1e} median / "
+                f"{same['critic']['max_rel']:.1e} max per update; free run of {record.get('updates')} updates "
+                f"{r['free_run']['last10_median_rel']:.1e} apart"
+            )
     if (dest / "distracted").is_dir():
         print("\n## Distracted runs (gpu_check.sh distracted), held-out videos, every filing so far\n")
         print(distracted_table(Path(args.root)))

@@ -60,10 +60,27 @@ from bisimkit_runs.runs import read_csv_columns
 # DrQ with its stacked encoder at CPU size (48 px, batch 64, 200-unit MLPs, cheap rendering), and one
 # augmented view without a target encoder: the paper preset's K = M = 2 views and target encoder
 # make an update 2.5x dearer on a CPU (19k updates would take over an hour on 2 cores).
-CHECK_CONFIG = make_config("paper", method="drq", task="walker-stand", background=False, camera=False,
-                           stacked_frames=True, aug_k=1, aug_m=1, target_encoder=False, alpha_beta1=0.9,
-                           env_steps=40_000, image_size=48, batch_size=64, capacity="low", eval_every=5_000,
-                           eval_episodes=5, eval_train_videos=False, checkpoint_every=5_000, device="cpu")
+CHECK_CONFIG = make_config(
+    "paper",
+    method="drq",
+    task="walker-stand",
+    background=False,
+    camera=False,
+    stacked_frames=True,
+    aug_k=1,
+    aug_m=1,
+    target_encoder=False,
+    alpha_beta1=0.9,
+    env_steps=40_000,
+    image_size=48,
+    batch_size=64,
+    capacity="low",
+    eval_every=5_000,
+    eval_episodes=5,
+    eval_train_videos=False,
+    checkpoint_every=5_000,
+    device="cpu",
+)
 #: The methods the check trains, with their curve's label and colour: eps-r under CHECK_CONFIG's
 #: settings needs nothing more (its loss reads the online latents through the world model, not the
 #: target encoder), and takes the paper preset's beta and world-model heads.
@@ -86,8 +103,7 @@ def parse_methods(text: str) -> list[str]:
     methods = [m.strip() for m in str(text).split(",")]
     for i, method in enumerate(methods):
         if method not in CHECK_METHODS:
-            raise InputError(f"{method!r} (item {i}) is not one of {', '.join(CHECK_METHODS)}",
-                             param="method")
+            raise InputError(f"{method!r} (item {i}) is not one of {', '.join(CHECK_METHODS)}", param="method")
         if method in methods[:i]:
             raise InputError(f"{method!r} (item {i}) is named twice", param="method")
     return methods
@@ -138,8 +154,9 @@ def plot(out: Path, curves, random_mean: float, random_std: float, title: str, m
     from figures.style import check_axes, plt, return_curve_axes, save  # matplotlib: only with a figure to draw
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
-    check_axes(ax, curves, random_mean, random_std, mark,
-               mark_label=f"pass mark (last {LAST_EVALUATIONS} evaluations' mean)")
+    check_axes(
+        ax, curves, random_mean, random_std, mark, mark_label=f"pass mark (last {LAST_EVALUATIONS} evaluations' mean)"
+    )
     return_curve_axes(ax, title)
     return save(fig, out, tight=True)
 
@@ -147,38 +164,75 @@ def plot(out: Path, curves, random_mean: float, random_std: float, title: str, m
 def build_parser() -> ConfigParser:
     """The command line of the module doc (errors: one line naming the option, exit 2)."""
     p = ConfigParser(prog="python -m benchmarks.learning_check", description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", default="runs/learning-check",
-                   help="the run folder (learning.json, learning.png, the agent's files; default runs/learning-check)")
-    p.add_argument("--task", default=CHECK_CONFIG.task,
-                   help=f"one of {', '.join(TASKS)} (default {CHECK_CONFIG.task})")
-    p.add_argument("--method", default="drq",
-                   help=f"{' or '.join(CHECK_METHODS)}, or several separated by commas (each in OUT/<method>; "
-                        "default drq)")
-    p.add_argument("--distractions", action="store_true",
-                   help="dynamic video backgrounds and the camera distraction on (the random policy too)")
-    p.add_argument("--env-steps", type=int, default=CHECK_CONFIG.env_steps,
-                   help=f"environment steps to train (default {CHECK_CONFIG.env_steps})")
-    p.add_argument("--eval-every", type=int, default=CHECK_CONFIG.eval_every,
-                   help="environment steps between evaluations, and between checkpoints (a resumed check may "
-                        f"change it; default {CHECK_CONFIG.eval_every})")
-    p.add_argument("--seed", type=int, default=0,
-                   help="the agent's and the environments' seed; the random policy is evaluated on this seed's "
-                        "held-out episodes (default 0)")
-    p.add_argument("--bisim-warmup", type=int, default=CHECK_CONFIG.bisim_warmup,
-                   help="eps-r: updates of the world model alone before the bisimulation loss joins "
-                        f"(TrainConfig.bisim_warmup; default {CHECK_CONFIG.bisim_warmup}, the paper's)")
-    p.add_argument("--beta", type=float, default=None,
-                   help="eps-r: the weight of the bisimulation loss (TrainConfig.beta; default the presets' "
-                        "0.5, which the paper tunes per task)")
-    p.add_argument("--no-model-grad", dest="model_grad", action="store_false",
-                   help="eps-r: the transition and reward losses do not train the encoder (TrainConfig.model_grad; "
-                        "the paper's do)")
-    p.add_argument("--spread-units", action="store_true",
-                   help="eps-r: the bisimulation loss reads distances in units of the batch's latent spread "
-                        "(TrainConfig.spread_units; the paper's reads them as they are)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue each method's run from its last checkpoint in OUT (one at or past --env-steps is "
-                        "read back without training)")
+    p.add_argument(
+        "--out",
+        default="runs/learning-check",
+        help="the run folder (learning.json, learning.png, the agent's files; default runs/learning-check)",
+    )
+    p.add_argument("--task", default=CHECK_CONFIG.task, help=f"one of {', '.join(TASKS)} (default {CHECK_CONFIG.task})")
+    p.add_argument(
+        "--method",
+        default="drq",
+        help=f"{' or '.join(CHECK_METHODS)}, or several separated by commas (each in OUT/<method>; default drq)",
+    )
+    p.add_argument(
+        "--distractions",
+        action="store_true",
+        help="dynamic video backgrounds and the camera distraction on (the random policy too)",
+    )
+    p.add_argument(
+        "--env-steps",
+        type=int,
+        default=CHECK_CONFIG.env_steps,
+        help=f"environment steps to train (default {CHECK_CONFIG.env_steps})",
+    )
+    p.add_argument(
+        "--eval-every",
+        type=int,
+        default=CHECK_CONFIG.eval_every,
+        help="environment steps between evaluations, and between checkpoints (a resumed check may "
+        f"change it; default {CHECK_CONFIG.eval_every})",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="the agent's and the environments' seed; the random policy is evaluated on this seed's "
+        "held-out episodes (default 0)",
+    )
+    p.add_argument(
+        "--bisim-warmup",
+        type=int,
+        default=CHECK_CONFIG.bisim_warmup,
+        help="eps-r: updates of the world model alone before the bisimulation loss joins "
+        f"(TrainConfig.bisim_warmup; default {CHECK_CONFIG.bisim_warmup}, the paper's)",
+    )
+    p.add_argument(
+        "--beta",
+        type=float,
+        default=None,
+        help="eps-r: the weight of the bisimulation loss (TrainConfig.beta; default the presets' "
+        "0.5, which the paper tunes per task)",
+    )
+    p.add_argument(
+        "--no-model-grad",
+        dest="model_grad",
+        action="store_false",
+        help="eps-r: the transition and reward losses do not train the encoder (TrainConfig.model_grad; "
+        "the paper's do)",
+    )
+    p.add_argument(
+        "--spread-units",
+        action="store_true",
+        help="eps-r: the bisimulation loss reads distances in units of the batch's latent spread "
+        "(TrainConfig.spread_units; the paper's reads them as they are)",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue each method's run from its last checkpoint in OUT (one at or past --env-steps is "
+        "read back without training)",
+    )
     return p
 
 
@@ -186,11 +240,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         methods = parse_methods(args.method)
-        configs = {m: check_config(m, args.distractions, task=args.task, env_steps=args.env_steps, seed=args.seed,
-                                   eval_every=args.eval_every, checkpoint_every=args.eval_every,
-                                   bisim_warmup=args.bisim_warmup, model_grad=args.model_grad,
-                                   spread_units=args.spread_units,
-                                   **beta_field(m, args.beta)) for m in methods}
+        configs = {
+            m: check_config(
+                m,
+                args.distractions,
+                task=args.task,
+                env_steps=args.env_steps,
+                seed=args.seed,
+                eval_every=args.eval_every,
+                checkpoint_every=args.eval_every,
+                bisim_warmup=args.bisim_warmup,
+                model_grad=args.model_grad,
+                spread_units=args.spread_units,
+                **beta_field(m, args.beta),
+            )
+            for m in methods
+        }
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -206,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         except ModuleNotFoundError as exc:
             return report_missing(exc)
     cfg = configs[methods[0]]
-    rand = random_returns(cfg)   # the methods' configs differ in nothing the environment reads
+    rand = random_returns(cfg)  # the methods' configs differ in nothing the environment reads
     r_mean, r_std = float(np.mean(rand)), float(np.std(rand))
     records, curves, lines = {}, [], []
     for method in methods:
@@ -215,32 +280,55 @@ def main(argv: list[str] | None = None) -> int:
         means, stds = table["mean_return"].tolist(), table["std_return"].tolist()
         passed, last, mark = verdict(means, rand)
         name, colour = CHECK_METHODS[method]
-        curves.append((f"{name} (evaluation: mean ± std of {cfg.eval_episodes} episodes)", colour, steps, means,
-                       stds))
-        records[method] = {"config": configs[method].to_dict(), "minutes": minutes[method], "steps": steps,
-                           "eval_mean": means, "eval_std": stds, "random_returns": rand, "random_mean": r_mean,
-                           "random_std": r_std, "last_evaluations_mean": last, "pass_mark": mark, "passed": passed}
+        curves.append((f"{name} (evaluation: mean ± std of {cfg.eval_episodes} episodes)", colour, steps, means, stds))
+        records[method] = {
+            "config": configs[method].to_dict(),
+            "minutes": minutes[method],
+            "steps": steps,
+            "eval_mean": means,
+            "eval_std": stds,
+            "random_returns": rand,
+            "random_mean": r_mean,
+            "random_std": r_std,
+            "last_evaluations_mean": last,
+            "pass_mark": mark,
+            "passed": passed,
+        }
         who = f"{name}: " if len(methods) > 1 else ""
-        lines.append(f"{'PASS' if passed else 'FAIL'}: {who}mean of the last {LAST_EVALUATIONS} evaluations "
-                     f"{last:.1f} (up to {steps[-1]} env steps) against a pass mark of {mark:.1f}; random policy "
-                     f"{r_mean:.1f} ± {r_std:.1f}; {minutes[method]:.1f} min of training")
+        lines.append(
+            f"{'PASS' if passed else 'FAIL'}: {who}mean of the last {LAST_EVALUATIONS} evaluations "
+            f"{last:.1f} (up to {steps[-1]} env steps) against a pass mark of {mark:.1f}; random policy "
+            f"{r_mean:.1f} ± {r_std:.1f}; {minutes[method]:.1f} min of training"
+        )
     mark = records[methods[0]]["pass_mark"]
     setting = " with background + camera distractions" if args.distractions else ""
     if len(methods) == 1:
         method = methods[0]
-        title = (f"{CHECK_METHODS[method][0]}, {cfg.task}{setting} from {cfg.image_size}x{cfg.image_size} pixels, "
-                 f"2 CPU cores: {minutes[method]:.0f} min\nlast {LAST_EVALUATIONS} evals "
-                 f"{records[method]['last_evaluations_mean']:.0f} vs random {r_mean:.0f} ± {r_std:.0f} "
-                 f"(pass mark {mark:.0f})")
+        title = (
+            f"{CHECK_METHODS[method][0]}, {cfg.task}{setting} from {cfg.image_size}x{cfg.image_size} pixels, "
+            f"2 CPU cores: {minutes[method]:.0f} min\nlast {LAST_EVALUATIONS} evals "
+            f"{records[method]['last_evaluations_mean']:.0f} vs random {r_mean:.0f} ± {r_std:.0f} "
+            f"(pass mark {mark:.0f})"
+        )
         record = records[method]
     else:
-        title = (f"{cfg.task}{setting}, {cfg.image_size}x{cfg.image_size} pixels, 2 CPU cores\n" +
-                 ", ".join(f"{CHECK_METHODS[m][0]} {records[m]['last_evaluations_mean']:.0f} "
-                           f"({minutes[m]:.0f} min)" for m in methods) +
-                 f" vs random {r_mean:.0f} ± {r_std:.0f} (pass mark {mark:.0f})")
-        record = {"distractions": args.distractions, "random_returns": rand, "random_mean": r_mean,
-                  "random_std": r_std, "pass_mark": mark, "passed": all(r["passed"] for r in records.values()),
-                  "methods": records}
+        title = (
+            f"{cfg.task}{setting}, {cfg.image_size}x{cfg.image_size} pixels, 2 CPU cores\n"
+            + ", ".join(
+                f"{CHECK_METHODS[m][0]} {records[m]['last_evaluations_mean']:.0f} ({minutes[m]:.0f} min)"
+                for m in methods
+            )
+            + f" vs random {r_mean:.0f} ± {r_std:.0f} (pass mark {mark:.0f})"
+        )
+        record = {
+            "distractions": args.distractions,
+            "random_returns": rand,
+            "random_mean": r_mean,
+            "random_std": r_std,
+            "pass_mark": mark,
+            "passed": all(r["passed"] for r in records.values()),
+            "methods": records,
+        }
     png = plot(out / "learning.png", curves, r_mean, r_std, title, mark)
     atomic_write_json(out / "learning.json", record)
     print("\n".join(lines) + f"; figure {png}")

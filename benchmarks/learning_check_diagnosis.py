@@ -46,15 +46,15 @@ FIT_FRACTION = 2 / 3
 ROLLOUT_STREAM = 7  # episode seeds of their own, apart from training (0) and evaluation (1)
 
 
-def record_transitions(env, policy, seed: int, stream: int = ROLLOUT_STREAM, episodes: int | None = None,
-                       limit: int | None = None) -> dict[str, np.ndarray]:
+def record_transitions(
+    env, policy, seed: int, stream: int = ROLLOUT_STREAM, episodes: int | None = None, limit: int | None = None
+) -> dict[str, np.ndarray]:
     """Transitions of ``policy`` (``act(obs, explore=True)``) in the DCS environment ``env``: ``episodes``
     whole episodes, or episodes until ``limit`` transitions; episode j seeded with (``seed``, ``stream``, j).
     Rows: obs, next_obs, action, reward, discount, the task's state behind obs (``state``) and the episode."""
     from agents.rollout import episode_seed
 
-    rows: dict[str, list] = {k: [] for k in ("obs", "next_obs", "action", "reward", "discount", "state",
-                                             "episode")}
+    rows: dict[str, list] = {k: [] for k in ("obs", "next_obs", "action", "reward", "discount", "state", "episode")}
     j = 0
     while (episodes is None or j < episodes) and (limit is None or len(rows["obs"]) < limit):
         obs, done = env.reset(seed=episode_seed(seed, j, stream=stream)), False
@@ -62,15 +62,27 @@ def record_transitions(env, policy, seed: int, stream: int = ROLLOUT_STREAM, epi
         while not done and (limit is None or len(rows["obs"]) < limit):
             action = policy.act(obs, explore=True)
             next_obs, reward, done, info = env.step(action)
-            for key, value in (("obs", obs), ("next_obs", next_obs), ("action", action), ("reward", reward),
-                               ("discount", info["discount"]), ("state", state), ("episode", j)):
+            for key, value in (
+                ("obs", obs),
+                ("next_obs", next_obs),
+                ("action", action),
+                ("reward", reward),
+                ("discount", info["discount"]),
+                ("state", state),
+                ("episode", j),
+            ):
                 rows[key].append(value)
             obs, state = next_obs, env.task_state
         j += 1
-    return {"obs": np.stack(rows["obs"]), "next_obs": np.stack(rows["next_obs"]),
-            "action": np.asarray(rows["action"], np.float32), "reward": np.asarray(rows["reward"], np.float32),
-            "discount": np.asarray(rows["discount"], np.float32), "state": np.stack(rows["state"]),
-            "episode": np.asarray(rows["episode"])}
+    return {
+        "obs": np.stack(rows["obs"]),
+        "next_obs": np.stack(rows["next_obs"]),
+        "action": np.asarray(rows["action"], np.float32),
+        "reward": np.asarray(rows["reward"], np.float32),
+        "discount": np.asarray(rows["discount"], np.float32),
+        "state": np.stack(rows["state"]),
+        "episode": np.asarray(rows["episode"]),
+    }
 
 
 def pool(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
@@ -91,12 +103,12 @@ def ridge_r2(latents: np.ndarray, targets: np.ndarray, fit: np.ndarray, ridge: f
     y_test = (targets[~fit][:, live] - y_mean[live]) / y_scale[live]
     a = np.c_[x_fit, np.ones(len(x_fit))]
     penalty = ridge * np.eye(a.shape[1])
-    penalty[-1, -1] = 0.0                      # the intercept is not shrunk
+    penalty[-1, -1] = 0.0  # the intercept is not shrunk
     weights = np.linalg.solve(a.T @ a + penalty, a.T @ y_fit)
     residual = y_test - np.c_[x_test, np.ones(len(x_test))] @ weights
     total = ((y_test - y_test.mean(0)) ** 2).sum(0)
     r2 = np.full(targets.shape[1], np.nan)
-    r2[live] = 1.0 - (residual ** 2).sum(0) / np.where(total > 0, total, np.nan)
+    r2[live] = 1.0 - (residual**2).sum(0) / np.where(total > 0, total, np.nan)
     return r2
 
 
@@ -117,7 +129,7 @@ def inverse_alive(agent, latents: np.ndarray, episode: np.ndarray) -> float | No
     z = torch.as_tensor(latents, dtype=torch.float32)
     pairs = torch.cat([z[:-1][torch.as_tensor(same)], z[1:][torch.as_tensor(same)]], dim=-1)
     with torch.no_grad():
-        first = inverse.net[1](inverse.net[0](pairs))       # Linear, ReLU: the first hidden layer
+        first = inverse.net[1](inverse.net[0](pairs))  # Linear, ReLU: the first hidden layer
     return float((first > 0).any(0).float().mean())
 
 
@@ -171,11 +183,17 @@ def diagnose(runs: list[str], episodes: int = 6, batches: int = 16, ridge: float
             raise InputError(f"{run} (item {i}) is not a DCS run: no simulator state to probe", param="runs")
         if restored and r.config.task != restored[0].config.task:
             r.env.close()
-            raise InputError(f"{run} (item {i}) trains {r.config.task}, item 0 {restored[0].config.task}: "
-                             "the probe pools frames of one task", param="runs")
+            raise InputError(
+                f"{run} (item {i}) trains {r.config.task}, item 0 {restored[0].config.task}: "
+                "the probe pools frames of one task",
+                param="runs",
+            )
         restored.append(r)
-        print(f"[{i + 1}/{len(runs)}] {run}: {r.config.method}, {r.env_steps} env steps; "
-              f"{episodes} episodes of its policy", flush=True)
+        print(
+            f"[{i + 1}/{len(runs)}] {run}: {r.config.method}, {r.env_steps} env steps; "
+            f"{episodes} episodes of its policy",
+            flush=True,
+        )
         part = record_transitions(r.env, r.agent, seed, episodes=episodes)
         part["fit"] = part["episode"] < episodes * FIT_FRACTION
         parts.append(part)
@@ -185,23 +203,39 @@ def diagnose(runs: list[str], episodes: int = 6, batches: int = 16, ridge: float
     first = restored[0]
     fresh = Agent(first.env.observation_shape, int(first.env.action_spec.shape[0]), first.config, "cpu")
     groups = list(dict.fromkeys(name.split("[")[0] for name in names))
-    record = {"task": first.config.task, "episodes_per_run": episodes, "transitions": int(len(data["obs"])),
-              "ridge": ridge, "coordinates": names, "groups": groups, "fit_fraction": FIT_FRACTION, "runs": []}
+    record = {
+        "task": first.config.task,
+        "episodes_per_run": episodes,
+        "transitions": int(len(data["obs"])),
+        "ridge": ridge,
+        "coordinates": names,
+        "groups": groups,
+        "fit_fraction": FIT_FRACTION,
+        "runs": [],
+    }
     probes = [("fresh weights", None, fresh)] + [(str(run), r, r.agent) for run, r in zip(runs, restored)]
     for label, r, agent in probes:
         latents = embed(agent, data["obs"])
         r2 = ridge_r2(latents, data["state"], data["fit"], ridge)
-        by_group = {g: float(np.nanmean([v for n, v in zip(names, r2) if n.split("[")[0] == g]))
-                    for g in groups}
-        entry = {"run": label, "r2": [None if not np.isfinite(v) else float(v) for v in r2], "r2_groups": by_group,
-                 "latent_spread": float(latents.std(0).mean()),
-                 "inverse_alive": inverse_alive(agent, latents, data["episode"])}
+        by_group = {g: float(np.nanmean([v for n, v in zip(names, r2) if n.split("[")[0] == g])) for g in groups}
+        entry = {
+            "run": label,
+            "r2": [None if not np.isfinite(v) else float(v) for v in r2],
+            "r2_groups": by_group,
+            "latent_spread": float(latents.std(0).mean()),
+            "inverse_alive": inverse_alive(agent, latents, data["episode"]),
+        }
         if r is not None:
             norms = gradient_norms(agent, data, batches, r.config.batch_size, seed)
             total = sum(norms.values())
-            entry.update(method=r.config.method, env_steps=r.env_steps, beta=r.config.resolved().beta,
-                         last_evaluation=last_evaluation(Path(label)), gradient_norms=norms,
-                         gradient_shares={k: v / total for k, v in norms.items()})
+            entry.update(
+                method=r.config.method,
+                env_steps=r.env_steps,
+                beta=r.config.resolved().beta,
+                last_evaluation=last_evaluation(Path(label)),
+                gradient_norms=norms,
+                gradient_shares={k: v / total for k, v in norms.items()},
+            )
         record["runs"].append(entry)
     for r in restored:
         r.env.close()
@@ -212,35 +246,58 @@ def table(record: dict) -> str:
     """The record as a Markdown table."""
     terms = ["critic", "transition", "reward", "inverse", "bisim"]
     groups = record["groups"]
-    head = ("| run | method | env steps | last eval | " + " | ".join(f"R² {g}" for g in groups)
-            + " | latent spread | inverse alive | " + " | ".join(f"∇ {t} (share)" for t in terms) + " |")
+    head = (
+        "| run | method | env steps | last eval | "
+        + " | ".join(f"R² {g}" for g in groups)
+        + " | latent spread | inverse alive | "
+        + " | ".join(f"∇ {t} (share)" for t in terms)
+        + " |"
+    )
     lines = [head, "|" + "---|" * (6 + len(groups) + len(terms))]
     for e in record["runs"]:
         norms, shares = e.get("gradient_norms", {}), e.get("gradient_shares", {})
         cells = [f"{norms[t]:.3g} ({shares[t]:.0%})" if t in norms else "–" for t in terms]
         last, alive = e.get("last_evaluation"), e["inverse_alive"]
-        lines.append(f"| {e['run']} | {e.get('method', '–')} | {e.get('env_steps', '–')} | "
-                     f"{'–' if last is None else f'{last:.1f}'} | "
-                     + " | ".join(f"{e['r2_groups'][g]:.3f}" for g in groups)
-                     + f" | {e['latent_spread']:.4f} | {'–' if alive is None else f'{alive:.0%}'} | "
-                     + " | ".join(cells) + " |")
+        lines.append(
+            f"| {e['run']} | {e.get('method', '–')} | {e.get('env_steps', '–')} | "
+            f"{'–' if last is None else f'{last:.1f}'} | "
+            + " | ".join(f"{e['r2_groups'][g]:.3f}" for g in groups)
+            + f" | {e['latent_spread']:.4f} | {'–' if alive is None else f'{alive:.0%}'} | "
+            + " | ".join(cells)
+            + " |"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     from agents.config import ConfigParser  # one-line errors, exit 2
 
-    p = ConfigParser(prog="python -m benchmarks.learning_check_diagnosis",
-                                description=__doc__.split("\n\n")[0])
+    p = ConfigParser(prog="python -m benchmarks.learning_check_diagnosis", description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", help="run folders (or checkpoint files) on one DCS task")
-    p.add_argument("--episodes", type=int, default=6,
-                   help="episodes of each run's policy on the held-out videos (at least 2; default 6)")
-    p.add_argument("--batches", type=int, default=16,
-                   help="batches the gradient norms are measured on (median reported; default 16)")
-    p.add_argument("--ridge", type=float, default=1.0,
-                   help="weight of the state probe's ridge penalty, on standardised latents (default 1.0)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the episodes, of the fresh-weights encoder and of the batches (default 0)")
+    p.add_argument(
+        "--episodes",
+        type=int,
+        default=6,
+        help="episodes of each run's policy on the held-out videos (at least 2; default 6)",
+    )
+    p.add_argument(
+        "--batches",
+        type=int,
+        default=16,
+        help="batches the gradient norms are measured on (median reported; default 16)",
+    )
+    p.add_argument(
+        "--ridge",
+        type=float,
+        default=1.0,
+        help="weight of the state probe's ridge penalty, on standardised latents (default 1.0)",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the episodes, of the fresh-weights encoder and of the batches (default 0)",
+    )
     p.add_argument("--out", default=None, help="write the record as JSON to this file (default: not written)")
     try:
         args = p.parse_args(argv)

@@ -36,11 +36,33 @@ def run_one(scene: str, method: str, out: Path, args, extra: list[str]) -> dict 
         return json.loads((folder / "summary.json").read_text())
     if args.gather:
         return None
-    cmd = [sys.executable, "-m", "agents.metric_check", "--scene", scene, "--method", method, "--out", str(folder),
-           "--steps", str(args.steps), "--batch", str(args.batch), "--image-size", str(args.image_size),
-           "--device", args.device, "--seed", str(args.seed), "--eval-every", str(args.eval_every),
-           "--samples-per-pair", str(args.samples_per_pair),
-           *(["--threads", str(args.threads)] if args.threads else []), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "agents.metric_check",
+        "--scene",
+        scene,
+        "--method",
+        method,
+        "--out",
+        str(folder),
+        "--steps",
+        str(args.steps),
+        "--batch",
+        str(args.batch),
+        "--image-size",
+        str(args.image_size),
+        "--device",
+        args.device,
+        "--seed",
+        str(args.seed),
+        "--eval-every",
+        str(args.eval_every),
+        "--samples-per-pair",
+        str(args.samples_per_pair),
+        *(["--threads", str(args.threads)] if args.threads else []),
+        *extra,
+    ]
     print(" ".join(cmd), flush=True)
     proc = subprocess.run(cmd)
     if proc.returncode != 0:
@@ -51,28 +73,41 @@ def run_one(scene: str, method: str, out: Path, args, extra: list[str]) -> dict 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    extra = argv[argv.index("--") + 1:] if "--" in argv else []
-    argv = argv[:argv.index("--")] if "--" in argv else argv
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    argv = argv[: argv.index("--")] if "--" in argv else argv
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--scenes", default="ring,sprite,grid",
-                   help=f"comma-separated built-in scenes, of {', '.join(SCENES)} (default ring,sprite,grid)")
-    p.add_argument("--methods", default="eps-r,eps-pi,drq+pse,drq+dbc",
-                   help=f"comma-separated methods, of {', '.join(METRIC_METHODS)} "
-                        "(default eps-r,eps-pi,drq+pse,drq+dbc)")
+    p.add_argument(
+        "--scenes",
+        default="ring,sprite,grid",
+        help=f"comma-separated built-in scenes, of {', '.join(SCENES)} (default ring,sprite,grid)",
+    )
+    p.add_argument(
+        "--methods",
+        default="eps-r,eps-pi,drq+pse,drq+dbc",
+        help=f"comma-separated methods, of {', '.join(METRIC_METHODS)} (default eps-r,eps-pi,drq+pse,drq+dbc)",
+    )
     p.add_argument("--steps", type=int, default=1500, help="updates of each run (default 1500)")
     p.add_argument("--batch", type=int, default=64, help="transitions per update (default 64)")
     p.add_argument("--image-size", type=int, default=32, help="frame side of the scenes, in pixels (default 32)")
     p.add_argument("--device", default="cpu", help="torch device of each run: cpu, cuda or cuda:N (default cpu)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of networks, transitions and distractors of each run (default 0)")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of networks, transitions and distractors of each run (default 0)"
+    )
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads of each run (default: torch's)")
-    p.add_argument("--samples-per-pair", type=int, default=SAMPLES_PER_PAIR,
-                   help=f"noise draws per bisimulation target of each run (default {SAMPLES_PER_PAIR}, as training; "
-                        "the records in benchmarks/results/metric_check drew 4)")
+    p.add_argument(
+        "--samples-per-pair",
+        type=int,
+        default=SAMPLES_PER_PAIR,
+        help=f"noise draws per bisimulation target of each run (default {SAMPLES_PER_PAIR}, as training; "
+        "the records in benchmarks/results/metric_check drew 4)",
+    )
     p.add_argument("--eval-every", type=int, default=250, help="the curve's spacing in updates (default 250)")
-    p.add_argument("--out", default="benchmarks/results/metric_check",
-                   help="folder of the runs (OUT/SCENE/METHOD), the table and the summary "
-                        "(default benchmarks/results/metric_check)")
+    p.add_argument(
+        "--out",
+        default="benchmarks/results/metric_check",
+        help="folder of the runs (OUT/SCENE/METHOD), the table and the summary "
+        "(default benchmarks/results/metric_check)",
+    )
     p.add_argument("--figure", default=None, help="the figure of every run (default OUT/metric_check.png)")
     p.add_argument("--gather", action="store_true", help="run nothing: table and figure of the runs in OUT")
     args = p.parse_args(argv)
@@ -89,8 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     for s in summaries:
         if s["method"] in TARGETED and s["scene"] in TARGET_SCENES:
             met = meets_targets(s)
-            lines.append(f"* {s['scene']} {s['method']}: " + ", ".join(
-                f"{k} {'met' if v else 'missed'}" for k, v in met.items()))
+            lines.append(
+                f"* {s['scene']} {s['method']}: " + ", ".join(f"{k} {'met' if v else 'missed'}" for k, v in met.items())
+            )
     atomic_write_bytes(out / "table.md", ("\n".join(lines) + "\n").encode())
     atomic_write_json(out / "summary.json", summaries)
     runs = [load_run(out / s["scene"] / s["method"]) for s in summaries]

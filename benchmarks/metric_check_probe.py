@@ -44,8 +44,16 @@ def coordinates(scene, states: np.ndarray) -> np.ndarray:
     return np.stack([np.cos(angle), np.sin(angle)], axis=1)
 
 
-def probe(scene_name: str, distractors: str, steps: int, batch: int, image_size: int, seed: int,
-          eval_every: int, method: str = "eps-r") -> dict:
+def probe(
+    scene_name: str,
+    distractors: str,
+    steps: int,
+    batch: int,
+    image_size: int,
+    seed: int,
+    eval_every: int,
+    method: str = "eps-r",
+) -> dict:
     scene = build_scene(scene_name, image_size)
     kinds = check_distractors(distractors)
     cfg = Settings(method=method, image_size=image_size, batch=batch, seed=seed, warmup=0).train_config(scene)
@@ -79,27 +87,44 @@ def probe(scene_name: str, distractors: str, steps: int, batch: int, image_size:
             r2 = 1 - float(((pred - held_y) ** 2).sum() / ((held_y - held_y.mean(0)) ** 2).sum())
             curve.append({"step": step, "train_mse": float(loss.detach()), "held_out_r2": r2})
             print(f"step {step}/{steps}: train mse {float(loss.detach()):.4g}, held-out R^2 {r2:.3f}", flush=True)
-    return {"scene": scene_name, "distractors": list(kinds), "steps": steps, "batch": batch, "image_size": image_size,
-            "seed": seed, "augment": bool(cfg.augmented), "lr": cfg.lr, "seconds": round(time.monotonic() - start, 1),
-            "held_out_r2": curve[-1]["held_out_r2"], "curve": curve}
+    return {
+        "scene": scene_name,
+        "distractors": list(kinds),
+        "steps": steps,
+        "batch": batch,
+        "image_size": image_size,
+        "seed": seed,
+        "augment": bool(cfg.augmented),
+        "lr": cfg.lr,
+        "seconds": round(time.monotonic() - start, 1),
+        "held_out_r2": curve[-1]["held_out_r2"],
+        "curve": curve,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scene", default="sprite", help=f"a built-in scene: {', '.join(SCENES)} (default sprite)")
-    p.add_argument("--distractors", default="all",
-                   help=f"comma-separated subset of {', '.join(DISTRACTORS)}, 'all' or 'none' (default all)")
+    p.add_argument(
+        "--distractors",
+        default="all",
+        help=f"comma-separated subset of {', '.join(DISTRACTORS)}, 'all' or 'none' (default all)",
+    )
     p.add_argument("--steps", type=int, default=1500, help="supervised updates (default 1500)")
     p.add_argument("--batch", type=int, default=64, help="fresh transitions per update (default 64)")
     p.add_argument("--image-size", type=int, default=32, help="frame side of the scene, in pixels (default 32)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the weights, the states and the distractors (default 0)")
-    p.add_argument("--eval-every", type=int, default=250,
-                   help="updates between measurements of the held-out R² (default 250)")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the weights, the states and the distractors (default 0)"
+    )
+    p.add_argument(
+        "--eval-every", type=int, default=250, help="updates between measurements of the held-out R² (default 250)"
+    )
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (default 0: torch's)")
-    p.add_argument("--out", default=None,
-                   help="also write the result, with its curve, as JSON to this file (default: printed only, "
-                        "without the curve)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="also write the result, with its curve, as JSON to this file (default: printed only, without the curve)",
+    )
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)

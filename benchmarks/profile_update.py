@@ -22,14 +22,24 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.bench_updates import METHODS, PATHS, make_agent, random_batch, variants  # with torch
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--variants", default="drq@drq/fast,eps-r/fast",
-                   help="comma-separated variant labels of benchmarks.bench_updates, e.g. eps-r/graphs "
-                        "(default drq@drq/fast,eps-r/fast)")
+    p.add_argument(
+        "--variants",
+        default="drq@drq/fast,eps-r/fast",
+        help="comma-separated variant labels of benchmarks.bench_updates, e.g. eps-r/graphs "
+        "(default drq@drq/fast,eps-r/fast)",
+    )
     p.add_argument("--batch", type=int, default=512, help="transitions per update (default 512)")
-    p.add_argument("--top", type=int, default=20,
-                   help="rows of each profile table, the operations with the most device time (default 20)")
-    p.add_argument("--device", default="auto",
-                   help="torch device: auto (CUDA when present, else CPU), cpu, cuda or cuda:N (default auto)")
+    p.add_argument(
+        "--top",
+        type=int,
+        default=20,
+        help="rows of each profile table, the operations with the most device time (default 20)",
+    )
+    p.add_argument(
+        "--device",
+        default="auto",
+        help="torch device: auto (CUDA when present, else CPU), cpu, cuda or cuda:N (default auto)",
+    )
     args = p.parse_args(argv)
     device = pick_device(args.device)
     if device.type == "cuda":

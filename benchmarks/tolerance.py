@@ -56,8 +56,9 @@ ROUNDINGS_PER_STEP = 4
 
 def fan_ins(*modules: nn.Module) -> list[int]:
     """The length of the dot products of every Linear and Conv2d layer in ``modules`` (in order)."""
-    return [m.weight[0].numel() for module in modules for m in module.modules()
-            if isinstance(m, (nn.Linear, nn.Conv2d))]
+    return [
+        m.weight[0].numel() for module in modules for m in module.modules() if isinstance(m, (nn.Linear, nn.Conv2d))
+    ]
 
 
 def loss_rtol(*path: nn.Module) -> float:
@@ -78,8 +79,8 @@ def reduction_rtol(terms: int) -> float:
 
 def adam_step_bound(t: int, beta1: float = 0.9, beta2: float = 0.999) -> float:
     """The largest ``|m_hat_t| / sqrt(v_hat_t)`` over all gradient sequences, at step ``t`` (from 1)."""
-    w = [(1 - beta1) * beta1 ** (t - i) / (1 - beta1 ** t) for i in range(1, t + 1)]
-    u = [(1 - beta2) * beta2 ** (t - i) / (1 - beta2 ** t) for i in range(1, t + 1)]
+    w = [(1 - beta1) * beta1 ** (t - i) / (1 - beta1**t) for i in range(1, t + 1)]
+    u = [(1 - beta2) * beta2 ** (t - i) / (1 - beta2**t) for i in range(1, t + 1)]
     return math.sqrt(sum(a * a / b for a, b in zip(w, u)))
 
 
@@ -105,14 +106,16 @@ class Check:
         return self.measured / self.tolerance
 
 
-def check_loss(what: str, ours: torch.Tensor, reference: torch.Tensor, scale: torch.Tensor | float,
-               rtol: float) -> Check:
+def check_loss(
+    what: str, ours: torch.Tensor, reference: torch.Tensor, scale: torch.Tensor | float, rtol: float
+) -> Check:
     """|ours - reference| against ``rtol`` x the size of the loss's terms (``scale``)."""
     return Check(what, float((ours - reference).abs()), rtol * float(abs(scale)))
 
 
-def check_weights(pairs: Iterable[tuple[str, torch.Tensor, torch.Tensor]], lr: float, steps: int,
-                  share: float) -> list[Check]:
+def check_weights(
+    pairs: Iterable[tuple[str, torch.Tensor, torch.Tensor]], lr: float, steps: int, share: float
+) -> list[Check]:
     """Per tensor: the largest entry difference against the drift bound (plus the weights' rounding),
     and the mean difference against ``share`` of the drift (plus the weights' mean rounding)."""
     drift = adam_drift(lr, steps)
@@ -121,7 +124,12 @@ def check_weights(pairs: Iterable[tuple[str, torch.Tensor, torch.Tensor]], lr: f
         d = (a.detach().double() - b.detach().double()).abs()
         rounding = steps * ROUNDINGS_PER_STEP * EPS32 * b.detach().double().abs()
         over = d - (drift + rounding)
-        out.append(Check(f"{name} (largest entry)", float(d.flatten()[over.argmax()]),
-                         float((drift + rounding).flatten()[over.argmax()])))
+        out.append(
+            Check(
+                f"{name} (largest entry)",
+                float(d.flatten()[over.argmax()]),
+                float((drift + rounding).flatten()[over.argmax()]),
+            )
+        )
         out.append(Check(f"{name} (mean)", float(d.mean()), share * drift + float(rounding.mean())))
     return out

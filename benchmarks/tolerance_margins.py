@@ -47,9 +47,13 @@ def random_batch(rows: int, side: int = SIDE, actions: int = ACTIONS, seed: int 
     obs = torch.randint(0, 256, (rows, 9, side, side), generator=g, dtype=torch.uint8)
     new = torch.randint(0, 256, (rows, 3, side, side), generator=g, dtype=torch.uint8)
     rng = np.random.default_rng(seed)
-    return {"obs": obs, "next_obs": torch.cat([obs[:, 3:], new], dim=1),
-            "action": rng.uniform(-1, 1, (rows, actions)).astype(np.float32),
-            "reward": rng.uniform(0, 8, rows).astype(np.float32), "discount": np.ones(rows, np.float32)}
+    return {
+        "obs": obs,
+        "next_obs": torch.cat([obs[:, 3:], new], dim=1),
+        "action": rng.uniform(-1, 1, (rows, actions)).astype(np.float32),
+        "reward": rng.uniform(0, 8, rows).astype(np.float32),
+        "discount": np.ones(rows, np.float32),
+    }
 
 
 def preset_agent(preset: str, **changes) -> Agent:
@@ -146,8 +150,11 @@ def reference_checks(agent: Agent, reference, updates: int = 4, adam_steps: int 
                 scale = out.get(f"{name}_scale", value)
                 checks.append(check_loss(f"update {step} {name}", stats[name], value, scale, rtol))
     ours, log_alpha = reference.agent_networks(agent)
-    pairs = [(f"{net}.{pname}", p, q) for net, module in reference.networks().items()
-             for (pname, q), p in zip(module.named_parameters(), ours[net].parameters())]
+    pairs = [
+        (f"{net}.{pname}", p, q)
+        for net, module in reference.networks().items()
+        for (pname, q), p in zip(module.named_parameters(), ours[net].parameters())
+    ]
     pairs.append(("log_alpha", log_alpha, reference.log_alpha))
     # the longest gradient sum: the first convolution's weight gradient, over every row and output position
     share = reduction_rtol(ROWS * ((SIDE - 3) // 2 + 1) ** 2)
@@ -234,11 +241,14 @@ def layout_gradients(stacked: bool, image_size) -> LayoutGradients:
     errors = {}
     for name, p in plain.named_parameters():
         g_plain, g_fast, g_exact = p.grad.double(), fast_params[name].grad.double(), exact_params[name].grad
-        errors[name] = (float((g_fast - g_exact).norm() / g_exact.norm()),
-                        float((g_plain - g_exact).norm() / g_exact.norm()),
-                        float((g_fast - g_plain).norm() / g_plain.norm()))
-    return LayoutGradients(z_plain.detach(), z_fast.detach(), errors, reduction_rtol(longest_gradient_sum(plain)),
-                           loss_rtol(plain))
+        errors[name] = (
+            float((g_fast - g_exact).norm() / g_exact.norm()),
+            float((g_plain - g_exact).norm() / g_exact.norm()),
+            float((g_fast - g_plain).norm() / g_plain.norm()),
+        )
+    return LayoutGradients(
+        z_plain.detach(), z_fast.detach(), errors, reduction_rtol(longest_gradient_sum(plain)), loss_rtol(plain)
+    )
 
 
 def encoder_check() -> Check:
@@ -248,8 +258,7 @@ def encoder_check() -> Check:
         result = layout_gradients(stacked, size)
         for name, (fast, plain, _) in result.errors.items():
             for path, error in (("channels-last", fast), ("plain", plain)):
-                check = Check(f"{'stacked' if stacked else 'frame-wise'} {size} {path} {name}", error,
-                              result.tolerance)
+                check = Check(f"{'stacked' if stacked else 'frame-wise'} {size} {path} {name}", error, result.tolerance)
                 if worst is None or check.ratio > worst.ratio:
                     worst = check
     return worst
@@ -257,8 +266,11 @@ def encoder_check() -> Check:
 
 # ------------------------------------------------------------------ the command
 #: the table's columns: which checks each one's worst is taken over
-KINDS = {"loss": lambda c: c.what.startswith("update "), "weight, worst entry": lambda c: c.what.endswith(
-    "(largest entry)"), "weight, worst tensor mean": lambda c: c.what.endswith("(mean)")}
+KINDS = {
+    "loss": lambda c: c.what.startswith("update "),
+    "weight, worst entry": lambda c: c.what.endswith("(largest entry)"),
+    "weight, worst tensor mean": lambda c: c.what.endswith("(mean)"),
+}
 
 
 def worst(checks: list[Check], kind: str) -> Check:
@@ -297,11 +309,13 @@ def measure() -> dict:
             c = worst(checks, kind)
             columns[f"{preset}: {kind}"] = {"check": c.what, "measured": c.measured, "tolerance": c.tolerance}
     c = encoder_check()
-    columns["encoder gradient vs float64 (worst layout)"] = {"check": c.what, "measured": c.measured,
-                                                             "tolerance": c.tolerance}
+    columns["encoder gradient vs float64 (worst layout)"] = {
+        "check": c.what,
+        "measured": c.measured,
+        "tolerance": c.tolerance,
+    }
     cpu, flags = cpu_info()
-    return {"setting": setting(), "cpu": cpu, "cpu_flags": flags, "torch": torch.__version__,
-            "columns": columns}
+    return {"setting": setting(), "cpu": cpu, "cpu_flags": flags, "torch": torch.__version__, "columns": columns}
 
 
 def row(record: dict) -> str:

@@ -19,8 +19,11 @@ def tree_env(tree: Path, **extra: str) -> dict:
     ``extra``: further variables (threads, say)."""
     env = dict(os.environ, **extra)
     env["PYTHONPATH"] = os.pathsep.join([str(tree)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    hooks = [str(f.path) for f in sys.meta_path
-             if type(f).__name__ == "ScikitBuildRedirectingFinder" and getattr(f, "path", None)]
+    hooks = [
+        str(f.path)
+        for f in sys.meta_path
+        if type(f).__name__ == "ScikitBuildRedirectingFinder" and getattr(f, "path", None)
+    ]
     if hooks:
         env["SKBUILD_EDITABLE_SKIP"] = os.pathsep.join([p for p in (env.get("SKBUILD_EDITABLE_SKIP"), *hooks) if p])
     return env

@@ -83,9 +83,17 @@ def small_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, method: str) 
     return small_solve(mdp_a, metric, method, solve_cells(mdp_a, mdp_b))
 
 
-def solve_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, ground: Ground | None = None,
-                  tol: float = DEFAULT_TOL, method: str = "auto", progress: ProgressCallback | None = None,
-                  max_iterations: int | None = None, force: bool = False) -> BetweenSolution:
+def solve_between(
+    mdp_a: FiniteMDP,
+    mdp_b: FiniteMDP,
+    metric: str,
+    ground: Ground | None = None,
+    tol: float = DEFAULT_TOL,
+    method: str = "auto",
+    progress: ProgressCallback | None = None,
+    max_iterations: int | None = None,
+    force: bool = False,
+) -> BetweenSolution:
     """The distances between the states of ``mdp_a`` and those of ``mdp_b`` under ``metric``,
     to certified error ``tol``: the cross block of :func:`bisimkit.solve` on their disjoint union,
     computed on the n_A x n_B cross pairs only.
@@ -113,59 +121,95 @@ def solve_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, ground: Groun
         form = cross_form(mdp_a, mdp_b, metric, g)
         report = _Reporter(progress, start)
         found = solve_form(form, metric, tol, method, report, max_iterations)
-    name, its, err, ok, floor = (f"{found.method}, cross pairs only", found.iterations, found.certified_error,
-                                 found.converged, found.floor)
+    name, its, err, ok, floor = (
+        f"{found.method}, cross pairs only",
+        found.iterations,
+        found.certified_error,
+        found.converged,
+        found.floor,
+    )
     D = np.ascontiguousarray(found.distances)
     initial = None
     if mdp_a.initial_state is not None and mdp_b.initial_state is not None:
         initial = (mdp_a.initial_state, mdp_b.initial_state)
-    sol = BetweenSolution(metric=metric, distances=D, iterations=its, certified_error=float(err),
-                          seconds=time.perf_counter() - start, method=name, tolerance=tol,
-                          ground=None if g is None else ground_label(g), converged=bool(ok and err <= tol),
-                          history=report.history, history_seconds=report.seconds, floor=float(floor),
-                          initial_states=initial,
-                          initial_distance=None if initial is None else float(D[initial]))
+    sol = BetweenSolution(
+        metric=metric,
+        distances=D,
+        iterations=its,
+        certified_error=float(err),
+        seconds=time.perf_counter() - start,
+        method=name,
+        tolerance=tol,
+        ground=None if g is None else ground_label(g),
+        converged=bool(ok and err <= tol),
+        history=report.history,
+        history_seconds=report.seconds,
+        floor=float(floor),
+        initial_states=initial,
+        initial_distance=None if initial is None else float(D[initial]),
+    )
     if not sol.converged and sol.floor > tol:
         warnings.warn(precision_note(metric, tol, sol.floor), PrecisionWarning, stacklevel=2)
     return sol
 
 
 # ------------------------------------------------------------------- check
-def check_between(a: FiniteMDP, b: FiniteMDP, metric: str, ground: Ground | None, tol: float,
-                  method: str, max_iterations: int | None = None,
-                  progress: ProgressCallback | None = None) -> Ground | None:
+def check_between(
+    a: FiniteMDP,
+    b: FiniteMDP,
+    metric: str,
+    ground: Ground | None,
+    tol: float,
+    method: str,
+    max_iterations: int | None = None,
+    progress: ProgressCallback | None = None,
+) -> Ground | None:
     """Stage *check*: refuse what has no closed cross block or does not fit (an :class:`InputError`
     naming ``metric``, ``method``, ``tol``, ``mdp_a``, ``mdp_b`` or ``ground``); returns the ground."""
     info = operator(metric)
     if not info.between:
-        raise InputError(f"'{metric}' has no closed cross block between two MDPs: it needs each MDP's own mico "
-                         f"self-distances U(s, s), which lie outside it (solve 'mico' between the two, and each "
-                         f"MDP's own 'mico'); choose from {', '.join(BETWEEN_METRICS)}", param="metric")
+        raise InputError(
+            f"'{metric}' has no closed cross block between two MDPs: it needs each MDP's own mico "
+            f"self-distances U(s, s), which lie outside it (solve 'mico' between the two, and each "
+            f"MDP's own 'mico'); choose from {', '.join(BETWEEN_METRICS)}",
+            param="metric",
+        )
     check_run_options(method, tol, max_iterations, progress)
     for mdp, param in ((a, "mdp_a"), (b, "mdp_b")):
         if not isinstance(mdp, FiniteMDP):
             raise InputError(f"expected a FiniteMDP, got {type(mdp).__name__}", param=param)
     if a.discount != b.discount:
-        raise InputError(f"the second MDP's discount {b.discount:g} differs from the first's {a.discount:g}; "
-                         f"distances between two MDPs need one discount", param="mdp_b")
+        raise InputError(
+            f"the second MDP's discount {b.discount:g} differs from the first's {a.discount:g}; "
+            f"distances between two MDPs need one discount",
+            param="mdp_b",
+        )
     if info.uses_policy:
         for mdp, param in ((a, "mdp_a"), (b, "mdp_b")):
             if mdp.policy is None:
                 raise InputError(f"metric '{metric}' needs a policy, and this MDP has none", param=param)
     if info.pairs_actions is not None and a.n_actions != b.n_actions:
-        raise InputError(f"the second MDP has {b.n_actions} actions and the first {a.n_actions}; metric '{metric}' "
-                         f"pairs {info.pairs_actions}, so both MDPs need the same actions", param="mdp_b")
+        raise InputError(
+            f"the second MDP has {b.n_actions} actions and the first {a.n_actions}; metric '{metric}' "
+            f"pairs {info.pairs_actions}, so both MDPs need the same actions",
+            param="mdp_b",
+        )
     if info.compares_mean_actions(ground) and a.action_values.shape[1] != b.action_values.shape[1]:
-        raise InputError(f"the second MDP's action_values have {b.action_values.shape[1]} coordinates and the "
-                         f"first's {a.action_values.shape[1]}; metric '{metric}' compares mean actions "
-                         f"||abar_A(s) - abar_B(t)||_1, so they need the same coordinates", param="mdp_b")
+        raise InputError(
+            f"the second MDP's action_values have {b.action_values.shape[1]} coordinates and the "
+            f"first's {a.action_values.shape[1]}; metric '{metric}' compares mean actions "
+            f"||abar_A(s) - abar_B(t)||_1, so they need the same coordinates",
+            param="mdp_b",
+        )
     if info.state_order:
         for mdp, param in ((a, "mdp_a"), (b, "mdp_b")):
             if mdp.state_shape is not None and len(mdp.state_shape) > 1:
-                raise InputError(f"the grid state_shape {list(mdp.state_shape)}: between two MDPs eps-bar's "
-                                 f"entangled next-state coupling is taken in index order, which is not the grid's "
-                                 f"coordinate-wise coupling (save the MDP without state_shape to use index order)",
-                                 param=param)
+                raise InputError(
+                    f"the grid state_shape {list(mdp.state_shape)}: between two MDPs eps-bar's "
+                    f"entangled next-state coupling is taken in index order, which is not the grid's "
+                    f"coordinate-wise coupling (save the MDP without state_shape to use index order)",
+                    param=param,
+                )
     return _cross_ground(a, b, ground) if info.uses_ground else None
 
 
@@ -188,14 +232,18 @@ def _cross_ground(a: FiniteMDP, b: FiniteMDP, ground: Ground | None) -> Ground:
     if G.shape == (na, m, nb, m):
         G = G.reshape(na * m, nb * m)
     if G.shape != (na * m, nb * m):
-        raise InputError(f"{where}a ground between the two MDPs has shape (n_A*m, n_B*m) = {(na * m, nb * m)} "
-                         f"or (n_A, m, n_B, m) = {(na, m, nb, m)}, got {G.shape}", param="ground")
+        raise InputError(
+            f"{where}a ground between the two MDPs has shape (n_A*m, n_B*m) = {(na * m, nb * m)} "
+            f"or (n_A, m, n_B, m) = {(na, m, nb, m)}, got {G.shape}",
+            param="ground",
+        )
     for bad, what in ((~np.isfinite(G), "is not finite"), (G < 0, "is negative")):
         found = np.argwhere(bad)
         if len(found):
             x, y = found[0]
-            raise InputError(f"{source}[s={x // m}, a={x % m}, t={y // m}, b={y % m}] = {G[x, y]:.6g} {what}",
-                             param="ground")
+            raise InputError(
+                f"{source}[s={x // m}, a={x % m}, t={y // m}, b={y % m}] = {G[x, y]:.6g} {what}", param="ground"
+            )
     return G
 
 
@@ -209,8 +257,14 @@ def cross_form(a: FiniteMDP, b: FiniteMDP, metric: str, ground: Ground | None = 
     """The computable form of ``metric`` over the cross pairs of ``a`` and ``b`` (checked input): the operator's
     own form (:meth:`bisimkit.operators.Operator.build`) with A's laws for the first state of each pair and
     B's for the second, with the bounds on what its evaluation is unsure of from both MDPs' round-off."""
-    return operator_form(a, metric, "reward" if ground is None else ground, cross_pairs(a.n_states, b.n_states),
-                         zero_diagonal=False, other=b)
+    return operator_form(
+        a,
+        metric,
+        "reward" if ground is None else ground,
+        cross_pairs(a.n_states, b.n_states),
+        zero_diagonal=False,
+        other=b,
+    )
 
 
 # ------------------------------------------------------------------- union
@@ -223,11 +277,11 @@ def disjoint_union(mdp_a: FiniteMDP, mdp_b: FiniteMDP) -> FiniteMDP:
     computes without the two within blocks.
     """
     if mdp_a.n_actions != mdp_b.n_actions or not np.array_equal(mdp_a.action_values, mdp_b.action_values):
-        raise InputError("the disjoint union needs the same actions (count and action_values) in both MDPs",
-                         param="mdp_b")
+        raise InputError(
+            "the disjoint union needs the same actions (count and action_values) in both MDPs", param="mdp_b"
+        )
     if mdp_a.discount != mdp_b.discount:
-        raise InputError(f"discount {mdp_b.discount:g} differs from the first MDP's {mdp_a.discount:g}",
-                         param="mdp_b")
+        raise InputError(f"discount {mdp_b.discount:g} differs from the first MDP's {mdp_a.discount:g}", param="mdp_b")
     if (mdp_a.policy is None) != (mdp_b.policy is None):
         raise InputError("the disjoint union needs a policy on both MDPs or on neither", param="mdp_b")
     na, nb, m = mdp_a.n_states, mdp_b.n_states, mdp_a.n_actions

@@ -29,16 +29,20 @@ def import_submitit(extra: str):
     try:
         import submitit  # the optional extra ``extra``: only the commands that submit jobs need it
     except ModuleNotFoundError:
-        raise InputError(f"submitit is not installed; it comes with the '{extra}' extra: "
-                         f"pip install -e '.[{extra}]'", param="executor") from None
+        raise InputError(
+            f"submitit is not installed; it comes with the '{extra}' extra: pip install -e '.[{extra}]'",
+            param="executor",
+        ) from None
     return submitit
 
 
 def check_slurm() -> None:
     """:class:`InputError` unless ``sinfo`` answers."""
     if shutil.which("sinfo") is None:
-        raise InputError("executor: SLURM is not reachable: sinfo is not on PATH (install SLURM's client, or "
-                         "start the local cluster: bash agents/sweep/local_slurm.sh start)")
+        raise InputError(
+            "executor: SLURM is not reachable: sinfo is not on PATH (install SLURM's client, or "
+            "start the local cluster: bash agents/sweep/local_slurm.sh start)"
+        )
     try:
         out = subprocess.run(["sinfo", "-h"], capture_output=True, text=True, timeout=30)
     except subprocess.TimeoutExpired:

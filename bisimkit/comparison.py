@@ -34,8 +34,19 @@ from .progress import solve_progress
 from .relations import cluster_values, zero_set_labels
 from .solvers import DEFAULT_TOL, Solution, solve
 
-SUMMARY_FIELDS = ("metric", "ground", "max", "mean", "zero_set_blocks", "zero_tol", "diagonal_max",
-                  "certified_error", "iterations", "seconds", "method")
+SUMMARY_FIELDS = (
+    "metric",
+    "ground",
+    "max",
+    "mean",
+    "zero_set_blocks",
+    "zero_tol",
+    "diagonal_max",
+    "certified_error",
+    "iterations",
+    "seconds",
+    "method",
+)
 
 
 def parse_metrics(metrics: str | Sequence[str]) -> list[str]:
@@ -115,13 +126,19 @@ class Comparison:
                 sol = self.solutions[m]
                 D = sol.distances
                 zero_tol = self.zero_tol(m)
-                row = {"metric": m, "ground": sol.ground or "",
-                       "max": float(D[off].max()) if n > 1 else float("nan"),
-                       "mean": float(D[off].mean()) if n > 1 else float("nan"),
-                       "zero_set_blocks": int(zero_set_labels(D, zero_tol).max() + 1),
-                       "zero_tol": zero_tol, "diagonal_max": float(np.max(np.abs(np.diag(D)))),
-                       "certified_error": float(sol.certified_error), "iterations": int(sol.iterations),
-                       "seconds": float(sol.seconds), "method": sol.method}
+                row = {
+                    "metric": m,
+                    "ground": sol.ground or "",
+                    "max": float(D[off].max()) if n > 1 else float("nan"),
+                    "mean": float(D[off].mean()) if n > 1 else float("nan"),
+                    "zero_set_blocks": int(zero_set_labels(D, zero_tol).max() + 1),
+                    "zero_tol": zero_tol,
+                    "diagonal_max": float(np.max(np.abs(np.diag(D)))),
+                    "certified_error": float(sol.certified_error),
+                    "iterations": int(sol.iterations),
+                    "seconds": float(sol.seconds),
+                    "method": sol.method,
+                }
                 row.update({f"spearman_{other}": float(rho[i, j]) for j, other in enumerate(self.metrics)})
                 rows.append(row)
             self._summary = rows
@@ -135,13 +152,18 @@ class Comparison:
         writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: ("" if isinstance(v, float) and np.isnan(v) else
-                                 f"{v:.17g}" if isinstance(v, float) else v) for k, v in row.items()})
+            writer.writerow(
+                {
+                    k: ("" if isinstance(v, float) and np.isnan(v) else f"{v:.17g}" if isinstance(v, float) else v)
+                    for k, v in row.items()
+                }
+            )
         return buf.getvalue()
 
 
-def check_compare(mdp: FiniteMDP, metrics: str | Sequence[str], ground: Ground | None = None,
-                  order="index", action_order="index") -> tuple[list[str], Ground]:
+def check_compare(
+    mdp: FiniteMDP, metrics: str | Sequence[str], ground: Ground | None = None, order="index", action_order="index"
+) -> tuple[list[str], Ground]:
     """Refuse bad input before any solve: the metric names, a policy where one is needed, the ground
     and the orders. Returns the metric names and the resolved ground."""
     names = parse_metrics(metrics)
@@ -149,15 +171,23 @@ def check_compare(mdp: FiniteMDP, metrics: str | Sequence[str], ground: Ground |
     if needs:
         mdp.require_policy(f"metric '{needs[0]}'")
     if ground is not None and not any(operator_info(m).uses_ground for m in names):
-        raise InputError(f"none of {', '.join(names)} has a ground term (it applies to {', '.join(GROUND_METRICS)})",
-                         param="ground")
+        raise InputError(
+            f"none of {', '.join(names)} has a ground term (it applies to {', '.join(GROUND_METRICS)})", param="ground"
+        )
     resolved = resolve_ground(mdp, ground)
     resolve_order(mdp, order, action_order, resolved)
     return names, resolved
 
 
-def compare(mdp: FiniteMDP, metrics: str | Sequence[str], ground: Ground | None = None, tol: float = DEFAULT_TOL,
-            order="index", action_order="index", progress: bool = False) -> Comparison:
+def compare(
+    mdp: FiniteMDP,
+    metrics: str | Sequence[str],
+    ground: Ground | None = None,
+    tol: float = DEFAULT_TOL,
+    order="index",
+    action_order="index",
+    progress: bool = False,
+) -> Comparison:
     """Solve each metric once on ``mdp`` (``metrics``: names, or ``"pi,eps-bar,mico"``); ``ground`` is the
     eps family's ground, ``order`` / ``action_order`` the entangled coupling's orders (:func:`solve`).
     ``progress``: a progress line per long solve on stderr. Returns a :class:`Comparison`."""
@@ -169,8 +199,15 @@ def compare(mdp: FiniteMDP, metrics: str | Sequence[str], ground: Ground | None 
         if progress:
             line, report = solve_progress(m, tol)
         try:
-            solutions[m] = solve(mdp, m, ground=resolved if uses_ground else None, tol=tol, progress=report,
-                                 order=order, action_order=action_order)
+            solutions[m] = solve(
+                mdp,
+                m,
+                ground=resolved if uses_ground else None,
+                tol=tol,
+                progress=report,
+                order=order,
+                action_order=action_order,
+            )
         finally:
             if line is not None:
                 line.close()

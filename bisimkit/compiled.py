@@ -47,8 +47,9 @@ def _fill_slots(off, ci, cj, mass, row_pair, row_weight, index, indptr, indices,
 
 
 @kernel(parallel=True)
-def _eps_bar_pass(S, T, index, m, a_ptr, a_idx, a_bp, x_ptr, x_idx, x_bp, mode, counts, indptr, indices, data,
-                  vec, out):
+def _eps_bar_pass(
+    S, T, index, m, a_ptr, a_idx, a_bp, x_ptr, x_idx, x_bp, mode, counts, indptr, indices, data, vec, out
+):
     """One pass over the pairs: counts (mode 0), entries (mode 1) or the product
     ``out = T @ vec`` in float64 without storing T (mode 2)."""
     fill = mode == 1
@@ -58,8 +59,15 @@ def _eps_bar_pass(S, T, index, m, a_ptr, a_idx, a_bp, x_ptr, x_idx, x_bp, mode, 
         ai = np.empty(a_ptr[s + 1] - a_ptr[s] + a_ptr[t + 1] - a_ptr[t], dtype=np.int64)
         aj = np.empty_like(ai)
         am = np.empty(len(ai))
-        na = merge_breakpoints(a_idx[a_ptr[s]:a_ptr[s + 1]], a_bp[a_ptr[s]:a_ptr[s + 1]],
-                               a_idx[a_ptr[t]:a_ptr[t + 1]], a_bp[a_ptr[t]:a_ptr[t + 1]], ai, aj, am)
+        na = merge_breakpoints(
+            a_idx[a_ptr[s] : a_ptr[s + 1]],
+            a_bp[a_ptr[s] : a_ptr[s + 1]],
+            a_idx[a_ptr[t] : a_ptr[t + 1]],
+            a_bp[a_ptr[t] : a_ptr[t + 1]],
+            ai,
+            aj,
+            am,
+        )
         width = 0
         for x in range(na):
             ra = s * m + ai[x]
@@ -75,8 +83,15 @@ def _eps_bar_pass(S, T, index, m, a_ptr, a_idx, a_bp, x_ptr, x_idx, x_bp, mode, 
             ra = s * m + ai[x]
             rb = t * m + aj[x]
             w = am[x]
-            ns = merge_breakpoints(x_idx[x_ptr[ra]:x_ptr[ra + 1]], x_bp[x_ptr[ra]:x_ptr[ra + 1]],
-                                   x_idx[x_ptr[rb]:x_ptr[rb + 1]], x_bp[x_ptr[rb]:x_ptr[rb + 1]], si, sj, sm)
+            ns = merge_breakpoints(
+                x_idx[x_ptr[ra] : x_ptr[ra + 1]],
+                x_bp[x_ptr[ra] : x_ptr[ra + 1]],
+                x_idx[x_ptr[rb] : x_ptr[rb + 1]],
+                x_bp[x_ptr[rb] : x_ptr[rb + 1]],
+                si,
+                sj,
+                sm,
+            )
             for y in range(ns):
                 col = index[si[y], sj[y]]
                 if col >= 0:
@@ -117,7 +132,6 @@ def _csr_matvec_serial(indptr, indices, data, x, out):
 MATVEC_PARALLEL_MIN_NNZ = 1_000_000
 
 
-
 def pair_system_from_slots(offsets, ci, cj, mass, row_pair, row_weight, index, n: int) -> sp.csr_matrix:
     """``T[row_pair[p], index[i, j]] += row_weight[p] * mass`` over the cells of every
     problem p (cells at ``offsets[p]:offsets[p + 1]``), skipping empty cells and
@@ -134,30 +148,56 @@ def pair_system_from_slots(offsets, ci, cj, mass, row_pair, row_weight, index, n
     return sp.csr_matrix((data, indices, indptr), shape=(n, n))
 
 
-def eps_bar_counts(S: np.ndarray, T: np.ndarray, index: np.ndarray, policy, transitions,
-                   n_actions: int) -> np.ndarray:
+def eps_bar_counts(S: np.ndarray, T: np.ndarray, index: np.ndarray, policy, transitions, n_actions: int) -> np.ndarray:
     """Entries per row of the eps-bar matrix of :func:`eps_bar_matrix` (its first pass)."""
     acts, nxt = CSRLaws(policy), CSRLaws(transitions)
-    args = (np.ascontiguousarray(S, dtype=np.int64), np.ascontiguousarray(T, dtype=np.int64),
-            np.ascontiguousarray(index), n_actions, acts.indptr, acts.indices, acts.breakpoints,
-            nxt.indptr, nxt.indices, nxt.breakpoints)
+    args = (
+        np.ascontiguousarray(S, dtype=np.int64),
+        np.ascontiguousarray(T, dtype=np.int64),
+        np.ascontiguousarray(index),
+        n_actions,
+        acts.indptr,
+        acts.indices,
+        acts.breakpoints,
+        nxt.indptr,
+        nxt.indices,
+        nxt.breakpoints,
+    )
     counts = np.zeros(len(S), dtype=np.int64)
     none = np.zeros(1)
     _eps_bar_pass(*args, 0, counts, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int32), none, none, none)
     return counts
 
 
-def eps_bar_matrix(S: np.ndarray, T: np.ndarray, index: np.ndarray, policy, transitions, n_actions: int,
-                   n_pairs: int, dtype=np.float64, counts: np.ndarray | None = None) -> sp.csr_matrix:
+def eps_bar_matrix(
+    S: np.ndarray,
+    T: np.ndarray,
+    index: np.ndarray,
+    policy,
+    transitions,
+    n_actions: int,
+    n_pairs: int,
+    dtype=np.float64,
+    counts: np.ndarray | None = None,
+) -> sp.csr_matrix:
     """The matrix of eps-bar over the pairs ``(S[p], T[p])`` (1-D entangled couplings):
     row p holds ``ge(a, a') * ge_P(s', t')`` at column ``index[s', t']`` for the entangled
     couplings ge of ``policy[S[p]], policy[T[p]]`` and ge_P of the transition rows
     ``S[p] * m + a`` and ``T[p] * m + a'``; columns ``index < 0`` are left out.
     """
     acts, nxt = CSRLaws(policy), CSRLaws(transitions)
-    args = (np.ascontiguousarray(S, dtype=np.int64), np.ascontiguousarray(T, dtype=np.int64),
-            np.ascontiguousarray(index), n_actions, acts.indptr, acts.indices, acts.breakpoints,
-            nxt.indptr, nxt.indices, nxt.breakpoints)
+    args = (
+        np.ascontiguousarray(S, dtype=np.int64),
+        np.ascontiguousarray(T, dtype=np.int64),
+        np.ascontiguousarray(index),
+        n_actions,
+        acts.indptr,
+        acts.indices,
+        acts.breakpoints,
+        nxt.indptr,
+        nxt.indices,
+        nxt.breakpoints,
+    )
     if counts is None:
         counts = eps_bar_counts(S, T, index, policy, transitions, n_actions)
     none = np.zeros(1)
@@ -175,9 +215,18 @@ def eps_bar_product(S: np.ndarray, T: np.ndarray, index: np.ndarray, policy, tra
     """``x -> T @ x`` for the eps-bar matrix of :func:`eps_bar_matrix`, in float64, recomputing the
     couplings on the fly instead of storing T (used for exact residuals when T is kept in float32)."""
     acts, nxt = CSRLaws(policy), CSRLaws(transitions)
-    args = (np.ascontiguousarray(S, dtype=np.int64), np.ascontiguousarray(T, dtype=np.int64),
-            np.ascontiguousarray(index), n_actions, acts.indptr, acts.indices, acts.breakpoints,
-            nxt.indptr, nxt.indices, nxt.breakpoints)
+    args = (
+        np.ascontiguousarray(S, dtype=np.int64),
+        np.ascontiguousarray(T, dtype=np.int64),
+        np.ascontiguousarray(index),
+        n_actions,
+        acts.indptr,
+        acts.indices,
+        acts.breakpoints,
+        nxt.indptr,
+        nxt.indices,
+        nxt.breakpoints,
+    )
     dummy = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int32), np.zeros(1))
 
     def product(x):

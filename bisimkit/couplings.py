@@ -59,8 +59,14 @@ class Cells:
     materialised only when asked for.
     """
 
-    def __init__(self, problem: np.ndarray | None, i: np.ndarray, j: np.ndarray, mass: np.ndarray,
-                 offsets: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        problem: np.ndarray | None,
+        i: np.ndarray,
+        j: np.ndarray,
+        mass: np.ndarray,
+        offsets: np.ndarray | None = None,
+    ) -> None:
         self._problem = problem
         self.i, self.j, self.mass = i, j, mass
         self.offsets = offsets
@@ -92,7 +98,6 @@ class Cells:
             empty = np.zeros(0, dtype=np.int64)
             return Cells(empty, empty, empty, np.zeros(0))
         return Cells(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("problem", "i", "j", "mass")))
-
 
 
 # ------------------------------------------------------------------ kernel
@@ -159,9 +164,15 @@ def _merge_rows(xptr, xidx, xbp, src, yptr, yidx, ybp, dst, offsets, out_i, out_
         r = src[k]
         s = dst[k]
         lo = offsets[k]
-        counts[k] = merge_breakpoints(xidx[xptr[r]:xptr[r + 1]], xbp[xptr[r]:xptr[r + 1]],
-                                      yidx[yptr[s]:yptr[s + 1]], ybp[yptr[s]:yptr[s + 1]],
-                                      out_i[lo:], out_j[lo:], out_m[lo:])
+        counts[k] = merge_breakpoints(
+            xidx[xptr[r] : xptr[r + 1]],
+            xbp[xptr[r] : xptr[r + 1]],
+            yidx[yptr[s] : yptr[s + 1]],
+            ybp[yptr[s] : yptr[s + 1]],
+            out_i[lo:],
+            out_j[lo:],
+            out_m[lo:],
+        )
 
 
 def breakpoints(X: sp.csr_matrix) -> np.ndarray:
@@ -287,8 +298,16 @@ def _gather_rows(indptr, indices, data, rows, index, mass):
             mass[k, x] = data[lo + x]
 
 
-def merge_rows(xptr: np.ndarray, xidx: np.ndarray, bx: np.ndarray, src: np.ndarray,
-               yptr: np.ndarray, yidx: np.ndarray, by: np.ndarray, dst: np.ndarray) -> Cells:
+def merge_rows(
+    xptr: np.ndarray,
+    xidx: np.ndarray,
+    bx: np.ndarray,
+    src: np.ndarray,
+    yptr: np.ndarray,
+    yidx: np.ndarray,
+    by: np.ndarray,
+    dst: np.ndarray,
+) -> Cells:
     """North-west corners of many row pairs given as CSR arrays with breakpoints.
 
     Row ``r`` of the first side has atoms ``xidx[xptr[r]:xptr[r + 1]]`` (in the
@@ -346,8 +365,14 @@ def north_west_corner(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: 
     return merge_rows(lx.indptr, lx.indices, lx.breakpoints, src, ly.indptr, ly.indices, ly.breakpoints, dst)
 
 
-def entangled_cells(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: np.ndarray,
-                    shape: tuple[int, ...] | None = None, chunk: int = 200_000) -> Cells:
+def entangled_cells(
+    X: sp.csr_matrix,
+    src: np.ndarray,
+    Y: sp.csr_matrix,
+    dst: np.ndarray,
+    shape: tuple[int, ...] | None = None,
+    chunk: int = 200_000,
+) -> Cells:
     """Entangled couplings of the row pairs ``(X[src[k]], Y[dst[k]])``.
 
     Without ``shape`` (or with a 1-D shape) this is the north-west corner in
@@ -365,8 +390,8 @@ def _rosenblatt_cells(X, src, Y, dst, shape, chunk) -> Cells:
     parts = []
     chunk = max(1, min(chunk, 2_000_000 // max(X.shape[1], 1)))  # bound the dense blocks
     for start in range(0, len(src), chunk):
-        BP = rosenblatt_breakpoints(X[src[start:start + chunk]].toarray(), shape)
-        BQ = rosenblatt_breakpoints(Y[dst[start:start + chunk]].toarray(), shape)
+        BP = rosenblatt_breakpoints(X[src[start : start + chunk]].toarray(), shape)
+        BQ = rosenblatt_breakpoints(Y[dst[start : start + chunk]].toarray(), shape)
         # Each live branch: (problem, flat prefix of x, flat prefix of y, mass so far).
         problem = np.arange(BP[0].shape[0])
         px = np.zeros(len(problem), dtype=np.int64)
@@ -376,8 +401,9 @@ def _rosenblatt_cells(X, src, Y, dst, shape, chunk) -> Cells:
             lp = CSRLaws.dense(BP[axis][problem, px])
             lq = CSRLaws.dense(BQ[axis][problem, py])
             branch = np.arange(len(problem))
-            step = merge_rows(lp.indptr, lp.indices, lp.breakpoints, branch,
-                              lq.indptr, lq.indices, lq.breakpoints, branch)
+            step = merge_rows(
+                lp.indptr, lp.indices, lp.breakpoints, branch, lq.indptr, lq.indices, lq.breakpoints, branch
+            )
             k = step.problem
             problem, mass = problem[k], mass[k] * step.mass
             px = px[k] * size + step.i

@@ -81,8 +81,6 @@ class PrecisionWarning(UserWarning):
     """The requested tolerance is below what float64 can certify for this problem."""
 
 
-
-
 def check_run_options(method: str, tol, max_iterations, progress=None) -> None:
     """The options every solve shares: a known ``method``, a positive finite ``tol`` and, when given,
     a positive integer ``max_iterations`` and a callable ``progress``; otherwise :class:`InputError`
@@ -94,8 +92,10 @@ def check_run_options(method: str, tol, max_iterations, progress=None) -> None:
     if max_iterations is not None:
         check_count("max_iterations", max_iterations)
     if progress is not None and not callable(progress):
-        raise InputError(f"expected a function progress(iteration, certified_error, seconds), got "
-                         f"{type(progress).__name__}", param="progress")
+        raise InputError(
+            f"expected a function progress(iteration, certified_error, seconds), got {type(progress).__name__}",
+            param="progress",
+        )
 
 
 @dataclass
@@ -155,9 +155,16 @@ class FixedPoint:
     method: str
 
 
-def fixed_point(mdp: FiniteMDP, metric: str, g: Ground | None, tol: float, method: str = "auto",
-                progress: ProgressCallback | None = None, max_iterations: int | None = None,
-                full_diagonal: bool = False) -> Solution:
+def fixed_point(
+    mdp: FiniteMDP,
+    metric: str,
+    g: Ground | None,
+    tol: float,
+    method: str = "auto",
+    progress: ProgressCallback | None = None,
+    max_iterations: int | None = None,
+    full_diagonal: bool = False,
+) -> Solution:
     """The fixed point of operator ``metric`` on ``mdp`` itself (index orders, no quotient), certified.
 
     ``g`` is a resolved ground (or None for metrics without one); arguments are as in
@@ -166,8 +173,9 @@ def fixed_point(mdp: FiniteMDP, metric: str, g: Ground | None, tol: float, metho
     info = operator(metric)
     start = time.perf_counter()
     pairs = PairSpace(mdp.n_states, diagonal=True) if full_diagonal else None
-    form = operator_form(mdp, metric, g if g is not None else "reward", pairs,
-                         zero_diagonal=False if full_diagonal else None)
+    form = operator_form(
+        mdp, metric, g if g is not None else "reward", pairs, zero_diagonal=False if full_diagonal else None
+    )
     c = mdp.discount
     report = _Reporter(progress, start)
     found = solve_form(form, metric, tol, method, report, max_iterations)
@@ -177,20 +185,37 @@ def fixed_point(mdp: FiniteMDP, metric: str, g: Ground | None, tol: float, metho
         # The solvers stored only s < t with d(s, s) = 0. Check that F(D) really vanishes on the
         # diagonal and charge what does not to the certificate: the full residual of D is at most
         # max(off-diagonal step, diagonal residual), and D's own diagonal is off by at most that much more.
-        diag_res = float(np.max(np.abs(diagonal_values(mdp, metric, found.distances,
-                                                       g if g is not None else "reward"))))
+        diag_res = float(
+            np.max(np.abs(diagonal_values(mdp, metric, found.distances, g if g is not None else "reward")))
+        )
         if diag_res > 0:
             err = max(err, _certificate(c, diag_res)) + diag_res
             ok = ok and err <= tol
-    return Solution(metric=metric, distances=found.distances, iterations=found.iterations,
-                    certified_error=float(err), seconds=time.perf_counter() - start, method=found.method,
-                    tolerance=tol, ground=None if g is None else ground_label(g), converged=bool(ok),
-                    history=report.history, history_seconds=report.seconds, diagonal_residual=diag_res,
-                    floor=float(found.floor))
+    return Solution(
+        metric=metric,
+        distances=found.distances,
+        iterations=found.iterations,
+        certified_error=float(err),
+        seconds=time.perf_counter() - start,
+        method=found.method,
+        tolerance=tol,
+        ground=None if g is None else ground_label(g),
+        converged=bool(ok),
+        history=report.history,
+        history_seconds=report.seconds,
+        diagonal_residual=diag_res,
+        floor=float(found.floor),
+    )
 
 
-def solve_form(form, metric: str, tol: float, method: str, report: Callable[[int, float], None] | None,
-               max_iterations: int | None = None) -> FixedPoint:
+def solve_form(
+    form,
+    metric: str,
+    tol: float,
+    method: str,
+    report: Callable[[int, float], None] | None,
+    max_iterations: int | None = None,
+) -> FixedPoint:
     """The method for ``form`` (a :class:`~bisimkit.forms.SteinForm`, a :class:`~bisimkit.forms.PairLinearForm`
     or :class:`~bisimkit.forms.TransportTerms`): value iteration for ``vi`` and for W2, else Smith's
     doubling, one sparse linear solve or coupling iteration. ``metric`` only names the operator in the
@@ -199,8 +224,7 @@ def solve_form(form, metric: str, tol: float, method: str, report: Callable[[int
     c = form.discount
     exact = method in ("auto", "exact") and not (isinstance(form, TransportTerms) and form.p != 1)
     if method == "exact" and not exact:
-        raise InputError(f"'{metric}' has no exact method (W2 is not linear in the coupling); use vi",
-                         param="method")
+        raise InputError(f"'{metric}' has no exact method (W2 is not linear in the coupling); use vi", param="method")
     if not exact:
         to_matrix = (lambda X: X) if isinstance(form, SteinForm) else form.pairs.to_matrix
         x0 = np.zeros_like(form.A) if isinstance(form, SteinForm) else form.pairs.zeros()
@@ -275,14 +299,21 @@ def bound_from_norms(c: float, step: float, error: float, returned: str = "value
 
 def precision_note(metric: str, tol: float, floor: float) -> str:
     """The one line said when ``tol`` is below what float64 can certify."""
-    return (f"{metric}: tol {tol:g} is below what float64 can certify for this MDP (its round-off and "
-            f"transport floor is {floor:.3g}); the certificate states what was reached")
+    return (
+        f"{metric}: tol {tol:g} is below what float64 can certify for this MDP (its round-off and "
+        f"transport floor is {floor:.3g}); the certificate states what was reached"
+    )
 
 
 # --------------------------------------------------------- value iteration
-def value_iteration(evaluate: Callable[[np.ndarray], Evaluation], x0: np.ndarray, c: float, tol: float,
-                    report: Callable[[int, float], None] | None = None,
-                    max_iterations: int | None = None) -> tuple[np.ndarray, int, float, bool, float]:
+def value_iteration(
+    evaluate: Callable[[np.ndarray], Evaluation],
+    x0: np.ndarray,
+    c: float,
+    tol: float,
+    report: Callable[[int, float], None] | None = None,
+    max_iterations: int | None = None,
+) -> tuple[np.ndarray, int, float, bool, float]:
     """Iterate ``x <- F(x)`` until the certificate of F(x) (:func:`bound`) is within ``tol``.
 
     Stops early, unconverged, once only the floor stands between the bound and ``tol``.
@@ -357,8 +388,9 @@ def stein_doubling(form: SteinForm, tol: float, report=None) -> tuple[np.ndarray
     return D, k, b.error, b.floor
 
 
-def _rank_one_tail(A: np.ndarray, M: np.ndarray, N: np.ndarray, coef: float, c: float, a_max: float,
-                   tol: float) -> tuple[float, float] | None:
+def _rank_one_tail(
+    A: np.ndarray, M: np.ndarray, N: np.ndarray, coef: float, c: float, a_max: float, tol: float
+) -> tuple[float, float] | None:
     """Close the Neumann tail ``sum_{j >= K} c^j P^j A Q^jT`` when ``M = P^K`` and ``N = Q^K`` have
     (nearly) equal rows (``N is M`` when ``Q = P``).
 
@@ -388,9 +420,14 @@ def _rank_one_tail(A: np.ndarray, M: np.ndarray, N: np.ndarray, coef: float, c: 
 DIRECT_LIMIT = 800
 
 
-def solve_fixed_point(T: sp.csr_matrix, b: np.ndarray, c: float, x0: np.ndarray | None = None,
-                      tol: float = 1e-12, product: Callable[[np.ndarray], np.ndarray] | None = None
-                      ) -> tuple[np.ndarray, float]:
+def solve_fixed_point(
+    T: sp.csr_matrix,
+    b: np.ndarray,
+    c: float,
+    x0: np.ndarray | None = None,
+    tol: float = 1e-12,
+    product: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> tuple[np.ndarray, float]:
     """Solve ``x = b + c T x`` (T substochastic) and bound the error.
 
     Iterative refinement: the residual ``r = b + cTx - x`` is always computed in
@@ -427,8 +464,15 @@ def solve_fixed_point(T: sp.csr_matrix, b: np.ndarray, c: float, x0: np.ndarray 
     return _refine(matvec(T) if product is None else product, step, b, c, x0, tol, direct=direct)
 
 
-def _refine(Tx: Callable[[np.ndarray], np.ndarray], step: Callable[[np.ndarray], np.ndarray], b: np.ndarray, c: float,
-            x0: np.ndarray | None, tol: float, direct: bool = False) -> tuple[np.ndarray, float]:
+def _refine(
+    Tx: Callable[[np.ndarray], np.ndarray],
+    step: Callable[[np.ndarray], np.ndarray],
+    b: np.ndarray,
+    c: float,
+    x0: np.ndarray | None,
+    tol: float,
+    direct: bool = False,
+) -> tuple[np.ndarray, float]:
     """The iterative refinement of :func:`solve_fixed_point` with the exact product ``Tx`` and the
     approximate solve ``step`` of ``(I - cT) dx = r``. With a factorised system (``direct``) a pass costs
     one product and one back substitution, so it refines past ``tol`` for as long as a pass at least halves
@@ -457,8 +501,9 @@ def pair_linear_solve(form: PairLinearForm, tol: float, report=None) -> tuple[np
 
 
 # ----------------------------------------------------- coupling iteration
-def coupling_iteration(terms: TransportTerms, tol: float, report=None,
-                       max_rounds: int | None = None) -> tuple[np.ndarray, int, float, bool, float]:
+def coupling_iteration(
+    terms: TransportTerms, tol: float, report=None, max_rounds: int | None = None
+) -> tuple[np.ndarray, int, float, bool, float]:
     """Policy iteration over optimal couplings for a W1 operator (see module doc).
 
     Early rounds solve their linear systems only as accurately as the current
@@ -507,8 +552,9 @@ def coupling_iteration(terms: TransportTerms, tol: float, report=None,
     return x, k + its, err, ok, floor
 
 
-def _solve_max_player(terms: TransportTerms, plans: Cells, x: np.ndarray, choice: np.ndarray | None,
-                      tol: float) -> tuple[np.ndarray, np.ndarray]:
+def _solve_max_player(
+    terms: TransportTerms, plans: Cells, x: np.ndarray, choice: np.ndarray | None, tol: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact value of ``max_r (const_r + c T_r x)`` per pair with fixed couplings:
     policy iteration over the row (action) chosen at each pair."""
     c, pairs = terms.discount, terms.pairs

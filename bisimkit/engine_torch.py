@@ -47,8 +47,7 @@ def resolve_device(device: str | None) -> torch.device:
         if not torch.cuda.is_available():
             raise InputError(f"'{device}': no CUDA device is available to torch here", param="device")
         if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise InputError(f"'{device}': this machine has {torch.cuda.device_count()} CUDA device(s)",
-                             param="device")
+            raise InputError(f"'{device}': this machine has {torch.cuda.device_count()} CUDA device(s)", param="device")
     elif dev.type != "cpu":
         raise InputError(f"unsupported device '{device}' (cpu, cuda or cuda:N)", param="device")
     return dev
@@ -68,12 +67,14 @@ def check_device_memory(n: int, device: torch.device, free: int | None = None) -
         free, _ = torch.cuda.mem_get_info(device)
     need = DEVICE_ARRAYS * 8 * n * n
     if need > free:
-        raise InputError(f"n = {n} needs about {need / 2 ** 30:.1f} GiB on {device} ({DEVICE_ARRAYS} n x n float64 "
-                         f"arrays), {free / 2 ** 30:.1f} GiB are free there", param="device")
+        raise InputError(
+            f"n = {n} needs about {need / 2**30:.1f} GiB on {device} ({DEVICE_ARRAYS} n x n float64 "
+            f"arrays), {free / 2**30:.1f} GiB are free there",
+            param="device",
+        )
 
 
-def fixed_point_torch(mdp: FiniteMDP, metric: str, tol: float, device: str | None = None,
-                      progress=None) -> Solution:
+def fixed_point_torch(mdp: FiniteMDP, metric: str, tol: float, device: str | None = None, progress=None) -> Solution:
     """The fixed point of the Stein-form operator ``metric`` on ``mdp``, certified, computed with torch
     on ``device``. Arguments are checked by :func:`bisimkit.solvers.solve`."""
     start = time.perf_counter()
@@ -82,15 +83,24 @@ def fixed_point_torch(mdp: FiniteMDP, metric: str, tol: float, device: str | Non
     form = stein_form(mdp, metric)
     report = _Reporter(progress, start)
     D, its, err, floor = stein_doubling_torch(form, tol, dev, report)
-    return Solution(metric=metric, distances=D, iterations=its, certified_error=float(err),
-                    seconds=time.perf_counter() - start,
-                    method=f"Smith doubling (Stein equation), torch float64 on {dev}", tolerance=tol,
-                    converged=bool(err <= tol), history=report.history, history_seconds=report.seconds,
-                    floor=float(floor))
+    return Solution(
+        metric=metric,
+        distances=D,
+        iterations=its,
+        certified_error=float(err),
+        seconds=time.perf_counter() - start,
+        method=f"Smith doubling (Stein equation), torch float64 on {dev}",
+        tolerance=tol,
+        converged=bool(err <= tol),
+        history=report.history,
+        history_seconds=report.seconds,
+        floor=float(floor),
+    )
 
 
-def stein_doubling_torch(form: SteinForm, tol: float, device: torch.device,
-                         report=None) -> tuple[np.ndarray, int, float, float]:
+def stein_doubling_torch(
+    form: SteinForm, tol: float, device: torch.device, report=None
+) -> tuple[np.ndarray, int, float, float]:
     """:func:`bisimkit.engine.stein_doubling` with torch products on ``device``.
 
     Returns ``(D, steps, certified_error, floor)`` with ``D`` a numpy array (negative round-off
@@ -133,8 +143,7 @@ def stein_doubling_torch(form: SteinForm, tol: float, device: torch.device,
     return out, k, b.error, b.floor
 
 
-def _certificate(form: SteinForm, A: torch.Tensor, P: torch.Tensor, D: torch.Tensor, c: float,
-                 chunk: int = 4096):
+def _certificate(form: SteinForm, A: torch.Tensor, P: torch.Tensor, D: torch.Tensor, c: float, chunk: int = 4096):
     """The bound of ``D`` itself (``returned="at"``) from one float64 evaluation ``Y = A + c P D P^T``, its
     error bounded entry by entry by :func:`bisimkit.operators.stein_error` on the device."""
     n = A.shape[0]
@@ -143,20 +152,20 @@ def _certificate(form: SteinForm, A: torch.Tensor, P: torch.Tensor, D: torch.Ten
     Y = torch.matmul(torch.matmul(P, D), P.T)  # the order of SteinForm.apply: A + c * ((P @ D) @ P^T)
     size = torch.matmul(torch.matmul(P, D.abs()), P.T) if float(D.min()) < 0 else Y.clone()
     Y.mul_(c).add_(A)
-    step = max(float((Y[lo:lo + chunk] - D[lo:lo + chunk]).abs().max()) for lo in range(0, n, chunk))
+    step = max(float((Y[lo : lo + chunk] - D[lo : lo + chunk]).abs().max()) for lo in range(0, n, chunk))
 
     def tensor(x):
         return torch.as_tensor(np.asarray(x, dtype=np.float64)).to(A.device) if isinstance(x, np.ndarray) else x
 
-    on_device = SteinForm(A, P, c, A_error=tuple(tensor(x) for x in form.A_error),
-                          P_relative=tensor(form.P_relative))
+    on_device = SteinForm(A, P, c, A_error=tuple(tensor(x) for x in form.A_error), P_relative=tensor(form.P_relative))
     error = stein_error(on_device, Y, size)
     del Y, size
     return bound_from_norms(c, step, error, returned="at")
 
 
-def _rank_one_tail(A: torch.Tensor, M: torch.Tensor, coef: float, c: float, a_max: float,
-                   tol: float) -> tuple[float, float] | None:
+def _rank_one_tail(
+    A: torch.Tensor, M: torch.Tensor, coef: float, c: float, a_max: float, tol: float
+) -> tuple[float, float] | None:
     """:func:`bisimkit.engine._rank_one_tail` on the device: the Neumann tail closed as one constant
     once ``M = P^N`` has nearly equal rows (the same bound, see there)."""
     mu = M.mean(dim=0)

@@ -41,8 +41,13 @@ _DELTAS = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
 _ARROWS = {"^": "up", "v": "down", "<": "left", ">": "right", "g": "down"}
 
 
-def grid_world(layout: list[str], discount: float = 0.99, goal_reward: float = 1.0,
-               wall_penalty: float = -1.0, name: str = "grid-world") -> FiniteMDP:
+def grid_world(
+    layout: list[str],
+    discount: float = 0.99,
+    goal_reward: float = 1.0,
+    wall_penalty: float = -1.0,
+    name: str = "grid-world",
+) -> FiniteMDP:
     """A deterministic grid world from a text layout.
 
     Open cells are states, numbered row by row. Actions up, down, left, right
@@ -89,7 +94,7 @@ def mirrored_rooms(policy: bool = False, discount: float = 0.99) -> FiniteMDP:
 def four_state(discount: float = 0.9) -> FiniteMDP:
     """Castro's 4-state, 1-action example: 0 splits to the absorbing states 2
     (reward 0) and 3 (reward 1); 1 goes to 2. Its d_pi is known in closed form."""
-    P = np.array([[0, 0, .5, .5], [0, 0, 1, 0], [0, 0, 1, 0], [0, 0, 0, 1]], dtype=float)[:, None, :]
+    P = np.array([[0, 0, 0.5, 0.5], [0, 0, 1, 0], [0, 0, 1, 0], [0, 0, 0, 1]], dtype=float)[:, None, :]
     R = np.array([[0.0], [0.0], [0.0], [1.0]])
     return FiniteMDP(P, R, discount, np.ones((4, 1)), name="four-state")
 
@@ -118,8 +123,9 @@ def chain(n: int = 6, slip: float = 0.2, discount: float = 0.9) -> FiniteMDP:
     return FiniteMDP(P, R, discount, policy, action_values=np.array([[-1.0], [1.0]]), name="chain")
 
 
-def product_grid(shape: tuple[int, int] = (4, 4), discount: float = 0.9, success: float = 0.7,
-                 stay: float = 0.2) -> FiniteMDP:
+def product_grid(
+    shape: tuple[int, int] = (4, 4), discount: float = 0.9, success: float = 0.7, stay: float = 0.2
+) -> FiniteMDP:
     """A 2-D grid with coordinate-independent moves (a product state space).
 
     Actions are the four compass moves and 'stay'. Each coordinate moves
@@ -153,8 +159,7 @@ def product_grid(shape: tuple[int, int] = (4, 4), discount: float = 0.9, success
         prefs = np.array([0.5, 1.0 + (r < h - 1) * 2, 0.5, 1.0 + (c < w - 1) * 2, 0.5 + 3 * (s == n - 1)])
         policy[s] = prefs / prefs.sum()
     action_values = np.array(moves, dtype=float)
-    return FiniteMDP(P, R, discount, policy, action_values=action_values, state_shape=shape,
-                     name="product-grid")
+    return FiniteMDP(P, R, discount, policy, action_values=action_values, state_shape=shape, name="product-grid")
 
 
 def coupling_order(discount: float = 0.9) -> FiniteMDP:

@@ -15,9 +15,16 @@ from __future__ import annotations
 import sys
 
 #: Top-level module -> the extra of pyproject.toml that installs it.
-EXTRAS = {"torch": "torch", "dm_control": "agents", "mujoco": "agents", "distracting_control": "agents",
-          "cv2": "agents", "stormpy": "storm", "gymnasium": "gym",
-          "wandb": "wandb"}
+EXTRAS = {
+    "torch": "torch",
+    "dm_control": "agents",
+    "mujoco": "agents",
+    "distracting_control": "agents",
+    "cv2": "agents",
+    "stormpy": "storm",
+    "gymnasium": "gym",
+    "wandb": "wandb",
+}
 
 
 def missing_extra(exc: ModuleNotFoundError) -> str | None:

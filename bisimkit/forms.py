@@ -154,8 +154,20 @@ class TransportTerms:
         if reuse:
             buffers = self._plan_buffers.setdefault(id(warm), [])
         gaps = np.zeros(len(src))
-        values, cells = optimal_transport(X, src, Y, dst, at, p=self.p, plans=plans, zero_diagonal=zero, warm=warm,
-                                          buffers=buffers, gaps=gaps, marginal=self._marginal_error(reduced))
+        values, cells = optimal_transport(
+            X,
+            src,
+            Y,
+            dst,
+            at,
+            p=self.p,
+            plans=plans,
+            zero_diagonal=zero,
+            warm=warm,
+            buffers=buffers,
+            gaps=gaps,
+            marginal=self._marginal_error(reduced),
+        )
         if reduced:
             # the closure computed in floating point is a pseudometric up to a factor (1 + u) per triangle
             # step, and rerouting the shared mass of an optimal full plan takes at most n steps
@@ -196,7 +208,7 @@ class TransportTerms:
         if self.pair_coupling is not None:
             reach = self.pair_ground_max
             if self.left_state_rows is not None:
-                costs = at ** self.p
+                costs = at**self.p
                 left = state_maxima(self.left, costs.max(axis=1, initial=0.0), self.left_state_rows)
                 right = state_maxima(self.right, costs.max(axis=0, initial=0.0), self.right_state_rows)
                 reach = reach + c * np.minimum(left[self.pairs.s], right[self.pairs.t]) ** (1.0 / self.p)
@@ -235,8 +247,12 @@ class TransportTerms:
             return
         if self.line_keys is not None:
             h, g = self.line_keys
-            if np.allclose(D, np.abs(h[:, None] - g[None, :]), rtol=0.0,
-                           atol=1e-12 * (1.0 + float(max(np.max(np.abs(h)), np.max(np.abs(g)))))):
+            if np.allclose(
+                D,
+                np.abs(h[:, None] - g[None, :]),
+                rtol=0.0,
+                atol=1e-12 * (1.0 + float(max(np.max(np.abs(h)), np.max(np.abs(g))))),
+            ):
                 seed_line_starts(self.left, self.row_src, self.right, self.row_dst, h, self.warm, g)
             return
         if not self.pairs.symmetric:
@@ -399,8 +415,9 @@ class PairLinearForm:
         return Evaluation(value, x, float(np.max(error, initial=0.0)) * (1 + 4 * U))
 
 
-def pair_system(pairs: PairSpace, row_pair: np.ndarray, row_weight: np.ndarray,
-                cells: Cells, n_rows: int) -> sp.csr_matrix:
+def pair_system(
+    pairs: PairSpace, row_pair: np.ndarray, row_weight: np.ndarray, cells: Cells, n_rows: int
+) -> sp.csr_matrix:
     """The pairs x pairs matrix ``T[pair(r), pair(i, j)] += weight[r] * mass`` of fixed couplings.
 
     ``cells.problem`` indexes rows; cells on the diagonal (i == j) are dropped
@@ -410,8 +427,9 @@ def pair_system(pairs: PairSpace, row_pair: np.ndarray, row_weight: np.ndarray,
     """
     small = on_small_path()
     if not small and cells.offsets is not None and len(cells) >= COMPILED_PAIR_SYSTEM_CELLS:
-        return pair_system_from_slots(cells.offsets, cells.i, cells.j, cells.mass, row_pair, row_weight,
-                                      pairs.index, len(pairs))
+        return pair_system_from_slots(
+            cells.offsets, cells.i, cells.j, cells.mass, row_pair, row_weight, pairs.index, len(pairs)
+        )
     col = pairs.index[cells.i, cells.j]
     keep = (col >= 0) & (cells.mass > 0)
     rows = row_pair[cells.problem[keep]]

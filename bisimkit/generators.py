@@ -20,8 +20,9 @@ def _rng(seed) -> np.random.Generator:
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
 
-def random_distributions(rng: np.random.Generator, rows: int, n: int, max_support: int | None = None,
-                         deterministic: bool = False) -> np.ndarray:
+def random_distributions(
+    rng: np.random.Generator, rows: int, n: int, max_support: int | None = None, deterministic: bool = False
+) -> np.ndarray:
     """``rows`` random histograms over ``n`` states.
 
     Default (the published recipe): uniform noise with between 1 and n-1 entries
@@ -43,8 +44,7 @@ def random_distributions(rng: np.random.Generator, rows: int, n: int, max_suppor
     return X / X.sum(axis=1, keepdims=True)
 
 
-def random_policy(rng: np.random.Generator, n: int, m: int, kind: str = "dirichlet",
-                  alpha: float = 1.0) -> np.ndarray:
+def random_policy(rng: np.random.Generator, n: int, m: int, kind: str = "dirichlet", alpha: float = 1.0) -> np.ndarray:
     """A random policy: ``dirichlet`` (default), ``deterministic``, ``uniform`` or ``sparse``
     (Dirichlet on a random subset of actions)."""
     if kind == "deterministic":
@@ -64,9 +64,17 @@ def random_policy(rng: np.random.Generator, n: int, m: int, kind: str = "dirichl
     return pi
 
 
-def random_mdp(n: int, m: int, seed=None, discount: float = 0.9, max_support: int | None = None,
-               deterministic: bool = False, policy: str = "dirichlet", reward_levels: int | None = None,
-               action_dim: int | None = None) -> FiniteMDP:
+def random_mdp(
+    n: int,
+    m: int,
+    seed=None,
+    discount: float = 0.9,
+    max_support: int | None = None,
+    deterministic: bool = False,
+    policy: str = "dirichlet",
+    reward_levels: int | None = None,
+    action_dim: int | None = None,
+) -> FiniteMDP:
     """A random MDP (published recipe by default; see :func:`random_distributions`).
 
     ``reward_levels`` rounds rewards to that many levels (creates ties, hence
@@ -116,8 +124,14 @@ def planted_bisimulation(base: FiniteMDP, copies: int | np.ndarray, seed=None) -
     return mdp, origin
 
 
-def product_grid_mdp(shape: tuple[int, ...], m: int, seed=None, discount: float = 0.9,
-                     max_support: int | None = 3, policy: str = "dirichlet") -> FiniteMDP:
+def product_grid_mdp(
+    shape: tuple[int, ...],
+    m: int,
+    seed=None,
+    discount: float = 0.9,
+    max_support: int | None = 3,
+    policy: str = "dirichlet",
+) -> FiniteMDP:
     """A random MDP on a grid whose transitions are coordinate independent:
     ``P(z+ | z, a) = prod_i P_i(z+_i | z, a)``."""
     rng = _rng(seed)

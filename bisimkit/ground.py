@@ -47,16 +47,19 @@ def validate_ground_matrix(G, mdp: FiniteMDP, source: str = "ground", atol: floa
     if G.shape == (n, m, n, m):
         G = G.reshape(n * m, n * m)
     if G.shape != (n * m, n * m):
-        raise InputError(f"{source}: expected shape (n*m, n*m) = {(n * m, n * m)} "
-                         f"or (n, m, n, m) = {(n, m, n, m)}, got {G.shape}")
+        raise InputError(
+            f"{source}: expected shape (n*m, n*m) = {(n * m, n * m)} or (n, m, n, m) = {(n, m, n, m)}, got {G.shape}"
+        )
     bad = np.argwhere(~np.isfinite(G))
     if len(bad):
         (x, y) = bad[0]
         raise InputError(f"{source}[s={x // m}, a={x % m}, t={y // m}, b={y % m}] is not finite")
     report = check_pseudometric(G, atol=atol)
     if not report.holds:
+
         def pair(x):
             return f"(s={x // m}, a={x % m})"
+
         if report.min_value < -atol:
             x, y = report.negative_index
             raise InputError(f"{source}: not a pseudometric: G{pair(x)},{pair(y)} = {report.min_value:.6g} is negative")
@@ -65,11 +68,15 @@ def validate_ground_matrix(G, mdp: FiniteMDP, source: str = "ground", atol: floa
             raise InputError(f"{source}: not a pseudometric: G{pair(x)},{pair(x)} = {G[x, x]:.6g} is not 0")
         if report.asymmetry > atol:
             x, y = report.asymmetry_pair
-            raise InputError(f"{source}: not a pseudometric: G is not symmetric at {pair(x)}, {pair(y)} "
-                             f"({G[x, y]:.6g} vs {G[y, x]:.6g})")
+            raise InputError(
+                f"{source}: not a pseudometric: G is not symmetric at {pair(x)}, {pair(y)} "
+                f"({G[x, y]:.6g} vs {G[y, x]:.6g})"
+            )
         x, y, z = report.triangle_triple
-        raise InputError(f"{source}: not a pseudometric: triangle inequality fails by {report.triangle:.6g} "
-                         f"for {pair(x)}, {pair(y)}, {pair(z)}")
+        raise InputError(
+            f"{source}: not a pseudometric: triangle inequality fails by {report.triangle:.6g} "
+            f"for {pair(x)}, {pair(y)}, {pair(z)}"
+        )
     return G
 
 
@@ -141,19 +148,23 @@ def zero_ground_note(mdp: FiniteMDP, op, ground: Ground | None) -> tuple[float, 
         if spread <= ZERO_SPREAD:
             size = "0" if spread == 0 else f"at most {spread:.3g}"
             up_to = "" if spread == 0 else " up to that"
-            return spread, (f"the policy ground ||abar(s) - abar(t)||_1 is {size} for every pair: all states have "
-                            f"the same mean action abar = {np.round(abar[0], 6).tolist()}{up_to} (a uniform policy "
-                            f"over one-hot action_values does this)")
+            return spread, (
+                f"the policy ground ||abar(s) - abar(t)||_1 is {size} for every pair: all states have "
+                f"the same mean action abar = {np.round(abar[0], 6).tolist()}{up_to} (a uniform policy "
+                f"over one-hot action_values does this)"
+            )
         return None
     reward_based = op.term in ("reward-mean", "reward") or (
-        op.term == "ground" and (ground is None or (isinstance(ground, str) and ground == "reward")))
+        op.term == "ground" and (ground is None or (isinstance(ground, str) and ground == "reward"))
+    )
     if reward_based:
         spread = float(np.ptp(mdp.rewards))
         if spread <= ZERO_SPREAD:
             if spread == 0:
                 return spread, f"every reward equals {mdp.rewards.flat[0]:.6g}"
-            return spread, (f"the rewards differ by at most {spread:.3g} "
-                            f"(from {mdp.rewards.min():.6g} to {mdp.rewards.max():.6g})")
+            return spread, (
+                f"the rewards differ by at most {spread:.3g} (from {mdp.rewards.min():.6g} to {mdp.rewards.max():.6g})"
+            )
     return None
 
 
@@ -161,10 +172,15 @@ def zero_ground_message(metric: str, spread: float, note: str, largest: float, c
     """The warning for a (nearly) vanishing ground term, or None when the distances are not all
     within the certificate of 0 (then they are genuine, however small)."""
     if spread == 0:
-        hint = ("; give the actions values (action_values, docs/cli.md) or use the reward ground"
-                if "policy ground" in note else "")
+        hint = (
+            "; give the actions values (action_values, docs/cli.md) or use the reward ground"
+            if "policy ground" in note
+            else ""
+        )
         return f"{note}, so every {metric} distance is 0{hint}"
     if largest <= certified_error:
-        return (f"{note}, and every {metric} distance is within the certificate ({certified_error:.3g}) of 0: "
-                f"the ground term vanishes to this tolerance")
+        return (
+            f"{note}, and every {metric} distance is within the certificate ({certified_error:.3g}) of 0: "
+            f"the ground term vanishes to this tolerance"
+        )
     return None

@@ -95,7 +95,7 @@ def _policy(policy: Any, q: Any, n: int, m: int) -> np.ndarray | None:
     if isinstance(policy, str) and policy == "uniform":
         return np.full((n, m), 1.0 / m)
     if isinstance(policy, str) and policy.startswith("greedy:"):
-        return greedy_policy(_load_table(policy[len("greedy:"):], "q", n, m))
+        return greedy_policy(_load_table(policy[len("greedy:") :], "q", n, m))
     return _load_table(policy, "policy", n, m)
 
 
@@ -130,8 +130,14 @@ def _reachable(P: np.ndarray, terminal: np.ndarray, initial: Any) -> np.ndarray:
     return seen
 
 
-def from_gymnasium(env_or_id: Any, policy: Any = "uniform", discount: float = DEFAULT_DISCOUNT, q: Any = None,
-                   name: str | None = None, **make_kwargs) -> FiniteMDP:
+def from_gymnasium(
+    env_or_id: Any,
+    policy: Any = "uniform",
+    discount: float = DEFAULT_DISCOUNT,
+    q: Any = None,
+    name: str | None = None,
+    **make_kwargs,
+) -> FiniteMDP:
     """A tabular Gymnasium environment (an env or an id for ``gymnasium.make``) as a FiniteMDP.
 
     See the module doc for what is read and how; ``make_kwargs`` go to ``gymnasium.make``.
@@ -156,12 +162,16 @@ def from_gymnasium(env_or_id: Any, policy: Any = "uniform", discount: float = DE
     spaces = {"observation": getattr(env, "observation_space", None), "action": getattr(env, "action_space", None)}
     for kind, space in spaces.items():
         if not isinstance(getattr(space, "n", None), (int, np.integer)) or getattr(space, "shape", None) != ():
-            raise InputError(f"{where}: the {kind} space {space} is not Discrete; only tabular environments "
-                             f"(Discrete observations and actions) have a finite model")
+            raise InputError(
+                f"{where}: the {kind} space {space} is not Discrete; only tabular environments "
+                f"(Discrete observations and actions) have a finite model"
+            )
     model = getattr(base, "P", None)
     if model is None:
-        raise InputError(f"{where}: the environment exposes no model (env.unwrapped.P, as FrozenLake, "
-                         f"CliffWalking and Taxi do), so its transitions cannot be read")
+        raise InputError(
+            f"{where}: the environment exposes no model (env.unwrapped.P, as FrozenLake, "
+            f"CliffWalking and Taxi do), so its transitions cannot be read"
+        )
     n, m = int(spaces["observation"].n), int(spaces["action"].n)
     P, R = np.zeros((n, m, n)), np.zeros((n, m))
     entered_terminal, entered_open = np.zeros(n, bool), np.zeros(n, bool)
@@ -177,8 +187,10 @@ def from_gymnasium(env_or_id: Any, policy: Any = "uniform", discount: float = DE
                     R[s, a] += float(prob) * float(reward)
                     done[s, a, t] |= bool(terminated) and float(prob) > 0
     except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise InputError(f"{where}: env.unwrapped.P is not a table of (probability, next state, reward, "
-                         f"terminated) lists for every state and action ({type(exc).__name__}: {exc})") from None
+        raise InputError(
+            f"{where}: env.unwrapped.P is not a table of (probability, next state, reward, "
+            f"terminated) lists for every state and action ({type(exc).__name__}: {exc})"
+        ) from None
     entered_terminal[:] = done.any(axis=(0, 1))
     # Only moves an episode can make count: out of the reachable live states (from the env's
     # initial_state_distrib when it has one; what P lists out of a terminal state never happens).
@@ -186,15 +198,23 @@ def from_gymnasium(env_or_id: Any, policy: Any = "uniform", discount: float = DE
     entered_open[:] = ((P[live] > 0) & ~done[live]).any(axis=(0, 1))
     both = np.nonzero(entered_terminal & entered_open)[0]
     if len(both):
-        raise InputError(f"{where}: state {int(both[0])} is entered both with and without termination; "
-                         f"it cannot be made absorbing")
+        raise InputError(
+            f"{where}: state {int(both[0])} is entered both with and without termination; it cannot be made absorbing"
+        )
     for t in np.nonzero(entered_terminal)[0]:
         P[t] = 0.0
         P[t, :, t] = 1.0
         R[t] = 0.0
     pi = _policy(policy, q, n, m)
-    return FiniteMDP(P, R, discount, pi, state_shape=_grid_shape(base), name=name or where,
-                     initial_state=_initial_state(getattr(base, "initial_state_distrib", None), n))
+    return FiniteMDP(
+        P,
+        R,
+        discount,
+        pi,
+        state_shape=_grid_shape(base),
+        name=name or where,
+        initial_state=_initial_state(getattr(base, "initial_state_distrib", None), n),
+    )
 
 
 def _initial_state(initial: Any, n: int) -> int | None:
@@ -220,7 +240,7 @@ def _literal(text: str) -> Any:
 def parse_gym_spec(spec: str) -> tuple[str, dict[str, Any]]:
     """``gym:ID?key=value&...`` -> (ID, options); the options ``discount`` and ``policy`` are
     :func:`from_gymnasium`'s, the others go to ``gymnasium.make``."""
-    body = spec[len(GYM_PREFIX):]
+    body = spec[len(GYM_PREFIX) :]
     env_id, _, query = body.partition("?")
     if not env_id:
         raise InputError(f"{spec}: no environment id after 'gym:' (e.g. gym:FrozenLake-v1)")

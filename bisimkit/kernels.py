@@ -55,10 +55,12 @@ class NativeKernelWarning(RuntimeWarning):
 
 
 #: What a process without the compiled kernels is told, once.
-NATIVE_MISSING = ("bisimkit: the compiled kernels (the extension module bisimkit_native) are not installed, so "
-                  "the kernels run as Python, many times slower; build them with `pip install -e .` "
-                  "in the repository (a C++17 compiler and Python's C headers are needed; "
-                  "docs/development.md#the-compiled-kernels)")
+NATIVE_MISSING = (
+    "bisimkit: the compiled kernels (the extension module bisimkit_native) are not installed, so "
+    "the kernels run as Python, many times slower; build them with `pip install -e .` "
+    "in the repository (a C++17 compiler and Python's C headers are needed; "
+    "docs/development.md#the-compiled-kernels)"
+)
 
 
 #: Evaluations of the operator a solve makes, in units of coupling iteration's (about 5 rounds): value
@@ -99,8 +101,9 @@ def between_cells(transitions_a: np.ndarray, transitions_b: np.ndarray) -> float
     rows = max(m_a + m_b - 1, 1)
     if problem_cells(n_a * n_b, rows, 1) > SMALL_PROBLEM_CELLS:
         return problem_cells(n_a * n_b, rows, 1)  # too large already: no need to look at the supports
-    return problem_cells(n_a * n_b, rows, _mixture_support(n_a, m_a, transitions_a),
-                         _mixture_support(n_b, m_b, transitions_b))
+    return problem_cells(
+        n_a * n_b, rows, _mixture_support(n_a, m_a, transitions_a), _mixture_support(n_b, m_b, transitions_b)
+    )
 
 
 def _mixture_support(n_states: int, n_actions: int, transitions: np.ndarray) -> int:
@@ -179,8 +182,11 @@ class Kernel:
         except TypeError as error:  # argument types the compiled kernel does not take (checked before any work)
             if not self._refused:
                 self._refused = True
-                warnings.warn(f"bisimkit: the compiled kernel {self} does not take these arguments ({error}); "
-                              "it runs as Python", NativeKernelWarning, stacklevel=2)
+                warnings.warn(
+                    f"bisimkit: the compiled kernel {self} does not take these arguments ({error}); it runs as Python",
+                    NativeKernelWarning,
+                    stacklevel=2,
+                )
             return self.py_func(*args)
 
     @property
@@ -191,9 +197,12 @@ class Kernel:
             group = getattr(module, self.__module__.rsplit(".", 1)[-1], None) if module is not None else None
             self._native = getattr(group, self.__name__, None)
             if module is not None and self._native is None:
-                warnings.warn(f"bisimkit: the installed compiled kernels lack {self}: rebuild them with "
-                              "`pip install -e .` (docs/development.md#the-compiled-kernels); it runs as Python",
-                              NativeKernelWarning, stacklevel=3)
+                warnings.warn(
+                    f"bisimkit: the installed compiled kernels lack {self}: rebuild them with "
+                    "`pip install -e .` (docs/development.md#the-compiled-kernels); it runs as Python",
+                    NativeKernelWarning,
+                    stacklevel=3,
+                )
         return self._native
 
     def __repr__(self) -> str:
@@ -214,8 +223,7 @@ def twins(body: Callable) -> tuple[Kernel, Kernel]:
     pay for waking the threads). They are the kernels ``<name>`` and ``<name>_serial`` (the names of their
     compiled kernels); the twin's body is a copy of the function under its name."""
     name = body.__name__.removesuffix("_body")
-    serial = types.FunctionType(body.__code__, body.__globals__, f"{name}_serial", body.__defaults__,
-                                body.__closure__)
+    serial = types.FunctionType(body.__code__, body.__globals__, f"{name}_serial", body.__defaults__, body.__closure__)
     serial.__qualname__ = f"{name}_serial"
     serial.__module__ = body.__module__
     return Kernel(body, parallel=True, name=name), Kernel(serial)

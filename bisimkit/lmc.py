@@ -92,7 +92,7 @@ PAIR_BYTES = 160
 #: Improvement rounds of policy iteration before it stops uncertified (each round changes a coupling).
 MAX_ROUNDS = 200
 #: Unit roundoff of float64.
-_U = 2.0 ** -53
+_U = 2.0**-53
 #: Two primes below 2**31 for the fingerprints of exact class masses.
 _PRIMES = (2_147_483_629, 2_147_483_587)
 
@@ -140,8 +140,11 @@ class LabelledChain:
         if kind not in ("dtmc", "mdp"):
             raise InputError(f"model_type {kind!r}: the lmc distance needs a Markov chain (dtmc)", param="model")
         if model.n_actions != 1:
-            raise InputError(f"model_type 'mdp': every state has {model.n_actions} actions; the lmc distance is "
-                             f"defined for Markov chains (one action per state)", param="model")
+            raise InputError(
+                f"model_type 'mdp': every state has {model.n_actions} actions; the lmc distance is "
+                f"defined for Markov chains (one action per state)",
+                param="model",
+            )
         names = list(model.label_names)
         if labels is None:
             chosen = [x for x in names if x not in DEFAULT_EXCLUDED_LABELS]
@@ -152,13 +155,18 @@ class LabelledChain:
             for i, name in enumerate(labels):
                 if name not in names:
                     shown = ", ".join(repr(x) for x in names[:20]) or "(none)"
-                    raise InputError(f"entry {i}: unknown label {name!r}; the model's labels are {shown}",
-                                     param="labels")
+                    raise InputError(
+                        f"entry {i}: unknown label {name!r}; the model's labels are {shown}", param="labels"
+                    )
                 chosen.append(name)
         classes = model.label_classes(chosen)
-        return cls(np.asarray(model.row_ptr, dtype=np.int64), np.asarray(model.columns, dtype=np.int64),
-                   np.asarray(model.probabilities, dtype=np.float64), classes,
-                   source=str(model.source or "model"))
+        return cls(
+            np.asarray(model.row_ptr, dtype=np.int64),
+            np.asarray(model.columns, dtype=np.int64),
+            np.asarray(model.probabilities, dtype=np.float64),
+            classes,
+            source=str(model.source or "model"),
+        )
 
 
 def _mdp_chain(mdp: FiniteMDP, labels: Sequence[str] | None, need_labels: bool) -> LabelledChain:
@@ -178,8 +186,11 @@ def _mdp_chain(mdp: FiniteMDP, labels: Sequence[str] | None, need_labels: bool) 
             raise InputError("give labels= or ground=, not both", param="ground")
         classes = np.zeros(n, dtype=np.int64)
     elif mdp.labels is None:
-        raise InputError(f"{mdp.label} carries no labels (read a model file, pass labels=[set of names per state] to "
-                         f"FiniteMDP, or give a ground)", param="labels")
+        raise InputError(
+            f"{mdp.label} carries no labels (read a model file, pass labels=[set of names per state] to "
+            f"FiniteMDP, or give a ground)",
+            param="labels",
+        )
     else:
         present = sorted(set().union(*mdp.labels)) if n else []
         if labels is None:
@@ -190,13 +201,19 @@ def _mdp_chain(mdp: FiniteMDP, labels: Sequence[str] | None, need_labels: bool) 
             for i, name in enumerate(labels):
                 if name not in present:
                     shown = ", ".join(repr(x) for x in present[:20]) or "(none)"
-                    raise InputError(f"entry {i}: unknown label {name!r}; the model's labels are {shown}",
-                                     param="labels")
+                    raise InputError(
+                        f"entry {i}: unknown label {name!r}; the model's labels are {shown}", param="labels"
+                    )
             chosen = frozenset(labels)
         ids: dict[frozenset, int] = {}
         classes = np.array([ids.setdefault(state & chosen, len(ids)) for state in mdp.labels], dtype=np.int64)
-    return LabelledChain(np.asarray(rows.indptr, dtype=np.int64), np.asarray(rows.indices, dtype=np.int64),
-                         np.asarray(rows.data, dtype=np.float64), classes, source=mdp.label)
+    return LabelledChain(
+        np.asarray(rows.indptr, dtype=np.int64),
+        np.asarray(rows.indices, dtype=np.int64),
+        np.asarray(rows.data, dtype=np.float64),
+        classes,
+        source=mdp.label,
+    )
 
 
 def _as_chain(model, labels, need_labels: bool = True) -> LabelledChain:
@@ -204,23 +221,29 @@ def _as_chain(model, labels, need_labels: bool = True) -> LabelledChain:
         chain = _mdp_chain(model, labels, need_labels)
     elif isinstance(model, LabelledChain):
         if labels is not None:
-            raise InputError("a LabelledChain carries its label classes; labels= is for a ModelData",
-                             param="labels")
+            raise InputError("a LabelledChain carries its label classes; labels= is for a ModelData", param="labels")
         arrays = {}
-        for name, kind in (("row_ptr", np.integer), ("columns", np.integer), ("probabilities", np.number),
-                           ("classes", np.integer)):
+        for name, kind in (
+            ("row_ptr", np.integer),
+            ("columns", np.integer),
+            ("probabilities", np.number),
+            ("classes", np.integer),
+        ):
             arr = np.asarray(getattr(model, name))
             if arr.ndim != 1 or not np.issubdtype(arr.dtype, kind):
                 what = "integers" if kind is np.integer else "numbers"
-                raise InputError(f"expected a one-dimensional array of {what}, "
-                                 f"got shape {arr.shape} and type {arr.dtype}", param=name)
+                raise InputError(
+                    f"expected a one-dimensional array of {what}, got shape {arr.shape} and type {arr.dtype}",
+                    param=name,
+                )
             arrays[name] = arr.astype(np.float64 if name == "probabilities" else np.int64)
         chain = LabelledChain(**arrays, source=model.source)
     elif hasattr(model, "label_classes") and hasattr(model, "row_ptr"):
         chain = LabelledChain.from_model(model, labels)
     else:
-        raise InputError(f"expected a FiniteMDP, a ModelData or a LabelledChain, got {type(model).__name__}",
-                         param="model")
+        raise InputError(
+            f"expected a FiniteMDP, a ModelData or a LabelledChain, got {type(model).__name__}", param="model"
+        )
     _check_chain(chain)
     return chain
 
@@ -228,33 +251,39 @@ def _as_chain(model, labels, need_labels: bool = True) -> LabelledChain:
 def _check_chain(chain: LabelledChain) -> None:
     ptr, cols, probs = chain.row_ptr, chain.columns, chain.probabilities
     if ptr.ndim != 1 or len(ptr) < 2 or ptr[0] != 0 or np.any(np.diff(ptr) < 0) or ptr[-1] != len(cols):
-        raise InputError(f"row_ptr must start at 0, not decrease and end at len(columns) = {len(cols)}",
-                         param="row_ptr")
+        raise InputError(
+            f"row_ptr must start at 0, not decrease and end at len(columns) = {len(cols)}", param="row_ptr"
+        )
     n = len(ptr) - 1
     if len(probs) != len(cols):
         raise InputError(f"{len(probs)} probabilities for {len(cols)} columns", param="probabilities")
     empty = np.flatnonzero(np.diff(ptr) == 0)
     if len(empty):
-        raise InputError(f"state {int(empty[0])} has no successors; every state of a Markov chain needs a "
-                         f"successor distribution", param="row_ptr")
+        raise InputError(
+            f"state {int(empty[0])} has no successors; every state of a Markov chain needs a successor distribution",
+            param="row_ptr",
+        )
     bad = np.flatnonzero((cols < 0) | (cols >= n))
     if len(bad):
-        raise InputError(f"entry {int(bad[0])}: successor {int(cols[bad[0]])} is out of range ({n} states)",
-                         param="columns")
+        raise InputError(
+            f"entry {int(bad[0])}: successor {int(cols[bad[0]])} is out of range ({n} states)", param="columns"
+        )
     bad = np.flatnonzero(~np.isfinite(probs) | (probs < 0))
     if len(bad):
         s = int(np.searchsorted(ptr, bad[0], side="right") - 1)
-        raise InputError(f"state {s}: probability {float(probs[bad[0]])!r} is not a finite non-negative number",
-                         param="probabilities")
+        raise InputError(
+            f"state {s}: probability {float(probs[bad[0]])!r} is not a finite non-negative number",
+            param="probabilities",
+        )
     sums = np.add.reduceat(probs, ptr[:-1])
     bad = np.flatnonzero(np.abs(sums - 1.0) > ROW_TOLERANCE)
     if len(bad):
-        raise InputError(f"state {int(bad[0])}: probabilities sum to {float(sums[bad[0]])!r}, not 1",
-                         param="probabilities")
+        raise InputError(
+            f"state {int(bad[0])}: probabilities sum to {float(sums[bad[0]])!r}, not 1", param="probabilities"
+        )
     cls = np.asarray(chain.classes)
     if cls.ndim != 1 or len(cls) != n:
-        raise InputError(f"{cls.size} label classes for {n} states: every state needs its labels",
-                         param="classes")
+        raise InputError(f"{cls.size} label classes for {n} states: every state needs its labels", param="classes")
     if not np.issubdtype(cls.dtype, np.integer) or (n and cls.min() < 0):
         raise InputError("label classes must be non-negative integers", param="classes")
 
@@ -280,8 +309,9 @@ def _check_ground(ground, n: int) -> np.ndarray:
     bad = np.argwhere(g != g.T)
     if len(bad):
         i, j = (int(x) for x in bad[0])
-        raise InputError(f"not symmetric: entry ({i}, {j}) is {g[i, j]!r}, entry ({j}, {i}) is {g[j, i]!r}",
-                         param="ground")
+        raise InputError(
+            f"not symmetric: entry ({i}, {j}) is {g[i, j]!r}, entry ({j}, {i}) is {g[j, i]!r}", param="ground"
+        )
     diag = np.flatnonzero(np.diag(g) != 0)
     if len(diag):
         i = int(diag[0])
@@ -302,14 +332,20 @@ def _ground_classes(g: np.ndarray) -> np.ndarray:
         members = np.flatnonzero(zero[s])
         if np.any(cls[members] >= 0):
             t = int(members[cls[members] >= 0][0])
-            raise InputError(f"entries ({s}, {t}) = 0 but states {s} and {t} have different rows: the states at "
-                             f"ground 0 from each other must have equal rows (a pseudometric has)", param="ground")
+            raise InputError(
+                f"entries ({s}, {t}) = 0 but states {s} and {t} have different rows: the states at "
+                f"ground 0 from each other must have equal rows (a pseudometric has)",
+                param="ground",
+            )
         rows = g[members]
         diff = np.flatnonzero(np.any(rows != rows[0], axis=1))
         if len(diff):
             t = int(members[diff[0]])
-            raise InputError(f"entries ({s}, {t}) = 0 but states {s} and {t} have different rows: the states at "
-                             f"ground 0 from each other must have equal rows (a pseudometric has)", param="ground")
+            raise InputError(
+                f"entries ({s}, {t}) = 0 but states {s} and {t} have different rows: the states at "
+                f"ground 0 from each other must have equal rows (a pseudometric has)",
+                param="ground",
+            )
         cls[members] = k
         k += 1
     return cls
@@ -323,8 +359,10 @@ def _check_pairs(pairs, n: int) -> np.ndarray:
     if arr.size == 0:
         return np.zeros((0, 2), dtype=np.int64)
     if arr.ndim != 2 or arr.shape[1] != 2 or not np.issubdtype(arr.dtype, np.integer):
-        raise InputError(f"expected (s, t) pairs of state indices, got an array of shape {arr.shape} and "
-                         f"type {arr.dtype}", param="pairs")
+        raise InputError(
+            f"expected (s, t) pairs of state indices, got an array of shape {arr.shape} and type {arr.dtype}",
+            param="pairs",
+        )
     bad = np.argwhere((arr < 0) | (arr >= n))
     if len(bad):
         i, j = (int(x) for x in bad[0])
@@ -374,10 +412,10 @@ def _fractions_for(values: np.ndarray) -> tuple[list[Fraction], np.ndarray]:
     fracs: list[Fraction] = []
     err = np.zeros(len(values))
     for start in range(0, len(values), 512):
-        v = values[start:start + 512]
+        v = values[start : start + 512]
         prod = v[:, None] * _SMALL_DENOMINATORS[None, :]
         # within about 2 * RATIONAL_ULPS units in the last place (a filter: the choice is checked exactly below)
-        near = np.abs(prod - np.round(prod)) <= (4 * RATIONAL_ULPS * 2.0 ** -52) * np.abs(prod)
+        near = np.abs(prod - np.round(prod)) <= (4 * RATIONAL_ULPS * 2.0**-52) * np.abs(prod)
         has = near.any(axis=1)
         first = np.argmax(near, axis=1)
         for i, x in enumerate(v.tolist()):
@@ -411,21 +449,21 @@ def exact_rows(row_ptr: np.ndarray, probabilities: np.ndarray) -> ExactRows:
         bad_rows = np.flatnonzero(sums != den)
     else:
         entries = [fracs[i] for i in inverse.tolist()]
-        bad_rows = np.array([s for s in range(n) if sum(entries[ptr[s]:ptr[s + 1]]) != 1], dtype=np.int64)
+        bad_rows = np.array([s for s in range(n) if sum(entries[ptr[s] : ptr[s + 1]]) != 1], dtype=np.int64)
     defect_rows = np.add.reduceat(err[inverse], ptr[:-1]) * (1 + 4 * _U) if n else np.zeros(0)
     for s in bad_rows.tolist():
-        stored = [Fraction(float(p)) for p in probabilities[ptr[s]:ptr[s + 1]]]
+        stored = [Fraction(float(p)) for p in probabilities[ptr[s] : ptr[s + 1]]]
         if sum(stored) != 1:
             top = max(range(len(stored)), key=lambda i: stored[i])
             stored[top] += 1 - sum(stored)
         repaired[s] = stored
-        exact_stored = [Fraction(float(p)) for p in probabilities[ptr[s]:ptr[s + 1]]]
+        exact_stored = [Fraction(float(p)) for p in probabilities[ptr[s] : ptr[s + 1]]]
         defect_rows[s] = math.nextafter(float(sum(abs(a - b) for a, b in zip(stored, exact_stored))), math.inf)
     if repaired:
         if entries is None:
             entries = [fracs[i] for i in inverse.tolist()]
         for s, row in repaired.items():
-            entries[ptr[s]:ptr[s + 1]] = row
+            entries[ptr[s] : ptr[s + 1]] = row
         den = math.lcm(*{q.denominator for q in entries})
     if entries is not None:
         if den < 2**61:
@@ -490,8 +528,9 @@ def _gather_rows(ptr: np.ndarray, states: np.ndarray) -> tuple[np.ndarray, np.nd
     return pos, starts
 
 
-def refine(row_ptr: np.ndarray, columns: np.ndarray, num: np.ndarray, initial: np.ndarray,
-           seed: int = 0) -> tuple[np.ndarray, int]:
+def refine(
+    row_ptr: np.ndarray, columns: np.ndarray, num: np.ndarray, initial: np.ndarray, seed: int = 0
+) -> tuple[np.ndarray, int]:
     """Coarsest partition finer than ``initial`` in which all states of a block put equal exact mass
     ``num`` into every block: probabilistic bisimilarity. Returns ``(blocks, rounds)``, block ids in order
     of first state.
@@ -682,7 +721,7 @@ def _to_float(num: np.ndarray, den: int) -> np.ndarray:
 # ------------------------------------------------------------------------------ the pair space
 #: Bound on the total-variation distance between a float quotient row and its exact row: every entry is
 #: the correctly rounded ``num / denominator``, so the sum of the errors is at most 2**-53 (charged twice).
-_ROW_ERROR = 2.0 ** -52
+_ROW_ERROR = 2.0**-52
 
 
 @dataclass
@@ -744,7 +783,7 @@ class _Ground:
         for lab in np.unique(self.labels):
             d = degrees[self.labels == lab].astype(np.float64)
             pairs += len(d) * (len(d) - 1) // 2
-            cells += int((d.sum() ** 2 - (d ** 2).sum()) / 2)
+            cells += int((d.sum() ** 2 - (d**2).sum()) / 2)
         return pairs, cells
 
 
@@ -791,6 +830,7 @@ def _sorted_lookup(keys: np.ndarray, k: int):
         if len(q) and (pos.max(initial=0) >= len(keys) or np.any(keys[np.minimum(pos, len(keys) - 1)] != q)):
             raise RuntimeError("a successor pair is missing from the pair space")  # pragma: no cover
         return pos
+
     return lookup
 
 
@@ -806,7 +846,7 @@ def build_pairs(I, J, quotient: Quotient, ground: _Ground) -> PairSpace:
     tgt = np.empty(int(cell_ptr[-1]), dtype=_index_dtype(len(I) + 2))
     pos = 0
     for _, u, v in _successors(I, J, quotient.row_ptr, quotient.columns):
-        tgt[pos:pos + len(u)] = _cell_targets(u, v, ground, lookup)
+        tgt[pos : pos + len(u)] = _cell_targets(u, v, ground, lookup)
         pos += len(u)
     g = ground(I, J) if len(I) else np.zeros(0)
     return PairSpace(I, J, np.asarray(g, dtype=np.float64), cell_ptr, tgt)
@@ -836,8 +876,11 @@ def closure(seeds_i, seeds_j, quotient: Quotient, ground: _Ground, max_pairs: in
         new = [x for x in cand.tolist() if x not in seen]
         seen.update(new)
         if len(seen) > max_pairs:
-            raise InputError(f"the queried pairs reach more than {max_pairs} pairs of bisimulation classes, more "
-                             f"than max_memory allows; query fewer pairs or raise max_memory", param="pairs")
+            raise InputError(
+                f"the queried pairs reach more than {max_pairs} pairs of bisimulation classes, more "
+                f"than max_memory allows; query fewer pairs or raise max_memory",
+                param="pairs",
+            )
         frontier = np.asarray(new, dtype=np.int64)
         found.append(frontier)
     keys = np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
@@ -994,7 +1037,7 @@ def _transport(grp: _Group, C: np.ndarray, couplings: _Couplings):
         Gp, log = load_pot().emd(grp.a[p], grp.b[p], C[p], numItermax=10_000_000, log=True)
         flows[p] = Gp
         costs[p] = float(np.sum(Gp * C[p]))
-        low[p] = _dual_bound(grp.a[p:p + 1], grp.b[p:p + 1], C[p:p + 1], log["u"][None], log["v"][None])[0]
+        low[p] = _dual_bound(grp.a[p : p + 1], grp.b[p : p + 1], C[p : p + 1], log["u"][None], log["v"][None])[0]
     return costs, flows, low, True
 
 
@@ -1157,7 +1200,7 @@ DENSE_SCC_MAX = 256
 #: Gauss-Seidel sweeps tried on a larger component before its sparse LU, and the change per sweep (relative to
 #: the largest value) at which they stop.
 GAUSS_SEIDEL_SWEEPS = 400
-GAUSS_SEIDEL_TARGET = 2.0 ** -50
+GAUSS_SEIDEL_TARGET = 2.0**-50
 #: When every component of the full pair graph has at most this many pairs, those components serve every
 #: policy evaluation; otherwise each coupling's own graph is decomposed.
 FIXED_COMPONENTS_MAX = 64
@@ -1346,7 +1389,7 @@ def _topological_labels(count: int, src: np.ndarray, dst: np.ndarray) -> np.ndar
         c = ready.pop()
         new[c] = nxt
         nxt += 1
-        for q in preds[pred_ptr[c]:pred_ptr[c + 1]]:
+        for q in preds[pred_ptr[c] : pred_ptr[c + 1]]:
             out_deg[q] -= 1
             if out_deg[q] == 0:
                 ready.append(int(q))
@@ -1372,10 +1415,19 @@ def _block_solve(T, rhs: np.ndarray, comps, start: np.ndarray | None = None) -> 
         if comp > start:
             _scc_sweep(scc_ptr, members, int(start), int(comp), indptr, indices, data, rhs, x, local)
         if comp < len(sizes):
-            S = members[scc_ptr[comp]:scc_ptr[comp + 1]]
+            S = members[scc_ptr[comp] : scc_ptr[comp + 1]]
             # Gauss-Seidel first (cheap where coupled runs separate quickly), a sparse LU if it stalls
-            sweeps, resid = _scc_gauss_seidel(S, indptr, indices, data, rhs, x, local, GAUSS_SEIDEL_SWEEPS,
-                                              GAUSS_SEIDEL_TARGET * max(1.0, float(np.max(np.abs(x[S])))))
+            sweeps, resid = _scc_gauss_seidel(
+                S,
+                indptr,
+                indices,
+                data,
+                rhs,
+                x,
+                local,
+                GAUSS_SEIDEL_SWEEPS,
+                GAUSS_SEIDEL_TARGET * max(1.0, float(np.max(np.abs(x[S])))),
+            )
             if not resid <= GAUSS_SEIDEL_TARGET * max(1.0, float(np.max(np.abs(x[S])))):
                 block = T[S][:, S]
                 x[S] = 0.0
@@ -1411,10 +1463,14 @@ def _policy_value_bounds(couplings: _Couplings, ext, space, c):
         C = couplings.costs(grp, ext)
         plan = couplings.plan_of(grp)
         cost = np.einsum("gab,gab->g", plan, C)
-        drift = (np.abs(plan.sum(axis=2) - grp.a).sum(axis=1) + np.abs(plan.sum(axis=1) - grp.b).sum(axis=1))
+        drift = np.abs(plan.sum(axis=2) - grp.a).sum(axis=1) + np.abs(plan.sum(axis=1) - grp.b).sum(axis=1)
         cells = grp.ka * grp.kb
-        w = (cost * (1 + (cells + 2) * 2 * _U) + drift * (1 + 4 * _U)
-             + (cells + grp.ka + grp.kb + 4) * 2 * _U * (1.0 + plan.sum(axis=(1, 2))) + 2 * _ROW_ERROR)
+        w = (
+            cost * (1 + (cells + 2) * 2 * _U)
+            + drift * (1 + 4 * _U)
+            + (cells + grp.ka + grp.kb + 4) * 2 * _U * (1.0 + plan.sum(axis=(1, 2)))
+            + 2 * _ROW_ERROR
+        )
         up[grp.pairs] = _oplus(space.g[grp.pairs], np.minimum(w, 1.0), c)[1]
     return up
 
@@ -1604,9 +1660,17 @@ class _ClassTable:
 
 
 # ------------------------------------------------------------------------------ the entry point
-def lmc_distances(model, discount: float = 1.0, *, labels: Sequence[str] | None = None, ground=None,
-                  pairs=None, tol: float = 1e-9, max_memory: int | None = None,
-                  dense_states: int = DENSE_STATES) -> LMCResult:
+def lmc_distances(
+    model,
+    discount: float = 1.0,
+    *,
+    labels: Sequence[str] | None = None,
+    ground=None,
+    pairs=None,
+    tol: float = 1e-9,
+    max_memory: int | None = None,
+    dense_states: int = DENSE_STATES,
+) -> LMCResult:
     r"""Bisimilarity distances of a labelled Markov chain, certified by a bracket.
 
     ``d`` is the least fixed point of ``F(d)(s, t) = g(s, t) + (1 - g(s, t)) c W_1(P(s), P(t); d)``, with
@@ -1682,13 +1746,16 @@ def lmc_distances(model, discount: float = 1.0, *, labels: Sequence[str] | None 
             raise InputError(
                 f"all pairs need about {need / 2**30:.1f} GiB ({count} pairs of bisimulation classes, {cells} "
                 f"transport cells; {n} states in {k} classes), more than max_memory = {budget / 2**30:.1f} GiB; "
-                f"query pairs= or raise max_memory", param="pairs")
+                f"query pairs= or raise max_memory",
+                param="pairs",
+            )
         I, J = ground_q.candidates(k)
     else:
         cq = quotient.classes[queries]
         mean_cells = float(np.mean(deg.astype(np.float64) ** 2)) if k else 1.0
-        I, J = closure(cq[:, 0], cq[:, 1], quotient, ground_q,
-                       max_pairs=int(budget / (PAIR_BYTES + CELL_BYTES * mean_cells)))
+        I, J = closure(
+            cq[:, 0], cq[:, 1], quotient, ground_q, max_pairs=int(budget / (PAIR_BYTES + CELL_BYTES * mean_cells))
+        )
     space = build_pairs(I, J, quotient, ground_q)
     t = lap("pair space", t)
 
@@ -1734,20 +1801,42 @@ def lmc_distances(model, discount: float = 1.0, *, labels: Sequence[str] | None 
         distances = (lower + upper) / 2
     err = float(np.max(sol.upper - sol.lower, initial=0.0))
     kind = "undiscounted" if c == 1.0 else f"discounted (c = {c:g})"
-    method = (f"lmc {kind}: exact chain, bisimulation quotient ({k} classes of {n} states, "
-              f"{quotient.rounds} refinement rounds), ")
+    method = (
+        f"lmc {kind}: exact chain, bisimulation quotient ({k} classes of {n} states, "
+        f"{quotient.rounds} refinement rounds), "
+    )
     if c == 1.0:
         method += f"distance one by the pair graph ({len(d1_pairs[0])} class pairs), "
-    method += (f"policy iteration on {space.size} class pairs ({sol.evaluations} evaluations, {sol.rounds} rounds), "
-               f"bracket {'certified' if sol.certified else 'NOT certified: ' + sol.note}")
+    method += (
+        f"policy iteration on {space.size} class pairs ({sol.evaluations} evaluations, {sol.rounds} rounds), "
+        f"bracket {'certified' if sol.certified else 'NOT certified: ' + sol.note}"
+    )
     if queries is not None:
         method += f"; {len(queries)} queried pairs reach {len(explored_keys)} class pairs"
     if err > tol:
         method += f"; certified error {err:.3g} above tol = {tol:g}"
     lap("result", t)
-    return LMCResult(distances, lower, upper, None if queries is None else queries, err, c, quotient.classes, k,
-                     zero_pairs, one_pairs, space.size, sol.evaluations, sol.rounds, time.perf_counter() - start,
-                     method, exact.defect, sol.certified, timings, table)
+    return LMCResult(
+        distances,
+        lower,
+        upper,
+        None if queries is None else queries,
+        err,
+        c,
+        quotient.classes,
+        k,
+        zero_pairs,
+        one_pairs,
+        space.size,
+        sol.evaluations,
+        sol.rounds,
+        time.perf_counter() - start,
+        method,
+        exact.defect,
+        sol.certified,
+        timings,
+        table,
+    )
 
 
 def _ground_one_pairs(ground: _Ground, sizes: np.ndarray, n: int) -> int:
@@ -1787,8 +1876,12 @@ class LMCSolution(Solution):
         """The ``--out FILE.json`` object: :meth:`Solution.to_json`'s, with the bracket, the discount and the
         queried pairs."""
         out = super().to_json()
-        out.update(discount=self.discount, lower=self.lower.tolist(), upper=self.upper.tolist(),
-                   pairs=None if self.pairs is None else self.pairs.tolist())
+        out.update(
+            discount=self.discount,
+            lower=self.lower.tolist(),
+            upper=self.upper.tolist(),
+            pairs=None if self.pairs is None else self.pairs.tolist(),
+        )
         return out
 
 
@@ -1805,8 +1898,9 @@ def _solution_ground(ground, n: int):
     return _check_ground(ground, n), "matrix"
 
 
-def lmc_solution(mdp: FiniteMDP, discount=None, ground=None, pairs=None, tol: float = 1e-9,
-                 force: bool = False) -> LMCSolution:
+def lmc_solution(
+    mdp: FiniteMDP, discount=None, ground=None, pairs=None, tol: float = 1e-9, force: bool = False
+) -> LMCSolution:
     """``solve(mdp, "lmc", discount=c, ground=..., pairs=...)``: :func:`lmc_distances` of the chain of ``mdp``
     (its rows, or its policy's chain) as an :class:`LMCSolution`.
 
@@ -1820,12 +1914,27 @@ def lmc_solution(mdp: FiniteMDP, discount=None, ground=None, pairs=None, tol: fl
     g, label = _solution_ground(ground, n)
     budget = None if not force else 2**62
     if pairs is None and not force and SOLUTION_PAIR_BYTES * n * n > DEFAULT_MAX_MEMORY:
-        raise InputError(f"all pairs of {n} states take about {SOLUTION_PAIR_BYTES * n * n / 2**30:.1f} GiB as "
-                         f"matrices, more than {DEFAULT_MAX_MEMORY / 2**30:.0f} GiB; query pairs= (or force)",
-                         param="pairs")
+        raise InputError(
+            f"all pairs of {n} states take about {SOLUTION_PAIR_BYTES * n * n / 2**30:.1f} GiB as "
+            f"matrices, more than {DEFAULT_MAX_MEMORY / 2**30:.0f} GiB; query pairs= (or force)",
+            param="pairs",
+        )
     r = lmc_distances(mdp, c, ground=g, pairs=pairs, tol=tol, max_memory=budget, dense_states=n)
     converged = r.certified and r.certified_error <= tol
-    return LMCSolution(metric="lmc", distances=r.distances, iterations=r.iterations,
-                       certified_error=r.certified_error, seconds=r.seconds, method=r.method, tolerance=tol,
-                       ground=label, converged=converged, floor=r.certified_error, lower=r.lower, upper=r.upper,
-                       pairs=r.pairs, discount=c, result=r)
+    return LMCSolution(
+        metric="lmc",
+        distances=r.distances,
+        iterations=r.iterations,
+        certified_error=r.certified_error,
+        seconds=r.seconds,
+        method=r.method,
+        tolerance=tol,
+        ground=label,
+        converged=converged,
+        floor=r.certified_error,
+        lower=r.lower,
+        upper=r.upper,
+        pairs=r.pairs,
+        discount=c,
+        result=r,
+    )

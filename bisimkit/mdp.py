@@ -56,11 +56,32 @@ class FiniteMDP:
     distances of labelled Markov chains. Instances are read-only and compare by identity.
     """
 
-    __slots__ = ("_transitions", "_rows", "rewards", "discount", "policy", "action_values", "state_shape", "name",
-                 "initial_state", "labels", "__dict__")
+    __slots__ = (
+        "_transitions",
+        "_rows",
+        "rewards",
+        "discount",
+        "policy",
+        "action_values",
+        "state_shape",
+        "name",
+        "initial_state",
+        "labels",
+        "__dict__",
+    )
 
-    def __init__(self, transitions, rewards, discount, policy=None, action_values=None, state_shape=None,
-                 name: str | None = None, initial_state=None, labels=None) -> None:
+    def __init__(
+        self,
+        transitions,
+        rewards,
+        discount,
+        policy=None,
+        action_values=None,
+        state_shape=None,
+        name: str | None = None,
+        initial_state=None,
+        labels=None,
+    ) -> None:
         set_ = object.__setattr__
         if _is_sparse(transitions):
             rows = _validate_sparse_transitions(transitions, rewards)
@@ -81,9 +102,16 @@ class FiniteMDP:
         if name is not None and not isinstance(name, str):
             raise InputError(f"name: expected a string, got {type(name).__name__}")
         initial = None if initial_state is None else _validate_initial_state(initial_state, n)
-        for field, value in (("rewards", R), ("discount", c), ("policy", pi), ("action_values", av),
-                             ("state_shape", shape), ("name", name), ("initial_state", initial),
-                             ("labels", None if labels is None else _validate_labels(labels, n))):
+        for field, value in (
+            ("rewards", R),
+            ("discount", c),
+            ("policy", pi),
+            ("action_values", av),
+            ("state_shape", shape),
+            ("name", name),
+            ("initial_state", initial),
+            ("labels", None if labels is None else _validate_labels(labels, n)),
+        ):
             set_(self, field, value)
         for array in (R, pi, av):
             if array is not None:
@@ -94,8 +122,10 @@ class FiniteMDP:
 
     def __repr__(self) -> str:
         held = "sparse" if self._transitions is None else "dense"
-        return (f"FiniteMDP({self.label}: {self.n_states} states, {self.n_actions} actions, c={self.discount:g}, "
-                f"{held} transitions{', policy' if self.policy is not None else ''})")
+        return (
+            f"FiniteMDP({self.label}: {self.n_states} states, {self.n_actions} actions, c={self.discount:g}, "
+            f"{held} transitions{', policy' if self.policy is not None else ''})"
+        )
 
     # ----------------------------------------------------------------- sizes
     @property
@@ -123,8 +153,9 @@ class FiniteMDP:
         """The number of successors of every ``P(s, a)`` (n x m)."""
         if self._transitions is not None:
             # one action at a time: a boolean copy of all transitions would be a large allocation
-            return np.stack([np.count_nonzero(self._transitions[:, a, :], axis=1) for a in range(self.n_actions)],
-                            axis=1)
+            return np.stack(
+                [np.count_nonzero(self._transitions[:, a, :], axis=1) for a in range(self.n_actions)], axis=1
+            )
         return np.diff(self._rows.indptr).reshape(self.n_states, self.n_actions)
 
     @property
@@ -270,15 +301,26 @@ class FiniteMDP:
     def with_policy(self, policy: np.ndarray | None) -> "FiniteMDP":
         """A copy of this MDP with another policy (validated)."""
         held = self._rows if self._transitions is None else self._transitions
-        return FiniteMDP(held, self.rewards, self.discount, policy, self.action_values, self.state_shape, self.name,
-                         self.initial_state, self.labels)
+        return FiniteMDP(
+            held,
+            self.rewards,
+            self.discount,
+            policy,
+            self.action_values,
+            self.state_shape,
+            self.name,
+            self.initial_state,
+            self.labels,
+        )
 
     def label_classes(self) -> np.ndarray:
         """One integer per state, equal exactly when two states carry the same set of labels (an InputError
         naming ``labels`` when the MDP has none)."""
         if self.labels is None:
-            raise InputError("labels: this MDP carries no labels (read a model file with its labels, or pass "
-                             "labels=[set of names per state])")
+            raise InputError(
+                "labels: this MDP carries no labels (read a model file with its labels, or pass "
+                "labels=[set of names per state])"
+            )
         ids: dict[frozenset, int] = {}
         return np.array([ids.setdefault(labels, len(ids)) for labels in self.labels], dtype=np.int64)
 
@@ -290,9 +332,11 @@ def _is_sparse(value: Any) -> bool:
 
 def _check_dense_view(field: str, cells: int, nnz: int, n: int) -> None:
     if cells > DENSE_VIEW_CELLS:
-        raise InputError(f"{field}: this MDP holds its {nnz:,} transitions sparse over {n:,} states; the dense array "
-                         f"would take {8 * cells / 2 ** 30:.1f} GiB (the solvers read the sparse rows: "
-                         f"transition_rows)")
+        raise InputError(
+            f"{field}: this MDP holds its {nnz:,} transitions sparse over {n:,} states; the dense array "
+            f"would take {8 * cells / 2**30:.1f} GiB (the solvers read the sparse rows: "
+            f"transition_rows)"
+        )
 
 
 def _validate_sparse_transitions(value: Any, rewards: Any) -> sp.csr_matrix:
@@ -306,8 +350,10 @@ def _validate_sparse_transitions(value: Any, rewards: Any) -> sp.csr_matrix:
     R = np.asarray(rewards)
     m = int(R.shape[1]) if R.ndim == 2 and R.shape[0] == n else (rows // n if n else 0)
     if n == 0 or m == 0 or rows != n * m:
-        raise InputError(f"transitions: a sparse transition matrix has shape (n*m, n): row s*m + a is P(s, a); got "
-                         f"{X.shape}, with rewards of shape {R.shape}")
+        raise InputError(
+            f"transitions: a sparse transition matrix has shape (n*m, n): row s*m + a is P(s, a); got "
+            f"{X.shape}, with rewards of shape {R.shape}"
+        )
     X.sum_duplicates()
     X.sort_indices()
     bad = np.nonzero(~np.isfinite(X.data))[0]
@@ -317,16 +363,18 @@ def _validate_sparse_transitions(value: Any, rewards: Any) -> sp.csr_matrix:
     neg = np.nonzero(X.data < -ROW_TOLERANCE)[0]
     if len(neg):
         row = int(np.searchsorted(X.indptr, neg[0], side="right") - 1)
-        raise InputError(f"transitions[s={row // m}, a={row % m}, s'={X.indices[neg[0]]}] = {X.data[neg[0]]:.6g} "
-                         f"is negative")
+        raise InputError(
+            f"transitions[s={row // m}, a={row % m}, s'={X.indices[neg[0]]}] = {X.data[neg[0]]:.6g} is negative"
+        )
     X.data = np.clip(X.data, 0.0, None)
     X.eliminate_zeros()
     sums = np.asarray(X.sum(axis=1)).ravel()
     off = np.nonzero(np.abs(sums - 1.0) > ROW_TOLERANCE)[0]
     if len(off):
         row = int(off[0])
-        raise InputError(f"transitions[s={row // m}, a={row % m}] sums to {sums[row]:.12g}, not 1 "
-                         f"(tolerance {ROW_TOLERANCE:g})")
+        raise InputError(
+            f"transitions[s={row // m}, a={row % m}] sums to {sums[row]:.12g}, not 1 (tolerance {ROW_TOLERANCE:g})"
+        )
     X.data = X.data / np.repeat(sums, np.diff(X.indptr))
     X.data.setflags(write=False)
     return X
@@ -351,8 +399,9 @@ def _validate_transitions(value: Any) -> np.ndarray:
     if n == 0 or m == 0:
         raise InputError(f"transitions: need at least one state and one action, got shape {P.shape}")
     if n2 != n:
-        raise InputError(f"transitions: shape {P.shape} must be (n, m, n); "
-                         f"the last axis has {n2} entries but there are {n} states")
+        raise InputError(
+            f"transitions: shape {P.shape} must be (n, m, n); the last axis has {n2} entries but there are {n} states"
+        )
     check_finite("transitions", P, ("s", "a", "s'"))
     return _check_distributions("transitions", P, ("s", "a", "s'"))
 
@@ -366,8 +415,9 @@ def _check_distributions(field: str, X: np.ndarray, names: tuple[str, ...]) -> n
     off = np.argwhere(np.abs(sums - 1.0) > ROW_TOLERANCE)
     if len(off):
         idx = tuple(off[0])
-        raise InputError(f"{field}[{format_index(names[:-1], idx)}] sums to {sums[idx]:.12g}, "
-                         f"not 1 (tolerance {ROW_TOLERANCE:g})")
+        raise InputError(
+            f"{field}[{format_index(names[:-1], idx)}] sums to {sums[idx]:.12g}, not 1 (tolerance {ROW_TOLERANCE:g})"
+        )
     return _clean_rows(X)
 
 
@@ -421,8 +471,7 @@ def _validate_state_shape(value: Any, n: int) -> tuple[int, ...]:
             raise InputError(f"state_shape[{i}] = {x} is not a positive integer")
         dims.append(int(x))
     if math.prod(dims) != n:
-        raise InputError(f"state_shape: the product of {dims} is {math.prod(dims)}, "
-                         f"but there are {n} states")
+        raise InputError(f"state_shape: the product of {dims} is {math.prod(dims)}, but there are {n} states")
     return tuple(dims)
 
 
@@ -430,8 +479,9 @@ def _validate_state_shape(value: Any, n: int) -> tuple[int, ...]:
 def mdp_from_dict(data: Any, source: str = "input") -> FiniteMDP:
     """Build a validated MDP from the file format's JSON object (a dict; docs/cli.md)."""
     if not isinstance(data, dict):
-        raise InputError(f"{source}: expected a JSON object with fields {', '.join(REQUIRED)}, "
-                         f"got {type(data).__name__}")
+        raise InputError(
+            f"{source}: expected a JSON object with fields {', '.join(REQUIRED)}, got {type(data).__name__}"
+        )
     check_keys(data, FIELDS, REQUIRED, source)
     name = data.get("name")
     if isinstance(name, np.ndarray):
@@ -454,8 +504,9 @@ MODEL_DISCOUNT = 0.9
 MODEL_SUFFIXES = (".drn", ".tra")
 
 
-def to_mdp(data: ModelData, reward: str | None = None, discount: float = MODEL_DISCOUNT, policy=None,
-           kind: str | None = None):
+def to_mdp(
+    data: ModelData, reward: str | None = None, discount: float = MODEL_DISCOUNT, policy=None, kind: str | None = None
+):
     """``data`` as a :class:`~bisimkit.mdp.FiniteMDP` with its transitions held sparse (never densified) and
     each state's labels kept (``mdp.labels``).
 
@@ -477,15 +528,21 @@ def to_mdp(data: ModelData, reward: str | None = None, discount: float = MODEL_D
         policy = np.ones((n, 1))
     ptr, idx = data._labels_by_state
     names = np.asarray(data.label_names, dtype=object)
-    labels = [frozenset(names[idx[ptr[s]:ptr[s + 1]]]) for s in range(n)]
+    labels = [frozenset(names[idx[ptr[s] : ptr[s + 1]]]) for s in range(n)]
     initial = int(data.initial_states[0]) if len(data.initial_states) == 1 else None
     name = Path(data.source).name if data.source and data.source != "stormpy model" else data.source
-    return FiniteMDP(data.transition_matrix(), rewards, discount, policy, name=name, initial_state=initial,
-                     labels=labels)
+    return FiniteMDP(
+        data.transition_matrix(), rewards, discount, policy, name=name, initial_state=initial, labels=labels
+    )
 
 
-def load_model(path: str | os.PathLike, reward: str | None = None, discount: float = MODEL_DISCOUNT, policy=None,
-               kind: str | None = None):
+def load_model(
+    path: str | os.PathLike,
+    reward: str | None = None,
+    discount: float = MODEL_DISCOUNT,
+    policy=None,
+    kind: str | None = None,
+):
     """Read a Storm DRN file or a PRISM explicit export (:func:`bisimkit.model_files.read_model`) as a sparse
     :class:`~bisimkit.mdp.FiniteMDP` (:func:`to_mdp`)."""
     from .model_files import read_model  # start-up cost: the reader is loaded where a model file is read
@@ -493,8 +550,9 @@ def load_model(path: str | os.PathLike, reward: str | None = None, discount: flo
     return to_mdp(read_model(path), reward, discount, policy, kind)
 
 
-def from_stormpy(model, reward: str | None = None, discount: float = MODEL_DISCOUNT, policy=None,
-                 kind: str | None = None):
+def from_stormpy(
+    model, reward: str | None = None, discount: float = MODEL_DISCOUNT, policy=None, kind: str | None = None
+):
     """A model stormpy built (from a PRISM or JANI file) as a sparse :class:`~bisimkit.mdp.FiniteMDP`
     (:func:`bisimkit.model_files.stormpy_data`, :func:`to_mdp`; the ``storm`` extra)."""
     from .model_files import stormpy_data  # start-up cost: the reader is loaded where a model is converted
@@ -502,8 +560,13 @@ def from_stormpy(model, reward: str | None = None, discount: float = MODEL_DISCO
     return to_mdp(stormpy_data(model), reward, discount, policy, kind)
 
 
-def load_mdp(path: str | os.PathLike, reward: str | None = None, discount: float | None = None,
-             policy=None, kind: str | None = None) -> FiniteMDP:
+def load_mdp(
+    path: str | os.PathLike,
+    reward: str | None = None,
+    discount: float | None = None,
+    policy=None,
+    kind: str | None = None,
+) -> FiniteMDP:
     """Load and validate an MDP from a ``.json`` or ``.npz`` file (the file format of ``docs/cli.md``), or a
     model from a model checker: Storm's ``.drn`` or PRISM's explicit ``.tra`` (with its ``.lab`` and
     reward files), held sparse (:func:`load_model`). ``reward`` (a label, whose
@@ -515,8 +578,11 @@ def load_mdp(path: str | os.PathLike, reward: str | None = None, discount: float
         return load_model(path, reward, MODEL_DISCOUNT if discount is None else discount, policy, kind)
     for value, param in ((reward, "reward"), (discount, "discount"), (policy, "policy"), (kind, "kind")):
         if value is not None:
-            raise InputError(f"{path}: {param}= applies to model files (.drn, .tra); an MDP file carries its own "
-                             f"{param if param != 'reward' else 'rewards'}", param=param)
+            raise InputError(
+                f"{path}: {param}= applies to model files (.drn, .tra); an MDP file carries its own "
+                f"{param if param != 'reward' else 'rewards'}",
+                param=param,
+            )
     if not path.exists():
         raise InputError(f"{path}: no such file")
     if path.is_dir():
@@ -528,8 +594,9 @@ def load_mdp(path: str | os.PathLike, reward: str | None = None, discount: float
                 try:
                     data = json.load(fh)
                 except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
-                                     f"{exc.msg}") from None
+                    raise InputError(
+                        f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+                    ) from None
         elif suffix == ".npz":
             try:
                 with np.load(path, allow_pickle=False) as npz:
@@ -537,8 +604,9 @@ def load_mdp(path: str | os.PathLike, reward: str | None = None, discount: float
             except (zipfile.BadZipFile, ValueError, EOFError, OSError) as exc:
                 raise InputError(f"{path}: cannot read as .npz ({exc})") from None
         else:
-            raise InputError(f"{path}: unsupported file type '{path.suffix}' (use .json or .npz, or a model "
-                             f"file: .drn, .tra)")
+            raise InputError(
+                f"{path}: unsupported file type '{path.suffix}' (use .json or .npz, or a model file: .drn, .tra)"
+            )
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a UTF-8 text file") from None
     except PermissionError:

@@ -87,8 +87,9 @@ class Shape:
 
     def scaled(self, n: int) -> "Shape":
         """The same MDP family at ``n`` states (supports capped at ``n``)."""
-        return replace(self, n=n, transition_support=min(self.transition_support, n),
-                       pi_support=min(self.pi_support, n))
+        return replace(
+            self, n=n, transition_support=min(self.transition_support, n), pi_support=min(self.pi_support, n)
+        )
 
 
 @dataclass(frozen=True)
@@ -109,9 +110,15 @@ def _cells(rows: float, a: float, b: float) -> float:
     return rows * max(a + b - 1.0, 1.0)
 
 
-def estimate_shape(shape: Shape, metric: str, method: str = "auto", full_diagonal: bool = False,
-                   single_eps_bar: bool | None = None, pairs: float | None = None,
-                   cells: float | None = None) -> Estimate:
+def estimate_shape(
+    shape: Shape,
+    metric: str,
+    method: str = "auto",
+    full_diagonal: bool = False,
+    single_eps_bar: bool | None = None,
+    pairs: float | None = None,
+    cells: float | None = None,
+) -> Estimate:
     """The estimate for an MDP of this :class:`Shape` (see :func:`estimate_solve`); ``pairs``, when
     given, is the number of unknown pairs (the cross pairs of :func:`estimate_between`) in place of
     the pairs of ``shape.n`` states, and ``cells`` the entries of the distance-shaped matrices (the
@@ -132,14 +139,16 @@ def estimate_shape(shape: Shape, metric: str, method: str = "auto", full_diagona
         action_cells = _cells(pairs, shape.policy_support, shape.policy_support)
         entries = _cells(action_cells, shape.transition_support, shape.transition_support)
         if single_eps_bar is None:
-            single_eps_bar = (pairs >= EPS_BAR_SINGLE_PAIRS
-                              and 16.0 * entries > EPS_BAR_MEMORY_SHARE * physical_memory())
+            single_eps_bar = pairs >= EPS_BAR_SINGLE_PAIRS and 16.0 * entries > EPS_BAR_MEMORY_SHARE * physical_memory()
         per_entry = EPS_BAR_SINGLE_ENTRY_BYTES if single_eps_bar else EPS_BAR_ENTRY_BYTES
         assembly = 0.0 if pairs >= COMPILED_EPS_BAR_PAIRS else EPS_BAR_CELL_BYTES * entries
         total = base + KRYLOV_VECTORS * 8.0 * pairs + max(per_entry * entries, assembly)
         kind = "float32 eps-bar matrix" if single_eps_bar else "eps-bar matrix"
-        return Estimate(total, "sparse linear solve" if exact else "value iteration",
-                        f"{pairs:,.0f} pairs, {kind} of {entries:,.0f} entries")
+        return Estimate(
+            total,
+            "sparse linear solve" if exact else "value iteration",
+            f"{pairs:,.0f} pairs, {kind} of {entries:,.0f} entries",
+        )
     # transport: rows per pair and the laws each row compares (Operator.rows)
     if info.rows == "one":
         rows, support = pairs, shape.pi_support
@@ -148,7 +157,7 @@ def estimate_shape(shape: Shape, metric: str, method: str = "auto", full_diagona
     elif info.rows == "entangled":
         rows, support = _cells(pairs, shape.policy_support, shape.policy_support), shape.transition_support
     else:  # "action-pairs": every pair of actions the policy takes
-        rows, support = pairs * shape.policy_support ** 2, shape.transition_support
+        rows, support = pairs * shape.policy_support**2, shape.transition_support
     if info.pseudometric and not full_diagonal and info.p == 1 and support > SHARED_MASS_MIN_SUPPORT:
         # dense W1 laws: the solver moves only (p - q)+ onto (q - p)+, whose supports together
         # cover the union of the two supports (for independent supports of s of n states,
@@ -163,8 +172,11 @@ def estimate_shape(shape: Shape, metric: str, method: str = "auto", full_diagona
         per_cell = COUPLING_CELL_BYTES  # bisim's systems are built from the chosen rows' plans, by numpy
     else:
         per_cell = COUPLING_CELL_BYTES_COMPILED
-    return Estimate(base + per_cell * cells, "coupling iteration" if coupling else "value iteration",
-                    f"{pairs:,.0f} pairs, {cells:,.0f} plan cells")
+    return Estimate(
+        base + per_cell * cells,
+        "coupling iteration" if coupling else "value iteration",
+        f"{pairs:,.0f} pairs, {cells:,.0f} plan cells",
+    )
 
 
 def estimate_solve(mdp: FiniteMDP, metric: str, method: str = "auto", full_diagonal: bool = False) -> Estimate:
@@ -196,15 +208,23 @@ def estimate_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, method: st
         factors = STEIN_FACTOR_MATRICES if exact else STEIN_FACTOR_MATRICES - 1  # no power of P
         others = STEIN_MATRICES - STEIN_FACTOR_MATRICES - (0 if exact else 1)
         total = 8.0 * (factors * (na * na + nb * nb) + others * na * nb)
-        return Estimate(total, "Smith doubling" if exact else "value iteration",
-                        f"{na} x {na}, {nb} x {nb} and {na} x {nb} matrices")
+        return Estimate(
+            total,
+            "Smith doubling" if exact else "value iteration",
+            f"{na} x {na}, {nb} x {nb} and {na} x {nb} matrices",
+        )
     n = na + nb
 
     def mean(x: float, y: float) -> float:
         return (na * x + nb * y) / max(n, 1)
 
-    union = Shape(n, a.m, mean(a.transition_support, b.transition_support),
-                  mean(a.policy_support, b.policy_support), mean(a.pi_support, b.pi_support))
+    union = Shape(
+        n,
+        a.m,
+        mean(a.transition_support, b.transition_support),
+        mean(a.policy_support, b.policy_support),
+        mean(a.pi_support, b.pi_support),
+    )
     estimate = estimate_shape(union, metric, method, full_diagonal=True, pairs=float(na * nb), cells=float(na * nb))
     return replace(estimate, sizes=estimate.sizes.replace("pairs", "cross pairs", 1))
 
@@ -227,9 +247,10 @@ class Available:
         return max(min(known), 0.0) if known else math.inf
 
     def describe(self) -> str:
-        parts = [f"{name} {format_bytes(v) if v is not None else 'no limit'}"
-                 for name, v in (("RAM available", self.ram), ("cgroup", self.cgroup),
-                                 ("address space", self.address_space))]
+        parts = [
+            f"{name} {format_bytes(v) if v is not None else 'no limit'}"
+            for name, v in (("RAM available", self.ram), ("cgroup", self.cgroup), ("address space", self.address_space))
+        ]
         return ", ".join(parts)
 
 
@@ -280,8 +301,10 @@ def _cgroup_dirs(root: Path, membership: Path) -> list[tuple[Path, str]]:
     for line in lines:
         _, controllers, path = line.split(":", 2)
         if controllers == "":
-            version, mount = "v2", root if (root / "memory.max").exists() or (root / "cgroup.controllers").exists() \
-                else root / "unified"
+            version, mount = (
+                "v2",
+                root if (root / "memory.max").exists() or (root / "cgroup.controllers").exists() else root / "unified",
+            )
         elif "memory" in controllers.split(","):
             version, mount = "v1", root / "memory"
         else:
@@ -299,10 +322,13 @@ def cgroup_room(root: Path = Path("/sys/fs/cgroup"), membership: Path = Path("/p
     usage there, reclaimable page cache counted as free), or None when no limit is set."""
     room = math.inf
     for folder, version in _cgroup_dirs(root, membership):
-        names = (("memory.max", "memory.current", "inactive_file") if version == "v2" else
-                 ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"))
+        names = (
+            ("memory.max", "memory.current", "inactive_file")
+            if version == "v2"
+            else ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
+        )
         limit = _read_number(folder / names[0])
-        if limit is None or limit >= 2.0 ** 60:
+        if limit is None or limit >= 2.0**60:
             continue  # no limit here ("max", or v1's page-rounded largest number)
         usage = _read_number(folder / names[1])
         if usage is None:
@@ -360,8 +386,7 @@ def _largest_fitting(fits, low: int, high: int) -> int:
     return low
 
 
-def would_fit(shape: Shape, metric: str, method: str, full_diagonal: bool, quotient: bool,
-              room: float) -> list[str]:
+def would_fit(shape: Shape, metric: str, method: str, full_diagonal: bool, quotient: bool, room: float) -> list[str]:
     """What would fit in ``room`` bytes (with :data:`MARGIN`): the quotient when it was turned off,
     the float32 eps-bar matrix (which the solver takes only from :data:`EPS_BAR_SINGLE_PAIRS` pairs),
     value iteration, sparser transitions, fewer states."""
@@ -377,38 +402,64 @@ def would_fit(shape: Shape, metric: str, method: str, full_diagonal: bool, quoti
     if info.kind == "pair-linear" and shape.n * (shape.n - 1) / 2 >= EPS_BAR_SINGLE_PAIRS:
         single = estimate_shape(shape, name, method, full_diagonal, single_eps_bar=True)
         if fits(single):
-            ideas.append(f"the float32 eps-bar matrix ({format_bytes(single.bytes)}; the solver takes it "
-                         f"from 1,000,000 pairs when the float64 one would fill half the RAM)")
+            ideas.append(
+                f"the float32 eps-bar matrix ({format_bytes(single.bytes)}; the solver takes it "
+                f"from 1,000,000 pairs when the float64 one would fill half the RAM)"
+            )
     if method != "vi":
         vi = estimate_shape(shape, name, "vi", full_diagonal)
         if vi.path == "value iteration" and fits(vi):
             ideas.append(f"method vi ({format_bytes(vi.bytes)})")
     if shape.transition_support > 1:
-        k = _largest_fitting(lambda s: fits(estimate_shape(
-            replace(shape, transition_support=float(s),
-                    pi_support=min(shape.pi_support, s * max(shape.policy_support, 1))),
-            name, method, full_diagonal)), 1, int(math.ceil(shape.transition_support)) - 1)
+        k = _largest_fitting(
+            lambda s: fits(
+                estimate_shape(
+                    replace(
+                        shape,
+                        transition_support=float(s),
+                        pi_support=min(shape.pi_support, s * max(shape.policy_support, 1)),
+                    ),
+                    name,
+                    method,
+                    full_diagonal,
+                )
+            ),
+            1,
+            int(math.ceil(shape.transition_support)) - 1,
+        )
         if k >= 1:
             ideas.append(f"sparser transitions (about {k} next states per state-action pair)")
-    states = _largest_fitting(lambda n: fits(estimate_shape(shape.scaled(n), name, method, full_diagonal)),
-                              2, max(shape.n - 1, 2))
+    states = _largest_fitting(
+        lambda n: fits(estimate_shape(shape.scaled(n), name, method, full_diagonal)), 2, max(shape.n - 1, 2)
+    )
     if states >= 2:
         ideas.append(f"about {states} states")
     return ideas
 
 
-def check_memory(mdp: FiniteMDP, metric: str, method: str = "auto", full_diagonal: bool = False,
-                 quotient: bool = True, available: Available | None = None) -> Estimate:
+def check_memory(
+    mdp: FiniteMDP,
+    metric: str,
+    method: str = "auto",
+    full_diagonal: bool = False,
+    quotient: bool = True,
+    available: Available | None = None,
+) -> Estimate:
     """Raise :class:`NotEnoughMemory` when :data:`MARGIN` times the solve's estimate exceeds the
     available memory; return the estimate otherwise."""
     shape = Shape.of(mdp)
     estimate = estimate_shape(shape, metric, method, full_diagonal)
-    return _refuse_unless_fits(estimate, f"{metric} on {mdp.n_states} states", available,
-                               lambda room: would_fit(shape, metric, method, full_diagonal, quotient, room))
+    return _refuse_unless_fits(
+        estimate,
+        f"{metric} on {mdp.n_states} states",
+        available,
+        lambda room: would_fit(shape, metric, method, full_diagonal, quotient, room),
+    )
 
 
-def check_memory_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, method: str = "auto",
-                         available: Available | None = None) -> Estimate:
+def check_memory_between(
+    mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, method: str = "auto", available: Available | None = None
+) -> Estimate:
     """:func:`check_memory` for :func:`bisimkit.between.solve_between` (:func:`estimate_between`);
     value iteration is the one thing it suggests."""
     estimate = estimate_between(mdp_a, mdp_b, metric, method)
@@ -420,8 +471,9 @@ def check_memory_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, method
         fits = vi.path == "value iteration" and MARGIN * vi.bytes <= room
         return [f"method vi ({format_bytes(vi.bytes)})"] if fits else []
 
-    return _refuse_unless_fits(estimate, f"{metric} between {mdp_a.n_states} and {mdp_b.n_states} states",
-                               available, ideas)
+    return _refuse_unless_fits(
+        estimate, f"{metric} between {mdp_a.n_states} and {mdp_b.n_states} states", available, ideas
+    )
 
 
 def _refuse_unless_fits(estimate: Estimate, what: str, available: Available | None, ideas) -> Estimate:
@@ -433,6 +485,8 @@ def _refuse_unless_fits(estimate: Estimate, what: str, available: Available | No
         return estimate
     found = ideas(room)
     fit = f"; would fit: {', '.join(found)}" if found else ""
-    raise NotEnoughMemory(f"memory: {what} needs about {estimate}, "
-                          f"{MARGIN:g}x that is over the {format_bytes(room)} available "
-                          f"({available.describe()}){fit}")
+    raise NotEnoughMemory(
+        f"memory: {what} needs about {estimate}, "
+        f"{MARGIN:g}x that is over the {format_bytes(room)} available "
+        f"({available.describe()}){fit}"
+    )

@@ -157,8 +157,9 @@ class ModelData:
             return None
         m = self.n_actions
         first = self.action_labels[:m]
-        if len(set(first)) < m or any(tuple(self.action_labels[s * m:(s + 1) * m]) != first
-                                      for s in range(1, self.n_states)):
+        if len(set(first)) < m or any(
+            tuple(self.action_labels[s * m : (s + 1) * m]) != first for s in range(1, self.n_states)
+        ):
             return None
         return tuple(first)
 
@@ -171,7 +172,7 @@ class ModelData:
     def states_with(self, label: str) -> np.ndarray:
         """The states carrying ``label`` (int64, ascending)."""
         i = self._label_index(label)
-        return self.label_states[self.label_ptr[i]:self.label_ptr[i + 1]]
+        return self.label_states[self.label_ptr[i] : self.label_ptr[i + 1]]
 
     def label_mask(self, label: str) -> np.ndarray:
         """bool (n,): whether each state carries ``label``."""
@@ -184,7 +185,7 @@ class ModelData:
         if not 0 <= int(s) < self.n_states:
             raise InputError(f"state {s} is out of range (the model has {self.n_states} states)", param="s")
         ptr, idx = self._labels_by_state
-        return frozenset(self.label_names[i] for i in idx[ptr[s]:ptr[s + 1]])
+        return frozenset(self.label_names[i] for i in idx[ptr[s] : ptr[s + 1]])
 
     def label_classes(self, names: Sequence[str] | None = None) -> np.ndarray:
         """int64 (n,): a class id per state, equal exactly when two states carry the same set of
@@ -226,8 +227,9 @@ class ModelData:
         try:
             return self.label_names.index(label)
         except ValueError:
-            raise InputError(f"unknown label {label!r}; the labels are {_listing(self.label_names)}",
-                             param="label") from None
+            raise InputError(
+                f"unknown label {label!r}; the labels are {_listing(self.label_names)}", param="label"
+            ) from None
 
     # ------------------------------------------------------------------ rewards
     def reward_vector(self, name: str, kind: str | None = None) -> np.ndarray:
@@ -241,15 +243,20 @@ class ModelData:
         if kind not in (None, "label", "reward"):
             raise InputError(f"{kind!r} is not 'label' or 'reward'", param="kind")
         if kind is None and is_label and is_reward:
-            raise InputError(f"{name!r} is both a label and a reward structure; say which with "
-                             f"kind='label' or kind='reward' (on the command line: label:{name} or reward:{name})",
-                             param="reward")
+            raise InputError(
+                f"{name!r} is both a label and a reward structure; say which with "
+                f"kind='label' or kind='reward' (on the command line: label:{name} or reward:{name})",
+                param="reward",
+            )
         if is_label and kind in (None, "label"):
             return self.label_mask(name)[self.choice_states].astype(np.float64)
         if is_reward and kind in (None, "reward"):
             return self.state_rewards[name][self.choice_states] + self.action_rewards[name]
-        raise InputError(f"unknown reward {name!r}; labels: {_listing(self.label_names)}; "
-                         f"reward structures: {_listing(self.reward_names)}", param="reward")
+        raise InputError(
+            f"unknown reward {name!r}; labels: {_listing(self.label_names)}; "
+            f"reward structures: {_listing(self.reward_names)}",
+            param="reward",
+        )
 
     def reward_matrix(self, name: str, kind: str | None = None) -> np.ndarray:
         """float64 (n, m): :meth:`reward_vector` with one row per state."""
@@ -261,13 +268,14 @@ class ModelData:
         ``s * m + a`` is the distribution of action a in state s."""
         import scipy.sparse as sp  # start-up cost: scipy.sparse is loaded only where a sparse matrix is built
 
-        return sp.csr_matrix((self.probabilities, self.columns, self.row_ptr),
-                             shape=(self.n_choices, self.n_states))
+        return sp.csr_matrix((self.probabilities, self.columns, self.row_ptr), shape=(self.n_choices, self.n_states))
 
     def __repr__(self) -> str:
-        return (f"ModelData({self.model_type}, {self.n_states} states, {self.n_actions} action(s), "
-                f"{self.n_transitions} transitions, labels {list(self.label_names)}, "
-                f"rewards {list(self.reward_names)}, source={self.source!r})")
+        return (
+            f"ModelData({self.model_type}, {self.n_states} states, {self.n_actions} action(s), "
+            f"{self.n_transitions} transitions, labels {list(self.label_names)}, "
+            f"rewards {list(self.reward_names)}, source={self.source!r})"
+        )
 
 
 def _listing(names: Sequence[str]) -> str:
@@ -292,8 +300,7 @@ class _Source:
         self.trans_lines = trans_lines
 
     def error(self, message: str, line: int | None = None) -> InputError:
-        return InputError(f"{self.name} line {int(line)}: {message}" if line is not None
-                          else f"{self.name}: {message}")
+        return InputError(f"{self.name} line {int(line)}: {message}" if line is not None else f"{self.name}: {message}")
 
     def at(self, kind: str, index: int, message: str) -> InputError:
         lines = {"state": self.state_lines, "choice": self.choice_lines, "transition": self.trans_lines}[kind]
@@ -336,7 +343,7 @@ def _integers(tokens: list[str], lines: np.ndarray, src: _Source, what: str) -> 
             value = int(tok)
         except ValueError:
             raise src.error(f"{what} {tok.strip()!r} is not an integer", lines[i]) from None
-        if abs(value) >= 2 ** 63:
+        if abs(value) >= 2**63:
             raise src.error(f"{what} {value} is too large", lines[i])
     raise AssertionError("unreachable: some token failed to parse")  # pragma: no cover
 
@@ -359,16 +366,28 @@ def _read_file(path: Path) -> tuple[bytes, str]:
     try:
         return data, data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
+        line = data[: exc.start].count(b"\n") + 1
         raise InputError(f"{path} line {line}: not UTF-8 text") from None
 
 
 # ------------------------------------------------------------------------------ assembly
-def _assemble(src: _Source, model_type: str, n: int, choice_state: np.ndarray, trans_choice: np.ndarray,
-              columns: np.ndarray, probabilities: np.ndarray, action_labels: list[str] | None,
-              label_names: Sequence[str], label_state: np.ndarray, label_index: np.ndarray,
-              state_rewards: dict[str, np.ndarray], action_rewards: dict[str, np.ndarray],
-              align_actions: str, initial: np.ndarray | None = None) -> ModelData:
+def _assemble(
+    src: _Source,
+    model_type: str,
+    n: int,
+    choice_state: np.ndarray,
+    trans_choice: np.ndarray,
+    columns: np.ndarray,
+    probabilities: np.ndarray,
+    action_labels: list[str] | None,
+    label_names: Sequence[str],
+    label_state: np.ndarray,
+    label_index: np.ndarray,
+    state_rewards: dict[str, np.ndarray],
+    action_rewards: dict[str, np.ndarray],
+    align_actions: str,
+    initial: np.ndarray | None = None,
+) -> ModelData:
     """Check the parsed pieces and put them in the canonical form of :class:`ModelData`.
 
     ``choice_state`` (per choice, non-decreasing) is the state of each choice;
@@ -380,8 +399,12 @@ def _assemble(src: _Source, model_type: str, n: int, choice_state: np.ndarray, t
     counts = np.bincount(choice_state, minlength=n)
     if n and (counts != counts[0]).any():
         s = int(np.flatnonzero(counts != counts[0])[0])
-        raise src.at("state", s, f"state {s} has {_plural(int(counts[s]), 'action')}, state 0 has "
-                                 f"{int(counts[0])}; bisimkit needs the same action set in every state")
+        raise src.at(
+            "state",
+            s,
+            f"state {s} has {_plural(int(counts[s]), 'action')}, state 0 has "
+            f"{int(counts[0])}; bisimkit needs the same action set in every state",
+        )
     m = int(counts[0]) if n else 0
     if n and m == 0:
         raise src.at("state", 0, "state 0 has no actions")
@@ -391,16 +414,16 @@ def _assemble(src: _Source, model_type: str, n: int, choice_state: np.ndarray, t
     bad = np.flatnonzero((columns < 0) | (columns >= n))
     if len(bad):
         i = int(bad[0])
-        raise src.at("transition", i, f"target state {int(columns[i])} is out of range "
-                                      f"(the model has {n} states, 0..{n - 1})")
+        raise src.at(
+            "transition", i, f"target state {int(columns[i])} is out of range (the model has {n} states, 0..{n - 1})"
+        )
     bad = np.flatnonzero(~np.isfinite(probabilities) | (probabilities < 0) | (probabilities > 1 + ROW_TOLERANCE))
     if len(bad):
         i = int(bad[0])
         raise src.at("transition", i, f"probability {float(probabilities[i])!r} is not in [0, 1]")
     # --- sort each choice's transitions by target; no target twice
     order = None
-    key_sorted = (np.all(np.diff(trans_choice) >= 0)
-                  and np.all((np.diff(columns) > 0) | (np.diff(trans_choice) > 0)))
+    key_sorted = np.all(np.diff(trans_choice) >= 0) and np.all((np.diff(columns) > 0) | (np.diff(trans_choice) > 0))
     if not key_sorted:
         order = np.lexsort((columns, trans_choice))
         trans_choice, columns, probabilities = trans_choice[order], columns[order], probabilities[order]
@@ -422,8 +445,7 @@ def _assemble(src: _Source, model_type: str, n: int, choice_state: np.ndarray, t
         what = f"state {s}" if model_type == "dtmc" else f"state {s}, action {a}"
         if row_ptr[c] == row_ptr[c + 1]:
             raise src.at("choice", c, f"{what} has no transitions")
-        raise src.at("choice", c, f"probabilities of {what} sum to {sums[c]:.12g}, not 1 "
-                                  f"(tolerance {ROW_TOLERANCE:g})")
+        raise src.at("choice", c, f"probabilities of {what} sum to {sums[c]:.12g}, not 1 (tolerance {ROW_TOLERANCE:g})")
 
     # --- action names: align choices by name when every state names its actions distinctly
     if action_labels is not None and m > 1 and align_actions == "name":
@@ -444,17 +466,26 @@ def _assemble(src: _Source, model_type: str, n: int, choice_state: np.ndarray, t
     np.cumsum(np.bincount(label_of, minlength=len(names)), out=label_ptr[1:])
     if initial is None:
         i = rank.get("init")
-        initial = label_states[label_ptr[i]:label_ptr[i + 1]].copy() if i is not None else np.zeros(0, np.int64)
+        initial = label_states[label_ptr[i] : label_ptr[i + 1]].copy() if i is not None else np.zeros(0, np.int64)
         if len(initial) == 0:
             initial = np.zeros(1, np.int64)
 
     return ModelData(
-        model_type=model_type, n_states=int(n), choice_ptr=choice_ptr, row_ptr=row_ptr,
+        model_type=model_type,
+        n_states=int(n),
+        choice_ptr=choice_ptr,
+        row_ptr=row_ptr,
         columns=np.ascontiguousarray(columns, dtype=np.int64),
         probabilities=np.ascontiguousarray(probabilities, dtype=np.float64),
-        label_names=tuple(names), label_ptr=label_ptr, label_states=label_states.astype(np.int64),
-        state_rewards=dict(state_rewards), action_rewards=dict(action_rewards), initial_states=initial,
-        action_labels=None if action_labels is None else tuple(action_labels), source=src.name)
+        label_names=tuple(names),
+        label_ptr=label_ptr,
+        label_states=label_states.astype(np.int64),
+        state_rewards=dict(state_rewards),
+        action_rewards=dict(action_rewards),
+        initial_states=initial,
+        action_labels=None if action_labels is None else tuple(action_labels),
+        source=src.name,
+    )
 
 
 def _plural(k: int, word: str) -> str:
@@ -475,9 +506,13 @@ def _name_alignment(src: _Source, labels: list[str], n: int, m: int) -> np.ndarr
         names = {v: k for k, v in table.items()}
         mine = ", ".join(sorted(names[c] for c in codes[s].tolist()))
         first = ", ".join(sorted(names[c] for c in codes[0].tolist()))
-        raise src.at("state", s, f"state {s} has actions {{{mine}}}, state 0 has {{{first}}}; bisimkit "
-                                 f"needs the same action set in every state (align_actions='index' "
-                                 f"pairs them by position instead)")
+        raise src.at(
+            "state",
+            s,
+            f"state {s} has actions {{{mine}}}, state 0 has {{{first}}}; bisimkit "
+            f"needs the same action set in every state (align_actions='index' "
+            f"pairs them by position instead)",
+        )
     position = np.empty(len(table), dtype=np.int64)
     position[codes[0]] = np.arange(m)
     local = np.argsort(position[codes], axis=1, kind="stable")
@@ -520,7 +555,7 @@ def read_drn(path: str | os.PathLike, *, align_actions: str = "name") -> ModelDa
 
     kind, second = _first_chars(data)
     kind[:body_start] = 0
-    kind[(kind == ord("/")) & (second == ord("/"))] = 0          # comments
+    kind[(kind == ord("/")) & (second == ord("/"))] = 0  # comments
     state_idx = np.flatnonzero(kind == ord("s"))
     action_idx = np.flatnonzero(kind == ord("a"))
     trans_idx = np.flatnonzero((kind != 0) & (kind != ord("s")) & (kind != ord("a")))
@@ -551,24 +586,24 @@ def read_drn(path: str | os.PathLike, *, align_actions: str = "name") -> ModelDa
         choice_lines[state_of_action] = action_lines
         action_of_choice = np.full(n, -1, dtype=np.int64)
         action_of_choice[state_of_action] = np.arange(len(action_lines))
-        trans_choice = np.searchsorted(state_lines, trans_lines) - 1   # the state's one choice
+        trans_choice = np.searchsorted(state_lines, trans_lines) - 1  # the state's one choice
     else:
         choice_state = state_of_action.astype(np.int64)
         choice_lines = action_lines
         action_of_choice = np.arange(len(action_lines), dtype=np.int64)
         trans_choice = np.searchsorted(action_lines, trans_lines) - 1
         trans_state = np.searchsorted(state_lines, trans_lines) - 1
-        owner = np.full(len(trans_lines), -1, dtype=np.int64)        # the state of each one's choice
+        owner = np.full(len(trans_lines), -1, dtype=np.int64)  # the state of each one's choice
         owner[trans_choice >= 0] = choice_state[trans_choice[trans_choice >= 0]]
         early = np.flatnonzero(trans_state != owner)
         if len(early):
             j = int(early[0])
-            raise src.error(f"transition of state {int(trans_state[j])} before any of its action lines",
-                            trans_lines[j])
+            raise src.error(f"transition of state {int(trans_state[j])} before any of its action lines", trans_lines[j])
     nr_choices = header.get("nr_choices")
     if nr_choices is not None and nr_choices != len(choice_state):
-        raise src.error(f"@nr_choices: {nr_choices}, but the file lists {len(choice_state)} choices",
-                        header["nr_choices_line"])
+        raise src.error(
+            f"@nr_choices: {nr_choices}, but the file lists {len(choice_state)} choices", header["nr_choices_line"]
+        )
 
     # --- action lines: names and action rewards
     names, action_rewards_text = _drn_actions(lines, action_idx, src)
@@ -578,8 +613,9 @@ def read_drn(path: str | os.PathLike, *, align_actions: str = "name") -> ModelDa
         labels_of_choice = names
 
     # --- reward structures: as many as the longest bracket, named by @reward_models
-    state_cols, action_cols = _reward_columns(state_rewards_text, state_lines, action_rewards_text,
-                                              action_lines, header, src)
+    state_cols, action_cols = _reward_columns(
+        state_rewards_text, state_lines, action_rewards_text, action_lines, header, src
+    )
     action_rewards = {}
     has = action_of_choice >= 0
     for r, vec in action_cols.items():
@@ -591,9 +627,22 @@ def read_drn(path: str | os.PathLike, *, align_actions: str = "name") -> ModelDa
     targets, probs = _drn_transitions(lines, trans_idx, trans_lines, src)
 
     src.state_lines, src.choice_lines, src.trans_lines = state_lines, choice_lines, trans_lines
-    return _assemble(src, model_type, n, choice_state, trans_choice.astype(np.int64), targets, probs,
-                     labels_of_choice, label_names, label_state, label_index, state_cols, action_rewards,
-                     align_actions)
+    return _assemble(
+        src,
+        model_type,
+        n,
+        choice_state,
+        trans_choice.astype(np.int64),
+        targets,
+        probs,
+        labels_of_choice,
+        label_names,
+        label_state,
+        label_index,
+        state_cols,
+        action_rewards,
+        align_actions,
+    )
 
 
 def _first_chars(data: bytes) -> tuple[np.ndarray, np.ndarray]:
@@ -608,7 +657,7 @@ def _first_chars(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     ends[-1] = len(buf)
     first = starts.copy()
     active = np.arange(len(starts))
-    while len(active):                       # step over leading blanks, one column at a time
+    while len(active):  # step over leading blanks, one column at a time
         active = active[first[active] < ends[active]]
         c = buf[first[active]]
         active = active[(c == 32) | (c == 9) | (c == 13)]
@@ -640,8 +689,7 @@ def _drn_states(lines: list[str], state_idx: np.ndarray, src: _Source, model_typ
         split = [r[1:].partition("]") if r[:1] == "[" else None for r in rests]
         rewards = [x[0] if x is not None else None for x in split]
         rests = [x[2].strip() if x is not None else r.strip() for x, r in zip(split, rests)]
-        fast = (all(x[1] for x in split if x is not None)
-                and not any(r[:1] in ("!", "{", "[") for r in rests if r))
+        fast = all(x[1] for x in split if x is not None) and not any(r[:1] in ("!", "{", "[") for r in rests if r)
     if not fast:
         ids, rewards, rests = _drn_states_slowly(lines, state_idx, src, model_type)
     table: dict[str, int] = {}
@@ -653,8 +701,12 @@ def _drn_states(lines: list[str], state_idx: np.ndarray, src: _Source, model_typ
             for lab in found:
                 label_state.append(k)
                 label_index.append(table.setdefault(lab, len(table)))
-    return (list(rewards), list(table), np.asarray(label_state, dtype=np.int64),
-            np.asarray(label_index, dtype=np.int64))
+    return (
+        list(rewards),
+        list(table),
+        np.asarray(label_state, dtype=np.int64),
+        np.asarray(label_index, dtype=np.int64),
+    )
 
 
 def _drn_states_slowly(lines, state_idx, src, model_type):
@@ -669,14 +721,16 @@ def _drn_states_slowly(lines, state_idx, src, model_type):
             _bad_state_id(src, sid, k, i + 1, state_idx.tolist(), lines)
         rest = rest.strip()
         if rest.startswith("!") or rest.startswith("{"):
-            raise src.error(f"state {k}: exit rates and observations belong to CTMCs, MAs and POMDPs, "
-                            f"not a {model_type.upper()}", i + 1)
+            raise src.error(
+                f"state {k}: exit rates and observations belong to CTMCs, MAs and POMDPs, not a {model_type.upper()}",
+                i + 1,
+            )
         if rest.startswith("["):
             end = rest.find("]")
             if end < 0:
                 raise src.error(f"state {k} rewards: ']' missing", i + 1)
             rewards.append(rest[1:end])
-            rest = rest[end + 1:].strip()
+            rest = rest[end + 1 :].strip()
         else:
             rewards.append(None)
         rests.append(rest)
@@ -685,26 +739,36 @@ def _drn_states_slowly(lines, state_idx, src, model_type):
 
 def _drn_actions(lines: list[str], action_idx: np.ndarray, src: _Source) -> tuple[list[str], list[str | None]]:
     """Parse the action lines: each choice's name (``""`` for ``__NOLABEL__``) and reward bracket text."""
-    parts = [lines[i].split(None, 2) for i in action_idx.tolist()]   # action NAME [rewards]
-    if any(len(p) > 1 and p[1][:1] == "[" for p in parts):             # ... with no NAME
+    parts = [lines[i].split(None, 2) for i in action_idx.tolist()]  # action NAME [rewards]
+    if any(len(p) > 1 and p[1][:1] == "[" for p in parts):  # ... with no NAME
         parts = [[p[0], "", " ".join(p[1:])] if len(p) > 1 and p[1][:1] == "[" else p for p in parts]
     names = [p[1] if len(p) > 1 else "" for p in parts]
     brackets = [p[2].strip() if len(p) > 2 else None for p in parts]
     ok = all(p[0] == "action" for p in parts) and all(
-        b is None or (b[:1] == "[" and b[-1:] == "]" and b.count("]") == 1) for b in brackets)
+        b is None or (b[:1] == "[" and b[-1:] == "]" and b.count("]") == 1) for b in brackets
+    )
     if not ok:
         for k, i in enumerate(action_idx.tolist()):
             if not _ACTION_LINE.fullmatch(lines[i].rstrip("\r")):
                 rest = lines[i].strip()
-                what = ("']' missing" if "[" in rest and "]" not in rest
-                        else f"expected 'action NAME [rewards]', got {rest!r}")
+                what = (
+                    "']' missing"
+                    if "[" in rest and "]" not in rest
+                    else f"expected 'action NAME [rewards]', got {rest!r}"
+                )
                 raise src.error(f"action line: {what}", i + 1)
     names = ["" if name == "__NOLABEL__" else name for name in names]
     return names, [b[1:-1] if b is not None else None for b in brackets]
 
 
-def _reward_columns(state_text: list[str | None], state_lines: np.ndarray, action_text: list[str | None],
-                    action_lines: np.ndarray, header: dict, src: _Source):
+def _reward_columns(
+    state_text: list[str | None],
+    state_lines: np.ndarray,
+    action_text: list[str | None],
+    action_lines: np.ndarray,
+    header: dict,
+    src: _Source,
+):
     """Per-structure state and action reward vectors from the bracket texts (zeros where a line
     has no bracket). Structures: as many as the longest bracket."""
     rows = [(state_text, state_lines, "state"), (action_text, action_lines, "action")]
@@ -719,16 +783,18 @@ def _reward_columns(state_text: list[str | None], state_lines: np.ndarray, actio
             wrong = present[np.asarray(count)[present] != width]
             if len(wrong):
                 k = int(wrong[0])
-                raise src.error(f"{what} rewards: {count[k]} values, but the model has {width} reward "
-                                f"structures", lines[k])
+                raise src.error(
+                    f"{what} rewards: {count[k]} values, but the model has {width} reward structures", lines[k]
+                )
             flat = ",".join(text[k] for k in present.tolist()).split(",")
             values = _numbers(flat, np.repeat(lines[present], width), src, f"{what} reward")
             values = values.reshape(len(present), width)
             bad = np.flatnonzero(~np.isfinite(values).all(axis=1))
             if len(bad):
                 k = int(bad[0])
-                raise src.error(f"{what} reward {float(values[k][~np.isfinite(values[k])][0])!r} is not finite",
-                                lines[present[k]])
+                raise src.error(
+                    f"{what} reward {float(values[k][~np.isfinite(values[k])][0])!r} is not finite", lines[present[k]]
+                )
             for j, name in enumerate(names):
                 vecs[name][present] = values[:, j]
         out.append(vecs)
@@ -745,10 +811,14 @@ def _bad_state_id(src: _Source, sid: str, expected: int, line: int, state_idx: l
     if got < expected and seen and seen[0] < line:
         raise src.error(f"state {got} is listed twice (first at line {seen[0]})", line)
     if any(x.isdigit() and int(x) == expected for x in ids):
-        raise src.error(f"state {got} out of order (state {expected} comes later; states must be listed "
-                        f"in order 0, 1, ...)", line)
-    raise src.error(f"state {got} where state {expected} was expected (state {expected} is missing; "
-                    f"states must be listed in order 0, 1, ...)", line)
+        raise src.error(
+            f"state {got} out of order (state {expected} comes later; states must be listed in order 0, 1, ...)", line
+        )
+    raise src.error(
+        f"state {got} where state {expected} was expected (state {expected} is missing; "
+        f"states must be listed in order 0, 1, ...)",
+        line,
+    )
 
 
 def _drn_header(lines: list[str], src: _Source) -> tuple[dict, int]:
@@ -768,8 +838,9 @@ def _drn_header(lines: list[str], src: _Source) -> tuple[dict, int]:
         elif line.startswith("@value_type:"):
             value = line[12:].strip()
             if value == "parametric":
-                raise src.error("@value_type: parametric models are not supported (instantiate the "
-                                "parameters first)", i)
+                raise src.error(
+                    "@value_type: parametric models are not supported (instantiate the parameters first)", i
+                )
             if value not in ("double", "rational"):
                 raise src.error(f"@value_type: {value} is not supported (double or rational)", i)
         elif line == "@parameters":
@@ -778,8 +849,9 @@ def _drn_header(lines: list[str], src: _Source) -> tuple[dict, int]:
                 continue
             i += 1
             if params:
-                raise src.error(f"@parameters: {params}; parametric models are not supported "
-                                f"(instantiate the parameters first)", i)
+                raise src.error(
+                    f"@parameters: {params}; parametric models are not supported (instantiate the parameters first)", i
+                )
         elif line == "@placeholders":
             raise src.error("@placeholders: parametric models are not supported", i)
         elif line == "@reward_models":
@@ -814,14 +886,16 @@ def _drn_reward_names(header: dict, width: int, src: _Source) -> list[str]:
     seen: dict[str, int] = {}
     for i, name in enumerate(names):
         if name in seen:
-            raise src.error(f"@reward_models: reward structure {name!r} is named twice",
-                            header.get("reward_models_line"))
+            raise src.error(
+                f"@reward_models: reward structure {name!r} is named twice", header.get("reward_models_line")
+            )
         seen[name] = i
     return names
 
 
-def _drn_transitions(lines: list[str], trans_idx: np.ndarray, trans_lines: np.ndarray,
-                     src: _Source) -> tuple[np.ndarray, np.ndarray]:
+def _drn_transitions(
+    lines: list[str], trans_idx: np.ndarray, trans_lines: np.ndarray, src: _Source
+) -> tuple[np.ndarray, np.ndarray]:
     if len(trans_idx) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.float64)
     chunk = [lines[i] for i in trans_idx.tolist()]
@@ -830,8 +904,7 @@ def _drn_transitions(lines: list[str], trans_idx: np.ndarray, trans_lines: np.nd
         for k, line in enumerate(chunk):
             parts = line.replace(":", " : ").split()
             if len(parts) != 3 or parts[1] != ":":
-                raise src.error(f"transition: expected 'target : probability', got {line.strip()!r}",
-                                trans_lines[k])
+                raise src.error(f"transition: expected 'target : probability', got {line.strip()!r}", trans_lines[k])
     targets = _integers(tokens[0::3], trans_lines, src, "target state")
     probs = _numbers(tokens[2::3], trans_lines, src, "probability")
     return targets, probs
@@ -842,10 +915,14 @@ _LABEL_DECL = re.compile(r'\s*(\d+)="([^"]*)"')
 _REWARD_NAME = re.compile(r'#\s*Reward structure\s*(?:"([^"]*)")?\s*$')
 
 
-def read_prism(tra: str | os.PathLike, lab: str | os.PathLike | None = None,
-               srew: Sequence[str | os.PathLike] | str | os.PathLike | None = None,
-               trew: Sequence[str | os.PathLike] | str | os.PathLike | None = None, *,
-               align_actions: str = "name") -> ModelData:
+def read_prism(
+    tra: str | os.PathLike,
+    lab: str | os.PathLike | None = None,
+    srew: Sequence[str | os.PathLike] | str | os.PathLike | None = None,
+    trew: Sequence[str | os.PathLike] | str | os.PathLike | None = None,
+    *,
+    align_actions: str = "name",
+) -> ModelData:
     """Read PRISM's explicit export: ``.tra`` with optional ``.lab``, ``.srew`` and ``.trew`` files.
 
     Files not given are looked for beside ``tra`` with the same stem: ``stem.lab``;
@@ -880,8 +957,7 @@ def read_prism(tra: str | os.PathLike, lab: str | os.PathLike | None = None,
     probs = _numbers(p_tok, lines, src, "probability")
 
     # choices are the (state, choice index) pairs; a state's indices must be 0, 1, ...
-    if len(states) and not (np.all(np.diff(states) >= 0)
-                            and np.all((np.diff(states) > 0) | (np.diff(local) >= 0))):
+    if len(states) and not (np.all(np.diff(states) >= 0) and np.all((np.diff(states) > 0) | (np.diff(local) >= 0))):
         order = np.lexsort((local, states))
         states, local, targets, probs, lines = states[order], local[order], targets[order], probs[order], lines[order]
         act = None if act is None else [act[i] for i in order.tolist()]
@@ -900,8 +976,11 @@ def read_prism(tra: str | os.PathLike, lab: str | os.PathLike | None = None,
     gap = np.flatnonzero(local[starts] != expected_local)
     if len(gap):
         c = int(gap[0])
-        raise src.error(f"state {int(choice_state[c])}: choice {int(expected_local[c])} is missing (the "
-                        f"choices of a state are numbered 0, 1, ...)", lines[starts[c]])
+        raise src.error(
+            f"state {int(choice_state[c])}: choice {int(expected_local[c])} is missing (the "
+            f"choices of a state are numbered 0, 1, ...)",
+            lines[starts[c]],
+        )
     if m_decl is not None and m_decl != len(starts):
         raise src.error(f"header: {m_decl} choices, but the file lists {len(starts)}", header_line)
     action_labels = None
@@ -921,8 +1000,19 @@ def read_prism(tra: str | os.PathLike, lab: str | os.PathLike | None = None,
     src.state_lines = lines[starts[first_of_state]]
     src.choice_lines = lines[starts]
     src.trans_lines = lines
-    pieces = (src, model_type, n, choice_state, trans_choice, targets, probs, action_labels,
-              label_names, label_state, label_index)
+    pieces = (
+        src,
+        model_type,
+        n,
+        choice_state,
+        trans_choice,
+        targets,
+        probs,
+        action_labels,
+        label_names,
+        label_state,
+        label_index,
+    )
     # transition rewards refer to the choices in file order: read them against the checked matrix
     plain = _assemble(*pieces, {}, {}, "index") if trews else None
     state_rewards, action_rewards = _prism_rewards(srews, trews, n, len(starts), plain)
@@ -983,14 +1073,17 @@ def _tra_rows(tra: Path):
     for number, c in comments:
         match = re.match(r"#\s*Transitions\s*\((\w+)\)", c)
         if match and match.group(1).upper() not in ("DTMC", "MDP"):
-            raise InputError(f"{tra} line {number}: model type {match.group(1)} is not supported; bisimkit "
-                             f"reads DTMC and MDP models")
+            raise InputError(
+                f"{tra} line {number}: model type {match.group(1)} is not supported; bisimkit reads DTMC and MDP models"
+            )
     head = data[0].split()
     if len(head) == 4:
-        raise InputError(f"{tra} line {numbers[0]}: header: a POMDP's header (4 numbers); bisimkit reads "
-                         f"DTMC and MDP models")
-    counts = _header_ints(tra, data[0], int(numbers[0]), (2, 3),
-                          "'states transitions' (DTMC) or 'states choices transitions' (MDP)")
+        raise InputError(
+            f"{tra} line {numbers[0]}: header: a POMDP's header (4 numbers); bisimkit reads DTMC and MDP models"
+        )
+    counts = _header_ints(
+        tra, data[0], int(numbers[0]), (2, 3), "'states transitions' (DTMC) or 'states choices transitions' (MDP)"
+    )
     model_type = "dtmc" if len(counts) == 2 else "mdp"
     n, n_trans = counts[0], counts[-1]
     if n == 0:
@@ -1032,8 +1125,10 @@ def _read_lab(path: Path, n: int) -> tuple[list[str], np.ndarray, np.ndarray]:
     names: list[str] = []
     for idx, name in decls:
         if int(idx) != len(names):
-            raise InputError(f"{path} line {head_line}: header: label index {idx} where {len(names)} was "
-                             f"expected (indices must be 0, 1, ...)")
+            raise InputError(
+                f"{path} line {head_line}: header: label index {idx} where {len(names)} was "
+                f"expected (indices must be 0, 1, ...)"
+            )
         if name in names:
             raise InputError(f"{path} line {head_line}: header: label {name!r} is declared twice")
         names.append(name)
@@ -1061,15 +1156,17 @@ def _read_lab(path: Path, n: int) -> tuple[list[str], np.ndarray, np.ndarray]:
     dup = np.flatnonzero(np.diff(st[order]) == 0)
     if len(dup):
         first, second = sorted((int(order[dup[0]]), int(order[dup[0] + 1])))
-        raise src.error(f"state {int(st[second])} is listed twice (first at line {int(st_lines[first])})",
-                        st_lines[second])
+        raise src.error(
+            f"state {int(st[second])} is listed twice (first at line {int(st_lines[first])})", st_lines[second]
+        )
     t_lines = np.asarray(tok_lines, dtype=np.int64)
     idx = _integers(idx_tokens, t_lines, src, "label index")
     bad = np.flatnonzero((idx < 0) | (idx >= len(names)))
     if len(bad):
         i = int(bad[0])
-        raise src.error(f"label index {int(idx[i])} is not declared in line {head_line} (0..{len(names) - 1})",
-                        t_lines[i])
+        raise src.error(
+            f"label index {int(idx[i])} is not declared in line {head_line} (0..{len(names) - 1})", t_lines[i]
+        )
     per_line = np.bincount(np.searchsorted(st_lines, t_lines), minlength=len(st)) if len(st) else np.zeros(0, np.int64)
     label_state = np.repeat(st, per_line)
     return names, label_state, idx
@@ -1147,8 +1244,13 @@ def _read_trew(path: Path, model: ModelData) -> tuple[str | None, np.ndarray]:
     if not data:
         raise src.error("empty transition rewards file (no header line)")
     mdp = model.model_type == "mdp"
-    head = _header_ints(path, data[0], int(numbers[0]), (3,) if mdp else (2,),
-                        "'states choices nonzeros'" if mdp else "'states nonzeros'")
+    head = _header_ints(
+        path,
+        data[0],
+        int(numbers[0]),
+        (3,) if mdp else (2,),
+        "'states choices nonzeros'" if mdp else "'states nonzeros'",
+    )
     if head[0] != n:
         raise src.error(f"header: {head[0]} states, but the transitions file has {n}", numbers[0])
     body, lines = data[1:], numbers[1:]
@@ -1187,8 +1289,11 @@ def _read_trew(path: Path, model: ModelData) -> tuple[str | None, np.ndarray]:
         same = np.flatnonzero((np.diff(c_sorted) == 0) & (np.diff(v_sorted) != 0))
         if len(same):
             i = int(order[same[0] + 1])
-            raise src.error(f"state {int(st[i])}, choice {int(k[i])}: reward {float(val[i])!r} differs from "
-                            f"the reward of another transition of the same choice", lines[i])
+            raise src.error(
+                f"state {int(st[i])}, choice {int(k[i])}: reward {float(val[i])!r} differs from "
+                f"the reward of another transition of the same choice",
+                lines[i],
+            )
         out[choice] = val
     else:
         np.add.at(out, choice, val * model.probabilities[pos])
@@ -1210,21 +1315,31 @@ def _check_finite(src: _Source, val: np.ndarray, lines: np.ndarray) -> None:
 
 
 # ------------------------------------------------------------------------------ dispatch
-def read_model(path: str | os.PathLike, *, labels: str | os.PathLike | None = None,
-               state_rewards=None, transition_rewards=None, align_actions: str = "name") -> ModelData:
+def read_model(
+    path: str | os.PathLike,
+    *,
+    labels: str | os.PathLike | None = None,
+    state_rewards=None,
+    transition_rewards=None,
+    align_actions: str = "name",
+) -> ModelData:
     """Read a model file, by its suffix: ``.drn`` (Storm) or ``.tra`` (PRISM, with the
     ``.lab`` / ``.srew`` / ``.trew`` files beside it, or those given)."""
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix == ".drn":
         if labels is not None or state_rewards is not None or transition_rewards is not None:
-            raise InputError(f"{p}: a DRN file holds its own labels and rewards; labels=, state_rewards= "
-                             f"and transition_rewards= are for PRISM's .tra files")
+            raise InputError(
+                f"{p}: a DRN file holds its own labels and rewards; labels=, state_rewards= "
+                f"and transition_rewards= are for PRISM's .tra files"
+            )
         return read_drn(p, align_actions=align_actions)
     if suffix == ".tra":
         return read_prism(p, labels, state_rewards, transition_rewards, align_actions=align_actions)
-    raise InputError(f"{p}: unknown model file type {p.suffix or '(no suffix)'!r}; bisimkit reads Storm's "
-                     f".drn and PRISM's .tra (with .lab, .srew, .trew)")
+    raise InputError(
+        f"{p}: unknown model file type {p.suffix or '(no suffix)'!r}; bisimkit reads Storm's "
+        f".drn and PRISM's .tra (with .lab, .srew, .trew)"
+    )
 
 
 def _check_align(align_actions: str) -> None:
@@ -1246,8 +1361,9 @@ def stormpy_data(model, *, align_actions: str = "name") -> ModelData:
     try:
         import stormpy  # noqa: F401  (optional extra: checked here to name the extra when missing)
     except ModuleNotFoundError:
-        raise InputError("stormpy is not installed; it comes with the 'storm' extra: "
-                         "pip install -e '.[storm]'") from None
+        raise InputError(
+            "stormpy is not installed; it comes with the 'storm' extra: pip install -e '.[storm]'"
+        ) from None
     src = _Source("stormpy model")
     if not getattr(model, "is_sparse_model", False):
         raise src.error("not a sparse model (build it with stormpy.build_model and the sparse engine)")
@@ -1288,10 +1404,14 @@ def stormpy_data(model, *, align_actions: str = "name") -> ModelData:
     action_rewards: dict[str, np.ndarray] = {}
     for name, rm in model.reward_models.items():
         convert = _exact_float if exact else float
-        state_rewards[name] = (np.array([convert(v) for v in rm.state_rewards], dtype=np.float64)
-                               if rm.has_state_rewards else np.zeros(n))
-        act = (np.array([convert(v) for v in rm.state_action_rewards], dtype=np.float64)
-               if rm.has_state_action_rewards else np.zeros(n_choices))
+        state_rewards[name] = (
+            np.array([convert(v) for v in rm.state_rewards], dtype=np.float64) if rm.has_state_rewards else np.zeros(n)
+        )
+        act = (
+            np.array([convert(v) for v in rm.state_action_rewards], dtype=np.float64)
+            if rm.has_state_action_rewards
+            else np.zeros(n_choices)
+        )
         if rm.has_transition_rewards:
             t_cols, t_vals, t_choice = _matrix_entries(rm.transition_rewards, n_choices, exact)
             key = trans_choice * n + columns
@@ -1304,11 +1424,23 @@ def stormpy_data(model, *, align_actions: str = "name") -> ModelData:
             bad = np.flatnonzero(~np.isfinite(vec))
             if len(bad):
                 raise src.error(f"reward structure {name!r}: {what} reward {float(vec[bad[0]])!r} is not finite")
-    data = _assemble(src, model_type, n, choice_state, trans_choice, columns, probs, action_labels,
-                     label_names, np.concatenate(label_state) if label_state else np.zeros(0, np.int64),
-                     np.concatenate(label_index) if label_index else np.zeros(0, np.int64),
-                     state_rewards, action_rewards, align_actions,
-                     initial=np.asarray(sorted(int(s) for s in model.initial_states), dtype=np.int64))
+    data = _assemble(
+        src,
+        model_type,
+        n,
+        choice_state,
+        trans_choice,
+        columns,
+        probs,
+        action_labels,
+        label_names,
+        np.concatenate(label_state) if label_state else np.zeros(0, np.int64),
+        np.concatenate(label_index) if label_index else np.zeros(0, np.int64),
+        state_rewards,
+        action_rewards,
+        align_actions,
+        initial=np.asarray(sorted(int(s) for s in model.initial_states), dtype=np.int64),
+    )
     return data
 
 
@@ -1325,11 +1457,11 @@ def _matrix_entries(matrix, n_rows: int, exact: bool) -> tuple[np.ndarray, np.nd
     """
     entries = list(matrix) if n_rows else []
     lengths = np.fromiter((len(matrix.get_row(r)) for r in range(n_rows)), dtype=np.int64, count=n_rows)
-    if int(lengths.sum()) != len(entries):     # pragma: no cover - a stormpy without whole-matrix iteration
+    if int(lengths.sum()) != len(entries):  # pragma: no cover - a stormpy without whole-matrix iteration
         entries = [e for r in range(n_rows) for e in matrix.get_row(r)]
     cols = np.fromiter((e.column for e in entries), dtype=np.int64, count=len(entries))
     values = [e.value for e in entries]
-    if values and callable(values[0]):          # stormpy 1.x: value() is a method
+    if values and callable(values[0]):  # stormpy 1.x: value() is a method
         values = [v() for v in values]
     vals = np.array([_exact_float(v) for v in values] if exact else values, dtype=np.float64)
     return cols, vals, np.repeat(np.arange(n_rows, dtype=np.int64), lengths)

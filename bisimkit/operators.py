@@ -127,14 +127,16 @@ def mean_reward_terms(ra: MDPRoundOff, s: np.ndarray, rb: MDPRoundOff, t: np.nda
     return pair_differences(ra.reward_pi_terms, s, rb.reward_pi_terms, t)
 
 
-def mean_action_terms(ra: MDPRoundOff, s: np.ndarray, rb: MDPRoundOff, t: np.ndarray,
-                      chunk: int = 1_000_000) -> tuple[np.ndarray, np.ndarray]:
+def mean_action_terms(
+    ra: MDPRoundOff, s: np.ndarray, rb: MDPRoundOff, t: np.ndarray, chunk: int = 1_000_000
+) -> tuple[np.ndarray, np.ndarray]:
     """``(||abar_A(s) - abar_B(t)||_1, error)`` for the pairs ``(s[k], t[k])``, each coordinate's difference in
     twice the working precision (:func:`bisimkit.roundoff.pair_differences`), in chunks to bound memory."""
     const, error = np.empty(len(s)), np.empty(len(s))
     for lo in range(0, len(s), chunk):
-        const[lo:lo + chunk], error[lo:lo + chunk] = pair_differences(
-            ra.mean_action_terms, s[lo:lo + chunk], rb.mean_action_terms, t[lo:lo + chunk])
+        const[lo : lo + chunk], error[lo : lo + chunk] = pair_differences(
+            ra.mean_action_terms, s[lo : lo + chunk], rb.mean_action_terms, t[lo : lo + chunk]
+        )
     return const, error
 
 
@@ -149,8 +151,9 @@ def ground_values(a: FiniteMDP, b: FiniteMDP, ground: Ground, s, i, t, j) -> np.
     return ground[np.asarray(s) * a.n_actions + i, np.asarray(t) * b.n_actions + j]
 
 
-def ground_terms(a: FiniteMDP, b: FiniteMDP, ground: Ground, S: np.ndarray, T: np.ndarray,
-                 cells: Cells) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def ground_terms(
+    a: FiniteMDP, b: FiniteMDP, ground: Ground, S: np.ndarray, T: np.ndarray, cells: Cells
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(G, error, reach)`` on the action cells ``cells`` of the pairs ``(S[k], T[k])``: the ground values,
     their errors, and per pair the largest ground term over every action pair the two policies use
     (where a cell of the exact coupling may lie that the computed one misses).
@@ -220,15 +223,32 @@ class PolicyAveraged(Operator):
             G, G_error, reach = ground_terms(a, b, ground, S, T, ge)
             const = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(pairs))
             cells = np.bincount(ge.problem, minlength=len(pairs))
-            const_error = (np.bincount(ge.problem, weights=ge.mass * G_error, minlength=len(pairs))
-                           + gamma_array(cells + 1) * const)
+            const_error = (
+                np.bincount(ge.problem, weights=ge.mass * G_error, minlength=len(pairs))
+                + gamma_array(cells + 1) * const
+            )
             coupling = coupling_errors(ra, S, rb, T)
         k = len(pairs)
-        return TransportTerms(pairs, np.arange(k), np.ones(k), const, S, T, a.transition_pi_rows, b.transition_pi_rows,
-                              "sum", self.p, a.discount, zero_diagonal, row_const_error=const_error,
-                              left_law_error=ra.pi_law_error, right_law_error=rb.pi_law_error,
-                              pair_coupling=coupling, pair_ground_max=reach,
-                              line_keys=None if b is a else keys)
+        return TransportTerms(
+            pairs,
+            np.arange(k),
+            np.ones(k),
+            const,
+            S,
+            T,
+            a.transition_pi_rows,
+            b.transition_pi_rows,
+            "sum",
+            self.p,
+            a.discount,
+            zero_diagonal,
+            row_const_error=const_error,
+            left_law_error=ra.pi_law_error,
+            right_law_error=rb.pi_law_error,
+            pair_coupling=coupling,
+            pair_ground_max=reach,
+            line_keys=None if b is a else keys,
+        )
 
 
 @dataclass(frozen=True)
@@ -241,10 +261,23 @@ class PerAction(Operator):
         act = np.tile(np.arange(ma), len(pairs))
         s, t = pairs.s[row_pair], pairs.t[row_pair]
         const = np.abs(a.rewards[s, act] - b.rewards[t, act])
-        return TransportTerms(pairs, row_pair, np.ones(len(row_pair)), const, s * ma + act, t * mb + act,
-                              a.transition_rows, b.transition_rows, "max", 1, a.discount, zero_diagonal,
-                              row_const_error=U * const, left_law_error=a.roundoff.transition_law_error,
-                              right_law_error=b.roundoff.transition_law_error)
+        return TransportTerms(
+            pairs,
+            row_pair,
+            np.ones(len(row_pair)),
+            const,
+            s * ma + act,
+            t * mb + act,
+            a.transition_rows,
+            b.transition_rows,
+            "max",
+            1,
+            a.discount,
+            zero_diagonal,
+            row_const_error=U * const,
+            left_law_error=a.roundoff.transition_law_error,
+            right_law_error=b.roundoff.transition_law_error,
+        )
 
 
 @dataclass(frozen=True)
@@ -258,12 +291,27 @@ class Entangled(Operator):
         ge = action_cells(a, S, b, T)
         s, t = S[ge.problem], T[ge.problem]
         G, G_error, reach = ground_terms(a, b, ground, S, T, ge)
-        return TransportTerms(pairs, ge.problem, ge.mass, G, s * a.n_actions + ge.i, t * b.n_actions + ge.j,
-                              a.transition_rows, b.transition_rows, "sum", 1, a.discount, zero_diagonal,
-                              row_const_error=G_error, left_law_error=ra.transition_law_error,
-                              right_law_error=rb.transition_law_error, pair_coupling=coupling_errors(ra, S, rb, T),
-                              pair_ground_max=reach, left_state_rows=state_rows(a.n_states, a.n_actions),
-                              right_state_rows=state_rows(b.n_states, b.n_actions))
+        return TransportTerms(
+            pairs,
+            ge.problem,
+            ge.mass,
+            G,
+            s * a.n_actions + ge.i,
+            t * b.n_actions + ge.j,
+            a.transition_rows,
+            b.transition_rows,
+            "sum",
+            1,
+            a.discount,
+            zero_diagonal,
+            row_const_error=G_error,
+            left_law_error=ra.transition_law_error,
+            right_law_error=rb.transition_law_error,
+            pair_coupling=coupling_errors(ra, S, rb, T),
+            pair_ground_max=reach,
+            left_state_rows=state_rows(a.n_states, a.n_actions),
+            right_state_rows=state_rows(b.n_states, b.n_actions),
+        )
 
 
 @dataclass(frozen=True)
@@ -279,11 +327,24 @@ class Sampled(Operator):
         weight = pa[s, i] * pb[t, j]
         const = np.abs(a.rewards[s, i] - b.rewards[t, j])
         ra, rb = a.roundoff, b.roundoff
-        return TransportTerms(pairs, k, weight, const, s * a.n_actions + i, t * b.n_actions + j,
-                              a.transition_rows, b.transition_rows, "sum", 2, a.discount, zero_diagonal,
-                              row_const_error=U * const, left_law_error=ra.transition_law_error,
-                              right_law_error=rb.transition_law_error,
-                              pair_weight_error=U + ra.policy_defect[S] + rb.policy_defect[T])
+        return TransportTerms(
+            pairs,
+            k,
+            weight,
+            const,
+            s * a.n_actions + i,
+            t * b.n_actions + j,
+            a.transition_rows,
+            b.transition_rows,
+            "sum",
+            2,
+            a.discount,
+            zero_diagonal,
+            row_const_error=U * const,
+            left_law_error=ra.transition_law_error,
+            right_law_error=rb.transition_law_error,
+            pair_weight_error=U + ra.policy_defect[S] + rb.policy_defect[T],
+        )
 
 
 def stein_constant(left: tuple, right: tuple, chunk_cells: int = 131_072) -> tuple[np.ndarray, tuple]:
@@ -303,7 +364,7 @@ def stein_constant(left: tuple, right: tuple, chunk_cells: int = 131_072) -> tup
         cols = np.arange(nb)[None, :]
         for lo in range(0, na, step):
             rows = np.arange(lo, min(lo + step, na))[:, None]
-            A[lo:lo + step] = pair_differences(left, rows, right, cols)[0]
+            A[lo : lo + step] = pair_differences(left, rows, right, cols)[0]
     k = left[0].shape[1] if left[0].ndim == 2 else 1
 
     def side(terms):
@@ -335,12 +396,24 @@ class Stein(Operator):
                 for j in range(b.n_actions):
                     A += np.outer(pa[:, i], pb[:, j]) * np.abs(a.rewards[:, i, None] - b.rewards[None, :, j])
             # m^2 non-negative terms, each three rounded operations, summed; the policy rows' normalisation
-            parts = (np.zeros(a.n_states), np.zeros(b.n_states), gamma(a.n_actions * b.n_actions + 3),
-                     ra.policy_defect, rb.policy_defect)
+            parts = (
+                np.zeros(a.n_states),
+                np.zeros(b.n_states),
+                gamma(a.n_actions * b.n_actions + 3),
+                ra.policy_defect,
+                rb.policy_defect,
+            )
         if b is a:
             return SteinForm(A, np.array(a.transition_pi), a.discount, A_error=parts, P_relative=ra.pi_relative)
-        return SteinForm(A, np.array(a.transition_pi), a.discount, Q=np.array(b.transition_pi), A_error=parts,
-                         P_relative=ra.pi_relative, Q_relative=rb.pi_relative)
+        return SteinForm(
+            A,
+            np.array(a.transition_pi),
+            a.discount,
+            Q=np.array(b.transition_pi),
+            A_error=parts,
+            P_relative=ra.pi_relative,
+            Q_relative=rb.pi_relative,
+        )
 
 
 def point_mass_transitions(mdp: FiniteMDP) -> bool:
@@ -370,46 +443,166 @@ class LabelledChainDistance(Operator):
     pair graph), and runs policy iteration on the rest, certified by a bracket (``docs/lmc.md``)."""
 
     def build(self, a, b, pairs, ground, zero_diagonal):
-        raise InputError(f"'{self.name}' is solved by bisimkit.lmc (solve(mdp, '{self.name}', discount=c)); it has no "
-                         f"operator form", param="metric")
+        raise InputError(
+            f"'{self.name}' is solved by bisimkit.lmc (solve(mdp, '{self.name}', discount=c)); it has no operator form",
+            param="metric",
+        )
 
 
 # --------------------------------------------------------------- registry
-OPERATORS: dict[str, Operator] = {op.name: op for op in [
-    PerAction("bisim", "max_a |R(s,a)-R(t,a)| + c W1(P(s,a), P(t,a); d)", "Ferns et al. 2004", "transport",
-              False, False, True, "reward", relation="bisim", pairs_actions="action a with action a",
-              rows="per-action"),
-    PolicyAveraged("pi", "|Rpi(s)-Rpi(t)| + c W1(Ppi(s), Ppi(t); d)", "Castro 2020", "transport",
-                   True, False, True, "reward-mean", relation="pi", rows="one"),
-    PolicyAveraged("psm", "||abar(s)-abar(t)||_1 + c W1(Ppi(s), Ppi(t); d)", "Agarwal et al. 2021; paper Eq. 7",
-                   "transport", True, False, True, "action-mean", relation="psm", rows="one"),
-    Stein("psm-sampled", "||abar(s)-abar(t)||_1 + c sum Ppi(s,s')Ppi(t,t') d(s',t')",
-          "paper's F-hat_PSM in expectation", "stein", True, False, False, "action-mean", torch=True),
-    Stein("mico", "|Rpi(s)-Rpi(t)| + c sum Ppi(s,s')Ppi(t,t') d(s',t')", "Castro et al. 2021", "stein",
-          True, False, False, "reward-mean", torch=True),
-    Derived("mico-reduced", "U(s,t) - U(s,s)/2 - U(t,t)/2, U the mico fixed point", "Castro et al. 2021", "derived",
-            True, False, False, "reward-mean", torch=True, between=False, base="mico"),
-    PolicyAveraged("dbc", "|Rpi(s)-Rpi(t)| + c W2(Ppi(s), Ppi(t); d)", "Zhang et al. 2020; paper Eq. 5", "transport",
-                   True, False, True, "reward-mean", p=2, rows="one"),
-    Sampled("dbc-sampled", "sum pi(a|s)pi(a'|t) [|R(s,a)-R(t,a')| + c W2(P(s,a), P(t,a'); d)]",
-            "paper's F-hat_DBC in expectation", "transport", True, False, False, "reward", p=2, torch=True,
-            rows="action-pairs"),
-    Entangled("eps", "sum ge(a,a') [G(s,a,t,a') + c W1(P(s,a), P(t,a'); d)]", "paper Thm. 4.3 (main text)",
-              "transport", True, True, True, "ground", relation="eps",
-              pairs_actions="actions by the entangled coupling of the two policies", action_order=True,
-              rows="entangled"),
-    PolicyAveraged("eps-avg", "sum ge(a,a') G(s,a,t,a') + c W1(Ppi(s), Ppi(t); d)", "paper Thm. 4.3 (appendix proof)",
-                   "transport", True, True, True, "ground",
-                   pairs_actions="actions by the entangled coupling of the two policies", action_order=True,
-                   rows="one"),
-    EntangledLinear("eps-bar", "sum ge(a,a') [G(s,a,t,a') + c sum ge_P(s',t') d(s',t')]", "paper Thm. 4.5",
-                    "pair-linear", True, True, True, "ground",
-                    pairs_actions="actions by the entangled coupling of the two policies", state_order=True,
-                    action_order=True),
-    LabelledChainDistance("lmc", "1 if L(s) != L(t), else c W1(P(s), P(t); d); least fixed point, c in (0, 1]",
-                          "Desharnais et al. 1999; van Breugel and Worrell 2001; Tang and van Breugel 2016-2018",
-                          "labelled-chain", False, False, True, "labels", between=False),
-]}
+OPERATORS: dict[str, Operator] = {
+    op.name: op
+    for op in [
+        PerAction(
+            "bisim",
+            "max_a |R(s,a)-R(t,a)| + c W1(P(s,a), P(t,a); d)",
+            "Ferns et al. 2004",
+            "transport",
+            False,
+            False,
+            True,
+            "reward",
+            relation="bisim",
+            pairs_actions="action a with action a",
+            rows="per-action",
+        ),
+        PolicyAveraged(
+            "pi",
+            "|Rpi(s)-Rpi(t)| + c W1(Ppi(s), Ppi(t); d)",
+            "Castro 2020",
+            "transport",
+            True,
+            False,
+            True,
+            "reward-mean",
+            relation="pi",
+            rows="one",
+        ),
+        PolicyAveraged(
+            "psm",
+            "||abar(s)-abar(t)||_1 + c W1(Ppi(s), Ppi(t); d)",
+            "Agarwal et al. 2021; paper Eq. 7",
+            "transport",
+            True,
+            False,
+            True,
+            "action-mean",
+            relation="psm",
+            rows="one",
+        ),
+        Stein(
+            "psm-sampled",
+            "||abar(s)-abar(t)||_1 + c sum Ppi(s,s')Ppi(t,t') d(s',t')",
+            "paper's F-hat_PSM in expectation",
+            "stein",
+            True,
+            False,
+            False,
+            "action-mean",
+            torch=True,
+        ),
+        Stein(
+            "mico",
+            "|Rpi(s)-Rpi(t)| + c sum Ppi(s,s')Ppi(t,t') d(s',t')",
+            "Castro et al. 2021",
+            "stein",
+            True,
+            False,
+            False,
+            "reward-mean",
+            torch=True,
+        ),
+        Derived(
+            "mico-reduced",
+            "U(s,t) - U(s,s)/2 - U(t,t)/2, U the mico fixed point",
+            "Castro et al. 2021",
+            "derived",
+            True,
+            False,
+            False,
+            "reward-mean",
+            torch=True,
+            between=False,
+            base="mico",
+        ),
+        PolicyAveraged(
+            "dbc",
+            "|Rpi(s)-Rpi(t)| + c W2(Ppi(s), Ppi(t); d)",
+            "Zhang et al. 2020; paper Eq. 5",
+            "transport",
+            True,
+            False,
+            True,
+            "reward-mean",
+            p=2,
+            rows="one",
+        ),
+        Sampled(
+            "dbc-sampled",
+            "sum pi(a|s)pi(a'|t) [|R(s,a)-R(t,a')| + c W2(P(s,a), P(t,a'); d)]",
+            "paper's F-hat_DBC in expectation",
+            "transport",
+            True,
+            False,
+            False,
+            "reward",
+            p=2,
+            torch=True,
+            rows="action-pairs",
+        ),
+        Entangled(
+            "eps",
+            "sum ge(a,a') [G(s,a,t,a') + c W1(P(s,a), P(t,a'); d)]",
+            "paper Thm. 4.3 (main text)",
+            "transport",
+            True,
+            True,
+            True,
+            "ground",
+            relation="eps",
+            pairs_actions="actions by the entangled coupling of the two policies",
+            action_order=True,
+            rows="entangled",
+        ),
+        PolicyAveraged(
+            "eps-avg",
+            "sum ge(a,a') G(s,a,t,a') + c W1(Ppi(s), Ppi(t); d)",
+            "paper Thm. 4.3 (appendix proof)",
+            "transport",
+            True,
+            True,
+            True,
+            "ground",
+            pairs_actions="actions by the entangled coupling of the two policies",
+            action_order=True,
+            rows="one",
+        ),
+        EntangledLinear(
+            "eps-bar",
+            "sum ge(a,a') [G(s,a,t,a') + c sum ge_P(s',t') d(s',t')]",
+            "paper Thm. 4.5",
+            "pair-linear",
+            True,
+            True,
+            True,
+            "ground",
+            pairs_actions="actions by the entangled coupling of the two policies",
+            state_order=True,
+            action_order=True,
+        ),
+        LabelledChainDistance(
+            "lmc",
+            "1 if L(s) != L(t), else c W1(P(s), P(t); d); least fixed point, c in (0, 1]",
+            "Desharnais et al. 1999; van Breugel and Worrell 2001; Tang and van Breugel 2016-2018",
+            "labelled-chain",
+            False,
+            False,
+            True,
+            "labels",
+            between=False,
+        ),
+    ]
+}
 
 METRIC_NAMES = tuple(OPERATORS)
 #: The metrics with a ground term between state-action pairs (the ``ground`` argument).
@@ -434,8 +627,7 @@ def operator(name: str) -> Operator:
     try:
         return OPERATORS[name]
     except (KeyError, TypeError):
-        raise InputError(f"unknown metric '{name}' (choose from {', '.join(METRIC_NAMES)})",
-                         param="metric") from None
+        raise InputError(f"unknown metric '{name}' (choose from {', '.join(METRIC_NAMES)})", param="metric") from None
 
 
 #: The registry's entries are what the earlier code called operator information.
@@ -446,8 +638,18 @@ OperatorInfo = Operator
 def stein_operator(op: Operator) -> Operator:
     """dbc-sampled's Stein form (when its laws are point masses): the same operator, built as a Stein
     equation."""
-    return Stein(op.name, op.formula, op.source, "stein", op.uses_policy, op.uses_ground, op.pseudometric,
-                 op.term, p=op.p, torch=op.torch)
+    return Stein(
+        op.name,
+        op.formula,
+        op.source,
+        "stein",
+        op.uses_policy,
+        op.uses_ground,
+        op.pseudometric,
+        op.term,
+        p=op.p,
+        torch=op.torch,
+    )
 
 
 # ------------------------------------------------------------------ eps-bar
@@ -475,8 +677,7 @@ class EntangledParts:
         """eps-bar applied to the dense distance ``d``, per pair (the expectation of the samples)."""
         ge, nxt = self.actions, self.next_states
         w = ge.mass[nxt.problem] * nxt.mass * d[nxt.i, nxt.j]
-        return self.constant + discount * np.bincount(ge.problem[nxt.problem], weights=w,
-                                                      minlength=len(self.constant))
+        return self.constant + discount * np.bincount(ge.problem[nxt.problem], weights=w, minlength=len(self.constant))
 
 
 def entangled_parts(mdp: FiniteMDP, ground: Ground, pairs: PairSpace, other: FiniteMDP | None = None) -> EntangledParts:
@@ -488,27 +689,30 @@ def entangled_parts(mdp: FiniteMDP, ground: Ground, pairs: PairSpace, other: Fin
     G = ground_values(mdp, b, ground, s, ge.i, t, ge.j)
     const = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(pairs))
     shape = mdp.state_shape if b is mdp else None
-    cells = entangled_cells(mdp.transition_rows, s * mdp.n_actions + ge.i, b.transition_rows,
-                            t * b.n_actions + ge.j, shape=shape)
+    cells = entangled_cells(
+        mdp.transition_rows, s * mdp.n_actions + ge.i, b.transition_rows, t * b.n_actions + ge.j, shape=shape
+    )
     return EntangledParts(ge, G, const, cells)
 
 
-def entangled_ground_terms(a: FiniteMDP, ground: Ground, s: np.ndarray, t: np.ndarray, b: FiniteMDP | None = None,
-                           chunk: int = 1_000_000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def entangled_ground_terms(
+    a: FiniteMDP, ground: Ground, s: np.ndarray, t: np.ndarray, b: FiniteMDP | None = None, chunk: int = 1_000_000
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(b, b_error, reach)`` for the pairs ``(s[k], t[k])``, in chunks: ``b = sum_{a, a'} ge(a, a')
     G(s, a, t, a')``, a bound on its error as computed (the ground values' errors and the rounding of
     the sum; the coupling's own error is charged apart), and :func:`ground_terms`' reach."""
     other = a if b is None else b
     const, const_error, reach = np.empty(len(s)), np.empty(len(s)), np.empty(len(s))
     for start in range(0, len(s), chunk):
-        S, T = s[start:start + chunk], t[start:start + chunk]
+        S, T = s[start : start + chunk], t[start : start + chunk]
         ge = action_cells(a, S, other, T)
-        G, G_error, reach[start:start + chunk] = ground_terms(a, other, ground, S, T, ge)
+        G, G_error, reach[start : start + chunk] = ground_terms(a, other, ground, S, T, ge)
         part = np.bincount(ge.problem, weights=ge.mass * G, minlength=len(S))
         cells = np.bincount(ge.problem, minlength=len(S))
-        const[start:start + chunk] = part
-        const_error[start:start + chunk] = (np.bincount(ge.problem, weights=ge.mass * G_error, minlength=len(S))
-                                            + gamma_array(cells + 1) * part)
+        const[start : start + chunk] = part
+        const_error[start : start + chunk] = (
+            np.bincount(ge.problem, weights=ge.mass * G_error, minlength=len(S)) + gamma_array(cells + 1) * part
+        )
     return const, const_error, reach
 
 
@@ -523,8 +727,9 @@ def next_state_coupling_errors(mdp: FiniteMDP) -> np.ndarray:
     return mdp.roundoff.transition_breakpoints.reshape(n, m).max(axis=1)
 
 
-def eps_bar_form(mdp: FiniteMDP, ground: Ground = "reward", pairs: PairSpace | None = None,
-                 other: FiniteMDP | None = None) -> PairLinearForm:
+def eps_bar_form(
+    mdp: FiniteMDP, ground: Ground = "reward", pairs: PairSpace | None = None, other: FiniteMDP | None = None
+) -> PairLinearForm:
     """The linear form of eps-bar on ``mdp`` (or between ``mdp`` and ``other``): entangled couplings of actions
     and of next states, with the bounds on what its evaluation is unsure of
     (:class:`~bisimkit.forms.PairLinearForm`).
@@ -541,10 +746,16 @@ def eps_bar_form(mdp: FiniteMDP, ground: Ground = "reward", pairs: PairSpace | N
     one_dimensional = b is not mdp or mdp.state_shape is None or len(mdp.state_shape) == 1
     const, const_error, reach = entangled_ground_terms(mdp, ground, pairs.s, pairs.t, b)
     na, nb = next_state_coupling_errors(mdp), next_state_coupling_errors(b)
-    charges = dict(b_error=const_error, pair_coupling=coupling_errors(mdp.roundoff, pairs.s, b.roundoff, pairs.t),
-                   pair_ground_max=reach, pair_next=na[pairs.s] + nb[pairs.t], left_rows=mdp.transition_rows,
-                   right_rows=b.transition_rows, left_state_rows=state_rows(mdp.n_states, mdp.n_actions),
-                   right_state_rows=state_rows(b.n_states, b.n_actions))
+    charges = dict(
+        b_error=const_error,
+        pair_coupling=coupling_errors(mdp.roundoff, pairs.s, b.roundoff, pairs.t),
+        pair_ground_max=reach,
+        pair_next=na[pairs.s] + nb[pairs.t],
+        left_rows=mdp.transition_rows,
+        right_rows=b.transition_rows,
+        left_state_rows=state_rows(mdp.n_states, mdp.n_actions),
+        right_state_rows=state_rows(b.n_states, b.n_actions),
+    )
     if one_dimensional and len(pairs) >= COMPILED_EPS_BAR_PAIRS:
         policy, rows, S, T, index = mdp.require_policy("eps-bar"), mdp.transition_rows, pairs.s, pairs.t, pairs.index
         if b is not mdp:  # the compiled assembly numbers both MDPs' states in one range
@@ -553,8 +764,9 @@ def eps_bar_form(mdp: FiniteMDP, ground: Ground = "reward", pairs: PairSpace | N
         counts = eps_bar_counts(*args)
         # float64 T and its float32 copy for the Krylov solves take 16 bytes an entry
         if len(pairs) < EPS_BAR_SINGLE_PAIRS or 16 * float(counts.sum()) <= EPS_BAR_MEMORY_SHARE * physical_memory():
-            return PairLinearForm(pairs, const, eps_bar_matrix(*args, len(pairs), counts=counts), mdp.discount,
-                                  **charges)
+            return PairLinearForm(
+                pairs, const, eps_bar_matrix(*args, len(pairs), counts=counts), mdp.discount, **charges
+            )
         # Too large: keep T in float32 only (4 bytes an entry, plus its int32 column) for the inner
         # Krylov solves; the float64 residuals that drive the solution and its certificate recompute
         # the couplings on the fly (slower per product, half the memory).
@@ -575,14 +787,27 @@ def _stacked(a: FiniteMDP, b: FiniteMDP, pairs: PairSpace):
     index = np.full((n, n), -1, dtype=np.int64)
     index[pairs.s, na + pairs.t] = np.arange(len(pairs))
     index[na + pairs.t, pairs.s] = np.arange(len(pairs))
-    rows = sp.block_diag([sp.csr_matrix(m.transition_rows.toarray() if isinstance(m.transition_rows, DenseRows)
-                                        else m.transition_rows) for m in (a, b)], format="csr")
+    rows = sp.block_diag(
+        [
+            sp.csr_matrix(
+                m.transition_rows.toarray() if isinstance(m.transition_rows, DenseRows) else m.transition_rows
+            )
+            for m in (a, b)
+        ],
+        format="csr",
+    )
     return np.vstack([a.policy, b.policy]), rows, pairs.s, na + pairs.t, index
 
 
 # ---------------------------------------------------------------- dispatch
-def operator_form(mdp: FiniteMDP, name: str, ground: Ground = "reward", pairs: PairSpace | None = None,
-                  zero_diagonal: bool | None = None, other: FiniteMDP | None = None):
+def operator_form(
+    mdp: FiniteMDP,
+    name: str,
+    ground: Ground = "reward",
+    pairs: PairSpace | None = None,
+    zero_diagonal: bool | None = None,
+    other: FiniteMDP | None = None,
+):
     """The computable form of operator ``name`` on ``mdp`` (or between ``mdp`` and ``other`` on cross pairs):
     :class:`~bisimkit.forms.TransportTerms`, :class:`~bisimkit.forms.SteinForm` or
     :class:`~bisimkit.forms.PairLinearForm`."""

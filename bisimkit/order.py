@@ -129,16 +129,19 @@ class Order:
 
     @property
     def identity(self) -> bool:
-        return bool(np.array_equal(self.states, np.arange(len(self.states)))
-                    and np.array_equal(self.actions, np.arange(len(self.actions))))
+        return bool(
+            np.array_equal(self.states, np.arange(len(self.states)))
+            and np.array_equal(self.actions, np.arange(len(self.actions)))
+        )
 
     def relabel(self, mdp: FiniteMDP) -> FiniteMDP:
         """The MDP renumbered by this order."""
         s, a = self.states, self.actions
         P = mdp.transitions[np.ix_(s, a)][:, :, s]
         policy = None if mdp.policy is None else mdp.policy[np.ix_(s, a)]
-        return FiniteMDP(P, mdp.rewards[np.ix_(s, a)], mdp.discount, policy, mdp.action_values[a],
-                         self.state_shape, mdp.name)
+        return FiniteMDP(
+            P, mdp.rewards[np.ix_(s, a)], mdp.discount, policy, mdp.action_values[a], self.state_shape, mdp.name
+        )
 
     def relabel_ground(self, ground: Ground, n_actions: int) -> Ground:
         """A user ground matrix (indexed ``s*m + a``) renumbered the same way; names pass through."""
@@ -166,10 +169,13 @@ def _state_part(mdp: FiniteMDP, order: OrderSpec, ground: Ground) -> tuple[np.nd
         return np.arange(n), shape, "index"
     if isinstance(order, str) and order == "class-contiguous":
         if shape is not None:
-            raise InputError(f"class-contiguous renumbers states by E_eps class, which would break the grid "
-                             f"state_shape {list(shape)} (its entangled coupling follows the coordinates): give a "
-                             f"coordinate order such as {','.join(map(str, reversed(range(len(shape)))))}, "
-                             f"or drop state_shape", param="order")
+            raise InputError(
+                f"class-contiguous renumbers states by E_eps class, which would break the grid "
+                f"state_shape {list(shape)} (its entangled coupling follows the coordinates): give a "
+                f"coordinate order such as {','.join(map(str, reversed(range(len(shape)))))}, "
+                f"or drop state_shape",
+                param="order",
+            )
         return class_contiguous_states(mdp, ground), None, "class-contiguous"
     label = "given"
     if isinstance(order, (str, Path)):
@@ -199,12 +205,14 @@ def _action_part(mdp: FiniteMDP, action_order: OrderSpec) -> tuple[np.ndarray, s
     return validate_permutation(action_order, m, param="action_order", what="actions"), label
 
 
-def resolve_order(mdp: FiniteMDP, order: OrderSpec = "index", action_order: OrderSpec = "index",
-                  ground: Ground = "reward") -> Order:
+def resolve_order(
+    mdp: FiniteMDP, order: OrderSpec = "index", action_order: OrderSpec = "index", ground: Ground = "reward"
+) -> Order:
     """Turn ``order`` / ``action_order`` specs into an :class:`Order` for ``mdp`` (validated)."""
     if isinstance(order, str) and order not in ORDER_NAMES and _inline(order) is None and not Path(order).exists():
-        raise InputError(f"'{order}' is neither {', '.join(ORDER_NAMES)}, a list such as 1,0 nor an existing file",
-                         param="order")
+        raise InputError(
+            f"'{order}' is neither {', '.join(ORDER_NAMES)}, a list such as 1,0 nor an existing file", param="order"
+        )
     states, shape, label = _state_part(mdp, order, ground)
     actions, action_label = _action_part(mdp, action_order)
     return Order(states, actions, shape if label != "index" else mdp.state_shape, label, action_label)

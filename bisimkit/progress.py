@@ -107,12 +107,28 @@ def format_fields(fields: Mapping[str, Any] | None) -> list[str]:
 class Progress:
     """A single-line progress reporter on stderr (see the module docstring for the API)."""
 
-    def __init__(self, total: int | None, label: str, *, unit: str = "", enabled: bool = True,
-                 stream: TextIO | None = None, tty: bool | None = None, bar: bool = False, delay: float = 0.0,
-                 redraw_seconds: float = 0.5, log_fraction: float = 0.05, log_seconds: float = 5.0,
-                 initial: int = 0, rate_label: str | None = None, window_seconds: float = 60.0,
-                 pause_seconds: float = 5.0, eta_after_seconds: float = 10.0, eta_after_updates: int = 3,
-                 clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        total: int | None,
+        label: str,
+        *,
+        unit: str = "",
+        enabled: bool = True,
+        stream: TextIO | None = None,
+        tty: bool | None = None,
+        bar: bool = False,
+        delay: float = 0.0,
+        redraw_seconds: float = 0.5,
+        log_fraction: float = 0.05,
+        log_seconds: float = 5.0,
+        initial: int = 0,
+        rate_label: str | None = None,
+        window_seconds: float = 60.0,
+        pause_seconds: float = 5.0,
+        eta_after_seconds: float = 10.0,
+        eta_after_updates: int = 3,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.total = None if total is None else max(int(total), 1)
         self.label, self.unit, self.enabled, self.bar, self.delay = label, unit, enabled, bar, delay
         self.stream = stream if stream is not None else sys.stderr
@@ -129,12 +145,12 @@ class Progress:
         self._printed_state: tuple | None = None
         self.shown = False
         # the rate (see the module doc): the last sample, working chunks in the window, pauses so far
-        self._sample: tuple[float, int] | None = None   # (time, done) of the last show; None: start-up
-        self._first_done = self.initial                 # done at the first sample (start-up excluded)
+        self._sample: tuple[float, int] | None = None  # (time, done) of the last show; None: start-up
+        self._first_done = self.initial  # done at the first sample (start-up excluded)
         self._chunks: deque[tuple[float, int]] = deque()  # (seconds, units) of closed working chunks
         self._chunks_time, self._chunks_units = 0.0, 0
-        self._open_time, self._open_units = 0.0, 0       # the chunk being filled
-        self._work_time, self._work_updates = 0.0, 0    # working seconds and intervals seen in all
+        self._open_time, self._open_units = 0.0, 0  # the chunk being filled
+        self._work_time, self._work_updates = 0.0, 0  # working seconds and intervals seen in all
         self.paused_seconds = 0.0
 
     # ------------------------------------------------------------------ API
@@ -180,8 +196,13 @@ class Progress:
         """Seconds left: the units left at :meth:`rate`, plus the pauses so far per unit done spread over
         them; None while not meaningful (too few intervals or seconds seen, unknown total, or done)."""
         rate = self.rate()
-        if self.total is None or rate is None or not self.initial <= self.done < self.total or \
-                self._work_updates < self.eta_after_updates or self._work_time < self.eta_after_seconds:
+        if (
+            self.total is None
+            or rate is None
+            or not self.initial <= self.done < self.total
+            or self._work_updates < self.eta_after_updates
+            or self._work_time < self.eta_after_seconds
+        ):
             return None
         left = self.total - self.done
         return left / rate + left * self.paused_seconds / max(self.done - self._first_done, 1)
@@ -197,8 +218,12 @@ class Progress:
             if self.bar:
                 head += f" [{'#' * int(30 * frac):<30}]"
         rate = self.rate() if self.rate_label else None
-        parts = [head, *format_fields({self.rate_label: rate} if self.rate_label else None),
-                 *format_fields(self.fields), format_seconds(elapsed)]
+        parts = [
+            head,
+            *format_fields({self.rate_label: rate} if self.rate_label else None),
+            *format_fields(self.fields),
+            format_seconds(elapsed),
+        ]
         eta = self.eta()
         if eta is not None:
             parts.append(f"ETA {format_seconds(eta)}")

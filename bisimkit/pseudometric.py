@@ -29,8 +29,12 @@ class PseudometricReport:
     @property
     def holds(self) -> bool:
         """All axioms hold within ``atol``."""
-        return (self.min_value >= -self.atol and self.diagonal <= self.atol
-                and self.asymmetry <= self.atol and self.triangle <= self.atol)
+        return (
+            self.min_value >= -self.atol
+            and self.diagonal <= self.atol
+            and self.asymmetry <= self.atol
+            and self.triangle <= self.atol
+        )
 
     @property
     def worst_margin(self) -> float:
@@ -50,8 +54,7 @@ class PseudometricReport:
             lines.append(f"asymmetry {self.asymmetry:.6g} at {self.asymmetry_pair}")
         if self.triangle > self.atol:
             i, j, k = self.triangle_triple
-            lines.append(f"triangle inequality fails by {self.triangle:.6g}: "
-                         f"d[{i},{k}] > d[{i},{j}] + d[{j},{k}]")
+            lines.append(f"triangle inequality fails by {self.triangle:.6g}: d[{i},{k}] > d[{i},{j}] + d[{j},{k}]")
         return "; ".join(lines)
 
     def to_dict(self) -> dict:

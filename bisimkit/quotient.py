@@ -240,8 +240,9 @@ def quotient(mdp: FiniteMDP, metric: str, ground: Ground = "reward", atol: float
     P = _transition_matrix(mdp, False)[rep_rows] @ onehot  # (k m) x k: dense on the small path, else CSR
     P = P.reshape(k, m, k) if isinstance(P, np.ndarray) else P
     policy = None if mdp.policy is None else mdp.policy[reps]
-    q_mdp = FiniteMDP(P, mdp.rewards[reps], mdp.discount, policy, mdp.action_values,
-                      name=f"quotient[{mdp.label}, {k} of {n} states]")
+    q_mdp = FiniteMDP(
+        P, mdp.rewards[reps], mdp.discount, policy, mdp.action_values, name=f"quotient[{mdp.label}, {k} of {n} states]"
+    )
     q_ground = None
     if op.uses_ground:
         q_ground = ground if isinstance(ground, str) else np.asarray(ground)[np.ix_(rep_rows, rep_rows)]
@@ -285,8 +286,15 @@ def _row_tv(X: sp.csr_matrix, rows_x: np.ndarray, Y: sp.csr_matrix, rows_y: np.n
     return 0.5 * np.asarray(abs(diff).sum(axis=1)).ravel()
 
 
-def _deviation_parts(mdp: FiniteMDP, q: FiniteMDP, op: Operator, ground: Ground, labels: np.ndarray,
-                     reps: np.ndarray, onehot: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+def _deviation_parts(
+    mdp: FiniteMDP,
+    q: FiniteMDP,
+    op: Operator,
+    ground: Ground,
+    labels: np.ndarray,
+    reps: np.ndarray,
+    onehot: sp.csr_matrix,
+) -> tuple[np.ndarray, np.ndarray]:
     """(ground part, transport part) of delta(s), compared with the quotient's own arrays, each an upper bound
     on the exact quantity of the module docstring: what is computed, scaled for the rounding of its own
     arithmetic, plus the errors of the quantities it is computed from (:mod:`bisimkit.roundoff`): the mean
@@ -320,8 +328,9 @@ def _deviation_parts(mdp: FiniteMDP, q: FiniteMDP, op: Operator, ground: Ground,
     tv = tv + ro.transition_law_error[s * m + a] + qo.transition_law_error[block * m + b] + aggregate
     if isinstance(ground, str) and ground == "reward":
         g = np.abs(mdp.rewards[s, a] - q.rewards[block, b]) * (1 + U)
-        high = np.maximum(np.abs(ro.reward_high - qo.reward_low[labels]),
-                          np.abs(qo.reward_high[labels] - ro.reward_low))
+        high = np.maximum(
+            np.abs(ro.reward_high - qo.reward_low[labels]), np.abs(qo.reward_high[labels] - ro.reward_low)
+        )
     elif isinstance(ground, str):  # policy
         g, g_error = mean_action_terms(ro, s, qo, block)
         g = g + g_error
@@ -342,7 +351,7 @@ def _ground_matrix_deviation(G: np.ndarray, x: np.ndarray, y: np.ndarray, chunk:
     out = np.zeros(len(x))
     todo = np.nonzero(x != y)[0]
     for start in range(0, len(todo), chunk):
-        idx = todo[start:start + chunk]
+        idx = todo[start : start + chunk]
         rows = np.max(np.abs(G[x[idx]] - G[y[idx]]), axis=1)
         cols = np.max(np.abs(G[:, x[idx]] - G[:, y[idx]]), axis=0)
         out[idx] = np.maximum(rows, cols)

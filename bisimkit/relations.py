@@ -41,7 +41,6 @@ from .mdp import FiniteMDP
 RELATION_ATOL = 1e-9
 
 
-
 def cluster_values(values: np.ndarray, atol: float) -> np.ndarray:
     """Integer ids grouping 1-D ``values`` whose sorted neighbours differ by <= atol."""
     values = np.asarray(values, dtype=np.float64)
@@ -220,8 +219,14 @@ def _refine_blocks(indptr, indices, data, m, initial, atol, labels):
     rep_has = np.zeros(n, dtype=np.int64)
     row_mark = np.full(n_rows, -1, dtype=np.int64)
     stamp = 0
-    split_work = (np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.int64),
-                  np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.float64))
+    split_work = (
+        np.zeros(n, dtype=np.int64),
+        np.zeros(n, dtype=np.float64),
+        np.zeros(n, dtype=np.int64),
+        np.zeros(n, dtype=np.int64),
+        np.zeros(n, dtype=np.int64),
+        np.zeros(n, dtype=np.float64),
+    )
     rnd = 0
     while n_changed > 0:
         # the rows with an entry in a new block
@@ -301,8 +306,22 @@ def _refine_blocks(indptr, indices, data, m, initial, atol, labels):
             for x in range(n):
                 group[x] = by_class[x]
                 group_cid[x] = initial[by_class[x]]
-            n_blocks, n_next = _split_blocks(group, group_cid, n, labels, elems, loc, begin, end, n_blocks,
-                                             changed_round, next_changed, n_next, rnd, split_work)
+            n_blocks, n_next = _split_blocks(
+                group,
+                group_cid,
+                n,
+                labels,
+                elems,
+                loc,
+                begin,
+                end,
+                n_blocks,
+                changed_round,
+                next_changed,
+                n_next,
+                rnd,
+                split_work,
+            )
         # the kept blocks' columns, updated
         order = np.argsort(up_block[:n_up] * m + up_action[:n_up], kind="stable")  # by column
         x = 0
@@ -322,8 +341,26 @@ def _refine_blocks(indptr, indices, data, m, initial, atol, labels):
             stamp += 1
             n_group = 0
             if cut:  # a cluster broke: the column splits from scratch
-                n_group = _column_group(col, k, a, m, begin, end, elems, pred_ptr, pred, own_count, own_block,
-                                        own_value, indptr, first_entry, row_mark, stamp, group, group_cid)
+                n_group = _column_group(
+                    col,
+                    k,
+                    a,
+                    m,
+                    begin,
+                    end,
+                    elems,
+                    pred_ptr,
+                    pred,
+                    own_count,
+                    own_block,
+                    own_value,
+                    indptr,
+                    first_entry,
+                    row_mark,
+                    stamp,
+                    group,
+                    group_cid,
+                )
             else:
                 for z in range(x, y):
                     state_mark[up_row[order[z]] // m] = stamp
@@ -339,15 +376,32 @@ def _refine_blocks(indptr, indices, data, m, initial, atol, labels):
                         rep_has[b] = 0
                         if w < end[b]:
                             rep_has[b] = 1
-                            rep_cid[b] = _column_cid(col, _own_mass(elems[w] * m + a, k, own_count, own_block,
-                                                                    own_value, indptr, first_entry))
+                            rep_cid[b] = _column_cid(
+                                col,
+                                _own_mass(elems[w] * m + a, k, own_count, own_block, own_value, indptr, first_entry),
+                            )
                     c = _column_cid(col, up_new[order[z]])
                     if rep_has[b] == 0 or c != rep_cid[b]:
                         group[n_group] = s
                         group_cid[n_group] = c
                         n_group += 1
-            n_blocks, n_next = _split_sorted(group, group_cid, group_order, n_group, labels, elems, loc, begin, end,
-                                             n_blocks, changed_round, next_changed, n_next, rnd, split_work)
+            n_blocks, n_next = _split_sorted(
+                group,
+                group_cid,
+                group_order,
+                n_group,
+                labels,
+                elems,
+                loc,
+                begin,
+                end,
+                n_blocks,
+                changed_round,
+                next_changed,
+                n_next,
+                rnd,
+                split_work,
+            )
             x = y
         # the new blocks' columns, built
         for x in range(n_changed):
@@ -378,8 +432,23 @@ def _refine_blocks(indptr, indices, data, m, initial, atol, labels):
                     group[n_group] = fresh_row[order[z]] // m
                     group_cid[n_group] = c
                     n_group += 1
-            n_blocks, n_next = _split_sorted(group, group_cid, group_order, n_group, labels, elems, loc, begin, end,
-                                             n_blocks, changed_round, next_changed, n_next, rnd, split_work)
+            n_blocks, n_next = _split_sorted(
+                group,
+                group_cid,
+                group_order,
+                n_group,
+                labels,
+                elems,
+                loc,
+                begin,
+                end,
+                n_blocks,
+                changed_round,
+                next_changed,
+                n_next,
+                rnd,
+                split_work,
+            )
             x = y
         changed, next_changed = next_changed, changed
         n_changed = n_next
@@ -463,8 +532,26 @@ def _own_mass(r, k, own_count, own_block, own_value, indptr, first_entry):
     return 0.0
 
 
-def _column_group(col, k, a, m, begin, end, elems, pred_ptr, pred, own_count, own_block, own_value, indptr,
-                  first_entry, row_mark, stamp, group, group_cid):
+def _column_group(
+    col,
+    k,
+    a,
+    m,
+    begin,
+    end,
+    elems,
+    pred_ptr,
+    pred,
+    own_count,
+    own_block,
+    own_value,
+    indptr,
+    first_entry,
+    row_mark,
+    stamp,
+    group,
+    group_cid,
+):
     """The states of the rows ``s * m + a`` with an entry in block k whose cluster is not that of mass 0, with
     their clusters, into ``group``; returns how many."""
     zero = _column_cid(col, 0.0) if 0.0 in col[0] else -np.inf
@@ -483,8 +570,23 @@ def _column_group(col, k, a, m, begin, end, elems, pred_ptr, pred, own_count, ow
     return n_group
 
 
-def _split_sorted(group, group_cid, group_order, n_group, labels, elems, loc, begin, end, n_blocks, changed_round,
-                  next_changed, n_next, rnd, work):
+def _split_sorted(
+    group,
+    group_cid,
+    group_order,
+    n_group,
+    labels,
+    elems,
+    loc,
+    begin,
+    end,
+    n_blocks,
+    changed_round,
+    next_changed,
+    n_next,
+    rnd,
+    work,
+):
     """:func:`_split_blocks` with ``group[:n_group]`` first sorted by cluster (stably)."""
     order = np.argsort(group_cid[:n_group], kind="stable")
     for g in range(n_group):
@@ -494,12 +596,27 @@ def _split_sorted(group, group_cid, group_order, n_group, labels, elems, loc, be
     cids = group_cid[order]
     for g in range(n_group):
         group_cid[g] = cids[g]
-    return _split_blocks(group, group_cid, n_group, labels, elems, loc, begin, end, n_blocks, changed_round,
-                         next_changed, n_next, rnd, work)
+    return _split_blocks(
+        group,
+        group_cid,
+        n_group,
+        labels,
+        elems,
+        loc,
+        begin,
+        end,
+        n_blocks,
+        changed_round,
+        next_changed,
+        n_next,
+        rnd,
+        work,
+    )
 
 
-def _split_blocks(group, group_cid, n_group, labels, elems, loc, begin, end, n_blocks, changed_round, next_changed,
-                  n_next, rnd, work):
+def _split_blocks(
+    group, group_cid, n_group, labels, elems, loc, begin, end, n_blocks, changed_round, next_changed, n_next, rnd, work
+):
     """Split every block met in ``group[:n_group]`` by ``group_cid`` (ascending within each block), the
     states of the block outside the group forming one more part: the largest part (the first of equal ones,
     the states outside the group first) keeps the block's id, the others take new ids, in order. Blocks that
@@ -644,15 +761,15 @@ def mass_classes(P, labels: np.ndarray, atol: float = RELATION_ATOL) -> np.ndarr
     cid = np.empty(len(order), dtype=np.int64)
     cid[order] = np.cumsum(new)
     zero_cid = np.full(k, -1, dtype=np.int64)
-    zero_cid[zero_blocks] = cid[len(cells):]
-    cell_cid = cid[:len(cells)]
+    zero_cid[zero_blocks] = cid[len(cells) :]
+    cell_cid = cid[: len(cells)]
     kept = cell_cid != zero_cid[cell_block]  # cells in their column's zero cluster read as no entry
     sigs: dict[tuple, int] = {(): 0}
     out = np.zeros(n_rows, dtype=np.int64)
     bounds = np.searchsorted(cell_row[kept], np.arange(n_rows + 1))
     pairs = list(zip(cell_block[kept].tolist(), cell_cid[kept].tolist()))
     for r in np.nonzero(np.diff(bounds))[0].tolist():
-        out[r] = sigs.setdefault(tuple(pairs[bounds[r]:bounds[r + 1]]), len(sigs))
+        out[r] = sigs.setdefault(tuple(pairs[bounds[r] : bounds[r + 1]]), len(sigs))
     return out
 
 
@@ -680,8 +797,9 @@ def ground_classes(mdp: FiniteMDP, ground: Ground, atol: float = RELATION_ATOL) 
     return zero_components(np.asarray(ground) <= atol).reshape(n, m)
 
 
-def eps_relation_labels(mdp: FiniteMDP, ground: Ground = "reward", atol: float = RELATION_ATOL,
-                        reading: str = "class-mass") -> np.ndarray:
+def eps_relation_labels(
+    mdp: FiniteMDP, ground: Ground = "reward", atol: float = RELATION_ATOL, reading: str = "class-mass"
+) -> np.ndarray:
     """Block labels of the largest entangled bisimulation relation E_eps.
 
     ``reading="class-mass"`` (the default, docs/relations.md): P(s,a) and P(t,a') have equal masses on
@@ -702,8 +820,9 @@ def eps_relation_labels(mdp: FiniteMDP, ground: Ground = "reward", atol: float =
 
     def signature(labels):
         masses = mass_classes(P, labels, atol).reshape(n, m)
-        action_label = np.unique(np.column_stack([gclass.ravel(), masses.ravel()]), axis=0,
-                                 return_inverse=True)[1].reshape(n, m)
+        action_label = np.unique(np.column_stack([gclass.ravel(), masses.ravel()]), axis=0, return_inverse=True)[
+            1
+        ].reshape(n, m)
         sigs: dict[tuple, int] = {}
         out = np.empty(n, dtype=np.int64)
         for s in range(n):
@@ -742,8 +861,9 @@ RELATIONS = {
 RELATION_KINDS = tuple(RELATIONS)
 
 
-def relation_blocks(mdp: FiniteMDP, kind: str, ground: Ground = "reward",
-                    atol: float = RELATION_ATOL) -> list[list[int]]:
+def relation_blocks(
+    mdp: FiniteMDP, kind: str, ground: Ground = "reward", atol: float = RELATION_ATOL
+) -> list[list[int]]:
     """The largest relation of ``kind`` as blocks (sorted lists of states)."""
     return blocks(relation_labels(mdp, kind, ground, atol))
 

@@ -34,13 +34,13 @@ import numpy as np
 from .kernels import DenseRows, kernel
 
 #: Unit round-off of float64: every correctly rounded operation has relative error at most U.
-U = 2.0 ** -53
+U = 2.0**-53
 #: The smallest positive subnormal float64: a product that underflows is off by at most half of it.
-TINY = 2.0 ** -1074
+TINY = 2.0**-1074
 #: Dekker's splitting constant ``2^27 + 1``: ``a = hi + lo`` with both halves of 26 bits.
 _SPLIT = 134217729.0
 #: Above this magnitude the splitting could overflow; :func:`dot_rows` then uses the a priori bound.
-_SPLIT_MAX = 2.0 ** 995
+_SPLIT_MAX = 2.0**995
 
 
 def gamma(k: float) -> float:
@@ -108,8 +108,12 @@ def dot_rows(W: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     return value, rest, bound
 
 
-def pair_differences(left: tuple[np.ndarray, np.ndarray, np.ndarray], s: np.ndarray,
-                     right: tuple[np.ndarray, np.ndarray, np.ndarray], t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def pair_differences(
+    left: tuple[np.ndarray, np.ndarray, np.ndarray],
+    s: np.ndarray,
+    right: tuple[np.ndarray, np.ndarray, np.ndarray],
+    t: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """``(const, error)``: ``const = |x(s) - y(t)|`` for quantities held as ``(value, rest, bound)`` triples,
     ``x = value + rest`` within ``bound`` of exact (:func:`dot_rows`, :func:`policy_average`), ``left``
     for x and ``right`` for y (the same triple for one MDP), and a bound on its distance to the exact one.
@@ -159,16 +163,19 @@ def row_defects(X: np.ndarray, chunk_cells: int = 262_144) -> np.ndarray:
     out = np.empty(rows.shape[0])
     step = max(1, chunk_cells // max(k, 1))
     for lo in range(0, rows.shape[0], step):
-        block = rows[lo:lo + step]
+        block = rows[lo : lo + step]
         total = block.sum(axis=1)
-        scaled = block * 2.0 ** 52
+        scaled = block * 2.0**52
         if np.all(scaled == np.floor(scaled)) and np.all(total <= 1.5):
-            out[lo:lo + step] = np.abs(total - 1.0)  # entries on the 2^-52 grid: every partial sum is exact
+            out[lo : lo + step] = np.abs(total - 1.0)  # entries on the 2^-52 grid: every partial sum is exact
             continue
         total, lost, levels = _cascade(block)
         size = np.abs(block).sum(axis=1)
-        out[lo:lo + step] = (np.abs((total - 1.0) + lost) * (1 + 4 * U)
-                             + 2 * gamma(k) * U * levels * size * (1 + gamma(k)) + 2 * k * TINY)
+        out[lo : lo + step] = (
+            np.abs((total - 1.0) + lost) * (1 + 4 * U)
+            + 2 * gamma(k) * U * levels * size * (1 + gamma(k))
+            + 2 * k * TINY
+        )
     return out.reshape(X.shape[:-1])
 
 
@@ -278,9 +285,23 @@ class MDPRoundOff:
     ``transition_breakpoints`` is :func:`breakpoint_errors` of ``P(s, a)``.
     """
 
-    FIELDS = ("reward_pi", "reward_pi_rest", "reward_pi_bound", "mean_action", "mean_action_rest",
-              "mean_action_bound", "pi_relative", "pi_law_error", "policy_defect", "policy_breakpoints", "reward_high",
-              "reward_low", "transition_defect", "transition_law_error", "transition_breakpoints")
+    FIELDS = (
+        "reward_pi",
+        "reward_pi_rest",
+        "reward_pi_bound",
+        "mean_action",
+        "mean_action_rest",
+        "mean_action_bound",
+        "pi_relative",
+        "pi_law_error",
+        "policy_defect",
+        "policy_breakpoints",
+        "reward_high",
+        "reward_low",
+        "transition_defect",
+        "transition_law_error",
+        "transition_breakpoints",
+    )
 
     def __init__(self, mdp) -> None:
         self._mdp = mdp
@@ -380,8 +401,9 @@ class MDPRoundOff:
         return np.zeros(self._mdp.n_states)
 
 
-def policy_average(policy: np.ndarray, values: np.ndarray, defect: np.ndarray | None = None
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def policy_average(
+    policy: np.ndarray, values: np.ndarray, defect: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(value, rest, bound)``: ``sum_a pi[s, a] values[s, a]`` (values (n, m), or (1, m) for values shared
     by every state) as :func:`dot_rows` gives it, with ``bound`` widened to cover the exact average under
     the normalised policy row ``pi[s] / sum(pi[s])`` (``defect``, :func:`row_defects` of the policy, bounds
@@ -401,12 +423,12 @@ def grid_bits(X: np.ndarray, chunk_cells: int = 1_048_576) -> int:
 
     def on_grid(k: int) -> bool:
         for lo in range(0, len(flat), chunk_cells):
-            scaled = flat[lo:lo + chunk_cells] * 2.0 ** k
+            scaled = flat[lo : lo + chunk_cells] * 2.0**k
             if not np.all(scaled == np.floor(scaled)):
                 return False
         return True
 
-    head = flat[:64] * 2.0 ** 52
+    head = flat[:64] * 2.0**52
     if not np.all(head == np.floor(head)) or not on_grid(52):  # a few entries usually settle it
         return 53
     low, high = 0, 52  # on_grid(high) holds
@@ -466,7 +488,7 @@ def row_defects_csr(rows, compensated: bool = True) -> np.ndarray:
     if not len(live):
         return out
     total = np.add.reduceat(data, ptr[live])
-    scaled = data * 2.0 ** 52
+    scaled = data * 2.0**52
     on_grid = np.logical_and.reduceat(scaled == np.floor(scaled), ptr[live]) & (total <= 1.5)
     out[live] = np.abs(total - 1.0)
     rest = live[~on_grid]
@@ -505,6 +527,6 @@ def grid_breakpoint_error(shape: tuple[int, ...]) -> float:
     by their masses (summing to 1), and each coordinate's product of masses adds one rounding."""
     total = 0.0
     for axis, size in enumerate(shape):
-        rest = float(np.prod(shape[axis + 1:], dtype=np.float64)) if axis + 1 < len(shape) else 1.0
+        rest = float(np.prod(shape[axis + 1 :], dtype=np.float64)) if axis + 1 < len(shape) else 1.0
         total += (size - 1) * (2 * gamma(rest) + 2 * gamma(size) + U) + U
     return total * (1 + 8 * U)

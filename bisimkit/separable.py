@@ -55,7 +55,7 @@ def separable_lower_bound(d: np.ndarray, shape: tuple[int, ...]) -> float:
         # rows: the pair (s_i, t_i); columns: the pair of the other coordinates. Separable => rows differ by constants.
         M = np.moveaxis(grid, (i, D + i), (0, 1)).reshape(shape[i] ** 2, -1)
         for r in range(len(M) - 1):
-            diff = M[r + 1:] - M[r]
+            diff = M[r + 1 :] - M[r]
             worst = max(worst, float(np.max(diff.max(axis=1) - diff.min(axis=1))))
     return worst / 4
 
@@ -110,15 +110,20 @@ class Separability:
             return head + "d_eps-bar is 0 for every pair (the ground is 0 everywhere): nothing to learn"
         if self.separable:
             monge = "Monge" if self.monge <= tol else "not all Monge"
-            fit = ("additive along each axis: SeparableDistance(powers=(1,)) on the features phi_i(x) = d(0, x e_i) "
-                   "represents it exactly" if self.additive <= tol else
-                   "not additive along the axes: a SeparableDistance head needs features in which each term is a "
-                   "sum of powers of |phi(x) - phi(y)|")
+            fit = (
+                "additive along each axis: SeparableDistance(powers=(1,)) on the features phi_i(x) = d(0, x e_i) "
+                "represents it exactly"
+                if self.additive <= tol
+                else "not additive along the axes: a SeparableDistance head needs features in which each term is a "
+                "sum of powers of |phi(x) - phi(y)|"
+            )
             return head + f"yes, coordinate terms {monge}, {fit} ({c5})"
         scale = max(self.scale, 1e-300)
-        return head + (f"no: every sum of per-coordinate terms is off by at least {self.lower / scale:.0%} of its "
-                       f"max {self.scale:.4g} (the axis slices' sum by {self.upper / scale:.0%}); a SeparableDistance "
-                       f"head cannot learn it, use a table or a richer head ({c5})")
+        return head + (
+            f"no: every sum of per-coordinate terms is off by at least {self.lower / scale:.0%} of its "
+            f"max {self.scale:.4g} (the axis slices' sum by {self.upper / scale:.0%}); a SeparableDistance "
+            f"head cannot learn it, use a table or a richer head ({c5})"
+        )
 
 
 def separability(mdp: FiniteMDP, ground: str = "reward") -> Separability:
@@ -131,6 +136,12 @@ def separability(mdp: FiniteMDP, ground: str = "reward") -> Separability:
         d = solve(mdp, "eps-bar", ground=ground).distances
     shape = tuple(mdp.state_shape)
     parts, upper = separable_parts(d, shape)
-    return Separability(ground=ground, scale=float(np.max(d)), upper=upper, lower=separable_lower_bound(d, shape),
-                        monge=max(monge_violation(f) for f in parts), additive=max(axis_additivity(f) for f in parts),
-                        coordinate_independent=bool(coordinate_independent(mdp)))
+    return Separability(
+        ground=ground,
+        scale=float(np.max(d)),
+        upper=upper,
+        lower=separable_lower_bound(d, shape),
+        monge=max(monge_violation(f) for f in parts),
+        additive=max(axis_additivity(f) for f in parts),
+        coordinate_independent=bool(coordinate_independent(mdp)),
+    )

@@ -216,31 +216,48 @@ SOLVED, NO_START, PIVOT_CAP = 0, 1, 2
 
 #: The scratch arrays of :func:`_solve_one`, for problems of up to ``nmax = k + l`` nodes (rows
 #: 0..k-1, then columns k..k+l-1) and ``dmax = max(k, l)``; tree edges are numbered 0..n-2.
-Scratch = namedtuple("Scratch", [
-    "adj",          # (nmax, dmax) int: the tree edges at each node
-    "deg",          # (nmax,) int: how many
-    "edge_row",     # (nmax,) int: the cell (row, column) of each tree edge
-    "edge_col",
-    "parent_edge",  # (nmax,) int: the edge to each node's parent (-1 at the root, row 0)
-    "depth",        # (nmax,) int: each node's depth below the root
-    "stack",        # (nmax,) int: DFS stack; one side of the pivot cycle
-    "cycle",        # (nmax,) int: the other side of the pivot cycle
-    "left",         # (nmax,) int: unassigned edges at each node (warm start's leaf peeling)
-    "pot",          # (nmax,) float: dual potentials u (rows) and v (columns)
-    "rest_row",     # (nmax,) float: unplaced row mass (warm start); row sums of the plan (gap)
-    "rest_col",     # (nmax,) float: the same for columns
-    "done",         # (nmax,) bool: edges whose flow is set (warm start)
-])
+Scratch = namedtuple(
+    "Scratch",
+    [
+        "adj",  # (nmax, dmax) int: the tree edges at each node
+        "deg",  # (nmax,) int: how many
+        "edge_row",  # (nmax,) int: the cell (row, column) of each tree edge
+        "edge_col",
+        "parent_edge",  # (nmax,) int: the edge to each node's parent (-1 at the root, row 0)
+        "depth",  # (nmax,) int: each node's depth below the root
+        "stack",  # (nmax,) int: DFS stack; one side of the pivot cycle
+        "cycle",  # (nmax,) int: the other side of the pivot cycle
+        "left",  # (nmax,) int: unassigned edges at each node (warm start's leaf peeling)
+        "pot",  # (nmax,) float: dual potentials u (rows) and v (columns)
+        "rest_row",  # (nmax,) float: unplaced row mass (warm start); row sums of the plan (gap)
+        "rest_col",  # (nmax,) float: the same for columns
+        "done",  # (nmax,) bool: edges whose flow is set (warm start)
+    ],
+)
 
 
 @kernel
 def _workspace(nmax, dmax):
     """A :class:`Scratch` for problems up to ``nmax`` nodes (allocated once per block of problems)."""
+
     def ints():
         return np.empty(nmax, dtype=np.int64)
 
-    return Scratch(np.empty((nmax, dmax), dtype=np.int64), ints(), ints(), ints(), ints(), ints(), ints(), ints(),
-                   ints(), np.empty(nmax), np.empty(nmax), np.empty(nmax), np.empty(nmax, dtype=np.bool_))
+    return Scratch(
+        np.empty((nmax, dmax), dtype=np.int64),
+        ints(),
+        ints(),
+        ints(),
+        ints(),
+        ints(),
+        ints(),
+        ints(),
+        ints(),
+        np.empty(nmax),
+        np.empty(nmax),
+        np.empty(nmax),
+        np.empty(nmax, dtype=np.bool_),
+    )
 
 
 @kernel
@@ -272,8 +289,9 @@ def _solve_one(a, b, C, k, l, flow, basis_row, basis_col, warm, ws):
     deg[:n] = 0
     started = False
     if warm:
-        started = _warm_basis(a, b, k, l, flow, er, ec, adj, deg, basis_row, basis_col, ws.rest_row, ws.rest_col,
-                              ws.left, ws.done, stack)
+        started = _warm_basis(
+            a, b, k, l, flow, er, ec, adj, deg, basis_row, basis_col, ws.rest_row, ws.rest_col, ws.left, ws.done, stack
+        )
     if not started:
         for i in range(k):
             for j in range(l):
@@ -393,8 +411,12 @@ def _solve_one(a, b, C, k, l, flow, basis_row, basis_col, warm, ws):
         basis_col[e] = ec[e]
     if status != SOLVED:
         return cost, status, pivots, np.inf
-    return cost, status, pivots, _plan_gap(a, b, k, l, flow, er, ec, pot, cost, violation, scale, floor,
-                                           ws.rest_row, ws.rest_col)
+    return (
+        cost,
+        status,
+        pivots,
+        _plan_gap(a, b, k, l, flow, er, ec, pot, cost, violation, scale, floor, ws.rest_row, ws.rest_col),
+    )
 
 
 @kernel
@@ -495,8 +517,9 @@ def _solve_block(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm
     for p in range(blk * BLOCK, min((blk + 1) * BLOCK, a.shape[0])):
         lo = off[p]
         hi = off[p] + k[p] + l[p] - 1
-        cost, status, piv, gap = _solve_one(a[p], b[p], C[p], k[p], l[p], flows[p], basis[lo:hi, 0],
-                                            basis[lo:hi, 1], warm[p], ws)
+        cost, status, piv, gap = _solve_one(
+            a[p], b[p], C[p], k[p], l[p], flows[p], basis[lo:hi, 0], basis[lo:hi, 1], warm[p], ws
+        )
         costs[p] = cost
         gaps[p] = gap
         ok[p] = status == SOLVED
@@ -512,19 +535,20 @@ _solve_batch, _solve_batch_serial = twins(_solve_batch_body)
 
 
 @kernel
-def _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass,
-                        x, cbuf, fbuf, ws):
+def _solve_supports_one(
+    D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass, x, cbuf, fbuf, ws
+):
     """Problem ``rows[x]`` of :func:`solve_supports`: gather its costs from ``D`` into ``cbuf``, solve,
     and write its plan (in D's index space), cost, gap and success into the batch's slots."""
     p = rows[x]
     kk = k[p]
     ll = l[p]
-    C = cbuf[:kk * ll].reshape((kk, ll))
+    C = cbuf[: kk * ll].reshape((kk, ll))
     for i in range(kk):
         row = xs[p, i]
         for j in range(ll):
             C[i, j] = D[row, ys[p, j]]
-    flow = fbuf[:kk * ll].reshape((kk, ll))
+    flow = fbuf[: kk * ll].reshape((kk, ll))
     lo = off[p]
     hi = lo + kk + ll - 1
     cost, status, _, gap = _solve_one(a[p], b[p], C, kk, ll, flow, basis[lo:hi, 0], basis[lo:hi, 1], warm[p], ws)
@@ -542,21 +566,45 @@ def _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, ga
 
 
 @kernel
-def _solve_supports_block(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass,
-                          blk, nmax, dmax, cmax):
+def _solve_supports_block(
+    D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass, blk, nmax, dmax, cmax
+):
     cbuf = np.empty(cmax)
     fbuf = np.empty(cmax)
     ws = _workspace(nmax, dmax)
     for x in range(blk * BLOCK, min((blk + 1) * BLOCK, len(rows))):
-        _solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass, x,
-                            cbuf, fbuf, ws)
+        _solve_supports_one(
+            D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass, x, cbuf, fbuf, ws
+        )
 
 
-def _solve_supports_body(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass,
-                         nmax, dmax, cmax):
+def _solve_supports_body(
+    D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass, nmax, dmax, cmax
+):
     for blk in prange((len(rows) + BLOCK - 1) // BLOCK):
-        _solve_supports_block(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j,
-                              out_mass, blk, nmax, dmax, cmax)
+        _solve_supports_block(
+            D,
+            xs,
+            ys,
+            a,
+            b,
+            k,
+            l,
+            rows,
+            off,
+            basis,
+            warm,
+            costs,
+            gaps,
+            ok,
+            out_i,
+            out_j,
+            out_mass,
+            blk,
+            nmax,
+            dmax,
+            cmax,
+        )
 
 
 _solve_supports, _solve_supports_serial = twins(_solve_supports_body)
@@ -585,10 +633,21 @@ def basis_offsets(k: np.ndarray, l: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(np.maximum(np.asarray(k) + np.asarray(l) - 1, 0))]).astype(np.int64)
 
 
-def solve_supports(D: np.ndarray, xs: np.ndarray, ys: np.ndarray, a: np.ndarray, b: np.ndarray,
-                   k: np.ndarray, l: np.ndarray, rows: np.ndarray, basis: np.ndarray, warm: np.ndarray,
-                   costs: np.ndarray, out: tuple[np.ndarray, np.ndarray, np.ndarray],
-                   gaps: np.ndarray) -> np.ndarray:
+def solve_supports(
+    D: np.ndarray,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    k: np.ndarray,
+    l: np.ndarray,
+    rows: np.ndarray,
+    basis: np.ndarray,
+    warm: np.ndarray,
+    costs: np.ndarray,
+    out: tuple[np.ndarray, np.ndarray, np.ndarray],
+    gaps: np.ndarray,
+) -> np.ndarray:
     """Solve problems ``rows`` of a padded batch whose costs are ``D[xs[p, i], ys[p, j]]``.
 
     Everything is written in place, at problem p's slot ``off[p]:off[p] + k[p] + l[p] - 1``
@@ -604,8 +663,26 @@ def solve_supports(D: np.ndarray, xs: np.ndarray, ys: np.ndarray, a: np.ndarray,
         # Threads pay off on large batches; small ones (and their one-time compilation) stay serial.
         kernel = _solve_supports if _threaded(k, l, rows) else _solve_supports_serial
         kk, ll = np.asarray(k, dtype=np.int64), np.asarray(l, dtype=np.int64)
-        kernel(D, xs, ys, a, b, kk, ll, rows, basis_offsets(k, l), basis, warm, costs, gaps, ok, out[0], out[1],
-               out[2], *_sizes(kk[rows], ll[rows]))
+        kernel(
+            D,
+            xs,
+            ys,
+            a,
+            b,
+            kk,
+            ll,
+            rows,
+            basis_offsets(k, l),
+            basis,
+            warm,
+            costs,
+            gaps,
+            ok,
+            out[0],
+            out[1],
+            out[2],
+            *_sizes(kk[rows], ll[rows]),
+        )
     return rows[~ok[rows]]
 
 
@@ -623,8 +700,15 @@ def bases_from_flows(flows: np.ndarray, C: np.ndarray, k: np.ndarray, l: np.ndar
     return basis, ok
 
 
-def solve_padded(a: np.ndarray, b: np.ndarray, C: np.ndarray, k: np.ndarray, l: np.ndarray,
-                 basis: np.ndarray | None = None, warm: np.ndarray | None = None):
+def solve_padded(
+    a: np.ndarray,
+    b: np.ndarray,
+    C: np.ndarray,
+    k: np.ndarray,
+    l: np.ndarray,
+    basis: np.ndarray | None = None,
+    warm: np.ndarray | None = None,
+):
     """Solve a padded batch.
 
     ``basis`` (ragged, see :func:`basis_offsets`) holds warm-start bases where
@@ -648,8 +732,22 @@ def solve_padded(a: np.ndarray, b: np.ndarray, C: np.ndarray, k: np.ndarray, l: 
     pivots = np.zeros(P, dtype=np.int64)
     if P:
         kernel = _solve_batch if _threaded(k, l) else _solve_batch_serial
-        kernel(np.ascontiguousarray(a), np.ascontiguousarray(b), np.ascontiguousarray(C), k, l,
-               flows, costs, gaps, ok, pivots, basis, off, np.asarray(warm, dtype=np.bool_), *_sizes(k, l)[:2])
+        kernel(
+            np.ascontiguousarray(a),
+            np.ascontiguousarray(b),
+            np.ascontiguousarray(C),
+            k,
+            l,
+            flows,
+            costs,
+            gaps,
+            ok,
+            pivots,
+            basis,
+            off,
+            np.asarray(warm, dtype=np.bool_),
+            *_sizes(k, l)[:2],
+        )
     return costs, flows, ok, pivots, basis, gaps
 
 
@@ -692,8 +790,17 @@ def _line_bases(xs, a, k, ys, b, l, h, basis, off, valid):
         valid[p] = True
 
 
-def line_bases(xs: np.ndarray, a: np.ndarray, k: np.ndarray, ys: np.ndarray, b: np.ndarray, l: np.ndarray,
-               h: np.ndarray, basis: np.ndarray, valid: np.ndarray) -> None:
+def line_bases(
+    xs: np.ndarray,
+    a: np.ndarray,
+    k: np.ndarray,
+    ys: np.ndarray,
+    b: np.ndarray,
+    l: np.ndarray,
+    h: np.ndarray,
+    basis: np.ndarray,
+    valid: np.ndarray,
+) -> None:
     """Seed the problems of a padded batch that have no basis yet (``valid`` False) with the
     monotone coupling along the states' scalar key ``h`` (in place).
 
@@ -701,5 +808,15 @@ def line_bases(xs: np.ndarray, a: np.ndarray, k: np.ndarray, ys: np.ndarray, b: 
     basis is optimal and the simplex only proves it (one pricing pass); otherwise it is a
     start as good as the key is a summary of the cost.
     """
-    _line_bases(xs, a, np.asarray(k, dtype=np.int64), ys, b, np.asarray(l, dtype=np.int64),
-                np.asarray(h, dtype=np.float64), basis, basis_offsets(k, l), valid)
+    _line_bases(
+        xs,
+        a,
+        np.asarray(k, dtype=np.int64),
+        ys,
+        b,
+        np.asarray(l, dtype=np.int64),
+        np.asarray(h, dtype=np.float64),
+        basis,
+        basis_offsets(k, l),
+        valid,
+    )

@@ -52,8 +52,17 @@ from .order import OrderSpec, resolve_order
 from .quotient import DEVIATION_SHARE, RELATION_ATOL, quotient as find_quotient
 from .roundoff import U as U_ROUND, gamma
 
-__all__ = ["DEFAULT_TOL", "METHODS", "PrecisionWarning", "ProgressCallback", "Solution", "SolveOptions",
-           "ZeroGroundWarning", "solve", "solve_on_quotient"]
+__all__ = [
+    "DEFAULT_TOL",
+    "METHODS",
+    "PrecisionWarning",
+    "ProgressCallback",
+    "Solution",
+    "SolveOptions",
+    "ZeroGroundWarning",
+    "solve",
+    "solve_on_quotient",
+]
 
 
 class ZeroGroundWarning(UserWarning):
@@ -114,8 +123,14 @@ class SolveOptions:
 _OPTION_NAMES = tuple(f.name for f in dataclasses.fields(SolveOptions))
 
 
-def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float = DEFAULT_TOL,
-          options: SolveOptions | None = None, **settings) -> Solution:
+def solve(
+    mdp: FiniteMDP,
+    metric: str,
+    ground: Ground | None = None,
+    tol: float = DEFAULT_TOL,
+    options: SolveOptions | None = None,
+    **settings,
+) -> Solution:
     """The fixed point of operator ``metric`` on ``mdp`` to certified error ``tol``.
 
     Parameters
@@ -132,16 +147,20 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
     """
     unknown = sorted(set(settings) - set(_OPTION_NAMES))
     if unknown:
-        raise TypeError(f"solve() got an unexpected keyword argument '{unknown[0]}' "
-                        f"(the settings are {', '.join(_OPTION_NAMES)})")
+        raise TypeError(
+            f"solve() got an unexpected keyword argument '{unknown[0]}' (the settings are {', '.join(_OPTION_NAMES)})"
+        )
     opts = dataclasses.replace(options or SolveOptions(), tol=tol, **settings)
     op = operator(metric)
     if op.kind == "labelled-chain":
         return _labelled_chain(mdp, op, ground, opts)
     for name in ("discount", "pairs"):
         if getattr(opts, name) is not None:
-            raise InputError(f"applies to the labelled-chain distance only ({', '.join(LABELLED_CHAIN_METRICS)}); "
-                             f"'{op.name}' solves every pair at the MDP's own discount", param=name)
+            raise InputError(
+                f"applies to the labelled-chain distance only ({', '.join(LABELLED_CHAIN_METRICS)}); "
+                f"'{op.name}' solves every pair at the MDP's own discount",
+                param=name,
+            )
     g = _checked(mdp, op, ground, opts)
     _checked_backend(mdp, op, opts)
     if not opts.force:
@@ -159,17 +178,26 @@ def solve(mdp: FiniteMDP, metric: str, ground: Ground | None = None, tol: float 
 
 
 #: The settings of :class:`SolveOptions` the labelled-chain distance does not take, with their defaults.
-NOT_FOR_LABELLED_CHAINS = {"method": ("auto", "exact"), "max_iterations": (None,), "full_diagonal": (False,),
-                           "order": ("index",), "action_order": ("index",), "backend": ("numpy",),
-                           "device": (None,)}
+NOT_FOR_LABELLED_CHAINS = {
+    "method": ("auto", "exact"),
+    "max_iterations": (None,),
+    "full_diagonal": (False,),
+    "order": ("index",),
+    "action_order": ("index",),
+    "backend": ("numpy",),
+    "device": (None,),
+}
 
 
 def _labelled_chain(mdp: FiniteMDP, op: Operator, ground, opts: SolveOptions) -> Solution:
     """The labelled-chain distance (:mod:`bisimkit.lmc`): its own algorithm, with the settings it takes."""
     for name, allowed in NOT_FOR_LABELLED_CHAINS.items():
         if not any(getattr(opts, name) == value for value in allowed):
-            raise InputError(f"{getattr(opts, name)!r} does not apply to '{op.name}' (solved by refinement, the pair "
-                             f"graph and policy iteration with a certified bracket)", param=name)
+            raise InputError(
+                f"{getattr(opts, name)!r} does not apply to '{op.name}' (solved by refinement, the pair "
+                f"graph and policy iteration with a certified bracket)",
+                param=name,
+            )
     check_run_options(opts.method, opts.tol, opts.max_iterations, opts.progress)
     # start-up cost: the labelled-chain solver (and scipy's sparse graphs) load only for this operator
     from .lmc import lmc_solution
@@ -207,8 +235,11 @@ def solve_cells(mdp: FiniteMDP, other: FiniteMDP | None = None) -> float:
 def _checked(mdp: FiniteMDP, op: Operator, ground: Ground | None, opts: SolveOptions) -> Ground | None:
     """Stage *check*: the arguments are valid; returns the resolved ground (None if the metric has none)."""
     if not isinstance(mdp, FiniteMDP):
-        hint = (" (a Gaussian model's distances: bisimkit.gaussian.solve_pairs)"
-                if type(mdp).__module__.startswith("bisimkit.gaussian") else "")
+        hint = (
+            " (a Gaussian model's distances: bisimkit.gaussian.solve_pairs)"
+            if type(mdp).__module__.startswith("bisimkit.gaussian")
+            else ""
+        )
         raise InputError(f"expected a FiniteMDP, got {type(mdp).__name__}{hint}", param="mdp")
     check_run_options(opts.method, opts.tol, opts.max_iterations, opts.progress)
     return resolve_ground(mdp, ground) if op.uses_ground else None
@@ -226,6 +257,7 @@ def _pipeline(mdp: FiniteMDP, op: Operator, g: Ground | None, opts: SolveOptions
             return sol
     if opts.backend == "torch":
         from .engine_torch import fixed_point_torch  # the optional torch extra, loaded only for backend="torch"
+
         return fixed_point_torch(mdp, op.name, opts.tol, opts.device, opts.progress)
     return fixed_point(mdp, op.name, g, opts.tol, opts.method, opts.progress, opts.max_iterations, opts.full_diagonal)
 
@@ -244,8 +276,11 @@ def _checked_backend(mdp: FiniteMDP, op: Operator, opts: SolveOptions) -> None:
     if opts.method == "vi":
         raise InputError("'torch' runs Smith's doubling only; method 'vi' needs backend 'numpy'", param="backend")
     if op.kind == "transport" and not point_mass_transitions(mdp):
-        raise InputError(f"'torch' solves {op.name} only when every P(s, a) with pi(a|s) > 0 is a point mass "
-                         "(a Stein equation then); this MDP's are not", param="backend")
+        raise InputError(
+            f"'torch' solves {op.name} only when every P(s, a) with pi(a|s) > 0 is a point mass "
+            "(a Stein equation then); this MDP's are not",
+            param="backend",
+        )
     try:
         from .engine_torch import resolve_device  # the optional torch extra, loaded only for backend="torch"
     except ModuleNotFoundError as exc:
@@ -339,14 +374,24 @@ def reduced_residual(form: SteinForm, D: np.ndarray) -> tuple[np.ndarray, float]
     kappa = form.P_relative if form.P_relative is not None else np.zeros(n)
     relative = 2 * gamma(n) + gamma(n) ** 2 + 2 * gamma(2) + 2 * float(np.max(kappa, initial=0.0))
     a_error = stein_a_error(form.A, form.A_error)
-    error = (a_error + c * relative * (1 + 4 * U_ROUND) * (S + s[:, None] / 2 + s[None, :] / 2)
-             + gamma(3) * (np.abs(G) + np.abs(rho)))
+    error = (
+        a_error
+        + c * relative * (1 + 4 * U_ROUND) * (S + s[:, None] / 2 + s[None, :] / 2)
+        + gamma(3) * (np.abs(G) + np.abs(rho))
+    )
     return rho, float(np.max(error, initial=0.0)) * (1 + 4 * U_ROUND)
 
 
-def solve_on_quotient(mdp: FiniteMDP, metric: str, g: Ground | None, tol: float, method: str = "auto",
-                      progress: ProgressCallback | None = None, max_iterations: int | None = None,
-                      atol: float = RELATION_ATOL) -> Solution | None:
+def solve_on_quotient(
+    mdp: FiniteMDP,
+    metric: str,
+    g: Ground | None,
+    tol: float,
+    method: str = "auto",
+    progress: ProgressCallback | None = None,
+    max_iterations: int | None = None,
+    atol: float = RELATION_ATOL,
+) -> Solution | None:
     """Stage *quotient*: the lifted, certified solution, or None when nothing merges or the blocks
     deviate too much to certify within ``tol`` (``docs/operators.md#quotient-first``); the
     pipeline then solves ``mdp`` itself."""

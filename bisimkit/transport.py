@@ -55,17 +55,30 @@ class WarmStarts:
         st = self._chunks.get(start)
         if st is None or not (np.array_equal(st[0], lp) and np.array_equal(st[1], lq)):
             total = int(np.sum(np.maximum(lp + lq - 1, 0)))
-            st = (lp.astype(BASIS_DTYPE), lq.astype(BASIS_DTYPE), np.zeros((total, 2), dtype=BASIS_DTYPE),
-                  np.zeros(len(lp), dtype=bool))
+            st = (
+                lp.astype(BASIS_DTYPE),
+                lq.astype(BASIS_DTYPE),
+                np.zeros((total, 2), dtype=BASIS_DTYPE),
+                np.zeros(len(lp), dtype=bool),
+            )
             self._chunks[start] = st
         return st[2], st[3]
 
 
-def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: np.ndarray,
-                      d: np.ndarray, p: int = 1, plans: bool = False,
-                      zero_diagonal: bool = True, warm: WarmStarts | None = None,
-                      buffers: list | None = None, gaps: np.ndarray | None = None,
-                      marginal: np.ndarray | None = None) -> tuple[np.ndarray, Cells | None]:
+def optimal_transport(
+    X: sp.csr_matrix,
+    src: np.ndarray,
+    Y: sp.csr_matrix,
+    dst: np.ndarray,
+    d: np.ndarray,
+    p: int = 1,
+    plans: bool = False,
+    zero_diagonal: bool = True,
+    warm: WarmStarts | None = None,
+    buffers: list | None = None,
+    gaps: np.ndarray | None = None,
+    marginal: np.ndarray | None = None,
+) -> tuple[np.ndarray, Cells | None]:
     """Optimal ``W_p`` values (and plans) for the pairs ``(X[src[k]], Y[dst[k]])``.
 
     Parameters
@@ -90,7 +103,7 @@ def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: 
     """
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
-    C = d if p == 1 else d ** p
+    C = d if p == 1 else d**p
     N = len(src)
     values = np.zeros(N)
     gap = np.zeros(N)
@@ -114,11 +127,19 @@ def optimal_transport(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: 
             a, b = off[start], off[stop]
             view = (out[0][a:b], out[1][a:b], out[2][a:b])
         values[start:stop], gap[start:stop], exact[start:stop] = _transport_chunk(
-            X, src[start:stop], Y, dst[start:stop], C, zero_diagonal,
-            warm.chunk(start, *_lengths(X, Y, src[start:stop], dst[start:stop])) if warm is not None else None, view)
+            X,
+            src[start:stop],
+            Y,
+            dst[start:stop],
+            C,
+            zero_diagonal,
+            warm.chunk(start, *_lengths(X, Y, src[start:stop], dst[start:stop])) if warm is not None else None,
+            view,
+        )
     if marginal is not None and N:
-        reach = np.minimum(support_maxima(X, C.max(axis=1, initial=0.0))[src],
-                           support_maxima(Y, C.max(axis=0, initial=0.0))[dst])
+        reach = np.minimum(
+            support_maxima(X, C.max(axis=1, initial=0.0))[src], support_maxima(Y, C.max(axis=0, initial=0.0))[dst]
+        )
         gap += np.where(exact, 0.0, reach * marginal)
     if p != 1:
         cost = np.maximum(values, 0.0)
@@ -146,8 +167,15 @@ def support_maxima(X, row_max: np.ndarray) -> np.ndarray:
     return out
 
 
-def seed_line_starts(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: np.ndarray, h: np.ndarray,
-                     warm: WarmStarts, h_right: np.ndarray | None = None) -> None:
+def seed_line_starts(
+    X: sp.csr_matrix,
+    src: np.ndarray,
+    Y: sp.csr_matrix,
+    dst: np.ndarray,
+    h: np.ndarray,
+    warm: WarmStarts,
+    h_right: np.ndarray | None = None,
+) -> None:
     """Give every problem of ``warm`` without a basis the monotone coupling along the key ``h`` of the
     states (``h_right`` for the states of Y's rows when they are another MDP's;
     :func:`bisimkit.simplex.line_bases`): optimal when the ground cost is ``|h_i - h_j|``."""
@@ -158,7 +186,7 @@ def seed_line_starts(X: sp.csr_matrix, src: np.ndarray, Y: sp.csr_matrix, dst: n
         offset = len(h)
         h = np.concatenate([h, h_right])
     for start in range(0, len(src), CHUNK):
-        s, t = src[start:start + CHUNK], dst[start:start + CHUNK]
+        s, t = src[start : start + CHUNK], dst[start : start + CHUNK]
         ip, mp, lp = padded_rows(X, s)
         iq, mq, lq = padded_rows(Y, t)
         basis, valid = warm.chunk(start, lp, lq)
@@ -208,8 +236,9 @@ class _Chunk:
 def _compiled(ch: _Chunk, todo: np.ndarray, bases) -> np.ndarray:
     """The compiled simplex on every problem up to KERNEL_MAX atoms a side, and on any
     problem with a basis from an earlier call; returns what is left for POT."""
-    rows = np.nonzero(todo & (((ch.lp <= KERNEL_MAX) & (ch.lq <= KERNEL_MAX))
-                              | (bases[1] if bases is not None else False)))[0]
+    rows = np.nonzero(
+        todo & (((ch.lp <= KERNEL_MAX) & (ch.lq <= KERNEL_MAX)) | (bases[1] if bases is not None else False))
+    )[0]
     if not len(rows):
         return todo
     if bases is None:
@@ -219,8 +248,9 @@ def _compiled(ch: _Chunk, todo: np.ndarray, bases) -> np.ndarray:
     if out is None:
         total = int(ch.off[-1])
         out = (np.zeros(total, dtype=np.int32), np.zeros(total, dtype=np.int32), np.zeros(total))
-    failed = solve_supports(ch.C, ch.ip, ch.iq, ch.mp, ch.mq, ch.lp, ch.lq, rows, bases[0], bases[1], ch.cost, out,
-                            ch.gap)
+    failed = solve_supports(
+        ch.C, ch.ip, ch.iq, ch.mp, ch.mq, ch.lp, ch.lq, rows, bases[0], bases[1], ch.cost, out, ch.gap
+    )
     todo = todo.copy()
     todo[rows] = False
     todo[failed] = True
@@ -236,8 +266,8 @@ def _pot(ch: _Chunk, todo: np.ndarray, bases, block: int = 2_000_000) -> None:
     plans: list[tuple[np.ndarray, np.ndarray]] = []
     size = 0
     for x, k in enumerate(big):
-        a, b = ch.mp[k, :ch.lp[k]], ch.mq[k, :ch.lq[k]]
-        xs, ys = ch.ip[k, :ch.lp[k]], ch.iq[k, :ch.lq[k]]
+        a, b = ch.mp[k, : ch.lp[k]], ch.mq[k, : ch.lq[k]]
+        xs, ys = ch.ip[k, : ch.lp[k]], ch.iq[k, : ch.lq[k]]
         M = ch.C[np.ix_(xs, ys)]
         G, log = load_pot().emd(a, b, M, numItermax=10_000_000, log=True)
         G[G < FLOW_EPS] = 0.0
@@ -256,8 +286,9 @@ def _pot(ch: _Chunk, todo: np.ndarray, bases, block: int = 2_000_000) -> None:
                 pending, plans, size = [], [], 0
 
 
-def plan_gap(a: np.ndarray, b: np.ndarray, M: np.ndarray, G: np.ndarray, u: np.ndarray, v: np.ndarray,
-             cost: float) -> float:
+def plan_gap(
+    a: np.ndarray, b: np.ndarray, M: np.ndarray, G: np.ndarray, u: np.ndarray, v: np.ndarray, cost: float
+) -> float:
     """A bound on ``|cost - OT(a, b; M)|`` for the plan ``G`` with dual potentials ``u, v``
     (the bound of :func:`bisimkit.simplex._plan_gap`: weak duality after shifting ``u`` by the
     largest violation of ``u_i + v_j <= M_ij``, and the plan's marginal drift times ``max M``)."""
@@ -285,8 +316,8 @@ def _record_plans(bases, off, rows, lp, lq, plans) -> None:
     F = np.zeros((len(rows), K, L))
     M = np.zeros((len(rows), K, L))
     for x, (G, cost) in enumerate(plans):
-        F[x, :G.shape[0], :G.shape[1]] = G
-        M[x, :G.shape[0], :G.shape[1]] = cost
+        F[x, : G.shape[0], : G.shape[1]] = G
+        M[x, : G.shape[0], : G.shape[1]] = cost
     basis, ok = bases_from_flows(F, M, lp[rows], lq[rows])
     bases[0][_slot_index(off, rows, lp, lq)] = basis
     bases[1][rows] = ok

@@ -111,11 +111,15 @@ def model_options(spec: str, args) -> dict:
     given = {name: value for name, value in given.items() if value is not None}
     if given and Path(spec).suffix.lower() not in MODEL_FILE_SUFFIXES:
         option = "--" + next(iter(given))
-        raise InputError(f"{option}: applies to model files ({', '.join(MODEL_FILE_SUFFIXES)}); {spec} carries its "
-                         f"own {'rewards' if option == '--reward' else option[2:]}")
+        raise InputError(
+            f"{option}: applies to model files ({', '.join(MODEL_FILE_SUFFIXES)}); {spec} carries its "
+            f"own {'rewards' if option == '--reward' else option[2:]}"
+        )
     if given.get("discount", 0.0) >= 1.0:
-        raise InputError(f"--discount: {given['discount']:g} is not in [0, 1); c = 1 is for the labelled-chain "
-                         f"distance (--metric {', '.join(LABELLED_CHAIN_METRICS)})")
+        raise InputError(
+            f"--discount: {given['discount']:g} is not in [0, 1); c = 1 is for the labelled-chain "
+            f"distance (--metric {', '.join(LABELLED_CHAIN_METRICS)})"
+        )
     return given
 
 
@@ -138,16 +142,28 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     """The options of a model file from a model checker (``.drn``, ``.tra``): what its rewards, discount and
     policy are, which such a model does not carry (``docs/cli.md#model-files``)."""
     g = p.add_argument_group("model files (Storm's .drn, PRISM's explicit .tra with .lab and reward files)")
-    g.add_argument("--reward", default=None, metavar="NAME",
-                   help="a label (its indicator is the reward) or a reward structure of the model; label:NAME or "
-                        "reward:NAME for a name that is both (default: none, every reward 0)")
-    g.add_argument("--discount", type=_discount, default=None, metavar="C",
-                   help="discount factor c in [0, 1) (default 0.9); --metric "
-                        f"{', '.join(LABELLED_CHAIN_METRICS)}: c in (0, 1] for any MDP file "
-                        "(default the model's own)")
-    g.add_argument("--policy", default=None, metavar="POLICY",
-                   help="an MDP's policy: uniform, or a .npy/.json file with an (n, m) array (a Markov chain has its "
-                        "own)")
+    g.add_argument(
+        "--reward",
+        default=None,
+        metavar="NAME",
+        help="a label (its indicator is the reward) or a reward structure of the model; label:NAME or "
+        "reward:NAME for a name that is both (default: none, every reward 0)",
+    )
+    g.add_argument(
+        "--discount",
+        type=_discount,
+        default=None,
+        metavar="C",
+        help="discount factor c in [0, 1) (default 0.9); --metric "
+        f"{', '.join(LABELLED_CHAIN_METRICS)}: c in (0, 1] for any MDP file "
+        "(default the model's own)",
+    )
+    g.add_argument(
+        "--policy",
+        default=None,
+        metavar="POLICY",
+        help="an MDP's policy: uniform, or a .npy/.json file with an (n, m) array (a Markov chain has its own)",
+    )
 
 
 # ------------------------------------------------------------------- solve
@@ -156,8 +172,10 @@ def _checked_out(out: str | None, suffixes: tuple[str, ...] = (".npy", ".json", 
     if not out:
         return
     if Path(out).suffix.lower() not in suffixes:
-        raise InputError(f"--out: unsupported file type '{Path(out).suffix}'{kind} (use {', '.join(suffixes[:-1])} "
-                         f"or {suffixes[-1]})")
+        raise InputError(
+            f"--out: unsupported file type '{Path(out).suffix}'{kind} (use {', '.join(suffixes[:-1])} "
+            f"or {suffixes[-1]})"
+        )
     check_output(out)
 
 
@@ -208,9 +226,11 @@ def summarize(mdp: FiniteMDP, sol: Solution) -> str:
         lines.append(f"entangled coupling order: states {sol.order}; actions {sol.action_order}")
     if off.size:
         zero = int(np.sum(off == 0) // 2)
-        lines.append(f"off-diagonal distances: min {off.min():.6g}, mean {off.mean():.6g}, max {off.max():.6g}; "
-                     f"pairs at distance 0: {zero} (values within {threshold:.1e} of 0, the certified error, "
-                     f"are shown as 0)")
+        lines.append(
+            f"off-diagonal distances: min {off.min():.6g}, mean {off.mean():.6g}, max {off.max():.6g}; "
+            f"pairs at distance 0: {zero} (values within {threshold:.1e} of 0, the certified error, "
+            f"are shown as 0)"
+        )
     diag = np.diag(D)
     if np.any(np.abs(diag) > 0):
         lines.append(f"diagonal: min {diag.min():.6g}, max {diag.max():.6g} (not a pseudometric)")
@@ -231,8 +251,9 @@ MC_DEFAULTS = {"samples": 2000, "seed": 0, "confidence": 0.95}
 def _ground_applies(metric: str, ground: str | None) -> None:
     """Refuse ``--ground`` with a metric that has no ground term (it would be ignored)."""
     if ground is not None and not operator_info(metric).uses_ground:
-        raise InputError(f"--ground: metric '{metric}' has no ground term; --ground applies to "
-                         f"{', '.join(GROUND_METRICS)}")
+        raise InputError(
+            f"--ground: metric '{metric}' has no ground term; --ground applies to {', '.join(GROUND_METRICS)}"
+        )
 
 
 def cmd_solve(args) -> int:
@@ -258,17 +279,43 @@ def cmd_solve(args) -> int:
     resolve_order(mdp, args.order, args.action_order, ground if ground is not None else "reward")
     _checked_out(args.out)
     return solve_and_report(
-        args, lambda report: solve(mdp, args.metric, ground=args.ground, tol=args.tol, method=args.method,
-                                   progress=report, max_iterations=args.max_iterations, order=args.order,
-                                   action_order=args.action_order, quotient=not args.no_quotient,
-                                   backend=args.backend, device=args.device, force=args.force),
-        (ZeroGroundWarning, PrecisionWarning), f"n={mdp.n_states}", lambda sol: summarize(mdp, sol))
+        args,
+        lambda report: solve(
+            mdp,
+            args.metric,
+            ground=args.ground,
+            tol=args.tol,
+            method=args.method,
+            progress=report,
+            max_iterations=args.max_iterations,
+            order=args.order,
+            action_order=args.action_order,
+            quotient=not args.no_quotient,
+            backend=args.backend,
+            device=args.device,
+            force=args.force,
+        ),
+        (ZeroGroundWarning, PrecisionWarning),
+        f"n={mdp.n_states}",
+        lambda sol: summarize(mdp, sol),
+    )
 
 
 #: Options of ``solve`` that do not apply to the labelled-chain distance, and their defaults.
-NOT_FOR_CHAINS = {"against": None, "method": "auto", "max_iterations": None, "order": "index",
-                  "action_order": "index", "no_quotient": False, "backend": BACKENDS[0], "device": None,
-                  "samples": None, "horizon": None, "seed": None, "confidence": None}
+NOT_FOR_CHAINS = {
+    "against": None,
+    "method": "auto",
+    "max_iterations": None,
+    "order": "index",
+    "action_order": "index",
+    "no_quotient": False,
+    "backend": BACKENDS[0],
+    "device": None,
+    "samples": None,
+    "horizon": None,
+    "seed": None,
+    "confidence": None,
+}
 
 
 def cmd_solve_chain(args) -> int:
@@ -276,21 +323,28 @@ def cmd_solve_chain(args) -> int:
     a labelled Markov chain (:mod:`bisimkit.lmc`), c in (0, 1] (default the model's own)."""
     for option, default in NOT_FOR_CHAINS.items():
         if getattr(args, option) != default and not (option == "method" and args.method == "exact"):
-            raise InputError(f"--{option.replace('_', '-')}: does not apply to --metric {args.metric} (the "
-                             f"labelled-chain distance is solved by refinement, the pair graph and policy iteration "
-                             f"with a certified bracket)")
+            raise InputError(
+                f"--{option.replace('_', '-')}: does not apply to --metric {args.metric} (the "
+                f"labelled-chain distance is solved by refinement, the pair graph and policy iteration "
+                f"with a certified bracket)"
+            )
     if is_gaussian_file(args.mdp):
-        raise InputError(f"--metric {args.metric}: applies to labelled Markov chains ({args.mdp} is a linear-Gaussian "
-                         f"model)")
+        raise InputError(
+            f"--metric {args.metric}: applies to labelled Markov chains ({args.mdp} is a linear-Gaussian model)"
+        )
     # the discount is the distance's own (c in (0, 1]), for every kind of file: not read into the model
     mdp = load_mdp_or_example(args.mdp, argparse.Namespace(**{**vars(args), "discount": None}))
     pairs = None if args.pairs is None else _state_pairs(args.pairs)
     _checked_out(args.out)
     return solve_and_report(
-        args, lambda report: solve(mdp, args.metric, ground=args.ground, tol=args.tol, discount=args.discount,
-                                   pairs=pairs, force=args.force),
-        (PrecisionWarning,), f"n={mdp.n_states}" if pairs is None else f"{len(pairs)} pairs",
-        lambda sol: summarize_chain(mdp, sol))
+        args,
+        lambda report: solve(
+            mdp, args.metric, ground=args.ground, tol=args.tol, discount=args.discount, pairs=pairs, force=args.force
+        ),
+        (PrecisionWarning,),
+        f"n={mdp.n_states}" if pairs is None else f"{len(pairs)} pairs",
+        lambda sol: summarize_chain(mdp, sol),
+    )
 
 
 def _state_pairs(path: str) -> np.ndarray:
@@ -309,8 +363,10 @@ def _state_pairs(path: str) -> np.ndarray:
     except (ValueError, OSError, UnicodeDecodeError) as exc:
         raise InputError(f"--pairs: {path}: cannot read state pairs ({exc})") from None
     if arr.size == 0 or arr.ndim != 2 or arr.shape[1] != 2 or not np.issubdtype(arr.dtype, np.integer):
-        raise InputError(f"--pairs: {path}: expected a list of [s, t] state indices, got an array of shape "
-                         f"{arr.shape} and type {arr.dtype}")
+        raise InputError(
+            f"--pairs: {path}: expected a list of [s, t] state indices, got an array of shape "
+            f"{arr.shape} and type {arr.dtype}"
+        )
     return arr
 
 
@@ -340,8 +396,9 @@ def summarize_chain(mdp: FiniteMDP, sol) -> str:
     return "\n".join(lines)
 
 
-def solve_and_report(args, run: Callable, warned: tuple[type[Warning], ...], size: str,
-                     summary: Callable[[Solution], str]) -> int:
+def solve_and_report(
+    args, run: Callable, warned: tuple[type[Warning], ...], size: str, summary: Callable[[Solution], str]
+) -> int:
     """The end of ``solve``: ``run(progress)`` under the progress line, the
     warnings of the classes ``warned`` as one line each, then ``--out`` written (its line names
     ``size``) or ``summary(sol)`` printed. Returns the exit status: 0 converged, 1 not."""
@@ -358,17 +415,27 @@ def solve_and_report(args, run: Callable, warned: tuple[type[Warning], ...], siz
             print(f"bisimkit: warning: {w.message}", file=sys.stderr)
     if args.out:
         _write_solution(sol, Path(args.out))
-        print(f"wrote {args.out} ({sol.metric}, {size}, certified error {sol.certified_error:.3e}, "
-              f"{sol.seconds:.3f} s)")
+        print(
+            f"wrote {args.out} ({sol.metric}, {size}, certified error {sol.certified_error:.3e}, {sol.seconds:.3f} s)"
+        )
     else:
         print(summary(sol))
     return 0 if sol.converged else 1
 
 
 #: Options of ``solve`` that do not apply with ``--against``, and their defaults.
-NOT_WITH_AGAINST = {"order": "index", "action_order": "index", "no_quotient": False, "backend": BACKENDS[0],
-                    "device": None, "pairs": None, "samples": None, "horizon": None, "seed": None,
-                    "confidence": None}
+NOT_WITH_AGAINST = {
+    "order": "index",
+    "action_order": "index",
+    "no_quotient": False,
+    "backend": BACKENDS[0],
+    "device": None,
+    "pairs": None,
+    "samples": None,
+    "horizon": None,
+    "seed": None,
+    "confidence": None,
+}
 
 
 def _load_side(spec: str, option: str = "", args=None) -> FiniteMDP:
@@ -389,8 +456,10 @@ def cmd_solve_between(args) -> int:
 
     for option, default in NOT_WITH_AGAINST.items():
         if getattr(args, option) != default:
-            raise InputError(f"--{option.replace('_', '-')}: does not apply with --against (distances between "
-                             f"two MDPs are solved on their cross pairs, in index order, with numpy)")
+            raise InputError(
+                f"--{option.replace('_', '-')}: does not apply with --against (distances between "
+                f"two MDPs are solved on their cross pairs, in index order, with numpy)"
+            )
     for spec in (args.mdp, args.against):
         if is_gaussian_file(spec):
             raise InputError(f"--against: applies to finite MDPs only ({spec} is a linear-Gaussian model)")
@@ -398,8 +467,10 @@ def cmd_solve_between(args) -> int:
         raise InputError("--method mc: applies to Gaussian MDP files only (finite MDPs are solved exactly or by vi)")
     if args.metric not in BETWEEN_METRICS:
         operator_info(args.metric)  # an unknown name is refused as such
-        raise InputError(f"--against: metric '{args.metric}' has no closed cross block between two MDPs (it needs "
-                         f"each MDP's own mico self-distances); use one of {', '.join(BETWEEN_METRICS)}")
+        raise InputError(
+            f"--against: metric '{args.metric}' has no closed cross block between two MDPs (it needs "
+            f"each MDP's own mico self-distances); use one of {', '.join(BETWEEN_METRICS)}"
+        )
     mdp_a, mdp_b = _load_side(args.mdp, args=args), _load_side(args.against, "--against", args)
     _checked_out(args.out)
     # Bad input is refused before anything is announced or computed; the second MDP is --against.
@@ -412,10 +483,22 @@ def cmd_solve_between(args) -> int:
             raise InputError(f"{args.mdp}: {exc.detail}") from None
         raise
     return solve_and_report(
-        args, lambda report: solve_between(mdp_a, mdp_b, args.metric, ground=args.ground, tol=args.tol,
-                                           method=args.method, progress=report,
-                                           max_iterations=args.max_iterations, force=args.force),
-        (PrecisionWarning,), f"{mdp_a.n_states} x {mdp_b.n_states}", lambda sol: summarize_between(mdp_a, mdp_b, sol))
+        args,
+        lambda report: solve_between(
+            mdp_a,
+            mdp_b,
+            args.metric,
+            ground=args.ground,
+            tol=args.tol,
+            method=args.method,
+            progress=report,
+            max_iterations=args.max_iterations,
+            force=args.force,
+        ),
+        (PrecisionWarning,),
+        f"{mdp_a.n_states} x {mdp_b.n_states}",
+        lambda sol: summarize_between(mdp_a, mdp_b, sol),
+    )
 
 
 def summarize_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, sol) -> str:
@@ -431,8 +514,10 @@ def summarize_between(mdp_a: FiniteMDP, mdp_b: FiniteMDP, sol) -> str:
         f"(tolerance {sol.tolerance:.0e}); {sol.seconds:.3f} s{status}",
     ]
     if D.size:
-        lines.append(f"distances: min {D.min():.6g}, mean {D.mean():.6g}, max {D.max():.6g}; pairs at distance 0: "
-                     f"{int(np.sum(D == 0))} (values within {threshold:.1e} of 0, the certified error, are shown as 0)")
+        lines.append(
+            f"distances: min {D.min():.6g}, mean {D.mean():.6g}, max {D.max():.6g}; pairs at distance 0: "
+            f"{int(np.sum(D == 0))} (values within {threshold:.1e} of 0, the certified error, are shown as 0)"
+        )
     if sol.initial_states is not None:
         i, j = sol.initial_states
         lines.append(f"initial states: d({i}, {j}) = {D[i, j]:.9g}")
@@ -448,23 +533,29 @@ def cmd_solve_gaussian(args) -> int:
     """``bisimkit solve MODEL.json --metric pi|psm|eps|eps-bar --pairs FILE``."""
     # start-up cost: the Gaussian solvers load scipy.special, which a finite solve does not need
     from bisimkit.gaussian.pairs import format_pairs, load_pairs, solve_pairs
+
     model = load_gaussian(args.mdp)
     for option in ("order", "action_order"):
         if getattr(args, option) != "index":
-            raise InputError(f"--{option.replace('_', '-')}: applies to finite MDPs only (Gaussian MDPs have "
-                             f"diagonal noise, so their shared-noise coupling is the same in every coordinate order)")
+            raise InputError(
+                f"--{option.replace('_', '-')}: applies to finite MDPs only (Gaussian MDPs have "
+                f"diagonal noise, so their shared-noise coupling is the same in every coordinate order)"
+            )
     if args.no_quotient:
         raise InputError("--no-quotient: applies to finite MDPs only (Gaussian MDPs are solved pair by pair)")
     if args.backend != BACKENDS[0] or args.device is not None:
         raise InputError("--backend/--device: apply to finite MDPs only (Gaussian MDPs are solved pair by pair)")
     if args.pairs is None:
-        raise InputError("--pairs: required for Gaussian MDPs (a .json list of [z, z'] pairs or a .npy array "
-                         "(P, 2, n))")
+        raise InputError(
+            "--pairs: required for Gaussian MDPs (a .json list of [z, z'] pairs or a .npy array (P, 2, n))"
+        )
     if args.method == "vi":
         raise InputError("--method vi: does not apply to Gaussian MDPs (use auto, exact or mc)")
     if args.max_iterations is not None:
-        raise InputError("--max-iterations: applies to finite MDPs only (a Gaussian pair's series is summed to "
-                         "its certified tail, a Monte Carlo rollout to --horizon)")
+        raise InputError(
+            "--max-iterations: applies to finite MDPs only (a Gaussian pair's series is summed to "
+            "its certified tail, a Monte Carlo rollout to --horizon)"
+        )
     _checked_out(args.out, (".json", ".csv"), " for Gaussian MDPs")
     z, z2 = load_pairs(args.pairs, model.state_dim)
     mc = {name: MC_DEFAULTS[name] if getattr(args, name) is None else getattr(args, name) for name in MC_DEFAULTS}
@@ -489,8 +580,10 @@ def cmd_solve_gaussian(args) -> int:
 # ---------------------------------------------------------- relation / info
 def cmd_relation(args) -> int:
     if args.ground is not None and args.kind not in GROUND_RELATIONS:
-        raise InputError(f"--ground: applies to --kind {', '.join(GROUND_RELATIONS)} only (the {args.kind} relation "
-                         f"has no ground term)")
+        raise InputError(
+            f"--ground: applies to --kind {', '.join(GROUND_RELATIONS)} only (the {args.kind} relation "
+            f"has no ground term)"
+        )
     mdp = load_mdp_or_example(args.mdp, args)
     ground = resolve_ground(mdp, args.ground) if args.kind in GROUND_RELATIONS else "reward"
     print(json.dumps(relation_blocks(mdp, args.kind, ground, atol=args.atol)))
@@ -515,16 +608,20 @@ def describe_mdp(mdp: FiniteMDP) -> str:
         kind = "deterministic" if support.max() == 1 else f"stochastic (actions per state: max {support.max()})"
         lines.append(f"policy: {kind}")
     av = mdp.action_values
-    lines.append("action_values: identity" if np.array_equal(av, np.eye(m))
-                 else f"action_values: {av.shape[0]} x {av.shape[1]}")
+    lines.append(
+        "action_values: identity" if np.array_equal(av, np.eye(m)) else f"action_values: {av.shape[0]} x {av.shape[1]}"
+    )
     if mdp.state_shape is not None:
         ci = coordinate_independent(mdp)
-        lines.append(f"state_shape: {list(mdp.state_shape)} "
-                     f"(coordinate-independent transitions: {'yes' if ci else 'no'})")
+        lines.append(
+            f"state_shape: {list(mdp.state_shape)} (coordinate-independent transitions: {'yes' if ci else 'no'})"
+        )
     if mdp.policy is not None:  # what a separable distance head can learn (docs/losses.md, claim C5)
         if mdp.state_shape is None:
-            lines.append("d_eps-bar separable: not checked (no state_shape, so no state coordinates for a "
-                         "SeparableDistance head; set state_shape to check)")
+            lines.append(
+                "d_eps-bar separable: not checked (no state_shape, so no state coordinates for a "
+                "SeparableDistance head; set state_shape to check)"
+            )
         else:
             lines += [separability(mdp, ground).describe() for ground in ("reward", "policy")]
     lines.append(f"validation: ok (distributions within {ROW_TOLERANCE:g}, all values finite)")
@@ -537,6 +634,7 @@ def describe_mdp(mdp: FiniteMDP) -> str:
 def cmd_info(args) -> int:
     if is_gaussian_file(args.mdp):
         from bisimkit.gaussian.pairs import describe_gaussian  # start-up cost: loads scipy.special
+
         print(describe_gaussian(load_gaussian(args.mdp)))
         return 0
     print(describe_mdp(load_mdp_or_example(args.mdp, args)))
@@ -577,77 +675,142 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     sub.required = True
 
     p = sub.add_parser("solve", help="fixed point of a bisimulation operator")
-    p.add_argument("mdp", metavar="MDP",
-                   help="MDP file (.json/.npz), model file (.drn, .tra), bundled example name, gym:ID (a tabular "
-                        "Gymnasium env), or a linear-Gaussian JSON file")
-    p.add_argument("--metric", required=True, metavar="NAME",
-                   help=f"one of: {', '.join(METRIC_NAMES)} (Gaussian MDPs: pi, psm, eps, eps-bar)")
-    p.add_argument("--ground", default=None, metavar="G",
-                   help="eps family: reward (default), policy, or a file with an (n*m)x(n*m) pseudometric; "
-                        f"{', '.join(LABELLED_CHAIN_METRICS)}: a file with an n x n ground in [0, 1] in place of the "
-                        "labels")
+    p.add_argument(
+        "mdp",
+        metavar="MDP",
+        help="MDP file (.json/.npz), model file (.drn, .tra), bundled example name, gym:ID (a tabular "
+        "Gymnasium env), or a linear-Gaussian JSON file",
+    )
+    p.add_argument(
+        "--metric",
+        required=True,
+        metavar="NAME",
+        help=f"one of: {', '.join(METRIC_NAMES)} (Gaussian MDPs: pi, psm, eps, eps-bar)",
+    )
+    p.add_argument(
+        "--ground",
+        default=None,
+        metavar="G",
+        help="eps family: reward (default), policy, or a file with an (n*m)x(n*m) pseudometric; "
+        f"{', '.join(LABELLED_CHAIN_METRICS)}: a file with an n x n ground in [0, 1] in place of the "
+        "labels",
+    )
     p.add_argument("--tol", type=_positive_float, default=DEFAULT_TOL, help="certified error (default 1e-9)")
-    p.add_argument("--method", default="auto", choices=METHODS + ("mc",),
-                   help=f"{', '.join(METHODS)} (default auto); Gaussian MDPs: auto, exact (series) or mc (Monte Carlo)")
+    p.add_argument(
+        "--method",
+        default="auto",
+        choices=METHODS + ("mc",),
+        help=f"{', '.join(METHODS)} (default auto); Gaussian MDPs: auto, exact (series) or mc (Monte Carlo)",
+    )
     p.add_argument("--max-iterations", type=_positive_int, default=None, help="cap on value-iteration sweeps")
-    p.add_argument("--out", default=None, metavar="FILE",
-                   help="write FILE.npy, FILE.json or FILE.csv (Gaussian MDPs: .json or .csv)")
-    p.add_argument("--order", default="index", metavar="ORDER",
-                   help=f"state order of the entangled coupling ({', '.join(STATE_ORDER_METRICS)}): index (default), "
-                        "class-contiguous "
-                        "(each E_eps class numbered consecutively), a list such as 3,1,2,0 or a file with a "
-                        "permutation of the states (.json, .npy or text); on a grid MDP a permutation of the "
-                        "coordinates, e.g. 1,0 (docs/couplings.md)")
-    p.add_argument("--action-order", default="index", metavar="ORDER",
-                   help=f"action order of the entangled policy coupling ({', '.join(ACTION_ORDER_METRICS)}): index "
-                        "(default), "
-                        "a list such as 1,0,2 or a permutation file")
-    p.add_argument("--against", default=None, metavar="MDP_B",
-                   help="a second finite MDP (file, example or gym:ID): solve the distances between the states of "
-                        "MDP and those of MDP_B, for every metric but "
-                        f"{', '.join(m for m in METRIC_NAMES if m not in BETWEEN_METRICS)} "
-                        "(docs/operators.md#two-mdps)")
-    p.add_argument("--no-quotient", action="store_true",
-                   help=f"{', '.join(QUOTIENT_METRICS)}: solve the MDP itself, not first its quotient by the largest "
-                        "relation "
-                        "of the metric's kind (docs/operators.md)")
-    p.add_argument("--backend", default=BACKENDS[0], choices=BACKENDS,
-                   help=f"{', '.join(BACKENDS)} (default {BACKENDS[0]}); torch runs Smith's doubling with torch "
-                        f"products, for {', '.join(TORCH_METRICS)} (dbc-sampled: point-mass next states)")
-    p.add_argument("--device", default=None, metavar="DEVICE",
-                   help="with --backend torch: cpu (default), cuda or cuda:N")
-    p.add_argument("--force", action="store_true",
-                   help="solve even when the memory estimate says it will not fit (docs/performance.md#memory)")
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE",
+        help="write FILE.npy, FILE.json or FILE.csv (Gaussian MDPs: .json or .csv)",
+    )
+    p.add_argument(
+        "--order",
+        default="index",
+        metavar="ORDER",
+        help=f"state order of the entangled coupling ({', '.join(STATE_ORDER_METRICS)}): index (default), "
+        "class-contiguous "
+        "(each E_eps class numbered consecutively), a list such as 3,1,2,0 or a file with a "
+        "permutation of the states (.json, .npy or text); on a grid MDP a permutation of the "
+        "coordinates, e.g. 1,0 (docs/couplings.md)",
+    )
+    p.add_argument(
+        "--action-order",
+        default="index",
+        metavar="ORDER",
+        help=f"action order of the entangled policy coupling ({', '.join(ACTION_ORDER_METRICS)}): index "
+        "(default), "
+        "a list such as 1,0,2 or a permutation file",
+    )
+    p.add_argument(
+        "--against",
+        default=None,
+        metavar="MDP_B",
+        help="a second finite MDP (file, example or gym:ID): solve the distances between the states of "
+        "MDP and those of MDP_B, for every metric but "
+        f"{', '.join(m for m in METRIC_NAMES if m not in BETWEEN_METRICS)} "
+        "(docs/operators.md#two-mdps)",
+    )
+    p.add_argument(
+        "--no-quotient",
+        action="store_true",
+        help=f"{', '.join(QUOTIENT_METRICS)}: solve the MDP itself, not first its quotient by the largest "
+        "relation "
+        "of the metric's kind (docs/operators.md)",
+    )
+    p.add_argument(
+        "--backend",
+        default=BACKENDS[0],
+        choices=BACKENDS,
+        help=f"{', '.join(BACKENDS)} (default {BACKENDS[0]}); torch runs Smith's doubling with torch "
+        f"products, for {', '.join(TORCH_METRICS)} (dbc-sampled: point-mass next states)",
+    )
+    p.add_argument(
+        "--device", default=None, metavar="DEVICE", help="with --backend torch: cpu (default), cuda or cuda:N"
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="solve even when the memory estimate says it will not fit (docs/performance.md#memory)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_model_options(p)
     g = p.add_argument_group("Gaussian MDPs (a JSON file with \"kind\": \"linear-gaussian\")")
-    g.add_argument("--pairs", default=None, metavar="FILE",
-                   help="state pairs: .json list of [z, z'] or .npy of shape (P, 2, n) (required); --metric "
-                        f"{', '.join(LABELLED_CHAIN_METRICS)}: a .json list of [s, t] state indices or a .npy of "
-                        "shape (q, 2) (default all pairs)")
-    g.add_argument("--samples", type=_positive_int, default=None,
-                   help=f"Monte Carlo rollout pairs (default {MC_DEFAULTS['samples']})")
-    g.add_argument("--horizon", type=_positive_int, default=None,
-                   help="Monte Carlo rollout length (default: certified truncation bound <= 1e-3)")
+    g.add_argument(
+        "--pairs",
+        default=None,
+        metavar="FILE",
+        help="state pairs: .json list of [z, z'] or .npy of shape (P, 2, n) (required); --metric "
+        f"{', '.join(LABELLED_CHAIN_METRICS)}: a .json list of [s, t] state indices or a .npy of "
+        "shape (q, 2) (default all pairs)",
+    )
+    g.add_argument(
+        "--samples",
+        type=_positive_int,
+        default=None,
+        help=f"Monte Carlo rollout pairs (default {MC_DEFAULTS['samples']})",
+    )
+    g.add_argument(
+        "--horizon",
+        type=_positive_int,
+        default=None,
+        help="Monte Carlo rollout length (default: certified truncation bound <= 1e-3)",
+    )
     g.add_argument("--seed", type=int, default=None, help=f"Monte Carlo seed (default {MC_DEFAULTS['seed']})")
-    g.add_argument("--confidence", type=_probability, default=None,
-                   help=f"Monte Carlo confidence level (default {MC_DEFAULTS['confidence']})")
+    g.add_argument(
+        "--confidence",
+        type=_probability,
+        default=None,
+        help=f"Monte Carlo confidence level (default {MC_DEFAULTS['confidence']})",
+    )
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("relation", help="largest bisimulation relation by partition refinement")
-    p.add_argument("mdp", metavar="MDP", help="MDP file (.json/.npz), model file (.drn, .tra), bundled example name, "
-                                              "or gym:ID")
-    p.add_argument("--kind", required=True, choices=RELATION_KINDS,
-                   help="which relation: bisim (Ferns'), pi (under the MDP's policy), psm or eps (entangled)")
+    p.add_argument(
+        "mdp", metavar="MDP", help="MDP file (.json/.npz), model file (.drn, .tra), bundled example name, or gym:ID"
+    )
+    p.add_argument(
+        "--kind",
+        required=True,
+        choices=RELATION_KINDS,
+        help="which relation: bisim (Ferns'), pi (under the MDP's policy), psm or eps (entangled)",
+    )
     p.add_argument("--ground", default=None, metavar="G", help="for --kind eps: reward, policy or a file")
-    p.add_argument("--atol", type=_positive_float, default=RELATION_ATOL,
-                   help="equality tolerance for reals (default 1e-9)")
+    p.add_argument(
+        "--atol", type=_positive_float, default=RELATION_ATOL, help="equality tolerance for reals (default 1e-9)"
+    )
     add_model_options(p)
     p.set_defaults(func=cmd_relation)
 
     p = sub.add_parser("info", help="sizes and validation report of an MDP (finite or linear-Gaussian)")
-    p.add_argument("mdp", metavar="MDP", help="MDP file (.json/.npz), model file (.drn, .tra), bundled example name, "
-                                              "or gym:ID")
+    p.add_argument(
+        "mdp", metavar="MDP", help="MDP file (.json/.npz), model file (.drn, .tra), bundled example name, or gym:ID"
+    )
     add_model_options(p)
     p.set_defaults(func=cmd_info)
 
@@ -663,9 +826,11 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     return parser
 
 
-def _argument_type(convert: Callable[[str], float], accept: Callable[[float], bool],
-                   expected: str) -> Callable[[str], float]:
+def _argument_type(
+    convert: Callable[[str], float], accept: Callable[[float], bool], expected: str
+) -> Callable[[str], float]:
     """An argparse ``type``: ``convert`` the text, refuse it unless ``accept``, naming what was ``expected``."""
+
     def parse(text: str) -> float:
         try:
             value = convert(text)
@@ -674,6 +839,7 @@ def _argument_type(convert: Callable[[str], float], accept: Callable[[float], bo
         if not accept(value):
             raise argparse.ArgumentTypeError(f"expected {expected}, got '{text}'")
         return value
+
     return parse
 
 
@@ -704,8 +870,10 @@ def main(argv: list[str] | None = None, commands: Sequence[AddCommand] = ()) -> 
         print(f"bisimkit: error: {exc.for_option(option_strings(parser))}", file=sys.stderr)
         return EXIT_INPUT
     except MemoryError:
-        print("bisimkit: error: out of memory (MemoryError); nothing was written (docs/performance.md#memory)",
-              file=sys.stderr)
+        print(
+            "bisimkit: error: out of memory (MemoryError); nothing was written (docs/performance.md#memory)",
+            file=sys.stderr,
+        )
         return EXIT_MEMORY
     except BrokenPipeError:
         return 0

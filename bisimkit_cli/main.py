@@ -11,12 +11,14 @@ from . import core
 def add_verify(sub: argparse._SubParsersAction) -> None:
     """Add ``verify`` (:func:`bisimkit_cli.verify.add_verify_command`)."""
     from .verify import add_verify_command  # start-up cost: validation and hypothesis load in ~0.25 s
+
     add_verify_command(sub)
 
 
 def add_compare(sub: argparse._SubParsersAction) -> None:
     """Add ``compare`` (:func:`bisimkit_cli.compare.add_compare_command`)."""
     from .compare import add_compare_command  # start-up cost: loads the comparison's modules
+
     add_compare_command(sub)
 
 
@@ -27,8 +29,9 @@ COMMANDS = (add_verify, add_compare)
 def core_commands() -> set[str]:
     """The names of the commands :mod:`bisimkit_cli.core` defines itself."""
     parser = core.build_parser()
-    return {name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
-            for name in action.choices}
+    return {
+        name for action in parser._actions if isinstance(action, argparse._SubParsersAction) for name in action.choices
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

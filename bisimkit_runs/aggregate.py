@@ -83,7 +83,7 @@ def aggregate_iqm(x: np.ndarray) -> np.ndarray:
     flat = np.sort(x.reshape(*x.shape[:-2], -1), axis=-1)
     n = flat.shape[-1]
     cut = int(0.25 * n)
-    return flat[..., cut:n - cut].mean(axis=-1)
+    return flat[..., cut : n - cut].mean(axis=-1)
 
 
 def optimality_gap(x: np.ndarray, gamma: float = 1.0) -> np.ndarray:
@@ -92,8 +92,12 @@ def optimality_gap(x: np.ndarray, gamma: float = 1.0) -> np.ndarray:
     return gamma - np.minimum(x, gamma).reshape(*x.shape[:-2], -1).mean(axis=-1)
 
 
-POINT_ESTIMATORS = {"median": aggregate_median, "iqm": aggregate_iqm, "mean": aggregate_mean,
-                    "optimality_gap": optimality_gap}
+POINT_ESTIMATORS = {
+    "median": aggregate_median,
+    "iqm": aggregate_iqm,
+    "mean": aggregate_mean,
+    "optimality_gap": optimality_gap,
+}
 
 
 def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -134,8 +138,11 @@ def bootstrap_indices(runs: int, tasks: int, reps: int, rng: Rng) -> np.ndarray:
     """``(reps, runs, tasks)`` run indices of the stratified bootstrap (each task's runs resampled with
     replacement); a ``RandomState`` draws one ``randint(0, runs, (runs, tasks))`` per replication, as rliable."""
     if isinstance(rng, np.random.RandomState):
-        return np.stack([rng.randint(0, runs, (runs, tasks)) for _ in range(reps)]) if reps else \
-            np.zeros((0, runs, tasks), int)
+        return (
+            np.stack([rng.randint(0, runs, (runs, tasks)) for _ in range(reps)])
+            if reps
+            else np.zeros((0, runs, tasks), int)
+        )
     return rng.integers(0, runs, (reps, runs, tasks))
 
 
@@ -171,8 +178,9 @@ class Interval:
         return f"{self.point:.{decimals}f} [{self.low:.{decimals}f}, {self.high:.{decimals}f}]"
 
 
-def interval_estimates(x, reps: int = DEFAULT_REPS, confidence: float = DEFAULT_CONFIDENCE,
-                       rng: Rng | int | None = None) -> dict[str, Interval]:
+def interval_estimates(
+    x, reps: int = DEFAULT_REPS, confidence: float = DEFAULT_CONFIDENCE, rng: Rng | int | None = None
+) -> dict[str, Interval]:
     """Median, IQM, mean and optimality gap of score matrix ``x`` (runs, tasks), each with its stratified
     bootstrap percentile interval; the four share the replications (as rliable's examples compute them)."""
     x = check_scores(x)
@@ -185,8 +193,9 @@ def interval_estimates(x, reps: int = DEFAULT_REPS, confidence: float = DEFAULT_
     return out
 
 
-def improvement_interval(x, y, reps: int = DEFAULT_REPS, confidence: float = DEFAULT_CONFIDENCE,
-                         rng: Rng | int | None = None) -> Interval:
+def improvement_interval(
+    x, y, reps: int = DEFAULT_REPS, confidence: float = DEFAULT_CONFIDENCE, rng: Rng | int | None = None
+) -> Interval:
     """Probability of improvement of X over Y with its interval (X and Y resampled independently,
     X first in each replication, as rliable's ``StratifiedIndependentBootstrap``)."""
     x, y = check_scores(x, "x"), check_scores(y, "y")
@@ -204,8 +213,9 @@ def improvement_interval(x, y, reps: int = DEFAULT_REPS, confidence: float = DEF
     return Interval(float(probability_of_improvement(x, y)), float(low), float(high))
 
 
-def profile_interval(x, taus, reps: int = DEFAULT_REPS, confidence: float = DEFAULT_CONFIDENCE,
-                     rng: Rng | int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def profile_interval(
+    x, taus, reps: int = DEFAULT_REPS, confidence: float = DEFAULT_CONFIDENCE, rng: Rng | int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The score distribution of ``x`` at each ``tau`` and its pointwise interval: (point, low, high)."""
     x = check_scores(x)
     _check(reps, confidence)

@@ -56,8 +56,9 @@ def task_bounds(task: str, bounds: dict[str, tuple[float, float]] | None = None)
         return bounds[task]
     if task in dcs_tasks():
         return DCS_BOUNDS
-    raise InputError(f"no score bounds for task {task!r} (DCS tasks are 0-1000); give them as {task}=LOW:HIGH",
-                     param="bounds")
+    raise InputError(
+        f"no score bounds for task {task!r} (DCS tasks are 0-1000); give them as {task}=LOW:HIGH", param="bounds"
+    )
 
 
 def parse_bounds(items: Iterable[str]) -> dict[str, tuple[float, float]]:
@@ -82,10 +83,10 @@ class Scores:
 
     tasks: list[str]
     labels: list[str]
-    raw: dict[str, np.ndarray]          # label -> (seeds, tasks) returns
-    normalised: dict[str, np.ndarray]   # label -> (seeds, tasks) in [0, 1] for in-bounds returns
+    raw: dict[str, np.ndarray]  # label -> (seeds, tasks) returns
+    normalised: dict[str, np.ndarray]  # label -> (seeds, tasks) in [0, 1] for in-bounds returns
     seeds: dict[str, tuple[int, ...]]
-    steps: dict[str, tuple[int, ...]]   # label -> evaluation step per task
+    steps: dict[str, tuple[int, ...]]  # label -> evaluation step per task
     bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
@@ -93,8 +94,9 @@ def _seeds(seeds: Iterable[int]) -> str:
     return ", ".join(map(str, sorted(seeds)))
 
 
-def score_matrices(groups: list[Group], step: int | None = None,
-                   bounds: dict[str, tuple[float, float]] | None = None) -> Scores:
+def score_matrices(
+    groups: list[Group], step: int | None = None, bounds: dict[str, tuple[float, float]] | None = None
+) -> Scores:
     """The :class:`Scores` of ``groups``; :class:`InputError` (one line) naming every missing or mixed
     cell: a seed without an evaluation (at ``step``), seeds of one cell evaluated at different steps, a
     row missing a task the others have, a row whose tasks have different seeds."""
@@ -109,28 +111,36 @@ def score_matrices(groups: list[Group], step: int | None = None,
         for run in group.runs:
             hit = evaluation_at(run, step)
             if hit is None:
-                problems.append(f"missing: {group.label} on {group.task} seed {run.seed} has no evaluation"
-                                + (f" at step {step}" if step is not None else ""))
+                problems.append(
+                    f"missing: {group.label} on {group.task} seed {run.seed} has no evaluation"
+                    + (f" at step {step}" if step is not None else "")
+                )
             else:
                 found[run.seed] = hit
         at = sorted({s for s, _ in found.values()})
         if len(at) > 1:
-            problems.append(f"mixed steps: {group.label} on {group.task}: " + ", ".join(
-                f"seed {seed} at {s}" for seed, (s, _) in sorted(found.items())) + " (pass --step N)")
+            problems.append(
+                f"mixed steps: {group.label} on {group.task}: "
+                + ", ".join(f"seed {seed} at {s}" for seed, (s, _) in sorted(found.items()))
+                + " (pass --step N)"
+            )
         cells[(group.label, group.task)] = found
     for label in labels:
         have = [t for t in tasks if (label, t) in cells]
         if len(have) != len(tasks):
             lacking = [t for t in tasks if t not in have]
-            problems.append(f"mixed tasks: {label} has no run on {', '.join(lacking)} "
-                            f"(the run set covers {', '.join(tasks)})")
+            problems.append(
+                f"mixed tasks: {label} has no run on {', '.join(lacking)} (the run set covers {', '.join(tasks)})"
+            )
             continue
         seed_sets = {t: set(cells[(label, t)]) for t in tasks}
         every = set().union(*seed_sets.values())
         for t in tasks:
             if seed_sets[t] != every:
-                problems.append(f"missing seeds: {label} on {t} lacks seed(s) {_seeds(every - seed_sets[t])} "
-                                f"(its other tasks have {_seeds(every)})")
+                problems.append(
+                    f"missing seeds: {label} on {t} lacks seed(s) {_seeds(every - seed_sets[t])} "
+                    f"(its other tasks have {_seeds(every)})"
+                )
     if problems:
         more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
         raise InputError("; ".join(problems[:3]) + more, param="runs")
@@ -150,9 +160,9 @@ class Aggregates:
     """Every aggregate of a :class:`Scores`."""
 
     scores: Scores
-    overall: dict[str, dict[str, Interval]]                  # label -> estimator -> interval
-    per_task: dict[tuple[str, str], dict[str, Interval]]     # (label, task) -> estimator -> interval
-    improvement: dict[tuple[str, str], Interval]             # (x, y) -> P(x > y)
+    overall: dict[str, dict[str, Interval]]  # label -> estimator -> interval
+    per_task: dict[tuple[str, str], dict[str, Interval]]  # (label, task) -> estimator -> interval
+    improvement: dict[tuple[str, str], Interval]  # (x, y) -> P(x > y)
     profiles: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
     reps: int
     seed: int
@@ -164,12 +174,20 @@ def compute(scores: Scores, reps: int = DEFAULT_REPS, seed: int = 0) -> Aggregat
     reps = check_count("reps", reps)
     rng = np.random.default_rng(check_count("seed", seed, low=0))
     overall = {label: interval_estimates(scores.normalised[label], reps, rng=rng) for label in scores.labels}
-    per_task = {(label, t): interval_estimates(scores.normalised[label][:, [j]], reps, rng=rng)
-                for label in scores.labels for j, t in enumerate(scores.tasks)}
-    improvement = {(x, y): improvement_interval(scores.normalised[x], scores.normalised[y], reps, rng=rng)
-                   for x in scores.labels for y in scores.labels if x != y}
-    profiles = {label: profile_interval(scores.normalised[label], PROFILE_TAUS, reps, rng=rng)
-                for label in scores.labels}
+    per_task = {
+        (label, t): interval_estimates(scores.normalised[label][:, [j]], reps, rng=rng)
+        for label in scores.labels
+        for j, t in enumerate(scores.tasks)
+    }
+    improvement = {
+        (x, y): improvement_interval(scores.normalised[x], scores.normalised[y], reps, rng=rng)
+        for x in scores.labels
+        for y in scores.labels
+        if x != y
+    }
+    profiles = {
+        label: profile_interval(scores.normalised[label], PROFILE_TAUS, reps, rng=rng) for label in scores.labels
+    }
     return Aggregates(scores, overall, per_task, improvement, profiles, reps, seed)
 
 
@@ -181,33 +199,57 @@ def markdown(agg: Aggregates, decimals: int = 3) -> str:
     """The aggregates as markdown: overall table, per-task table, probability-of-improvement matrix."""
     s = agg.scores
     bounds = sorted({f"{lo:g}–{hi:g}" for lo, hi in s.bounds.values()})
-    lines = ["### Aggregates over tasks", "",
-             f"*Normalised score: (return − low) / (high − low) per task (bounds {', '.join(bounds)}); "
-             f"point estimate [{DEFAULT_CONFIDENCE:.0%} stratified-bootstrap CI, {agg.reps:,} replications, "
-             f"seed {agg.seed}]; "
-             f"{len(s.tasks)} task(s): {', '.join(map(_abbrev, s.tasks))}; the optimality gap is "
-             f"1 − mean(min(score, 1)), lower is better.*", "",
-             "| Method | seeds | " + " | ".join(ESTIMATOR_LABEL[e] for e in ("iqm", "mean", "median", "optimality_gap"))
-             + " |", "|:--|--:|" + "--:|" * 4]
+    lines = [
+        "### Aggregates over tasks",
+        "",
+        f"*Normalised score: (return − low) / (high − low) per task (bounds {', '.join(bounds)}); "
+        f"point estimate [{DEFAULT_CONFIDENCE:.0%} stratified-bootstrap CI, {agg.reps:,} replications, "
+        f"seed {agg.seed}]; "
+        f"{len(s.tasks)} task(s): {', '.join(map(_abbrev, s.tasks))}; the optimality gap is "
+        f"1 − mean(min(score, 1)), lower is better.*",
+        "",
+        "| Method | seeds | "
+        + " | ".join(ESTIMATOR_LABEL[e] for e in ("iqm", "mean", "median", "optimality_gap"))
+        + " |",
+        "|:--|--:|" + "--:|" * 4,
+    ]
     for label in s.labels:
         row = agg.overall[label]
-        lines.append(f"| {label} | {len(s.seeds[label])} | " + " | ".join(
-            row[e].text(decimals) for e in ("iqm", "mean", "median", "optimality_gap")) + " |")
-    lines += ["", "### Per task", "",
-              "*Over one task the median is the mean; return mean ± std: the raw evaluation return over seeds "
-              "(population std).*", "",
-              "| Task | Method | IQM | Mean | Optimality gap | return mean ± std |", "|:--|:--|--:|--:|--:|--:|"]
+        lines.append(
+            f"| {label} | {len(s.seeds[label])} | "
+            + " | ".join(row[e].text(decimals) for e in ("iqm", "mean", "median", "optimality_gap"))
+            + " |"
+        )
+    lines += [
+        "",
+        "### Per task",
+        "",
+        "*Over one task the median is the mean; return mean ± std: the raw evaluation return over seeds "
+        "(population std).*",
+        "",
+        "| Task | Method | IQM | Mean | Optimality gap | return mean ± std |",
+        "|:--|:--|--:|--:|--:|--:|",
+    ]
     for j, task in enumerate(s.tasks):
         for label in s.labels:
             row, raw = agg.per_task[(label, task)], s.raw[label][:, j]
-            lines.append(f"| {_abbrev(task)} | {label} | {row['iqm'].text(decimals)} | {row['mean'].text(decimals)} | "
-                         f"{row['optimality_gap'].text(decimals)} | {raw.mean():.1f} ± {raw.std():.1f} |")
-    lines += ["", "### Probability of improvement", "",
-              f"*Row over column: P(row > column), averaged over tasks [{DEFAULT_CONFIDENCE:.0%} CI].*", "",
-              "| P(row > column) | " + " | ".join(s.labels) + " |", "|:--|" + "--:|" * len(s.labels)]
+            lines.append(
+                f"| {_abbrev(task)} | {label} | {row['iqm'].text(decimals)} | {row['mean'].text(decimals)} | "
+                f"{row['optimality_gap'].text(decimals)} | {raw.mean():.1f} ± {raw.std():.1f} |"
+            )
+    lines += [
+        "",
+        "### Probability of improvement",
+        "",
+        f"*Row over column: P(row > column), averaged over tasks [{DEFAULT_CONFIDENCE:.0%} CI].*",
+        "",
+        "| P(row > column) | " + " | ".join(s.labels) + " |",
+        "|:--|" + "--:|" * len(s.labels),
+    ]
     for x in s.labels:
-        lines.append(f"| {x} | " + " | ".join("—" if x == y else agg.improvement[(x, y)].text(2)
-                                              for y in s.labels) + " |")
+        lines.append(
+            f"| {x} | " + " | ".join("—" if x == y else agg.improvement[(x, y)].text(2) for y in s.labels) + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -227,8 +269,13 @@ def csv_text(agg: Aggregates) -> str:
     return buf.getvalue()
 
 
-def aggregate_runs(roots: PathLike | Iterable[PathLike], step: int | None = None, reps: int = DEFAULT_REPS,
-                   seed: int = 0, bounds: dict[str, tuple[float, float]] | None = None) -> Aggregates:
+def aggregate_runs(
+    roots: PathLike | Iterable[PathLike],
+    step: int | None = None,
+    reps: int = DEFAULT_REPS,
+    seed: int = 0,
+    bounds: dict[str, tuple[float, float]] | None = None,
+) -> Aggregates:
     """Find, group and aggregate the runs under ``roots`` (see the module doc)."""
     if step is not None:
         check_count("step", step, low=0)

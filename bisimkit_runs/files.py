@@ -17,6 +17,18 @@ EVAL_FILE = EVAL_FILES["eval"]
 #: The learned-metric losses an agent reports (``agents.agent``): the bisimulation loss and the world-model
 #: losses it is trained with (transition, reward, and DBC's inverse-dynamics loss).
 METRIC_LOSSES = ("bisim_loss", "transition_loss", "reward_loss", "inverse_loss")
-TRAIN_FIELDS = ["episode", "env_step", "episode_return", "episode_steps", "steps_per_s", "elapsed_s",
-                "critic_loss", "actor_loss", "alpha", "entropy", "q", *METRIC_LOSSES]
+TRAIN_FIELDS = [
+    "episode",
+    "env_step",
+    "episode_return",
+    "episode_steps",
+    "steps_per_s",
+    "elapsed_s",
+    "critic_loss",
+    "actor_loss",
+    "alpha",
+    "entropy",
+    "q",
+    *METRIC_LOSSES,
+]
 EVAL_FIELDS = ["env_step", "mean_return", "std_return", "episodes", "split", "elapsed_s"]

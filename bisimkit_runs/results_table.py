@@ -81,8 +81,10 @@ def collect_cells(groups: list[Group], step: int | None = None) -> dict[tuple[st
         rows = [(found, run) for run in group.runs if (found := evaluation_at(run, step)) is not None]
         if rows:
             cells[(group.label, group.task)] = Cell(
-                np.array([v for (_, v), _ in rows]), tuple(s for (s, _), _ in rows),
-                tuple(sorted({x for _, run in rows for x in run.splits})))
+                np.array([v for (_, v), _ in rows]),
+                tuple(s for (s, _), _ in rows),
+                tuple(sorted({x for _, run in rows for x in run.splits})),
+            )
     return cells
 
 
@@ -120,15 +122,21 @@ def footnote(cells: dict[tuple[str, str], Cell], step: int | None, duplicates: s
         parts.append(_with_exceptions("seeds per cell", {k: str(c.n) for k, c in cells.items()}))
         parts.append(_with_exceptions("environment steps", {k: _steps_text(c.steps) for k, c in cells.items()}))
         if splits:
-            parts.append("evaluation split: " + ", ".join(splits) +
-                         (" (held-out backgrounds)" if splits == ["eval"] else ""))
+            parts.append(
+                "evaluation split: " + ", ".join(splits) + (" (held-out backgrounds)" if splits == ["eval"] else "")
+            )
     if duplicates:
         parts.append(duplicates)
     return "*" + "; ".join(parts) + ".*"
 
 
-def format_table(cells: dict[tuple[str, str], Cell], step: int | None = None, decimals: int = 1,
-                 rows: list[str] | None = None, duplicates: str = "") -> str:
+def format_table(
+    cells: dict[tuple[str, str], Cell],
+    step: int | None = None,
+    decimals: int = 1,
+    rows: list[str] | None = None,
+    duplicates: str = "",
+) -> str:
     """Markdown table (paper layout) of ``cells`` keyed by (row label, task), then the footnote line;
     ``rows``: the row labels in order (default: the paper's methods, then any other row of ``cells``)."""
     tasks = list(TASK_ORDER) + ordered({t for _, t in cells} - set(TASK_ORDER), ())
@@ -136,8 +144,7 @@ def format_table(cells: dict[tuple[str, str], Cell], step: int | None = None, de
         rows = [METHOD_LABEL[m] for m in METHOD_ORDER]
         rows += [r for r in dict.fromkeys(r for r, _ in cells) if r not in rows]
     best = {t: max((c.mean for (_, tt), c in cells.items() if tt == t), default=None) for t in tasks}
-    lines = ["| Method | " + " | ".join(TASK_ABBREV.get(t, t) for t in tasks) + " |",
-             "|:--|" + "--:|" * len(tasks)]
+    lines = ["| Method | " + " | ".join(TASK_ABBREV.get(t, t) for t in tasks) + " |", "|:--|" + "--:|" * len(tasks)]
     for label in rows:
         row = []
         for task in tasks:
@@ -162,12 +169,18 @@ def table_and_listing(runs_root: PathLike | Iterable[PathLike], step: int | None
 
 
 #: The paper's CARLA table: (method, row label, paper's mean, paper's std), in its order.
-CARLA_ROWS = (("sac", "SAC", 168, 9), ("drq+dbc", "DBC", 160, 7), ("eps-r", "ε-R", 157, 11),
-              ("drq+pse", "PSE", 158, 11), ("eps-pi", "ε-π", 148, 23))
+CARLA_ROWS = (
+    ("sac", "SAC", 168, 9),
+    ("drq+dbc", "DBC", 160, 7),
+    ("eps-r", "ε-R", 157, 11),
+    ("drq+pse", "PSE", 158, 11),
+    ("eps-pi", "ε-π", 148, 23),
+)
 
 
-def carla_table(runs_root: PathLike | Iterable[PathLike], step: int | None = None,
-                decimals: int = 1) -> tuple[str, str]:
+def carla_table(
+    runs_root: PathLike | Iterable[PathLike], step: int | None = None, decimals: int = 1
+) -> tuple[str, str]:
     """The paper's CARLA table of the carla-highway runs under ``runs_root`` (ours next to the paper's
     values; a method under several configurations gets a row per configuration) and the listing of the
     run folders behind its cells."""
@@ -191,8 +204,12 @@ def carla_table(runs_root: PathLike | Iterable[PathLike], step: int | None = Non
             text = "n/a" if cell is None else f"{cell.mean:.{decimals}f} ± {cell.std:.{decimals}f}"
             if cell is not None and cell.mean >= best:
                 text = f"**{text}**"
-            shown = name if label is None else name + label[len(METHOD_LABEL.get(method, method)):]
+            shown = name if label is None else name + label[len(METHOD_LABEL.get(method, method)) :]
             lines.append(f"| {shown} | {text} | {paper} |")
-    table = "\n".join(lines) + "\n\n" + footnote(
-        {(label, CARLA_TASK): cell for label, cell in ours.items()}, step, duplicate_note(groups)) + "\n"
+    table = (
+        "\n".join(lines)
+        + "\n\n"
+        + footnote({(label, CARLA_TASK): cell for label, cell in ours.items()}, step, duplicate_note(groups))
+        + "\n"
+    )
     return table, describe_groups(groups)

@@ -46,10 +46,22 @@ from .files import CONFIG_FILE, EVAL_FILE, TRAIN_FILE
 from .names import METHOD_ORDER, TASK_ORDER
 
 # The paper's task abbreviations and method names (the orders: TASK_ORDER, METHOD_ORDER).
-TASK_ABBREV: dict[str, str] = {"ball_in_cup-catch": "BiC", "cartpole-swingup": "CS", "cheetah-run": "CR",
-                               "finger-spin": "FS", "reacher-easy": "RE", "walker-walk": "WW"}
-METHOD_LABEL: dict[str, str] = {"sac": "SAC", "drq": "DrQ", "drq+dbc": "DrQ+DBC", "eps-r": "ε-R",
-                                "drq+pse": "DrQ+PSE", "eps-pi": "ε-π"}
+TASK_ABBREV: dict[str, str] = {
+    "ball_in_cup-catch": "BiC",
+    "cartpole-swingup": "CS",
+    "cheetah-run": "CR",
+    "finger-spin": "FS",
+    "reacher-easy": "RE",
+    "walker-walk": "WW",
+}
+METHOD_LABEL: dict[str, str] = {
+    "sac": "SAC",
+    "drq": "DrQ",
+    "drq+dbc": "DrQ+DBC",
+    "eps-r": "ε-R",
+    "drq+pse": "DrQ+PSE",
+    "eps-pi": "ε-π",
+}
 #: ``config.json`` fields left out of a group's key: ``seed`` (a group aggregates over it); where and how
 #: fast a run ran (``device``; ``fast``, bf16 convolutions on CUDA, chosen by the device when unset;
 #: ``compile``; ``graphs``); the name of the preset (its values are all in the other fields); ``davis``, a
@@ -57,9 +69,24 @@ METHOD_LABEL: dict[str, str] = {"sac": "SAC", "drq": "DrQ", "drq+dbc": "DrQ+DBC"
 #: evaluated and saved, which changes the measurement, not the learning (``eval_every``, ``eval_episodes``,
 #: ``eval_train_videos``, ``checkpoint_every``); and which CARLA server a carla-highway run talked to
 #: (``carla_host``, ``carla_port``, ``carla_timeout``).
-NOT_LEARNING = frozenset({"seed", "device", "fast", "compile", "graphs", "preset", "davis", "eval_every",
-                          "eval_episodes", "eval_train_videos", "checkpoint_every", "carla_host", "carla_port",
-                          "carla_timeout"})
+NOT_LEARNING = frozenset(
+    {
+        "seed",
+        "device",
+        "fast",
+        "compile",
+        "graphs",
+        "preset",
+        "davis",
+        "eval_every",
+        "eval_episodes",
+        "eval_train_videos",
+        "checkpoint_every",
+        "carla_host",
+        "carla_port",
+        "carla_timeout",
+    }
+)
 #: Fields a ``config.json`` may lack, with the value a run without them trained with (``augment``: None,
 #: each method's own choice; no CUDA graphs, no compilation). A missing field not listed here counts
 #: as ``unset``.
@@ -93,7 +120,7 @@ class Run:
     method: str
     seed: int
     eval: dict[str, np.ndarray] = field(default_factory=dict)
-    splits: tuple[str, ...] = ()   # the distinct values of eval.csv's split column
+    splits: tuple[str, ...] = ()  # the distinct values of eval.csv's split column
     settings: dict[str, str] = field(default_factory=dict)  # group-key fields but task/method: JSON text
 
     @property
@@ -108,8 +135,9 @@ class Run:
         sorted by step, rows without a value dropped."""
         table = self.eval if metric in self.eval else read_csv_columns(self.folder / TRAIN_FILE)
         if metric not in table:
-            raise InputError(f"metric: {metric!r} is not a column of {self.folder / EVAL_FILE} "
-                             f"or {self.folder / TRAIN_FILE}")
+            raise InputError(
+                f"metric: {metric!r} is not a column of {self.folder / EVAL_FILE} or {self.folder / TRAIN_FILE}"
+            )
         steps, values = table["env_step"], table[metric]
         keep = np.isfinite(steps) & np.isfinite(values)
         order = np.argsort(steps[keep], kind="stable")
@@ -177,13 +205,23 @@ def run_settings(config: dict, backgrounds: object = None) -> dict[str, str]:
     with the kind of backgrounds (from the ``backgrounds`` line) under :data:`BACKGROUNDS_KEY`."""
     task = config.get("task")
     config = {**IMPLIED_VALUES, **config}
-    settings = {name: json.dumps(value, sort_keys=True) for name, value in config.items()
-                if name not in NOT_LEARNING and name not in ("task", "method")
-                and all(task == only or not name.startswith(prefix) for prefix, only in TASK_ONLY_PREFIXES.items())}
+    settings = {
+        name: json.dumps(value, sort_keys=True)
+        for name, value in config.items()
+        if name not in NOT_LEARNING
+        and name not in ("task", "method")
+        and all(task == only or not name.startswith(prefix) for prefix, only in TASK_ONLY_PREFIXES.items())
+    }
     if isinstance(backgrounds, str):
-        kind = "DAVIS" if backgrounds.startswith("DAVIS") else \
-            "procedural" if backgrounds.startswith("procedural") else "none" if backgrounds.startswith("no ") \
+        kind = (
+            "DAVIS"
+            if backgrounds.startswith("DAVIS")
+            else "procedural"
+            if backgrounds.startswith("procedural")
+            else "none"
+            if backgrounds.startswith("no ")
             else backgrounds
+        )
         settings[BACKGROUNDS_KEY] = json.dumps(kind)
     return settings
 
@@ -219,8 +257,9 @@ def find_runs(roots: PathLike | Iterable[PathLike]) -> list[Run]:
                 folders.append(folder)
     runs = [run for run in map(read_run, folders) if run.eval]
     if not runs:
-        raise InputError(f"runs: no run folder (eval.csv + config.json with rows) under "
-                         f"{', '.join(str(p) for p in paths)}")
+        raise InputError(
+            f"runs: no run folder (eval.csv + config.json with rows) under {', '.join(str(p) for p in paths)}"
+        )
     tasks, methods = task_order(), method_order()
     return sorted(runs, key=lambda r: (_rank(r.task, tasks), _rank(r.method, methods), r.seed, str(r.folder)))
 
@@ -241,10 +280,10 @@ class Group:
 
     task: str
     method: str
-    settings: dict[str, str]                      # the key's fields but task and method (JSON text)
+    settings: dict[str, str]  # the key's fields but task and method (JSON text)
     runs: list[Run] = field(default_factory=list)  # one per seed, by seed
     duplicates: list[tuple[Run, Run]] = field(default_factory=list)  # (left out, the run of that seed used)
-    label: str = ""                                # the method's label, plus the fields that tell it apart
+    label: str = ""  # the method's label, plus the fields that tell it apart
 
     @property
     def seeds(self) -> tuple[int, ...]:
@@ -274,8 +313,7 @@ def varying_fields(groups: Iterable[Group]) -> dict[str, list[str]]:
     fields: dict[str, set[str]] = {}
     for (method, _task), cell in by_cell.items():
         names = set().union(*(g.settings for g in cell))
-        fields.setdefault(method, set()).update(
-            n for n in names if len({g.settings.get(n) for g in cell}) > 1)
+        fields.setdefault(method, set()).update(n for n in names if len({g.settings.get(n) for g in cell}) > 1)
     return {method: sorted(names) for method, names in fields.items()}
 
 
@@ -304,8 +342,14 @@ def group_runs(runs: Iterable[Run]) -> list[Group]:
         if names:
             group.label += " (" + ", ".join(f"{n}={_show_value(group.settings.get(n))}" for n in names) + ")"
     tasks, methods = task_order(), method_order()
-    return sorted(out, key=lambda g: (_rank(g.task, tasks), _rank(g.method, methods),
-                                      [_value_order(g.settings.get(n)) for n in varying.get(g.method, [])]))
+    return sorted(
+        out,
+        key=lambda g: (
+            _rank(g.task, tasks),
+            _rank(g.method, methods),
+            [_value_order(g.settings.get(n)) for n in varying.get(g.method, [])],
+        ),
+    )
 
 
 def describe_groups(groups: list[Group]) -> str:
@@ -314,17 +358,21 @@ def describe_groups(groups: list[Group]) -> str:
     lines = []
     for task in ordered((g.task for g in groups), task_order()):
         in_task = [g for g in groups if g.task == task]
-        names = sorted(n for n in set().union(*(g.settings for g in in_task))
-                       if len({g.settings.get(n) for g in in_task}) > 1)
+        names = sorted(
+            n for n in set().union(*(g.settings for g in in_task)) if len({g.settings.get(n) for g in in_task}) > 1
+        )
         lines.append(f"{task}" + (f" (fields that differ between its lines: {', '.join(names)})" if names else ""))
         for group in in_task:
             n = len(group.runs)
-            lines.append(f"  {group.label}: {n} seed{'s' if n != 1 else ''} ({', '.join(map(str, group.seeds))})" +
-                         (f"; {'; '.join(f'{k}={_show_value(group.settings.get(k))}' for k in names)}"
-                          if names else ""))
+            lines.append(
+                f"  {group.label}: {n} seed{'s' if n != 1 else ''} ({', '.join(map(str, group.seeds))})"
+                + (f"; {'; '.join(f'{k}={_show_value(group.settings.get(k))}' for k in names)}" if names else "")
+            )
             lines += [f"    seed {run.seed}: {run.folder}" for run in group.runs]
-            lines += [f"    duplicate of seed {d.seed}, left out: {d.folder} (used: {kept.folder})"
-                      for d, kept in group.duplicates]
+            lines += [
+                f"    duplicate of seed {d.seed}, left out: {d.folder} (used: {kept.folder})"
+                for d, kept in group.duplicates
+            ]
     return "\n".join(lines) + "\n"
 
 
@@ -334,4 +382,5 @@ def duplicate_note(groups: list[Group]) -> str:
     if not dups:
         return ""
     return "duplicate seeds left out (same configuration and seed as a run used): " + ", ".join(
-        f"{g.label}/{TASK_ABBREV.get(g.task, g.task)} seed {d.seed} ({d.folder})" for g, d in dups)
+        f"{g.label}/{TASK_ABBREV.get(g.task, g.task)} seed {d.seed} ({d.folder})" for g, d in dups
+    )

@@ -120,8 +120,12 @@ def numpy_sections(app, what, name, obj, options, lines):
     while i < len(lines):
         line = lines[i]
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
-        if line.strip() and not line.startswith(" ") and set(nxt.strip()) == {"-"} \
-                and len(nxt.strip()) == len(line.strip()):
+        if (
+            line.strip()
+            and not line.startswith(" ")
+            and set(nxt.strip()) == {"-"}
+            and len(nxt.strip()) == len(line.strip())
+        ):
             section = line.strip()
             out += ["", f".. rubric:: {section}", ""]
             i += 2

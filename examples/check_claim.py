@@ -16,14 +16,17 @@ from validation.claims import CLAIMS, FixedPoints
 from validation.families import Case
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-parser.add_argument("--mdp", default=str(Path(__file__).with_name("tiny-rooms.json")),
-                    help="an MDP file, a bundled example's name or gym:ID")
+parser.add_argument(
+    "--mdp",
+    default=str(Path(__file__).with_name("tiny-rooms.json")),
+    help="an MDP file, a bundled example's name or gym:ID",
+)
 parser.add_argument("--claims", default="C3,C4,C10", help="claim ids (see bisimkit verify --help)")
 parser.add_argument("--ground", default="reward", help="the eps family's ground: reward or policy")
 args = parser.parse_args()
 
 mdp = load_mdp_or_example(args.mdp)
-fixed_points = FixedPoints(Case(mdp, args.ground))       # solves each metric once, on demand
+fixed_points = FixedPoints(Case(mdp, args.ground))  # solves each metric once, on demand
 wanted = args.claims.split(",")
 for claim in CLAIMS:
     if claim.id in wanted and claim.check is not None:

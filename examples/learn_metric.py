@@ -16,16 +16,20 @@ from bisimkit.fitting import FitSchedule
 from bisimkit.losses import FIT_LOSSES, fit_tabular
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-parser.add_argument("--mdp", default=str(Path(__file__).with_name("tiny-rooms.json")),
-                    help="an MDP file, a bundled example's name or gym:ID")
+parser.add_argument(
+    "--mdp",
+    default=str(Path(__file__).with_name("tiny-rooms.json")),
+    help="an MDP file, a bundled example's name or gym:ID",
+)
 parser.add_argument("--loss", default="entangled-reward", choices=sorted(FIT_LOSSES))
 parser.add_argument("--steps", type=int, default=FitSchedule().steps, help="SGD steps (default: the recipe's)")
 args = parser.parse_args()
 
 schedule = FitSchedule()
-if args.steps != schedule.steps:        # another length: the same schedule, its decay start scaled with it
-    schedule = replace(schedule, steps=args.steps,
-                       decay_start=max(1, round(schedule.decay_start * args.steps / schedule.steps)))
+if args.steps != schedule.steps:  # another length: the same schedule, its decay start scaled with it
+    schedule = replace(
+        schedule, steps=args.steps, decay_start=max(1, round(schedule.decay_start * args.steps / schedule.steps))
+    )
 fit = fit_tabular(load_mdp_or_example(args.mdp), args.loss, schedule, exact=True)
 print(f"{args.loss} ({fit.metric}) on {args.mdp}: {schedule.steps} steps in {fit.seconds:.1f} s")
 print(f"largest error {fit.max_error:.4f} = {fit.relative_error:.2%} of the largest exact distance")

@@ -24,13 +24,18 @@ parser.add_argument("--draws", type=int, default=8, help="distractor draws per e
 parser.add_argument("--out", default="metric-check", help="folder for the matrices, the MDP and summary.json")
 args = parser.parse_args()
 
-check = learn_metric(args.scene, method=args.method, steps=args.steps, batch=args.batch,
-                     image_size=args.image_size, draws=args.draws)
+check = learn_metric(
+    args.scene, method=args.method, steps=args.steps, batch=args.batch, image_size=args.image_size, draws=args.draws
+)
 s = check.summary
 print(f"{args.method} on the {args.scene} scene, {s['states']} states, {args.steps} updates:")
-print(f"  error relative to the largest exact distance: mean {s['mean_relative_error']:.3f}, "
-      f"max {s['max_relative_error']:.3f}; Spearman {s['spearman']:.3f}; "
-      f"distractor invariance {s['distractor_invariance']:.3f}")
+print(
+    f"  error relative to the largest exact distance: mean {s['mean_relative_error']:.3f}, "
+    f"max {s['max_relative_error']:.3f}; Spearman {s['spearman']:.3f}; "
+    f"distractor invariance {s['distractor_invariance']:.3f}"
+)
 print("  targets met: " + ", ".join(f"{k} {'yes' if ok else 'no'}" for k, ok in meets_targets(s).items()))
-print(f"wrote {len(write_results(check, args.out))} files into {args.out} (figure: python -m figures.metric_check "
-      f"{args.out} --out metric_check.png)")
+print(
+    f"wrote {len(write_results(check, args.out))} files into {args.out} (figure: python -m figures.metric_check "
+    f"{args.out} --out metric_check.png)"
+)

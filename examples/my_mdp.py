@@ -15,8 +15,9 @@ import numpy as np
 from bisimkit import InputError, load_mdp, mdp_from_dict, relation_blocks, save_mdp, solve
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-parser.add_argument("--mdp", default=str(Path(__file__).with_name("tiny-rooms.json")),
-                    help="an MDP file (JSON or .npz)")
+parser.add_argument(
+    "--mdp", default=str(Path(__file__).with_name("tiny-rooms.json")), help="an MDP file (JSON or .npz)"
+)
 parser.add_argument("--out", default="my-mdp.json", help="where to save the MDP built from arrays")
 args = parser.parse_args()
 
@@ -30,10 +31,17 @@ print(f"  π-bisimulation classes: {relation_blocks(mdp, 'pi')}")
 
 # 2. from arrays: transitions P[s, a, s'], rewards R[s, a], policy pi[s, a]
 P = np.zeros((3, 2, 3))
-P[:, 0, 0] = 1.0                      # action 0 goes to state 0
-P[:, 1, 2] = 1.0                      # action 1 goes to state 2
-mine = mdp_from_dict({"name": "three-states", "transitions": P, "rewards": [[0, 1], [0, 1], [1, 1]],
-                      "policy": np.full((3, 2), 0.5), "discount": 0.9})
+P[:, 0, 0] = 1.0  # action 0 goes to state 0
+P[:, 1, 2] = 1.0  # action 1 goes to state 2
+mine = mdp_from_dict(
+    {
+        "name": "three-states",
+        "transitions": P,
+        "rewards": [[0, 1], [0, 1], [1, 1]],
+        "policy": np.full((3, 2), 0.5),
+        "discount": 0.9,
+    }
+)
 save_mdp(mine, args.out)
 print(f"saved {args.out}; d_pi = {solve(load_mdp(args.out), 'pi').distances.round(3).tolist()}")
 try:

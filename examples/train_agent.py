@@ -32,20 +32,23 @@ args = parser.parse_args()
 
 out = Path(args.out)
 shorter = {}
-if args.env_steps is not None:       # a shorter run: evaluate and checkpoint at every episode end
+if args.env_steps is not None:  # a shorter run: evaluate and checkpoint at every episode end
     episode = args.episode_steps or args.env_steps
-    shorter = dict(env_steps=args.env_steps, episode_steps=episode, eval_every=episode, checkpoint_every=episode,
-                   seed_steps=2)
+    shorter = dict(
+        env_steps=args.env_steps, episode_steps=episode, eval_every=episode, checkpoint_every=episode, seed_steps=2
+    )
 for method in args.methods.split(","):
     for seed in map(int, args.seeds.split(",")):
         cfg = make_config("smoke", task=args.task, method=method, seed=seed, **shorter)
         summary = train(cfg, out / "runs" / args.task / method / f"seed{seed}", progress=False)
-        print(f"{method} seed {seed}: final evaluation return {summary['final_eval']:.1f} "
-              f"after {summary['env_steps']} environment steps ({summary['seconds']:.0f} s)")
+        print(
+            f"{method} seed {seed}: final evaluation return {summary['final_eval']:.1f} "
+            f"after {summary['env_steps']} environment steps ({summary['seconds']:.0f} s)"
+        )
 
 runs = out / "runs"
 print(f"curves: {plot_learning_curves(runs, out / 'curves.png')}")
 print(results_table(runs), end="")
-agg = aggregate_runs(runs, reps=2000)                 # normalised by 0-1000 per DCS task
+agg = aggregate_runs(runs, reps=2000)  # normalised by 0-1000 per DCS task
 print(markdown(agg).split("### Per task")[0], end="")
 print(f"performance profiles: {plot_profiles(agg, out / 'profiles.png')}")

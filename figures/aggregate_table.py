@@ -52,8 +52,7 @@ def plot_profiles(agg: Aggregates, out_png: PathLike) -> Path:
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper right")
-    ax.set_title(f"Performance profiles ({len(agg.scores.tasks)} task(s), {DEFAULT_CONFIDENCE:.0%} bands)",
-                 fontsize=10)
+    ax.set_title(f"Performance profiles ({len(agg.scores.tasks)} task(s), {DEFAULT_CONFIDENCE:.0%} bands)", fontsize=10)
     return save(fig, out_png, tight=True)
 
 
@@ -77,8 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--step", type=int, default=None, help="use the evaluation at this env step (default: final)")
     parser.add_argument("--reps", type=int, default=DEFAULT_REPS, help="bootstrap replications (default %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap's generator (default 0)")
-    parser.add_argument("--bounds", action="append", default=[], metavar="TASK=LOW:HIGH",
-                        help="score bounds of a task without stated ones (DCS tasks: 0-1000)")
+    parser.add_argument(
+        "--bounds",
+        action="append",
+        default=[],
+        metavar="TASK=LOW:HIGH",
+        help="score bounds of a task without stated ones (DCS tasks: 0-1000)",
+    )
     args = parser.parse_args(argv)
     try:
         agg = aggregate_runs(args.roots, args.step, args.reps, args.seed, parse_bounds(args.bounds))

@@ -93,8 +93,9 @@ def difference_figure(cmp, a: str, b: str, state: int = 0):
         diff = cmp.solutions[a].distances - cmp.solutions[b].distances
         _matrix_panel(fig, ax, cmp, diff, f"d_{a}(s, t) - d_{b}(s, t)", state, "RdBu_r", True)
         where = f"from state {state}" if _grid(cmp) else "all pairs"
-        ax.set_title(f"{cmp.mdp.label}: {a} - {b} ({where})\n"
-                     f"max |difference| over all pairs {np.max(np.abs(diff)):.3g}")
+        ax.set_title(
+            f"{cmp.mdp.label}: {a} - {b} ({where})\nmax |difference| over all pairs {np.max(np.abs(diff)):.3g}"
+        )
         fig.tight_layout()
     return fig
 
@@ -121,16 +122,24 @@ def scatter_matrix_figure(cmp):
                     lo = min(float(np.min(values[mx], initial=0)), float(np.min(values[my], initial=0)), 0.0)
                     ax.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="y = x")
                     text = "rho n/a" if np.isnan(rho[i, j]) else f"rho = {rho[i, j]:.3f}"
-                    ax.text(0.03, 0.95, text, transform=ax.transAxes, va="top", fontsize=7,
-                            bbox={"facecolor": "white", "alpha": 0.8, "linewidth": 0, "pad": 1})
+                    ax.text(
+                        0.03,
+                        0.95,
+                        text,
+                        transform=ax.transAxes,
+                        va="top",
+                        fontsize=7,
+                        bbox={"facecolor": "white", "alpha": 0.8, "linewidth": 0, "pad": 1},
+                    )
                 if i == k - 1:
                     ax.set_xlabel(f"d_{mx}")
                 if j == 0:
                     ax.set_ylabel(f"d_{my}" if i != j else f"d_{my}\n(count)")
         if k > 1:
             axes[0, 1].legend(loc="lower right", fontsize=7, frameon=False)
-        fig.suptitle(f"{cmp.mdp.label}: {len(next(iter(values.values())))} state pairs s < t "
-                     f"(rho: Spearman rank correlation)")
+        fig.suptitle(
+            f"{cmp.mdp.label}: {len(next(iter(values.values())))} state pairs s < t (rho: Spearman rank correlation)"
+        )
         fig.tight_layout()
     return fig
 

@@ -43,8 +43,14 @@ SCENES = ("ring", "sprite", "sprite-noisy")
 SEEDS = 5
 #: Study methods in table order, and the coupling family each one's loss samples with.
 METHOD_ORDER = ("eps-r", "indep-r", "eps-pi", "drq+pse", "drq+dbc", "dbc")
-FAMILY = {"eps-r": "entangled", "eps-pi": "entangled", "indep-r": "independent", "drq+pse": "independent",
-          "drq+dbc": "DBC", "dbc": "DBC"}
+FAMILY = {
+    "eps-r": "entangled",
+    "eps-pi": "entangled",
+    "indep-r": "independent",
+    "drq+pse": "independent",
+    "drq+dbc": "DBC",
+    "dbc": "DBC",
+}
 COLOURS = {"entangled": "tab:blue", "independent": "tab:orange", "DBC": "tab:grey"}
 #: The pairs that differ only in the coupling: (entangled, independent, ground).
 PAIRS = (("eps-r", "indep-r", "reward"), ("eps-pi", "drq+pse", "policy"))
@@ -65,8 +71,19 @@ NUMBERS = (
 )
 BEGIN, END = "<!-- coupling-study:begin -->", "<!-- coupling-study:end -->"
 #: Fields every record has (what the table, figure and findings read).
-REQUIRED = ("mode", "scene", "method", "seed", "intended", "own", "invariance", "samples_per_pair", "steps",
-            "batch", "image_size")
+REQUIRED = (
+    "mode",
+    "scene",
+    "method",
+    "seed",
+    "intended",
+    "own",
+    "invariance",
+    "samples_per_pair",
+    "steps",
+    "batch",
+    "image_size",
+)
 
 
 # ------------------------------------------------------------------ records
@@ -130,8 +147,9 @@ def _order(cells) -> list[tuple[str, str, str]]:
         if scene not in scenes:
             scenes.append(scene)
     rank = {m: i for i, m in enumerate(METHOD_ORDER)}
-    return sorted(cells, key=lambda k: (MODES.index(k[0]) if k[0] in MODES else 9, scenes.index(k[1]),
-                                        rank.get(k[2], 99), k[2]))
+    return sorted(
+        cells, key=lambda k: (MODES.index(k[0]) if k[0] in MODES else 9, scenes.index(k[1]), rank.get(k[2], 99), k[2])
+    )
 
 
 def _cell(row: dict, name: str, percent: bool) -> str:
@@ -153,25 +171,33 @@ def markdown_table(cells: dict) -> str:
         keys = [k for k in _order(cells) if k[0] == mode]
         if not keys:
             continue
-        parts.append(f"**{mode}** (mean over seeds [{DEFAULT_CONFIDENCE:.0%} stratified-bootstrap interval]; a "
-                     "number of one seed has none)\n")
-        parts.append("| scene | method | coupling | vs intended: mean | max | vs own fixed point: mean | max | "
-                     "per-pair mean (intended) | Spearman (intended) | invariance, seen | invariance, held-out | "
-                     "seeds |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+        parts.append(
+            f"**{mode}** (mean over seeds [{DEFAULT_CONFIDENCE:.0%} stratified-bootstrap interval]; a "
+            "number of one seed has none)\n"
+        )
+        parts.append(
+            "| scene | method | coupling | vs intended: mean | max | vs own fixed point: mean | max | "
+            "per-pair mean (intended) | Spearman (intended) | invariance, seen | invariance, held-out | "
+            "seeds |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+        )
         for key in keys:
             row = cells[key]
             intended = row["records"][0]["intended"]["name"]
             own = row["records"][0]["own"].get("name") or "none"
             upper = ""
-            if ("intended_mean_upper" in row
-                    and row["intended_mean_upper"]["mean"] > row["intended_mean"]["mean"] + 1e-12):
+            if (
+                "intended_mean_upper" in row
+                and row["intended_mean_upper"]["mean"] > row["intended_mean"]["mean"] + 1e-12
+            ):
                 upper = f" (at most {100 * row['intended_mean_upper']['mean']:.1f}%)"
-            parts.append(f"| {key[1]} | {key[2]} | {FAMILY.get(key[2], '?')} | {intended}: "
-                         f"{_cell(row, 'intended_mean', True)}{upper} | {_cell(row, 'intended_max', True)} | "
-                         f"{own}: {_cell(row, 'own_mean', True)} | {_cell(row, 'own_max', True)} | "
-                         f"{_cell(row, 'intended_per_pair', True)} | {_cell(row, 'intended_spearman', False)} | "
-                         f"{_cell(row, 'invariance', False)} | {_cell(row, 'invariance_held_out', False)} | "
-                         f"{len(row['seeds'])} |")
+            parts.append(
+                f"| {key[1]} | {key[2]} | {FAMILY.get(key[2], '?')} | {intended}: "
+                f"{_cell(row, 'intended_mean', True)}{upper} | {_cell(row, 'intended_max', True)} | "
+                f"{own}: {_cell(row, 'own_mean', True)} | {_cell(row, 'own_max', True)} | "
+                f"{_cell(row, 'intended_per_pair', True)} | {_cell(row, 'intended_spearman', False)} | "
+                f"{_cell(row, 'invariance', False)} | {_cell(row, 'invariance_held_out', False)} | "
+                f"{len(row['seeds'])} |"
+            )
         parts.append("")
     return "\n".join(parts) + "\n"
 
@@ -204,9 +230,11 @@ def findings(cells: dict) -> list[str]:
                     verdict = f"the independent coupling is closer ({ind})"
                 else:
                     verdict = "the intervals overlap: no coupling is closer at this number of seeds"
-                lines.append(f"{mode}, {scene}, {ground} ground: {ent} {_cell(a, 'intended_mean', True)} against "
-                             f"{ind} {_cell(b, 'intended_mean', True)} mean error to the intended metric, "
-                             f"{_seeds(seeds)}: {verdict}.")
+                lines.append(
+                    f"{mode}, {scene}, {ground} ground: {ent} {_cell(a, 'intended_mean', True)} against "
+                    f"{ind} {_cell(b, 'intended_mean', True)} mean error to the intended metric, "
+                    f"{_seeds(seeds)}: {verdict}."
+                )
     for scene in scenes:
         for method in ("eps-r", "eps-pi"):
             row = cells.get(("isolated", scene, method))
@@ -215,13 +243,16 @@ def findings(cells: dict) -> list[str]:
             mean, worst = row["own_mean"], row["own_max"]
             met = mean["high"] <= TARGET_MEAN and worst["high"] <= TARGET_MAX
             point = mean["mean"] <= TARGET_MEAN and worst["mean"] <= TARGET_MAX
-            verdict = "met with the interval" if met else ("met by the mean, not by the interval" if point
-                                                          else "missed")
+            verdict = (
+                "met with the interval" if met else ("met by the mean, not by the interval" if point else "missed")
+            )
             if len(row["seeds"]) < 2:
                 verdict = ("met by its one seed" if point else "missed by its one seed") + " (no interval)"
-            lines.append(f"isolated, {scene}, {method} against its own fixed point: {_cell(row, 'own_mean', True)} "
-                         f"mean, {_cell(row, 'own_max', True)} max, {_seeds(len(row['seeds']))} (targets 5% and "
-                         f"15%): {verdict}.")
+            lines.append(
+                f"isolated, {scene}, {method} against its own fixed point: {_cell(row, 'own_mean', True)} "
+                f"mean, {_cell(row, 'own_max', True)} max, {_seeds(len(row['seeds']))} (targets 5% and "
+                f"15%): {verdict}."
+            )
     return lines
 
 
@@ -260,9 +291,16 @@ def plot_coupling_study(path, cells: dict):
                         ax.plot([xi, xi], [lo, hi], color=colour, alpha=0.35, lw=1)
                 ax.scatter(xs, values, color=colour, s=18, zorder=3)
                 agg = row["intended_mean"]
-                ax.errorbar([x + 0.3], [100 * agg["mean"]], yerr=[[100 * (agg["mean"] - agg["low"])],
-                                                                   [100 * (agg["high"] - agg["mean"])]],
-                            fmt="D", color="black", ms=4, capsize=3, zorder=4)
+                ax.errorbar(
+                    [x + 0.3],
+                    [100 * agg["mean"]],
+                    yerr=[[100 * (agg["mean"] - agg["low"])], [100 * (agg["high"] - agg["mean"])]],
+                    fmt="D",
+                    color="black",
+                    ms=4,
+                    capsize=3,
+                    zorder=4,
+                )
             ax.axhline(100 * TARGET_MEAN, color="tab:red", ls=":", lw=1)
             ax.set_xticks(range(len(methods)))
             ax.set_xticklabels(methods, rotation=35, ha="right", fontsize=8)
@@ -274,8 +312,10 @@ def plot_coupling_study(path, cells: dict):
                 ax.text(0.5, 0.5, "no records yet", transform=ax.transAxes, ha="center", va="center", color="grey")
             if c == 0:
                 ax.set_ylabel("mean error against the\nintended metric (% of its max)")
-    handles = [plt.Line2D([], [], marker="o", ls="", color=COLOURS[k], label=f"{k} coupling" if k != "DBC" else
-                          "DBC's losses") for k in COLOURS]
+    handles = [
+        plt.Line2D([], [], marker="o", ls="", color=COLOURS[k], label=f"{k} coupling" if k != "DBC" else "DBC's losses")
+        for k in COLOURS
+    ]
     handles.append(plt.Line2D([], [], marker="D", ls="", color="black", label="mean over seeds, 95% interval"))
     handles.append(plt.Line2D([], [], ls=":", color="tab:red", label="5%"))
     fig.legend(handles=handles, loc="lower center", ncol=5, fontsize=8, frameon=False)
@@ -287,14 +327,23 @@ def plot_coupling_study(path, cells: dict):
 def page_block(cells: dict, records: list[dict], figure: str | None) -> str:
     """What goes between the page's markers: the settings, the table, the findings and the figure."""
     if not records:
-        return (f"{BEGIN}\n*No records yet: run `python -m benchmarks.coupling_study` (the command above), then "
-                f"`python -m figures.coupling_study --page docs/results/coupling_study.md`.*\n{END}")
+        return (
+            f"{BEGIN}\n*No records yet: run `python -m benchmarks.coupling_study` (the command above), then "
+            f"`python -m figures.coupling_study --page docs/results/coupling_study.md`.*\n{END}"
+        )
     planned = len(MODES) * len(SCENES) * len(METHOD_ORDER)
     full = sum(1 for row in cells.values() if len(row["seeds"]) >= SEEDS)
-    lines = [BEGIN, f"Generated from {len(records)} records by `python -m figures.coupling_study`; settings: "
-             f"{settings_line(records)}. **{len(cells)} of the {planned} cells have a record, {full} of them all "
-             f"{SEEDS} seeds**: a cell without a row below has no record yet, and a number of one seed has no "
-             "interval.", "", markdown_table(cells), "**Findings** (generated from the table):", ""]
+    lines = [
+        BEGIN,
+        f"Generated from {len(records)} records by `python -m figures.coupling_study`; settings: "
+        f"{settings_line(records)}. **{len(cells)} of the {planned} cells have a record, {full} of them all "
+        f"{SEEDS} seeds**: a cell without a row below has no record yet, and a number of one seed has no "
+        "interval.",
+        "",
+        markdown_table(cells),
+        "**Findings** (generated from the table):",
+        "",
+    ]
     lines += [f"* {line}" for line in findings(cells)] or ["* no pair has records in both members yet"]
     if figure:
         lines += ["", f"![the learned metric against the intended one, per method, seeds as points]({figure})"]
@@ -317,14 +366,21 @@ def update_page(page, block: str) -> Path:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", default="benchmarks/results/coupling_study",
-                        help="folder of the study's records (default benchmarks/results/coupling_study)")
-    parser.add_argument("--out", default="docs/results/coupling_study.png",
-                        help="the figure (default docs/results/coupling_study.png)")
+    parser.add_argument(
+        "--records",
+        default="benchmarks/results/coupling_study",
+        help="folder of the study's records (default benchmarks/results/coupling_study)",
+    )
+    parser.add_argument(
+        "--out", default="docs/results/coupling_study.png", help="the figure (default docs/results/coupling_study.png)"
+    )
     parser.add_argument("--table", default=None, help="the table as markdown (default RECORDS/table.md)")
     parser.add_argument("--page", default=None, help="a page whose coupling-study block is replaced")
-    parser.add_argument("--figure-link", default="coupling_study.png",
-                        help="the figure's path as the page links it (default coupling_study.png, beside the page)")
+    parser.add_argument(
+        "--figure-link",
+        default="coupling_study.png",
+        help="the figure's path as the page links it (default coupling_study.png, beside the page)",
+    )
     args = parser.parse_args(argv)
     try:
         records = load_records(args.records)

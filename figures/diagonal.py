@@ -17,8 +17,13 @@ from validation.figure_data import diagonal_curves
 
 from .style import defaults_of, figure_parser, plt, save
 
-COLORS = {"dbc-sampled": "tab:red", "psm-sampled": "tab:orange", "mico": "tab:purple", "eps-bar": "tab:green",
-          "pi": "tab:blue"}
+COLORS = {
+    "dbc-sampled": "tab:red",
+    "psm-sampled": "tab:orange",
+    "mico": "tab:purple",
+    "eps-bar": "tab:green",
+    "pi": "tab:blue",
+}
 
 
 def plot_sampled_diagonals(path, data):
@@ -32,16 +37,22 @@ def plot_sampled_diagonals(path, data):
         ax.plot(data.entropy, values, marker="o", color=COLORS.get(metric), label=metric)
     ax.set_xlabel("mean policy entropy (nats): deterministic -> random stochastic policy")
     ax.set_ylabel("mean self-distance d(s, s)")
-    ax.set_title(f"Sampled operators lose d(s,s) = 0 as the policy gets random\n"
-                 f"({data.mdps} random MDPs, n=6, m=3, deterministic transitions)")
+    ax.set_title(
+        f"Sampled operators lose d(s,s) = 0 as the policy gets random\n"
+        f"({data.mdps} random MDPs, n=6, m=3, deterministic transitions)"
+    )
     ax.legend()
     return save(fig, path, tight=True)
 
 
 def main(argv=None) -> None:
     parser = figure_parser(__doc__, "diagonal.png")
-    parser.add_argument("--mdps", type=int, default=defaults_of(diagonal_curves)["mdps"],
-                        help="random MDPs averaged per curve (default %(default)s)")
+    parser.add_argument(
+        "--mdps",
+        type=int,
+        default=defaults_of(diagonal_curves)["mdps"],
+        help="random MDPs averaged per curve (default %(default)s)",
+    )
     args = parser.parse_args(argv)
     print(plot_sampled_diagonals(args.out, diagonal_curves(args.mdps, args.seed)))
 

@@ -24,13 +24,17 @@ from .style import figure_parser, plt, save
 
 def markdown_table(studies) -> str:
     """The studies as one Markdown table."""
-    lines = ["| model | metric | box | cells | nodes | outside mass | max error | bound | solve (s) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| model | metric | box | cells | nodes | outside mass | max error | bound | solve (s) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, metric, _, rows in studies:
         for r in rows:
             box = "[{:g}, {:g}]".format(*r["box"][0]) + ("²" if len(r["box"]) == 2 else "")
-            lines.append(f"| {name} | {metric} | {box} | {'x'.join(map(str, r['cells']))} | {r['nodes']} | "
-                         f"{r['outside_mass']:.1e} | {r['max_error']:.2e} | {r['bound']:.2e} | {r['seconds']:.2f} |")
+            lines.append(
+                f"| {name} | {metric} | {box} | {'x'.join(map(str, r['cells']))} | {r['nodes']} | "
+                f"{r['outside_mass']:.1e} | {r['max_error']:.2e} | {r['bound']:.2e} | {r['seconds']:.2f} |"
+            )
     return "\n".join(lines)
 
 
@@ -41,8 +45,14 @@ def plot_grid_convergence(path, studies):
     for name, metric, color, rows in studies:
         h = np.array([r["width"] for r in rows])
         style = "x:" if (name, metric) == ("linear-1d", "pi") else "o-"  # coincides with linear-1d eps-bar
-        ax.loglog(h, [r["max_error"] for r in rows], style, color=color, ms=7 if style == "x:" else 5,
-                  label=f"{name}, {metric}: actual error")
+        ax.loglog(
+            h,
+            [r["max_error"] for r in rows],
+            style,
+            color=color,
+            ms=7 if style == "x:" else 5,
+            label=f"{name}, {metric}: actual error",
+        )
         ax.loglog(h, [r["bound"] for r in rows], "s--", color=color, alpha=0.6, ms=4, label="  a-posteriori bound")
     ax.invert_xaxis()
     ax.set_xlabel("cell width (right = finer; 1-D: the box grows too)")

@@ -47,10 +47,13 @@ def plot_metric_heatmaps(path, data):
         ax.set_xticks([])
         ax.set_yticks([])
         fig.colorbar(im, ax=ax, fraction=0.05, pad=0.03)
-    for ax in axes.ravel()[len(data.panels):]:
+    for ax in axes.ravel()[len(data.panels) :]:
         ax.axis("off")
-    fig.suptitle(f"Mirrored rooms, fixed policy with {data.noise:.0%} uniform noise, c = {data.discount}: "
-                 "distance from the red state to every state (walls grey)", y=1.0)
+    fig.suptitle(
+        f"Mirrored rooms, fixed policy with {data.noise:.0%} uniform noise, c = {data.discount}: "
+        "distance from the red state to every state (walls grey)",
+        y=1.0,
+    )
     return save(fig, path, tight=True)
 
 
@@ -59,8 +62,9 @@ def main(argv=None) -> None:
     default = defaults_of(metric_heatmaps)
     parser.add_argument("--state", type=int, default=default["state"], help="reference state (an index of the MDP's)")
     parser.add_argument("--discount", type=float, default=default["discount"], help="discount (default %(default)s)")
-    parser.add_argument("--noise", type=float, default=default["noise"],
-                        help="weight of the uniform policy in the blend")
+    parser.add_argument(
+        "--noise", type=float, default=default["noise"], help="weight of the uniform policy in the blend"
+    )
     args = parser.parse_args(argv)
     print(plot_metric_heatmaps(args.out, metric_heatmaps(args.state, args.discount, args.noise)))
 

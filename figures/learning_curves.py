@@ -63,8 +63,14 @@ from bisimkit_runs.runs import (
 from .reference_runs import DRQ_SOURCE, drq_band, drq_runs, has_drq_runs
 from .style import plt, save
 
-METHOD_COLOR: dict[str, str] = {"sac": "tab:gray", "drq": "tab:blue", "drq+dbc": "tab:green", "eps-r": "tab:red",
-                                "drq+pse": "tab:purple", "eps-pi": "tab:orange"}
+METHOD_COLOR: dict[str, str] = {
+    "sac": "tab:gray",
+    "drq": "tab:blue",
+    "drq+dbc": "tab:green",
+    "eps-r": "tab:red",
+    "drq+pse": "tab:purple",
+    "eps-pi": "tab:orange",
+}
 EXTRA_COLORS = ("tab:brown", "tab:pink", "tab:olive", "tab:cyan", "black")
 #: Line styles of a method's configurations, in their order (then repeated).
 VARIANT_STYLES = ("-", "--", ":", "-.")
@@ -80,10 +86,10 @@ class Curve:
     steps: np.ndarray
     mean: np.ndarray
     std: np.ndarray
-    seeds: int                                    # seeds in the group
+    seeds: int  # seeds in the group
     counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))  # seeds averaged per step
-    label: str = ""                               # the legend's label (the method's, plus what differs)
-    group: Group | None = None                    # the runs behind the curve
+    label: str = ""  # the legend's label (the method's, plus what differs)
+    group: Group | None = None  # the runs behind the curve
 
 
 def seed_grid(series: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
@@ -152,24 +158,35 @@ def _mark_counts(ax, curve: Curve, color: str) -> None:
     changes = np.flatnonzero(np.diff(curve.counts)) + 1
     for i in changes:
         if np.isfinite(curve.mean[i]):
-            ax.annotate(f"n={curve.counts[i]}", (curve.steps[i], curve.mean[i]), textcoords="offset points",
-                        xytext=(3, 4), fontsize=8, color=color)
+            ax.annotate(
+                f"n={curve.counts[i]}",
+                (curve.steps[i], curve.mean[i]),
+                textcoords="offset points",
+                xytext=(3, 4),
+                fontsize=8,
+                color=color,
+            )
 
 
 REFERENCES = ("drq",)
 REFERENCE_LABEL = "DrQ's own runs (10 seeds, no distractions)"
 
 
-def plot_learning_curves(runs_root: PathLike | Iterable[PathLike], out_png: PathLike,
-                         metric: str = "mean_return", reference: str | None = None) -> Path:
+def plot_learning_curves(
+    runs_root: PathLike | Iterable[PathLike],
+    out_png: PathLike,
+    metric: str = "mean_return",
+    reference: str | None = None,
+) -> Path:
     """Plot the learning curves of every run under ``runs_root`` (a folder or a list of run folders /
     roots) to ``out_png`` and list their runs in :func:`runs_listing_path`; returns the PNG's path (see
     the module doc). ``reference='drq'``: DrQ's published runs under ours where a task has them."""
     if reference is not None and reference not in REFERENCES:
         raise InputError(f"reference: {reference!r} is not one of {', '.join(REFERENCES)}")
     if reference is not None and metric != "mean_return":
-        raise InputError(f"reference: DrQ's curves are evaluation returns; it goes with metric 'mean_return', "
-                         f"not {metric!r}")
+        raise InputError(
+            f"reference: DrQ's curves are evaluation returns; it goes with metric 'mean_return', not {metric!r}"
+        )
     all_curves = curves(find_runs(runs_root), metric)
     tasks = ordered((c.task for c in all_curves), TASK_ORDER)
     colors = method_colors(c.method for c in all_curves)
@@ -181,7 +198,7 @@ def plot_learning_curves(runs_root: PathLike | Iterable[PathLike], out_png: Path
     cols = min(3, len(tasks))
     rows = -(-len(tasks) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows), squeeze=False)
-    for ax in axes.flat[len(tasks):]:
+    for ax in axes.flat[len(tasks) :]:
         ax.set_visible(False)
     referenced = []
     for ax, task in zip(axes.flat, tasks):
@@ -198,8 +215,7 @@ def plot_learning_curves(runs_root: PathLike | Iterable[PathLike], out_png: Path
             if len(curve.steps) == 1:
                 ax.errorbar(curve.steps, curve.mean, yerr=curve.std, fmt="o", color=color, capsize=3)
             ax.plot(curve.steps, curve.mean, color=color, lw=1.8, ls=style)
-            ax.fill_between(curve.steps, curve.mean - curve.std, curve.mean + curve.std, color=color, alpha=0.2,
-                            lw=0)
+            ax.fill_between(curve.steps, curve.mean - curve.std, curve.mean + curve.std, color=color, alpha=0.2, lw=0)
             _mark_counts(ax, curve, color)
         n = f"{min(seeds)}" if len(seeds) == 1 else f"{min(seeds)}–{max(seeds)}"
         ax.set_title(f"{task}  (seeds per line: {n})", fontsize=11)
@@ -212,15 +228,24 @@ def plot_learning_curves(runs_root: PathLike | Iterable[PathLike], out_png: Path
         handles.append(plt.Line2D([], [], color="0.35", lw=1.4, ls=(0, (4, 2))))
         legend = [*legend, REFERENCE_LABEL]
     ncol = min(len(handles), 6)
-    fig.legend(handles, legend, loc="lower center", ncol=ncol, frameon=False, fontsize=10,
-               bbox_to_anchor=(0.5, -0.02 - 0.02 / rows - 0.05 * (-(-len(handles) // ncol) - 1) / rows))
+    fig.legend(
+        handles,
+        legend,
+        loc="lower center",
+        ncol=ncol,
+        frameon=False,
+        fontsize=10,
+        bbox_to_anchor=(0.5, -0.02 - 0.02 / rows - 0.05 * (-(-len(handles) // ncol) - 1) / rows),
+    )
     fig.suptitle(f"{METRIC_LABEL.get(metric, metric).capitalize()} (mean ± std over seeds)", fontsize=12)
     fig.tight_layout(rect=(0, 0.05 / rows, 1, 1))
     groups = [c.group for c in all_curves if c.group is not None]
     listing, note = describe_groups(groups), duplicate_note(groups)
     if reference is not None:
-        listing += (f"reference: {REFERENCE_LABEL}, {DRQ_SOURCE}, drawn on "
-                    f"{', '.join(referenced) if referenced else 'none of these tasks (it has the six PlaNet ones)'}\n")
+        listing += (
+            f"reference: {REFERENCE_LABEL}, {DRQ_SOURCE}, drawn on "
+            f"{', '.join(referenced) if referenced else 'none of these tasks (it has the six PlaNet ones)'}\n"
+        )
     png = save(fig, out_png)
     atomic_write_text(runs_listing_path(png), listing + (f"note: {note}\n" if note else ""))
     return png
@@ -232,15 +257,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("roots", nargs="+", metavar="RUNS_ROOT", help="folder(s) to search for runs, or run folders")
     parser.add_argument("--out", default="curves.png", help="PNG to write")
     parser.add_argument("--metric", default="mean_return", help="eval.csv or train.csv column to plot")
-    parser.add_argument("--reference", default=None, metavar="drq",
-                        help="draw a reference agent's published runs under ours: drq (DrQ's curves, 10 seeds, "
-                             "no distractions, on the six PlaNet-benchmark tasks)")
+    parser.add_argument(
+        "--reference",
+        default=None,
+        metavar="drq",
+        help="draw a reference agent's published runs under ours: drq (DrQ's curves, 10 seeds, "
+        "no distractions, on the six PlaNet-benchmark tasks)",
+    )
     args = parser.parse_args(argv)
     try:
         png = plot_learning_curves(args.roots, args.out, args.metric, args.reference)
         print(png)
-        print(f"runs per line (also in {runs_listing_path(png)}):\n{runs_listing_path(png).read_text()}", end="",
-              file=sys.stderr)
+        print(
+            f"runs per line (also in {runs_listing_path(png)}):\n{runs_listing_path(png).read_text()}",
+            end="",
+            file=sys.stderr,
+        )
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -44,18 +44,31 @@ class Series(NamedTuple):
 
 
 SERIES: dict[str, Series] = {
-    "drq": Series("DrQ", "DrQ", "tab:blue", "learning_check_distractions_drq_seed{seed}.json",
-                  ("learning_check_distractions.json", "drq")),
-    "eps-r": Series("ε-R, models on detached latents, β = 0.1", "ε-R β = 0.1", "tab:orange",
-                    "learning_check_distractions_model_grad_off_seed{seed}.json",
-                    ("learning_check_distractions_model_grad_off.json", None)),
-    "eps-r-beta0": Series("ε-R, models on detached latents, β = 0", "ε-R β = 0", "tab:green",
-                          "learning_check_distractions_beta0_seed{seed}.json", optional=True),
+    "drq": Series(
+        "DrQ",
+        "DrQ",
+        "tab:blue",
+        "learning_check_distractions_drq_seed{seed}.json",
+        ("learning_check_distractions.json", "drq"),
+    ),
+    "eps-r": Series(
+        "ε-R, models on detached latents, β = 0.1",
+        "ε-R β = 0.1",
+        "tab:orange",
+        "learning_check_distractions_model_grad_off_seed{seed}.json",
+        ("learning_check_distractions_model_grad_off.json", None),
+    ),
+    "eps-r-beta0": Series(
+        "ε-R, models on detached latents, β = 0",
+        "ε-R β = 0",
+        "tab:green",
+        "learning_check_distractions_beta0_seed{seed}.json",
+        optional=True,
+    ),
 }
 #: methods drawn only on the seeds that have their record
 OPTIONAL = frozenset(m for m, series in SERIES.items() if series.optional)
-FIELDS = ("steps", "eval_mean", "eval_std", "random_mean", "random_std", "pass_mark", "last_evaluations_mean",
-          "passed")
+FIELDS = ("steps", "eval_mean", "eval_std", "random_mean", "random_std", "pass_mark", "last_evaluations_mean", "passed")
 
 
 def record_path(results: Path, method: str, seed: int) -> tuple[Path, str | None]:
@@ -79,9 +92,10 @@ def seed_records(results: Path, seeds=SEEDS) -> dict[int, dict[str, dict]]:
             except FileNotFoundError:
                 if method in OPTIONAL:
                     continue
-                raise InputError(f"results: {path} does not exist (it is the OUT/learning.json that "
-                                 f"benchmarks.learning_check writes for {method} under distractions with seed {seed})"
-                                 ) from None
+                raise InputError(
+                    f"results: {path} does not exist (it is the OUT/learning.json that "
+                    f"benchmarks.learning_check writes for {method} under distractions with seed {seed})"
+                ) from None
             except json.JSONDecodeError as exc:
                 raise InputError(f"results: {path} is not JSON ({exc.msg}, line {exc.lineno})") from None
             if entry is not None:
@@ -102,20 +116,30 @@ def plot_seeds(path, records: dict[int, dict[str, dict]]) -> Path:
     fig, axes = plt.subplots(rows, cols, figsize=(6.2 * cols, 3.9 * rows), sharey=True, squeeze=False)
     for ax, seed in zip(axes.flat, seeds):
         runs = records[seed]
-        curves = [(SERIES[m].label, SERIES[m].colour, r["steps"], r["eval_mean"], r["eval_std"])
-                  for m, r in runs.items()]
-        verdicts = [f"{SERIES[m].short} {r['last_evaluations_mean']:.0f} {'PASS' if r['passed'] else 'FAIL'}"
-                    for m, r in runs.items()]
+        curves = [
+            (SERIES[m].label, SERIES[m].colour, r["steps"], r["eval_mean"], r["eval_std"]) for m, r in runs.items()
+        ]
+        verdicts = [
+            f"{SERIES[m].short} {r['last_evaluations_mean']:.0f} {'PASS' if r['passed'] else 'FAIL'}"
+            for m, r in runs.items()
+        ]
         first = next(iter(runs.values()))
         r_mean, r_std, mark = first["random_mean"], first["random_std"], first["pass_mark"]
-        check_axes(ax, curves, r_mean, r_std, mark, random_label=f"uniform random policy ({r_mean:.0f} ± {r_std:.0f})",
-                   mark_label=f"pass mark {mark:.0f}")
+        check_axes(
+            ax,
+            curves,
+            r_mean,
+            r_std,
+            mark,
+            random_label=f"uniform random policy ({r_mean:.0f} ± {r_std:.0f})",
+            mark_label=f"pass mark {mark:.0f}",
+        )
         ax.set_title(f"seed {seed}, last three evaluations:\n" + ", ".join(verdicts), fontsize=9)
         ax.set_xlabel("environment steps")
         ax.set_ylabel("evaluation return (held-out videos)")
         ax.grid(alpha=0.3)
         ax.legend(loc="upper left", fontsize=7)
-    for ax in list(axes.flat)[len(seeds):]:
+    for ax in list(axes.flat)[len(seeds) :]:
         ax.set_visible(False)
     fig.suptitle("walker-stand with background and camera distractions, 48 px, 2 CPU cores", fontsize=10)
     return save(fig, path, tight=True)
@@ -123,13 +147,15 @@ def plot_seeds(path, records: dict[int, dict[str, dict]]) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--results", default=str(RESULTS), help="folder of the learning-check records "
-                                                                  "(default benchmarks/results)")
-    parser.add_argument("--seeds", default=",".join(map(str, SEEDS)),
-                        help=f"comma-separated seeds, one panel each (default: every seed recorded, "
-                             f"{', '.join(map(str, SEEDS))})")
-    parser.add_argument("--out", default="docs/learning_check_seeds.png",
-                        help="the figure file (default %(default)s)")
+    parser.add_argument(
+        "--results", default=str(RESULTS), help="folder of the learning-check records (default benchmarks/results)"
+    )
+    parser.add_argument(
+        "--seeds",
+        default=",".join(map(str, SEEDS)),
+        help=f"comma-separated seeds, one panel each (default: every seed recorded, {', '.join(map(str, SEEDS))})",
+    )
+    parser.add_argument("--out", default="docs/learning_check_seeds.png", help="the figure file (default %(default)s)")
     args = parser.parse_args(argv)
     try:
         try:

@@ -42,10 +42,16 @@ def plot_metric_check(path, runs: list[dict]):
         ax.set_title(run["title"], fontsize=9)
         s = run.get("summary")
         if s:
-            ax.text(0.03, 0.97, f"mean {100 * s['mean_relative_error']:.1f}%  "
-                    f"max {100 * s['max_relative_error']:.1f}%\n"
-                    f"Spearman {s['spearman']:.3f}\ninvariance {s['distractor_invariance']:.3f}",
-                    transform=ax.transAxes, va="top", fontsize=8)
+            ax.text(
+                0.03,
+                0.97,
+                f"mean {100 * s['mean_relative_error']:.1f}%  "
+                f"max {100 * s['max_relative_error']:.1f}%\n"
+                f"Spearman {s['spearman']:.3f}\ninvariance {s['distractor_invariance']:.3f}",
+                transform=ax.transAxes,
+                va="top",
+                fontsize=8,
+            )
         ax.legend(fontsize=7, loc="lower right")
         for ax, values, name in ((row[1], exact, "exact"), (row[2], learned, "learned")):
             im = ax.imshow(values, vmin=0, vmax=hi, cmap="viridis")
@@ -60,12 +66,17 @@ def load_run(folder) -> dict:
     """The arrays and summary of a run folder, titled ``scene method (mode)``."""
     folder = Path(folder)
     if not (folder / "summary.json").is_file():
-        raise InputError(f"{folder} is not a folder written by python -m agents.metric_check (no summary.json)",
-                         param="runs")
+        raise InputError(
+            f"{folder} is not a folder written by python -m agents.metric_check (no summary.json)", param="runs"
+        )
     summary = json.loads((folder / "summary.json").read_text())
-    return {"learned": np.load(folder / "learned.npy"), "exact": np.load(folder / "exact.npy"), "summary": summary,
-            "title": f"{summary['scene']} {summary['method']} ({summary['mode']}"
-                     f"{', no DrQ shifts' if summary.get('config', {}).get('augment') is False else ''})"}
+    return {
+        "learned": np.load(folder / "learned.npy"),
+        "exact": np.load(folder / "exact.npy"),
+        "summary": summary,
+        "title": f"{summary['scene']} {summary['method']} ({summary['mode']}"
+        f"{', no DrQ shifts' if summary.get('config', {}).get('augment') is False else ''})",
+    }
 
 
 def main(argv=None) -> int:

@@ -19,8 +19,16 @@ from validation.figure_data import general_fixed_points, order_values
 from .style import defaults_of, figure_parser, plt, save
 
 
-def _strip(ax, families: list[str], values: np.ndarray, family: np.ndarray, offset: float, color: str,
-           label: str, rng: np.random.Generator) -> None:
+def _strip(
+    ax,
+    families: list[str],
+    values: np.ndarray,
+    family: np.ndarray,
+    offset: float,
+    color: str,
+    label: str,
+    rng: np.random.Generator,
+) -> None:
     for k, fam in enumerate(families):
         v = values[family == fam]
         x = k + offset + rng.uniform(-0.12, 0.12, size=len(v))
@@ -33,12 +41,26 @@ def plot_order_dependence(path, data: dict[str, np.ndarray]):
     families = sorted(set(data["family"].tolist()))
     rng = np.random.default_rng(0)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), sharex=True)
-    panels = [(axes[0], [("index", "states in index order", "tab:red"),
-                         ("contiguous", "each E_eps class numbered consecutively", "tab:blue")],
-               "max d_eps-bar on E_eps", "C4's zero part: index order vs class-contiguous"),
-              (axes[1], [("state_spread", "d_eps-bar over random state orders", "tab:purple"),
-                         ("action_spread", "d_eps, d_eps-bar over random action orders", "tab:orange")],
-               "spread (max - min per pair)", "C11: how much the distances move")]
+    panels = [
+        (
+            axes[0],
+            [
+                ("index", "states in index order", "tab:red"),
+                ("contiguous", "each E_eps class numbered consecutively", "tab:blue"),
+            ],
+            "max d_eps-bar on E_eps",
+            "C4's zero part: index order vs class-contiguous",
+        ),
+        (
+            axes[1],
+            [
+                ("state_spread", "d_eps-bar over random state orders", "tab:purple"),
+                ("action_spread", "d_eps, d_eps-bar over random action orders", "tab:orange"),
+            ],
+            "spread (max - min per pair)",
+            "C11: how much the distances move",
+        ),
+    ]
     for ax, series, ylabel, title in panels:
         for k, (key, label, color) in enumerate(series):
             _strip(ax, families, data[key], data["family"], -0.18 + 0.36 * k, color, label, rng)
@@ -52,8 +74,11 @@ def plot_order_dependence(path, data: dict[str, np.ndarray]):
         ax.legend(fontsize=8, loc="upper left", framealpha=0.9)
     above = int(np.sum(data["index"] > 1e-8))
     still = int(np.sum(data["contiguous"] > 1e-8))
-    fig.suptitle(f"{len(data['index'])} cases: d_eps-bar > 0 on E_eps in {above} with index order, "
-                 f"{still} with classes numbered consecutively", fontsize=10)
+    fig.suptitle(
+        f"{len(data['index'])} cases: d_eps-bar > 0 on E_eps in {above} with index order, "
+        f"{still} with classes numbered consecutively",
+        fontsize=10,
+    )
     return save(fig, path, tight=True)
 
 

@@ -56,8 +56,7 @@ def plot_two_mdps(path, rows: list[tuple[str, float, float]]) -> Path:
 def memory_rows(results: Path) -> list[tuple[str, float, float]]:
     """(workload, estimate MiB, measured MiB) of ``memory.json`` under ``results``."""
     record = json.loads((Path(results) / "memory.json").read_text())
-    return [(str(r["workload"]), r["estimate_bytes"] / 2 ** 20, r["measured_bytes"] / 2 ** 20)
-            for r in record["records"]]
+    return [(str(r["workload"]), r["estimate_bytes"] / 2**20, r["measured_bytes"] / 2**20) for r in record["records"]]
 
 
 def plot_memory_estimate(path, rows: list[tuple[str, float, float]], factor: float = 1.5) -> Path:
@@ -67,8 +66,9 @@ def plot_memory_estimate(path, rows: list[tuple[str, float, float]], factor: flo
     values = np.array([[r[1], r[2]] for r in rows])
     lo, hi = values.min() / 2, values.max() * 2
     grid = np.geomspace(lo, hi, 50)
-    ax.fill_between(grid, grid / factor, grid * factor, color="tab:green", alpha=0.15,
-                    label=f"within a factor of {factor:g}")
+    ax.fill_between(
+        grid, grid / factor, grid * factor, color="tab:green", alpha=0.15, label=f"within a factor of {factor:g}"
+    )
     ax.plot(grid, grid, color="tab:green", lw=1)
     for k, workload in enumerate(dict.fromkeys(r[0] for r in rows)):
         pts = np.array([[r[2], r[1]] for r in rows if r[0] == workload])

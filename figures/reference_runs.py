@@ -40,9 +40,15 @@ def _read(path: Path) -> dict[str, Runs]:
         for row in csv.DictReader(f):
             if row["agent"] == "DrQ":
                 table.setdefault(row["env"], {}).setdefault(int(row["seed"]), []).append(
-                    (int(row["step"]), float(row["episode_reward"])))
-    return {env: {seed: (np.array([s for s, _ in sorted(rows)]), np.array([r for _, r in sorted(rows)]))
-                  for seed, rows in sorted(runs.items())} for env, runs in table.items()}
+                    (int(row["step"]), float(row["episode_reward"]))
+                )
+    return {
+        env: {
+            seed: (np.array([s for s, _ in sorted(rows)]), np.array([r for _, r in sorted(rows)]))
+            for seed, rows in sorted(runs.items())
+        }
+        for env, runs in table.items()
+    }
 
 
 def drq_runs(task: str = "cartpole-swingup", path: Path = DRQ_CURVES) -> Runs:

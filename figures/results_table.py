@@ -61,11 +61,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("roots", nargs="+", metavar="RUNS_ROOT", help="folder(s) to search for runs, or run folders")
     parser.add_argument("--step", type=int, default=None, help="use the evaluation at this env step (default: final)")
     parser.add_argument("--out", default=None, help="also write the table to this markdown file")
-    parser.add_argument("--carla", action="store_true",
-                        help="the paper's CARLA table: carla-highway runs only, next to the paper's values")
-    parser.add_argument("--aggregates", action="store_true",
-                        help="append IQM, mean, median, optimality gap with 95%% CIs, probability of improvement "
-                             "(figures.aggregate_table); with --out, TABLE.aggregates.csv and TABLE.profiles.png too")
+    parser.add_argument(
+        "--carla",
+        action="store_true",
+        help="the paper's CARLA table: carla-highway runs only, next to the paper's values",
+    )
+    parser.add_argument(
+        "--aggregates",
+        action="store_true",
+        help="append IQM, mean, median, optimality gap with 95%% CIs, probability of improvement "
+        "(figures.aggregate_table); with --out, TABLE.aggregates.csv and TABLE.profiles.png too",
+    )
     args = parser.parse_args(argv)
     try:
         table, listing = (carla_table if args.carla else table_and_listing)(args.roots, args.step)

@@ -15,8 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from bisimkit.files import atomic_write  # noqa: E402
 
-plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 130, "font.size": 10, "axes.titlesize": 10,
-                     "axes.grid": False})
+plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 130, "font.size": 10, "axes.titlesize": 10, "axes.grid": False})
 
 
 def save(fig, path: str | os.PathLike, tight: bool = False) -> Path:
@@ -41,8 +40,15 @@ def return_curve_axes(ax, title: str, ylabel: str = "episode return", legend_siz
     ax.legend(loc="upper left", fontsize=legend_size)
 
 
-def check_axes(ax, curves, random_mean: float, random_std: float, mark: float | None = None,
-               random_label: str = "uniform random policy", mark_label: str = "pass mark") -> None:
+def check_axes(
+    ax,
+    curves,
+    random_mean: float,
+    random_std: float,
+    mark: float | None = None,
+    random_label: str = "uniform random policy",
+    mark_label: str = "pass mark",
+) -> None:
     """The learning check's picture on ``ax``: evaluation curves with a band of one std each, the random
     policy's mean and band of one std, and the pass mark; ``curves``: (label, colour, steps, means,
     stds[, line style]) per run."""
@@ -59,8 +65,11 @@ def check_axes(ax, curves, random_mean: float, random_std: float, mark: float | 
 def defaults_of(function) -> dict:
     """The default of each of ``function``'s parameters that has one: what a figure's command line
     offers for the data function it calls."""
-    return {name: p.default for name, p in inspect.signature(function).parameters.items()
-            if p.default is not inspect.Parameter.empty}
+    return {
+        name: p.default
+        for name, p in inspect.signature(function).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
 
 
 def figure_parser(doc: str, out: str, seed: bool = True) -> argparse.ArgumentParser:

@@ -98,8 +98,11 @@ def gather(root: str | Path, out: str | Path, step: int | None = None, reps: int
         conditions.setdefault(condition_of(run["values"]), []).append(run)
     out.mkdir(parents=True, exist_ok=True)
     tidy = io.StringIO()
-    writer = csv.DictWriter(tidy, ["run", "status", "condition", "task", "method", "seed", *axes, "file",
-                                   *EVAL_FIELDS], extrasaction="ignore")
+    writer = csv.DictWriter(
+        tidy,
+        ["run", "status", "condition", "task", "method", "seed", *axes, "file", *EVAL_FIELDS],
+        extrasaction="ignore",
+    )
     writer.writeheader()
     missing, tables, result = [], [], {"conditions": {}, "runs": len(sweep["runs"]), "with_evaluations": 0}
     for label, runs in conditions.items():
@@ -110,7 +113,7 @@ def gather(root: str | Path, out: str | Path, step: int | None = None, reps: int
             settings = {"run": name, "status": status, "condition": label, **run["values"]}
             rows = _rows(folder / EVAL_FILE)
             for file in EVAL_FILES.values():
-                for row in (rows if file == EVAL_FILE else _rows(folder / file)):
+                for row in rows if file == EVAL_FILE else _rows(folder / file):
                     writer.writerow({**settings, "file": file, **row})
             if rows and (folder / CONFIG_FILE).is_file():
                 folders.append(folder)
@@ -118,9 +121,13 @@ def gather(root: str | Path, out: str | Path, step: int | None = None, reps: int
                 absent.append(f"{name} ({status}{'' if rows else ', no evaluation yet'})")
         result["with_evaluations"] += len(folders)
         missing += [f"{label}: {a}" for a in absent]
-        note = (f"*Missing: {len(absent)} of {len(runs)} runs of this condition are not done: "
-                f"{'; '.join(absent[:20])}{'; ...' if len(absent) > 20 else ''} (the cells hold the runs "
-                f"that have evaluations).*\n" if absent else f"*All {len(runs)} runs of this condition are done.*\n")
+        note = (
+            f"*Missing: {len(absent)} of {len(runs)} runs of this condition are not done: "
+            f"{'; '.join(absent[:20])}{'; ...' if len(absent) > 20 else ''} (the cells hold the runs "
+            f"that have evaluations).*\n"
+            if absent
+            else f"*All {len(runs)} runs of this condition are done.*\n"
+        )
         slug = _slug(label)
         files = {}
         if folders:
@@ -135,16 +142,21 @@ def gather(root: str | Path, out: str | Path, step: int | None = None, reps: int
             except InputError as exc:
                 body += f"\n*Aggregates not computed: {str(exc).splitlines()[0]}.*\n"
             else:
-                files.update({f"aggregates_{kind}": path
-                              for kind, path in aggregate_table.write(agg, out, suffix=f"-{slug}").items()})
+                files.update(
+                    {
+                        f"aggregates_{kind}": path
+                        for kind, path in aggregate_table.write(agg, out, suffix=f"-{slug}").items()
+                    }
+                )
                 body += "\n" + markdown(agg)
             atomic_write_text(out / f"table-{slug}.md", body)
         else:
             body = f"## {label}\n\nNo run of this condition has an evaluation yet.\n\n{note}"
         tables.append(body)
         result["conditions"][label] = files
-    atomic_write_text(out / "tables.md", f"# Sweep {sweep.get('grid', {}).get('name') or root.name}\n\n"
-                      + "\n".join(tables))
+    atomic_write_text(
+        out / "tables.md", f"# Sweep {sweep.get('grid', {}).get('name') or root.name}\n\n" + "\n".join(tables)
+    )
     atomic_write_text(out / "evaluations.csv", tidy.getvalue())
     atomic_write_text(out / "missing.txt", "".join(m + "\n" for m in missing))
     result["missing"] = missing
@@ -157,8 +169,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("root", help="sweep root")
     parser.add_argument("--out", required=True, help="folder for the tables, curves and evaluations.csv")
     parser.add_argument("--step", type=int, default=None, help="tables at this environment step (default: final)")
-    parser.add_argument("--reps", type=int, default=DEFAULT_REPS,
-                        help="bootstrap replications of the aggregates' intervals (default %(default)s)")
+    parser.add_argument(
+        "--reps",
+        type=int,
+        default=DEFAULT_REPS,
+        help="bootstrap replications of the aggregates' intervals (default %(default)s)",
+    )
     args = parser.parse_args(argv)
     try:
         result = gather(args.root, args.out, args.step, args.reps)
@@ -167,8 +183,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except ModuleNotFoundError as exc:
         return report_missing(exc)
-    print(f"gathered {result['with_evaluations']} of {result['runs']} runs into {args.out}: "
-          f"{len(result['conditions'])} condition(s), tables.md (with aggregates), evaluations.csv")
+    print(
+        f"gathered {result['with_evaluations']} of {result['runs']} runs into {args.out}: "
+        f"{len(result['conditions'])} condition(s), tables.md (with aggregates), evaluations.csv"
+    )
     if result["missing"]:
         print(f"missing ({len(result['missing'])} runs not done; listed in {Path(args.out) / 'missing.txt'}):")
         for line in result["missing"][:20]:

@@ -19,10 +19,19 @@ from hypothesis import HealthCheck, settings
 matplotlib.use("Agg")
 sys.path.insert(0, str(Path(__file__).parent))
 
-settings.register_profile("ci", max_examples=20, deadline=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("thorough", max_examples=500, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile(
+    "ci",
+    max_examples=20,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "thorough",
+    max_examples=500,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
@@ -63,8 +72,10 @@ def slurm(tmp_path_factory):
     cancelled first) in the finalizer. Skipped, with the reason, when slurm-wlm / munge are not installed."""
     missing = [tool for tool in ("slurmctld", "slurmd", "munged", "sbatch", "sinfo") if shutil.which(tool) is None]
     if missing:
-        pytest.skip(f"SLURM tests skipped: {', '.join(missing)} not installed "
-                    f"(apt-get install -y slurm-wlm munge; .ci/run does it when it can)")
+        pytest.skip(
+            f"SLURM tests skipped: {', '.join(missing)} not installed "
+            f"(apt-get install -y slurm-wlm munge; .ci/run does it when it can)"
+        )
     if os.geteuid() != 0:
         pytest.skip("SLURM tests skipped: the local cluster runs its daemons as root (SlurmUser=root)")
     folder = tmp_path_factory.mktemp("slurm")
@@ -79,11 +90,17 @@ def slurm(tmp_path_factory):
         yield folder
     finally:
         if (folder / "slurm.conf").is_file():
-            jobs = subprocess.run(["squeue", "-h", "-o", "%A"], capture_output=True, text=True, timeout=30,
-                                  env={**os.environ, "SLURM_CONF": str(folder / "slurm.conf")}).stdout.split()
+            jobs = subprocess.run(
+                ["squeue", "-h", "-o", "%A"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                env={**os.environ, "SLURM_CONF": str(folder / "slurm.conf")},
+            ).stdout.split()
             if jobs:
-                subprocess.run(["scancel", *jobs], timeout=30, env={**os.environ,
-                                                                   "SLURM_CONF": str(folder / "slurm.conf")})
+                subprocess.run(
+                    ["scancel", *jobs], timeout=30, env={**os.environ, "SLURM_CONF": str(folder / "slurm.conf")}
+                )
         stop = subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, text=True, timeout=60)
         if saved is None:
             os.environ.pop("SLURM_CONF", None)

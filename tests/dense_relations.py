@@ -30,8 +30,7 @@ def refine(n: int, signature) -> np.ndarray:
 
 def policy_averaged(mdp, initial, atol):
     P = mdp.transition_pi_rows
-    return refine(mdp.n_states, lambda labels: np.column_stack(
-        [initial, cluster_rows(class_masses(P, labels), atol)]))
+    return refine(mdp.n_states, lambda labels: np.column_stack([initial, cluster_rows(class_masses(P, labels), atol)]))
 
 
 def pi_labels(mdp, atol=1e-9):
@@ -46,8 +45,9 @@ def bisim_labels(mdp, atol=1e-9):
     n = mdp.n_states
     reward = cluster_rows(mdp.rewards, atol)
     P = mdp.transition_rows
-    return refine(n, lambda labels: np.column_stack(
-        [reward, cluster_rows(class_masses(P, labels).reshape(n, -1), atol)]))
+    return refine(
+        n, lambda labels: np.column_stack([reward, cluster_rows(class_masses(P, labels).reshape(n, -1), atol)])
+    )
 
 
 def eps_labels(mdp, ground="reward", atol=1e-9):
@@ -63,8 +63,9 @@ def eps_labels(mdp, ground="reward", atol=1e-9):
 
     def signature(labels):
         masses = cluster_rows(class_masses(P, labels), atol).reshape(n, m)
-        action_label = np.unique(np.column_stack([gclass.ravel(), masses.ravel()]), axis=0,
-                                 return_inverse=True)[1].reshape(n, m)
+        action_label = np.unique(np.column_stack([gclass.ravel(), masses.ravel()]), axis=0, return_inverse=True)[
+            1
+        ].reshape(n, m)
         sigs: dict[tuple, int] = {}
         out = np.empty(n, dtype=np.int64)
         for s in range(n):
@@ -82,5 +83,9 @@ def eps_labels(mdp, ground="reward", atol=1e-9):
 
 
 #: The dense reference of each relation kind.
-DENSE = {"pi": pi_labels, "psm": psm_labels, "bisim": bisim_labels,
-         "eps": lambda mdp, atol=1e-9: eps_labels(mdp, "reward", atol)}
+DENSE = {
+    "pi": pi_labels,
+    "psm": psm_labels,
+    "bisim": bisim_labels,
+    "eps": lambda mdp, atol=1e-9: eps_labels(mdp, "reward", atol),
+}

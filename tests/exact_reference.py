@@ -160,7 +160,7 @@ def _potentials(flow, C, k, l):
     changed = True
     while changed:
         changed = False
-        for (x, y) in flow:
+        for x, y in flow:
             if u[x] is not None and v[y] is None:
                 v[y] = C[x][y] - u[x]
                 changed = True
@@ -173,7 +173,7 @@ def _potentials(flow, C, k, l):
 def _cycle(flow, enter, k):
     """The cells of the pivot cycle, starting with ``enter`` and alternating +, -, +, ..."""
     adj: dict[int, list[int]] = {}
-    for (x, y) in flow:
+    for x, y in flow:
         adj.setdefault(x, []).append(k + y)
         adj.setdefault(k + y, []).append(x)
     start, goal = k + enter[1], enter[0]  # path in the tree from the entering column to its row
@@ -244,8 +244,10 @@ class _Reference:
                 if sum(self.pi[s]) != 1:
                     raise ValueError(f"policy[s={s}] does not sum to exactly 1")
             values = np.asarray(mdp.action_values)
-            self.abar = [[sum(self.pi[s][a] * _frac(values[a, k]) for a in range(m)) for k in range(values.shape[1])]
-                         for s in range(n)]
+            self.abar = [
+                [sum(self.pi[s][a] * _frac(values[a, k]) for a in range(m)) for k in range(values.shape[1])]
+                for s in range(n)
+            ]
             self.Rpi = [sum(self.pi[s][a] * self.R[s][a] for a in range(m)) for s in range(n)]
             self.Ppi = [[sum(self.pi[s][a] * self.P[s][a][x] for a in range(m)) for x in range(n)] for s in range(n)]
         self.pairs = [(s, t) for s in range(n) for t in range(s + 1, n)]
@@ -288,7 +290,7 @@ class _Reference:
         dst = [j for j in range(self.n) if q[j] > 0]
         masses, S = _integers([p[i] for i in src] + [q[j] for j in dst])
         C = [[self.d(xi, i, j) for j in dst] for i in src]
-        value, plan = transport(masses[:len(src)], masses[len(src):], C)
+        value, plan = transport(masses[: len(src)], masses[len(src) :], C)
         return Fraction(value, S), {(src[i], dst[j]): Fraction(mass, S) for (i, j), mass in plan.items()}
 
     # ------------------------------------------------------------- fixed points
@@ -302,8 +304,9 @@ class _Reference:
             return self._stein(metric)
         if metric == "dbc-sampled":
             n, m = self.n, self.m
-            if any(self.pi[s][a] > 0 and sum(1 for x in self.P[s][a] if x != 0) != 1
-                   for s in range(n) for a in range(m)):
+            if any(
+                self.pi[s][a] > 0 and sum(1 for x in self.P[s][a] if x != 0) != 1 for s in range(n) for a in range(m)
+            ):
                 raise ValueError("dbc-sampled is linear only when the policy's next-state laws are point masses")
             return self._stein(metric)
         if metric == "mico-reduced":
@@ -351,8 +354,10 @@ class _Reference:
                 return x
             improved = False
             for pair in self.pairs:
-                q = [const + self.c * sum(mass * self.d(x, i, j) for (i, j), mass in plans[pair][r].items())
-                     for r, (_, const, _, _) in enumerate(rows[pair])]
+                q = [
+                    const + self.c * sum(mass * self.d(x, i, j) for (i, j), mass in plans[pair][r].items())
+                    for r, (_, const, _, _) in enumerate(rows[pair])
+                ]
                 best = max(range(len(q)), key=lambda r: q[r])
                 if q[best] > q[choice[pair]]:
                     choice[pair] = best
@@ -385,8 +390,11 @@ class _Reference:
             if metric == "mico":
                 b[k] = abs(self.Rpi[s] - self.Rpi[t])
             elif metric == "dbc-sampled":
-                b[k] = sum(self.pi[s][a] * self.pi[t][a2] * abs(self.R[s][a] - self.R[t][a2])
-                           for a in range(self.m) for a2 in range(self.m))
+                b[k] = sum(
+                    self.pi[s][a] * self.pi[t][a2] * abs(self.R[s][a] - self.R[t][a2])
+                    for a in range(self.m)
+                    for a2 in range(self.m)
+                )
             else:
                 b[k] = self._l1_abar(s, t)
             for i in range(n):

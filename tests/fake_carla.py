@@ -42,8 +42,9 @@ class Transform:
 
 
 class VehicleControl:
-    def __init__(self, throttle=0.0, steer=0.0, brake=0.0, hand_brake=False, reverse=False,
-                 manual_gear_shift=False, gear=0):
+    def __init__(
+        self, throttle=0.0, steer=0.0, brake=0.0, hand_brake=False, reverse=False, manual_gear_shift=False, gear=0
+    ):
         self.throttle, self.steer, self.brake = float(throttle), float(steer), float(brake)
 
 
@@ -74,8 +75,9 @@ class ActorAttribute:
 class ActorBlueprint:
     def __init__(self, id, **attributes):
         self.id = id
-        self._attributes = {k: ActorAttribute(*v) if isinstance(v, tuple) else ActorAttribute(v)
-                            for k, v in attributes.items()}
+        self._attributes = {
+            k: ActorAttribute(*v) if isinstance(v, tuple) else ActorAttribute(v) for k, v in attributes.items()
+        }
 
     def has_attribute(self, name):
         return name in self._attributes
@@ -213,8 +215,9 @@ class World:
         return WorldSettings(s.synchronous_mode, s.fixed_delta_seconds, s.no_rendering_mode)
 
     def apply_settings(self, settings):
-        self._settings = WorldSettings(settings.synchronous_mode, settings.fixed_delta_seconds,
-                                       settings.no_rendering_mode)
+        self._settings = WorldSettings(
+            settings.synchronous_mode, settings.fixed_delta_seconds, settings.no_rendering_mode
+        )
         self._server.settings_log.append((settings.synchronous_mode, settings.fixed_delta_seconds))
         return self._frame
 
@@ -317,8 +320,10 @@ class Client:
 
     def get_server_version(self):
         if self._server.down:
-            raise RuntimeError("time-out of 10000ms while waiting for the simulator, make sure the simulator "
-                               "is ready and connected to localhost:2000")
+            raise RuntimeError(
+                "time-out of 10000ms while waiting for the simulator, make sure the simulator "
+                "is ready and connected to localhost:2000"
+            )
         return "0.9.16"
 
     def get_world(self):
@@ -368,17 +373,25 @@ class Server:
         self.timeouts: list = []
         self.loads: list = []
         self.down = False
-        self.collide = None          # an impulse (x, y, z) every tick when set
+        self.collide = None  # an impulse (x, y, z) every tick when set
         self.spawn_calls = 0
-        self.fail_spawn_at = None    # the n-th world.spawn_actor raises
-        self.fail_tick_at = None     # world.tick raises from this frame on
-        cars = [ActorBlueprint(f"vehicle.fake.car{k}", number_of_wheels="4",
-                               color=("0,0,0", ["255,0,0", "0,255,0", "0,0,255"])) for k in range(3)]
+        self.fail_spawn_at = None  # the n-th world.spawn_actor raises
+        self.fail_tick_at = None  # world.tick raises from this frame on
+        cars = [
+            ActorBlueprint(
+                f"vehicle.fake.car{k}", number_of_wheels="4", color=("0,0,0", ["255,0,0", "0,255,0", "0,0,255"])
+            )
+            for k in range(3)
+        ]
         self.library = BlueprintLibrary(
-            [ActorBlueprint("vehicle.audi.a2", number_of_wheels="4"),
-             ActorBlueprint("vehicle.fake.bike", number_of_wheels="2"), *cars,
-             ActorBlueprint("sensor.camera.rgb", image_size_x="800", image_size_y="600", fov="90"),
-             ActorBlueprint("sensor.other.collision")])
+            [
+                ActorBlueprint("vehicle.audi.a2", number_of_wheels="4"),
+                ActorBlueprint("vehicle.fake.bike", number_of_wheels="2"),
+                *cars,
+                ActorBlueprint("sensor.camera.rgb", image_size_x="800", image_size_y="600", fov="90"),
+                ActorBlueprint("sensor.other.collision"),
+            ]
+        )
 
 
 SERVER = Server()
@@ -389,11 +402,20 @@ def module(server: Server) -> types.ModuleType:
     global SERVER
     SERVER = server
     mod = types.ModuleType("carla")
-    for name in ("Client", "Location", "Rotation", "Transform", "VehicleControl", "LaneType", "WorldSettings",
-                 "Vector3D"):
+    for name in (
+        "Client",
+        "Location",
+        "Rotation",
+        "Transform",
+        "VehicleControl",
+        "LaneType",
+        "WorldSettings",
+        "Vector3D",
+    ):
         setattr(mod, name, globals()[name])
-    mod.command = types.SimpleNamespace(SpawnActor=SpawnActor, SetAutopilot=SetAutopilot, FutureActor=FutureActor,
-                                        DestroyActor=DestroyActor)
+    mod.command = types.SimpleNamespace(
+        SpawnActor=SpawnActor, SetAutopilot=SetAutopilot, FutureActor=FutureActor, DestroyActor=DestroyActor
+    )
     return mod
 
 
@@ -408,14 +430,27 @@ def real_client_names() -> dict[str, set[str]] | None:
     """The public names of the real client's classes the fake mirrors (None without carla)."""
     try:
         import importlib
+
         real = importlib.import_module("carla")
     except ImportError:
         return None
     if isinstance(real, types.ModuleType) and not hasattr(real, "libcarla"):
         return None
-    pairs = {"Client": Client, "World": World, "Map": Map, "Waypoint": Waypoint, "TrafficManager": TrafficManager,
-             "BlueprintLibrary": BlueprintLibrary, "ActorBlueprint": ActorBlueprint, "ActorAttribute": ActorAttribute,
-             "Image": Image, "CollisionEvent": CollisionEvent, "WorldSettings": WorldSettings, "Location": Location,
-             "Rotation": Rotation, "Transform": Transform, "VehicleControl": VehicleControl}
+    pairs = {
+        "Client": Client,
+        "World": World,
+        "Map": Map,
+        "Waypoint": Waypoint,
+        "TrafficManager": TrafficManager,
+        "BlueprintLibrary": BlueprintLibrary,
+        "ActorBlueprint": ActorBlueprint,
+        "ActorAttribute": ActorAttribute,
+        "Image": Image,
+        "CollisionEvent": CollisionEvent,
+        "WorldSettings": WorldSettings,
+        "Location": Location,
+        "Rotation": Rotation,
+        "Transform": Transform,
+        "VehicleControl": VehicleControl,
+    }
     return {name: {n for n in dir(getattr(real, name)) if not n.startswith("_")} for name in pairs}
-

@@ -67,6 +67,7 @@ def _vertices(p: dict, q: dict):
             while parent[x] != x:
                 x = parent[x]
             return x
+
         ok = True
         for a, b in tree:
             ra, rb = find(a), find(len(A) + b)
@@ -95,7 +96,7 @@ def _tree_flow(tree, a, b):
     while left:
         deg_a = {}
         deg_b = {}
-        for (i, j) in left:
+        for i, j in left:
             deg_a[i] = deg_a.get(i, 0) + 1
             deg_b[j] = deg_b.get(j, 0) + 1
         leaf = next(((i, j) for (i, j) in left if deg_a[i] == 1), None)
@@ -172,8 +173,10 @@ def distances(rows, ground, c: Fraction) -> list[list[Fraction]]:
         x = _solve(M, rhs) if N else []
         changed = False
         for i, pair in enumerate(unknown):
+
             def cost(vertex):
                 return sum(m * value(x, u, v) for (u, v), m in vertex.items())
+
             current = cost(strategy[pair])
             best = min(verts[pair], key=cost)
             if cost(best) < current:
@@ -249,9 +252,9 @@ def value_iteration(rows, ground, c: float, start: float, sweeps: int):
                 cost = np.array([[d[u, v] for v in B] for u in A]).ravel()
                 eq = np.zeros((len(A) + len(B), len(A) * len(B)))
                 for i in range(len(A)):
-                    eq[i, i * len(B):(i + 1) * len(B)] = 1
+                    eq[i, i * len(B) : (i + 1) * len(B)] = 1
                 for j in range(len(B)):
-                    eq[len(A) + j, j::len(B)] = 1
+                    eq[len(A) + j, j :: len(B)] = 1
                 rhs = [float(rows[s][u]) for u in A] + [float(rows[t][v]) for v in B]
                 w = linprog(cost, A_eq=eq, b_eq=rhs, bounds=(0, None), method="highs").fun
                 new[s, t] = new[t, s] = g[s, t] + (1 - g[s, t]) * c * w

@@ -37,34 +37,55 @@ def main() -> None:
     scores = score_matrices()
 
     def four(x):
-        return np.array([metrics.aggregate_median(x), metrics.aggregate_iqm(x), metrics.aggregate_mean(x),
-                         metrics.aggregate_optimality_gap(x)])
+        return np.array(
+            [
+                metrics.aggregate_median(x),
+                metrics.aggregate_iqm(x),
+                metrics.aggregate_mean(x),
+                metrics.aggregate_optimality_gap(x),
+            ]
+        )
 
     out = {"versions": {}}
     import arch
     import rliable
-    out["versions"] = {"rliable": getattr(rliable, "__version__", "1.2.0"), "arch": arch.__version__,
-                       "numpy": np.__version__}
+
+    out["versions"] = {
+        "rliable": getattr(rliable, "__version__", "1.2.0"),
+        "arch": arch.__version__,
+        "numpy": np.__version__,
+    }
     out["intervals"] = {}
     for name, matrix in scores.items():
         np.random.seed(11)
         point, ci = rly.get_interval_estimates({name: matrix}, four, reps=2000)
-        out["intervals"][name] = {"point": point[name].tolist(), "low": ci[name][0].tolist(),
-                                  "high": ci[name][1].tolist()}
+        out["intervals"][name] = {
+            "point": point[name].tolist(),
+            "low": ci[name][0].tolist(),
+            "high": ci[name][1].tolist(),
+        }
     out["improvement"] = {}
     for x, y in (("A", "B"), ("B", "C"), ("C", "A")):
         np.random.seed(12)
         point, ci = rly.get_interval_estimates(
-            {f"{x},{y}": [scores[x], scores[y]]}, metrics.probability_of_improvement, reps=1000)
+            {f"{x},{y}": [scores[x], scores[y]]}, metrics.probability_of_improvement, reps=1000
+        )
         key = f"{x},{y}"
-        out["improvement"][key] = {"point": float(point[key]), "low": float(ci[key][0][0]),
-                                   "high": float(ci[key][1][0])}
+        out["improvement"][key] = {
+            "point": float(point[key]),
+            "low": float(ci[key][0][0]),
+            "high": float(ci[key][1][0]),
+        }
     taus = np.linspace(0.0, 1.2, 13)
     np.random.seed(13)
     profiles, cis = rly.create_performance_profile(scores, taus, reps=500)
-    out["profiles"] = {"taus": taus.tolist(), **{name: {"point": profiles[name].tolist(),
-                                                        "low": cis[name][0].tolist(),
-                                                        "high": cis[name][1].tolist()} for name in scores}}
+    out["profiles"] = {
+        "taus": taus.tolist(),
+        **{
+            name: {"point": profiles[name].tolist(), "low": cis[name][0].tolist(), "high": cis[name][1].tolist()}
+            for name in scores
+        },
+    }
     print(json.dumps(out, indent=1))
 
 

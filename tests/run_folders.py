@@ -8,14 +8,16 @@ import json
 from pathlib import Path
 
 
-def write_run(root: Path, task: str, method: str, seed: int, rows: list[tuple[int, float]], folder: str = "",
-              **config) -> Path:
+def write_run(
+    root: Path, task: str, method: str, seed: int, rows: list[tuple[int, float]], folder: str = "", **config
+) -> Path:
     """A hand-written run folder (``root/task/method/seedN``, or ``root/folder``): config.json with
     task, method, seed and ``config``, and eval.csv with (env_step, mean_return) rows."""
     folder = root / folder if folder else root / task / method / f"seed{seed}"
     folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps({"config": {"task": task, "method": method, "seed": seed,
-                                                               **config}, "device": "cpu"}))
+    (folder / "config.json").write_text(
+        json.dumps({"config": {"task": task, "method": method, "seed": seed, **config}, "device": "cpu"})
+    )
     with open(folder / "eval.csv", "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["env_step", "mean_return", "std_return", "episodes", "split", "elapsed_s"])
@@ -24,8 +26,12 @@ def write_run(root: Path, task: str, method: str, seed: int, rows: list[tuple[in
     return folder
 
 
-RETURNS = {("cartpole-swingup", "drq"): [300, 500, 400], ("walker-walk", "drq"): [600, 700, 800],
-           ("cartpole-swingup", "eps-r"): [350, 450, 900], ("walker-walk", "eps-r"): [650, 100, 850]}
+RETURNS = {
+    ("cartpole-swingup", "drq"): [300, 500, 400],
+    ("walker-walk", "drq"): [600, 700, 800],
+    ("cartpole-swingup", "eps-r"): [350, 450, 900],
+    ("walker-walk", "eps-r"): [650, 100, 850],
+}
 
 
 def make_runs(tmp_path) -> Path:

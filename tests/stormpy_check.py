@@ -19,8 +19,18 @@ def stormpy_pi_block_count(mdp) -> int:
 
     Ppi, labels = mdp.transition_pi, cluster_values(mdp.reward_pi, 1e-9)
     n = mdp.n_states
-    lines = ["@type: DTMC", "@parameters", "", "@reward_models", "", "@nr_states", str(n),
-             "@nr_choices", str(n), "@model"]
+    lines = [
+        "@type: DTMC",
+        "@parameters",
+        "",
+        "@reward_models",
+        "",
+        "@nr_states",
+        str(n),
+        "@nr_choices",
+        str(n),
+        "@model",
+    ]
     for s in range(n):
         lines += [f"state {s} init r{labels[s]}", "\taction 0"]
         lines += [f"\t\t{t} : {float(Ppi[s, t])!r}" for t in np.nonzero(Ppi[s])[0]]

@@ -59,8 +59,14 @@ def test_dbc_preset_update_equals_dbcs_own_update():
     agent = dbc_agent()
     cfg = agent.config
     assert cfg.update_rule == "dbc" and cfg.views == (1, 1) and agent.actor_head is not None
-    assert (cfg.tau, cfg.encoder_tau, cfg.alpha_lr, cfg.alpha_beta1, cfg.beta, cfg.init_temperature) == \
-        (0.01, 0.05, 1e-4, 0.5, 0.5, 0.1)
+    assert (cfg.tau, cfg.encoder_tau, cfg.alpha_lr, cfg.alpha_beta1, cfg.beta, cfg.init_temperature) == (
+        0.01,
+        0.05,
+        1e-4,
+        0.5,
+        0.5,
+        0.1,
+    )
     checks = reference_checks(agent, DBCUpdates(agent), adam_steps=8)
     assert len(checks) > 60 and not failed(checks), failed(checks)
 
@@ -69,8 +75,9 @@ def drop_reward_term(monkeypatch):
     import agents.agent as agent_module
 
     real = agent_module.dbc_coordinate_loss
-    monkeypatch.setattr(agent_module, "dbc_coordinate_loss",
-                        lambda z, **kw: real(z, **{**kw, "reward": torch.zeros_like(kw["reward"])}))
+    monkeypatch.setattr(
+        agent_module, "dbc_coordinate_loss", lambda z, **kw: real(z, **{**kw, "reward": torch.zeros_like(kw["reward"])})
+    )
 
 
 def share_one_adam(agent):
@@ -106,8 +113,7 @@ def test_a_broken_update_fails_the_reference_comparison(case, monkeypatch):
 def critic_losses(method: str, fast: bool, updates: int = 50) -> np.ndarray:
     """Critic losses of ``updates`` updates from seed 0, the same batches and draws, plain or fast."""
     torch.manual_seed(0)
-    cfg = make_config("paper", method=method, capacity="low", image_size=SIDE, batch_size=16, device="cpu",
-                      fast=fast)
+    cfg = make_config("paper", method=method, capacity="low", image_size=SIDE, batch_size=16, device="cpu", fast=fast)
     agent = Agent((9, SIDE, SIDE), ACTIONS, cfg, "cpu")
     assert agent.fast == fast
     out = []
@@ -119,8 +125,9 @@ def critic_losses(method: str, fast: bool, updates: int = 50) -> np.ndarray:
 
 #: sac (the actor-critic) and eps-r (world model and bisimulation loss on top) in the default suite; the other
 #: methods add no path of their own and run with -m slow.
-@pytest.mark.parametrize("method", [m if m in ("sac", "eps-r") else pytest.param(m, marks=pytest.mark.slow)
-                                    for m in METHODS])
+@pytest.mark.parametrize(
+    "method", [m if m in ("sac", "eps-r") else pytest.param(m, marks=pytest.mark.slow) for m in METHODS]
+)
 def test_fast_path_learns_what_the_plain_path_learns(method):
     """50 updates both ways (channels-last bf16 trunk and fused Adam, or float32): the critic losses agree
     within 3% on each of the first 10 updates and within 5% in median over all 50, and the mean of the
@@ -172,8 +179,9 @@ def test_bisimulation_losses_start_on_the_critic_losss_scale(cartpole_batch, pre
 def test_dbc_transition_init_and_unit_head_are_outside_the_band(cartpole_batch):
     """The check above can fail: the previous defaults (sigma from DBC's midpoint, head weight 1)."""
     torch.manual_seed(0)
-    cfg = make_config("paper", method="drq+pse", device="cpu", fast=False, transition_sigma_init=5.0,
-                      distance_scale=1.0)
+    cfg = make_config(
+        "paper", method="drq+pse", device="cpu", fast=False, transition_sigma_init=5.0, distance_scale=1.0
+    )
     with torch.no_grad():
         _, stats, _ = Agent((9, 84, 84), 1, cfg, "cpu").critic_losses(cartpole_batch)
     assert float(stats["bisim_loss"]) / float(stats["critic_loss"]) > 1000
@@ -183,8 +191,21 @@ def test_dbc_transition_init_and_unit_head_are_outside_the_band(cartpole_batch):
 #: Operations that make the host wait for the device (a value read back, a data-dependent shape) or
 #: copy host data to it (a tensor built from Python numbers): each stalls a GPU's queue and none can
 #: be captured in a CUDA graph.
-HOST_SYNCS = {"_local_scalar_dense", "item", "is_nonzero", "nonzero", "equal", "masked_select", "unique",
-              "_unique2", "unique_consecutive", "allclose", "repeat_interleave", "lift_fresh", "lift_fresh_copy"}
+HOST_SYNCS = {
+    "_local_scalar_dense",
+    "item",
+    "is_nonzero",
+    "nonzero",
+    "equal",
+    "masked_select",
+    "unique",
+    "_unique2",
+    "unique_consecutive",
+    "allclose",
+    "repeat_interleave",
+    "lift_fresh",
+    "lift_fresh_copy",
+}
 
 
 class DispatchAudit(torch.utils._python_dispatch.TorchDispatchMode):  # pylint: disable=protected-access
@@ -202,12 +223,14 @@ class DispatchAudit(torch.utils._python_dispatch.TorchDispatchMode):  # pylint: 
 
     def skip(self, method):
         """``method`` with the audit paused while it runs."""
+
         def paused(*args, **kwargs):
             self.paused = True
             try:
                 return method(*args, **kwargs)
             finally:
                 self.paused = False
+
         return paused
 
 
@@ -220,8 +243,11 @@ def test_the_audit_sees_a_host_read():
     assert {"_local_scalar_dense", "lift_fresh"} <= set(audit.ops) & HOST_SYNCS, audit.ops
 
 
-@pytest.mark.parametrize("preset, method, fields", [("paper", m, {}) for m in METHODS] +
-                         [("drq", "drq", {}), ("dbc", "drq+dbc", {}), ("paper", "eps-r", {"spread_units": True})])
+@pytest.mark.parametrize(
+    "preset, method, fields",
+    [("paper", m, {}) for m in METHODS]
+    + [("drq", "drq", {}), ("dbc", "drq+dbc", {}), ("paper", "eps-r", {"spread_units": True})],
+)
 def test_the_update_never_waits_for_the_device(preset, method, fields):
     """An update on a staged batch (what UpdateGraphs captures) dispatches no host synchronisation and
     no host-to-device copy, for every method, actor step and target update included; the bisimulation
@@ -232,8 +258,7 @@ def test_the_update_never_waits_for_the_device(preset, method, fields):
     from bisimkit.losses import DeferredChecks
 
     torch.manual_seed(0)
-    cfg = make_config(preset, method=method, capacity="low", image_size=SIDE, batch_size=ROWS, device="cpu",
-                      **fields)
+    cfg = make_config(preset, method=method, capacity="low", image_size=SIDE, batch_size=ROWS, device="cpu", **fields)
     agent = Agent((9, SIDE, SIDE), ACTIONS, cfg, "cpu")
     agent.checks = DeferredChecks()
     tensors = agent._batch(random_batch(ROWS))  # pylint: disable=protected-access
@@ -287,6 +312,7 @@ def test_update_graphs_warm_up_capture_once_per_pattern_and_replay(monkeypatch, 
 
     monkeypatch.setattr(torch.cuda, "CUDAGraph", FakeGraph)
     monkeypatch.setattr(torch.cuda, "graph", FakeCapture)
+
     class FakeStream:
         def wait_stream(self, other):
             pass
@@ -299,8 +325,10 @@ def test_update_graphs_warm_up_capture_once_per_pattern_and_replay(monkeypatch, 
     agent.captured = UpdateGraphs(agent)
     steps = []
     real_step = agent.step
-    agent.step = lambda tensors, actor_due, target_due: (steps.append((actor_due, target_due)),
-                                                           real_step(tensors, actor_due, target_due))[1]
+    agent.step = lambda tensors, actor_due, target_due: (
+        steps.append((actor_due, target_due)),
+        real_step(tensors, actor_due, target_due),
+    )[1]
     first = None
     for i in range(12):
         agent.update(random_batch(ROWS, seed=i))
@@ -335,8 +363,16 @@ def test_reused_next_view_features_give_the_full_recomputations_loss(method, sta
     from torch.nn import functional as F
 
     torch.manual_seed(0)
-    cfg = make_config("paper", method=method, capacity="low", image_size=SIDE, batch_size=ROWS, device="cpu",
-                      stacked_frames=stacked, beta=0.0)
+    cfg = make_config(
+        "paper",
+        method=method,
+        capacity="low",
+        image_size=SIDE,
+        batch_size=ROWS,
+        device="cpu",
+        stacked_frames=stacked,
+        beta=0.0,
+    )
     agent = Agent((9, SIDE, SIDE), ACTIONS, cfg, "cpu")
     tensors = agent._batch(random_batch(ROWS))  # pylint: disable=protected-access
     torch.manual_seed(7)
@@ -373,8 +409,16 @@ def test_compiled_trunk_learns_what_the_eager_one_learns(fast):
 
     def losses(compile_trunk: bool) -> np.ndarray:
         torch.manual_seed(0)
-        cfg = make_config("paper", method="eps-r", capacity="low", image_size=SIDE, batch_size=ROWS, device="cpu",
-                          fast=fast, compile=compile_trunk)
+        cfg = make_config(
+            "paper",
+            method="eps-r",
+            capacity="low",
+            image_size=SIDE,
+            batch_size=ROWS,
+            device="cpu",
+            fast=fast,
+            compile=compile_trunk,
+        )
         agent = Agent((9, SIDE, SIDE), ACTIONS, cfg, "cpu")
         assert (agent.encoder.trunk.compiled is not None) == compile_trunk
         out = []
@@ -410,8 +454,9 @@ def test_fast_and_graphs_are_on_by_default_with_cuda_and_off_on_a_cpu():
 
 def eps_r_agent(**changes) -> Agent:
     torch.manual_seed(0)
-    cfg = make_config("paper", method="eps-r", capacity="low", image_size=SIDE, batch_size=ROWS, device="cpu",
-                      fast=False, **changes)
+    cfg = make_config(
+        "paper", method="eps-r", capacity="low", image_size=SIDE, batch_size=ROWS, device="cpu", fast=False, **changes
+    )
     return Agent((9, SIDE, SIDE), ACTIONS, cfg, "cpu")
 
 
@@ -440,16 +485,20 @@ def test_bisim_warmup_must_be_a_count():
         make_config("paper", method="eps-r", bisim_warmup=-1)
 
 
-@pytest.mark.parametrize("method, names", [
-    ("drq", {"critic"}),
-    ("eps-r", {"critic", "transition", "reward", "inverse", "bisim"}),
-    ("eps-pi", {"critic", "transition", "reward", "inverse", "bisim"}),
-    ("drq+pse", {"critic", "transition", "reward", "inverse", "bisim"}),
-])
+@pytest.mark.parametrize(
+    "method, names",
+    [
+        ("drq", {"critic"}),
+        ("eps-r", {"critic", "transition", "reward", "inverse", "bisim"}),
+        ("eps-pi", {"critic", "transition", "reward", "inverse", "bisim"}),
+        ("drq+pse", {"critic", "transition", "reward", "inverse", "bisim"}),
+    ],
+)
 def test_loss_terms_add_up_to_the_loss_the_update_steps_on(method, names):
     torch.manual_seed(0)
-    cfg = make_config("paper", method=method, capacity="low", image_size=SIDE, batch_size=ROWS, device="cpu",
-                      fast=False)
+    cfg = make_config(
+        "paper", method=method, capacity="low", image_size=SIDE, batch_size=ROWS, device="cpu", fast=False
+    )
     agent, batch = Agent((9, SIDE, SIDE), ACTIONS, cfg, "cpu"), random_batch(ROWS)
     torch.manual_seed(3)
     loss, stats, _ = agent.critic_losses(batch)
@@ -461,7 +510,7 @@ def test_loss_terms_add_up_to_the_loss_the_update_steps_on(method, names):
     if "bisim" in terms:
         assert torch.equal(terms["bisim"].detach(), cfg.resolved().beta * stats["bisim_loss"])
     grads = torch.autograd.grad(terms["critic"], list(agent.encoder.parameters()))
-    assert any(g.abs().sum() > 0 for g in grads)                      # each term reaches the encoder
+    assert any(g.abs().sum() > 0 for g in grads)  # each term reaches the encoder
 
 
 def test_loss_terms_refuse_dbcs_two_step_update():
@@ -479,8 +528,8 @@ def test_model_grad_decides_whether_the_world_model_trains_the_encoder(model_gra
         reach = any(g is not None and g.abs().sum() > 0 for g in on_encoder)
         assert reach == model_grad, name
         on_heads = torch.autograd.grad(terms[name], heads, retain_graph=True, allow_unused=True)
-        assert any(g is not None and g.abs().sum() > 0 for g in on_heads), name     # the heads learn either way
-    for name in ("inverse", "bisim", "critic"):                                         # the others always reach it
+        assert any(g is not None and g.abs().sum() > 0 for g in on_heads), name  # the heads learn either way
+    for name in ("inverse", "bisim", "critic"):  # the others always reach it
         grads = torch.autograd.grad(terms[name], encoder, retain_graph=True, allow_unused=True)
         assert any(g is not None and g.abs().sum() > 0 for g in grads), name
 
@@ -503,7 +552,7 @@ def test_spread_units_reads_distances_in_units_of_the_batch_spread(monkeypatch):
 
     monkeypatch.setattr(module, "entangled_loss", spy)
     z = torch.randn(ROWS, agent.latent_dim, generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():                                              # no batch read yet: the head's distance
+    with torch.no_grad():  # no batch read yet: the head's distance
         torch.testing.assert_close(agent.latent_distance(z[:4], z[4:]), agent.distance(z[:4], z[4:]))
     for k in (1.0, 3.0):
         agent.bisimulation_loss(k * z)
@@ -512,7 +561,7 @@ def test_spread_units_reads_distances_in_units_of_the_batch_spread(monkeypatch):
         expected = agent.distance(a, b) / spread
         torch.testing.assert_close(seen[0](a, b), expected)
         torch.testing.assert_close(seen[1](3 * a, 3 * b), expected)  # a latent three times wider reads the same
-        w = Agent.SPREAD_MOMENTUM                                      # evaluations: the running mean of the spread
+        w = Agent.SPREAD_MOMENTUM  # evaluations: the running mean of the spread
         running = ((1 - w) * w * spread + w * 3 * spread) / ((1 - w) * w + w)
         torch.testing.assert_close(agent.latent_distance(a, b), agent.distance(a, b) / running)
         plain = eps_r_agent()

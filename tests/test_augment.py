@@ -48,5 +48,5 @@ def test_random_shift_is_drqs_replicate_pad_and_crop_on_any_frame_shape():
     padded = F.pad(obs.float(), (4, 4, 4, 4), mode="replicate").to(torch.uint8)
     for i in range(B):
         y, x = 4 + int(dy[i]), 4 + int(dx[i])
-        assert torch.equal(out[i], padded[i, :, y:y + 36, x:x + 52]), i
+        assert torch.equal(out[i], padded[i, :, y : y + 36, x : x + 52]), i
     assert out.dtype == torch.uint8 and out.shape == obs.shape

@@ -24,13 +24,13 @@ def test_frames_are_resized_rgb_rows(tmp_path):
     video = tmp_path / "clip"
     video.mkdir()
     blue = np.zeros((8, 12, 3), np.uint8)
-    blue[..., 0] = 255                       # OpenCV writes BGR: pure blue
+    blue[..., 0] = 255  # OpenCV writes BGR: pure blue
     cv2.imwrite(str(video / "00001.jpg"), blue)
     cv2.imwrite(str(video / "00000.jpg"), np.full((8, 12, 3), 128, np.uint8))
     frames = load_frames(str(video), 4)
     assert frames.shape == (2, 4 * 4 * 3) and not frames.flags.writeable
     rgb = frames[1].reshape(4, 4, 3)
-    assert rgb[..., 2].min() > 200 and rgb[..., 0].max() < 50   # blue is the last channel in RGB
+    assert rgb[..., 2].min() > 200 and rgb[..., 0].max() < 50  # blue is the last channel in RGB
     assert abs(int(frames[0].mean()) - 128) <= 2
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match=r"^videos: no \.jpg frames in "):

@@ -47,9 +47,10 @@ def test_timed_baseline_extrapolates_with_the_supplied_contraction():
     assert checked["finished"] and checked["sweeps"] == full["sweeps"]
     assert check["basis"] == f"extrapolated from n=8 (r = {r:.3f})" and check["sweeps_done"] == 1
     assert check["extrapolated_sweeps"] == check["measured_sweeps"] == full["sweeps"]
-    slower = timed_baseline(mdp, "pi", tol=1e-9, budget=60, contraction=r ** 0.5, contraction_source="n=8",
-                            finish=True)["extrapolation_check"]
-    assert slower["extrapolated_sweeps"] == sweeps_needed(full["steps"][0], 1, r ** 0.5, 1e-9, 0.9) > full["sweeps"]
+    slower = timed_baseline(mdp, "pi", tol=1e-9, budget=60, contraction=r**0.5, contraction_source="n=8", finish=True)[
+        "extrapolation_check"
+    ]
+    assert slower["extrapolated_sweeps"] == sweeps_needed(full["steps"][0], 1, r**0.5, 1e-9, 0.9) > full["sweeps"]
 
     # Stopped in the first sweep (budget 0): the sweeps come from the supplied contraction, the time from the pairs
     # done.

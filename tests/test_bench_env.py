@@ -30,7 +30,7 @@ def test_blocks_count_control_steps_and_reset_at_episode_ends():
     runner = Runner("ours", env, "agent", (2,), seed=0, repeat=4)
     runner.block(7)
     runner.block(2)
-    assert env.steps == 9 and env.resets == 1 + 3          # the first reset, then after steps 3, 6 and 9
+    assert env.steps == 9 and env.resets == 1 + 3  # the first reset, then after steps 3, 6 and 9
     record = runner.record()
     assert record["action_repeat"] == 4 and len(record["blocks_wall"]) == 2
     assert record["control_steps_per_s"] > 0 and record["first_reset_s"] >= 0

@@ -15,8 +15,26 @@ from benchmarks.common import published_mdp  # noqa: E402
 
 def test_the_stage_entry_writes_the_comparison_the_fit_and_the_target(tmp_path):
     out = tmp_path / "mico.json"
-    assert bench_mico_gpu.main(["--device", "cpu", "--sizes", "30,60", "--target", "90", "--run-target",
-                                "--rounds", "1", "--metrics", "mico,psm-sampled", "--out", str(out)]) == 0
+    assert (
+        bench_mico_gpu.main(
+            [
+                "--device",
+                "cpu",
+                "--sizes",
+                "30,60",
+                "--target",
+                "90",
+                "--run-target",
+                "--rounds",
+                "1",
+                "--metrics",
+                "mico,psm-sampled",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     result = json.loads(out.read_text())
     for n in ("30", "60"):
         for metric in ("mico", "psm-sampled"):
@@ -34,7 +52,7 @@ def test_the_fit_recovers_a_power_law_and_ignores_timings_under_its_floor():
     sizes = [1000, 2000, 4000, 20]
     seconds = [2.0 * (n / 1000) ** 2.5 for n in sizes[:3]] + [0.001]
     k, a = bench_mico_gpu.fit_exponent(sizes, seconds)
-    assert k == pytest.approx(2.5) and a * 20000 ** k == pytest.approx(2.0 * 20 ** 2.5)
+    assert k == pytest.approx(2.5) and a * 20000**k == pytest.approx(2.0 * 20**2.5)
     assert bench_mico_gpu.fit_exponent([1000, 20], [1.0, 0.001]) is None
 
 

@@ -15,8 +15,10 @@ def test_planted_copies_collapse_to_the_base_and_both_solves_agree():
     mdp, _ = planted_bisimulation(base, 3, seed=1)
     record = compare("planted", mdp, "pi", repeat=1)
     assert (record["n"], record["m"]) == (15, 2) and record["blocks"] <= 5
-    assert record["agree"] and record["max_difference"] <= record["certified_error_quotient"] + \
-        record["certified_error_plain"]
+    assert (
+        record["agree"]
+        and record["max_difference"] <= record["certified_error_quotient"] + record["certified_error_plain"]
+    )
     assert len(record["runs_quotient"]) == len(record["runs_plain"]) == 1
 
 

@@ -17,4 +17,4 @@ def test_entropic_value_iteration_approaches_d_pi():
     assert sweeps >= 1 and np.array_equal(d, d.T) and not np.diag(d).any() and (d >= const - 1e-12).all()
     exact = solve(mdp, "pi").distances
     # value iteration from 0 is within c^k max d* after k sweeps; the entropic plans add their own bias
-    assert np.max(np.abs(d - exact)) <= (0.01 + mdp.discount ** sweeps) * exact.max()
+    assert np.max(np.abs(d - exact)) <= (0.01 + mdp.discount**sweeps) * exact.max()

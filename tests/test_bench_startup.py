@@ -31,8 +31,9 @@ def test_svi_pair_is_read_from_a_checkout(tmp_path):
         path = tmp_path / "SVI" / "benchmarks" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         n = len(P)
-        path.write_text(json.dumps({"transition_function": P, "reward": [0] * (n - 1) + [1],
-                                    "nu_0": [1] + [0] * (n - 1)}))
+        path.write_text(
+            json.dumps({"transition_function": P, "reward": [0] * (n - 1) + [1], "nu_0": [1] + [0] * (n - 1)})
+        )
     folder = tmp_path / "out"
     folder.mkdir()
     a, b = (load_mdp(path) for path in write_pairs(folder, tmp_path / "SVI")["svi_pair"])

@@ -33,8 +33,25 @@ def test_the_record_is_written_after_every_round_and_bad_counts_are_one_error(tm
     from benchmarks.bench_updates import main
 
     out = tmp_path / "u.json"
-    assert main(["--device", "cpu", "--batch", "2", "--rounds", "2", "--methods", "sac", "--paths", "plain",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "--device",
+                "cpu",
+                "--batch",
+                "2",
+                "--rounds",
+                "2",
+                "--methods",
+                "sac",
+                "--paths",
+                "plain",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     record = json.loads(out.read_text())
     assert record["rounds_done"] == 2 and list(record["seconds_per_update"]) == ["sac/plain"]
     assert record["seconds_per_update"]["sac/plain"] > 0

@@ -9,16 +9,36 @@ from benchmarks import run
 
 
 def record(n, seconds, base_seconds, basis, **extra):
-    base = {"finished": basis == "measured", "basis": basis, "sweeps": 3, "sweeps_needed": 29,
-            "seconds": base_seconds, "seconds_total": base_seconds, "seconds_per_sweep": base_seconds / 29}
-    return {"workload": "pi-dense", "metric": "pi", "n": n, "m": 4, "seconds": seconds, "peak_mib": 10.0 * n,
-            "certified_error": 1e-12, "first_round_seconds": seconds / 4, "baseline": base,
-            "ratio": base_seconds / seconds, **extra}
+    base = {
+        "finished": basis == "measured",
+        "basis": basis,
+        "sweeps": 3,
+        "sweeps_needed": 29,
+        "seconds": base_seconds,
+        "seconds_total": base_seconds,
+        "seconds_per_sweep": base_seconds / 29,
+    }
+    return {
+        "workload": "pi-dense",
+        "metric": "pi",
+        "n": n,
+        "m": 4,
+        "seconds": seconds,
+        "peak_mib": 10.0 * n,
+        "certified_error": 1e-12,
+        "first_round_seconds": seconds / 4,
+        "baseline": base,
+        "ratio": base_seconds / seconds,
+        **extra,
+    }
 
 
 def test_targets_exponents_and_docs_block(tmp_path):
-    records = [record(50, 0.1, 10.0, "measured"), record(100, 0.8, 80.0, "measured"),
-               record(200, 6.4, 640.0, "extrapolated from n=100 (r = 0.478)")]
+    records = [
+        record(50, 0.1, 10.0, "measured"),
+        record(100, 0.8, 80.0, "measured"),
+        record(200, 6.4, 640.0, "extrapolated from n=100 (r = 0.478)"),
+    ]
     ex = run.exponents(records)
     assert len(ex) == 1 and math.isclose(ex[0]["time"], 3.0) and math.isclose(ex[0]["peak_mib"], 1.0)
     assert math.isclose(ex[0]["baseline_time"], 3.0) and ex[0]["baseline_measured_sizes"] == [50, 100]

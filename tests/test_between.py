@@ -66,8 +66,16 @@ def test_two_by_two_stochastic_by_hand():
 def mdp_pairs(draw):
     """Two MDPs with the same actions and discount (so their disjoint union exists)."""
     a = draw(finite_mdps(min_states=1, max_states=4, max_actions=2, max_support=3))
-    b = draw(finite_mdps(min_states=1, max_states=4, min_actions=a.n_actions, max_actions=a.n_actions,
-                         max_support=3, discounts=st.just(a.discount)))
+    b = draw(
+        finite_mdps(
+            min_states=1,
+            max_states=4,
+            min_actions=a.n_actions,
+            max_actions=a.n_actions,
+            max_support=3,
+            discounts=st.just(a.discount),
+        )
+    )
     return a, b
 
 
@@ -83,7 +91,7 @@ def user_grounds(a, b, seed):
 def assert_union_cross_block(a, b, metric, ground=None, union_ground=None):
     sol = solve_between(a, b, metric, ground=ground)
     ref = solve(disjoint_union(a, b), metric, ground=union_ground)
-    block = ref.distances[:a.n_states, a.n_states:]
+    block = ref.distances[: a.n_states, a.n_states :]
     gap = float(np.max(np.abs(sol.distances - block), initial=0.0))
     assert gap <= sol.certified_error + ref.certified_error + 1e-14, (metric, gap)
 
@@ -157,16 +165,19 @@ def test_gym_envs_declare_their_start_state():
 
 
 # --------------------------------------------------------------- bad input
-@pytest.mark.parametrize("case, param, words", [
-    ("actions", "mdp_b", "same actions"),
-    ("discount", "mdp_b", "one discount"),
-    ("ground-shape", "ground", "(n_A*m, n_B*m)"),
-    ("ground-negative", "ground", "is negative"),
-    ("mico-reduced", "metric", "closed cross block"),
-    ("no-policy", "mdp_b", "needs a policy"),
-    ("action-values", "mdp_b", "coordinates"),
-    ("max-iterations", "max_iterations", "not a positive integer"),
-])
+@pytest.mark.parametrize(
+    "case, param, words",
+    [
+        ("actions", "mdp_b", "same actions"),
+        ("discount", "mdp_b", "one discount"),
+        ("ground-shape", "ground", "(n_A*m, n_B*m)"),
+        ("ground-negative", "ground", "is negative"),
+        ("mico-reduced", "metric", "closed cross block"),
+        ("no-policy", "mdp_b", "needs a policy"),
+        ("action-values", "mdp_b", "coordinates"),
+        ("max-iterations", "max_iterations", "not a positive integer"),
+    ],
+)
 def test_bad_input_names_the_parameter(case, param, words):
     a, b = random_mdp(3, 2, seed=1), random_mdp(4, 2, seed=2)
     metric, ground = "eps", None
@@ -207,17 +218,27 @@ def test_cli_against_writes_the_cross_block(tmp_path, capsys):
     assert np.allclose(data["distances"], [[0.75, 1.5, 2.0], [1.25, 0.5, 0.0]], atol=1e-9)
 
 
-@pytest.mark.parametrize("args, flag", [
-    (["--metric", "bisim", "--against", "B3"], "--against: the second MDP has 3 actions"),
-    (["--metric", "pi", "--against", "B08"], "--against: the second MDP's discount 0.8"),
-    (["--metric", "eps", "--against", "B", "--ground", "G"], "--ground: "),
-    (["--metric", "mico-reduced", "--against", "B"], "--against: metric 'mico-reduced'"),
-    (["--metric", "pi", "--against", "B", "--order", "1,0,2"], "--order: does not apply with --against"),
-    (["--metric", "pi", "--against", "B", "--max-iterations", "0"], "--max-iterations: expected a positive integer"),
-])
+@pytest.mark.parametrize(
+    "args, flag",
+    [
+        (["--metric", "bisim", "--against", "B3"], "--against: the second MDP has 3 actions"),
+        (["--metric", "pi", "--against", "B08"], "--against: the second MDP's discount 0.8"),
+        (["--metric", "eps", "--against", "B", "--ground", "G"], "--ground: "),
+        (["--metric", "mico-reduced", "--against", "B"], "--against: metric 'mico-reduced'"),
+        (["--metric", "pi", "--against", "B", "--order", "1,0,2"], "--order: does not apply with --against"),
+        (
+            ["--metric", "pi", "--against", "B", "--max-iterations", "0"],
+            "--max-iterations: expected a positive integer",
+        ),
+    ],
+)
 def test_cli_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys, args, flag):
-    files = {"A": random_mdp(3, 2, seed=1), "B": random_mdp(4, 2, seed=2), "B3": random_mdp(4, 3, seed=2),
-             "B08": random_mdp(4, 2, seed=2, discount=0.8)}
+    files = {
+        "A": random_mdp(3, 2, seed=1),
+        "B": random_mdp(4, 2, seed=2),
+        "B3": random_mdp(4, 3, seed=2),
+        "B08": random_mdp(4, 2, seed=2, discount=0.8),
+    }
     paths = {}
     for name, mdp in files.items():
         paths[name] = tmp_path / f"{name}.json"

@@ -5,13 +5,16 @@ import pytest
 from bisimkit_cli.main import main
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["--metrics", "pi,nope"], "--metrics: unknown metric 'nope'"),
-    (["--metrics", "pi", "--diff", "pi,mico"], "--diff: 'mico' is not among"),
-    (["--metrics", "pi", "--state", "99"], "--state: 99 is not a state"),
-    (["--metrics", "pi,eps", "--ground", "nofile.npy"], "nofile.npy"),
-    (["--metrics", "pi,mico", "--ground", "policy"], "--ground: none of pi, mico has a ground term"),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--metrics", "pi,nope"], "--metrics: unknown metric 'nope'"),
+        (["--metrics", "pi", "--diff", "pi,mico"], "--diff: 'mico' is not among"),
+        (["--metrics", "pi", "--state", "99"], "--state: 99 is not a state"),
+        (["--metrics", "pi,eps", "--ground", "nofile.npy"], "nofile.npy"),
+        (["--metrics", "pi,mico", "--ground", "policy"], "--ground: none of pi, mico has a ground term"),
+    ],
+)
 def test_compare_bad_input(tmp_path, capsys, args, expected):
     out = tmp_path / "never"
     assert main(["compare", "mirrored-rooms-policy", *args, "--out", str(out), "--quiet"]) == 2

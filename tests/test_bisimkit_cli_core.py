@@ -33,8 +33,11 @@ def test_an_mdp_argument_is_a_file_or_an_example(tmp_path):
 def test_model_options_apply_to_model_files_only():
     assert model_options("m.drn", argparse.Namespace(reward="goal", discount=None, policy=None)) == {"reward": "goal"}
     assert model_options("chain", argparse.Namespace()) == {}
-    with pytest.raises(InputError, match=r"^--discount: applies to model files \(\.drn, \.tra\); chain carries its "
-                                         r"own discount$"):
+    with pytest.raises(
+        InputError,
+        match=r"^--discount: applies to model files \(\.drn, \.tra\); chain carries its "
+        r"own discount$",
+    ):
         model_options("chain", argparse.Namespace(reward=None, discount=0.5, policy=None))
 
 

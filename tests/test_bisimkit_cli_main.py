@@ -20,7 +20,9 @@ def test_added_commands_run_through_main(capsys):
 
 
 def test_a_core_command_loads_none_of_the_added_ones():
-    code = ("import sys; from bisimkit_cli.main import main; main(['metrics']); "
-            "print('validation' in sys.modules, 'bisimkit_cli.compare' in sys.modules, file=sys.stderr)")
+    code = (
+        "import sys; from bisimkit_cli.main import main; main(['metrics']); "
+        "print('validation' in sys.modules, 'bisimkit_cli.compare' in sys.modules, file=sys.stderr)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stderr.strip().splitlines()[-1] == "False False"

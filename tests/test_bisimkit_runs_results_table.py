@@ -16,18 +16,22 @@ def test_a_cell_by_hand():
 
 
 def test_the_table_bolds_the_best_mean_per_column():
-    cells = {("DrQ", "walker-walk"): Cell(np.array([10.0]), (100,), ()),
-             ("SAC", "walker-walk"): Cell(np.array([4.0, 6.0]), (100, 100), ())}
+    cells = {
+        ("DrQ", "walker-walk"): Cell(np.array([10.0]), (100,), ()),
+        ("SAC", "walker-walk"): Cell(np.array([4.0, 6.0]), (100, 100), ()),
+    }
     lines = format_table(cells, rows=["SAC", "DrQ"]).splitlines()
     assert lines[0].startswith("| Method | ") and lines[0].endswith(" | WW |")
     assert lines[2].startswith("| SAC | n/a") and lines[2].endswith("| 5.0 ± 1.0 |")
     assert lines[3].endswith("| **10.0 ± 0.0** |") and lines[4] == ""
-    assert "seeds per cell: 1 (except SAC/WW: 2); environment steps: 100." in lines[5]   # a tie: the first
+    assert "seeds per cell: 1 (except SAC/WW: 2); environment steps: 100." in lines[5]  # a tie: the first
 
 
 def test_the_footnote_says_what_a_cell_is():
-    assert footnote({}, None) == "*Each cell: mean ± std over seeds of the final evaluation return; best mean " \
-                                 "per column in bold; n/a: no run.*"
+    assert (
+        footnote({}, None) == "*Each cell: mean ± std over seeds of the final evaluation return; best mean "
+        "per column in bold; n/a: no run.*"
+    )
     note = footnote({("DrQ", "walker-walk"): Cell(np.array([1.0]), (1000, 2000), ("eval",))}, 500, "dup")
     assert "evaluation return at 500 environment steps" in note and "environment steps: 1,000–2,000" in note
     assert "(held-out backgrounds)" in note and note.endswith("; dup.*")

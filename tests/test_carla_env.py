@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_split_action_maps_the_second_coordinate_to_throttle_or_brake():
     assert ce.split_action([0.3, 0.5]) == (0.3, 0.5, 0.0)
     assert ce.split_action([-0.2, -0.25]) == (-0.2, 0.0, 0.25)
-    assert ce.split_action([0.0, 0.0]) == (0.0, 0.0, 0.0)        # zero is throttle 0, no brake
-    assert ce.split_action([-3.0, 2.0]) == (-1.0, 1.0, 0.0)      # clipped to [-1, 1]
+    assert ce.split_action([0.0, 0.0]) == (0.0, 0.0, 0.0)  # zero is throttle 0, no brake
+    assert ce.split_action([-3.0, 2.0]) == (-1.0, 1.0, 0.0)  # clipped to [-1, 1]
     for bad in ([0.0], [0.0, 0.0, 0.0], [math.nan, 0.0]):
         with pytest.raises(InputError, match="^action: "):
             ce.split_action(bad)
@@ -34,7 +34,7 @@ def test_code_reward_by_hand():
     # 20 m/s * 0.05 s / (1 + 0.5 m) - 1 (colliding) - 0.1 * 0.2 (brake) - 0.1 * |-0.4| (steer)
     assert ce.code_reward(20.0, 0.5, True, 0.2, -0.4) == pytest.approx(1.0 / 1.5 - 1.0 - 0.02 - 0.04)
     assert ce.code_reward(10.0, 0.0, False, 0.0, 0.0) == pytest.approx(0.5)
-    assert ce.code_reward(-4.0, 1.0, False, 0.0, 0.0) == pytest.approx(-0.1)   # backwards is penalised
+    assert ce.code_reward(-4.0, 1.0, False, 0.0, 0.0) == pytest.approx(-0.1)  # backwards is penalised
 
 
 def test_paper_reward_by_hand():
@@ -47,7 +47,7 @@ def test_lane_progress_projects_the_velocity_on_the_highway_direction():
     distance, vel_s = ce.lane_progress((3.0, 4.0), (3.0, 4.0), (0.0, 0.0), (0.06, 0.08))
     assert distance == pytest.approx(5.0) and vel_s == pytest.approx(5.0)
     distance, vel_s = ce.lane_progress((0.0, 1.0), (0.0, 7.0), (0.0, 0.0), (0.1, 0.0))
-    assert distance == pytest.approx(1.0) and vel_s == pytest.approx(0.0)   # sideways: no progress
+    assert distance == pytest.approx(1.0) and vel_s == pytest.approx(0.0)  # sideways: no progress
 
 
 def test_termination_conditions_and_their_order():
@@ -59,9 +59,9 @@ def test_termination_conditions_and_their_order():
     assert ce.termination(999, 0, 10.0, False) is None
     assert ce.termination(100, 0, 0.01, False) == "stuck"
     assert ce.termination(200, 0, 0.01, False) == "stuck"
-    assert ce.termination(150, 0, 0.01, False) is None           # only every 100th step
-    assert ce.termination(0, 0, 0.0, False) is None               # and not before the 100th
-    assert ce.termination(100, 0, 0.02, False) is None            # strictly below 0.02 m/s
+    assert ce.termination(150, 0, 0.01, False) is None  # only every 100th step
+    assert ce.termination(0, 0, 0.0, False) is None  # and not before the 100th
+    assert ce.termination(100, 0, 0.02, False) is None  # strictly below 0.02 m/s
     assert ce.termination(40, 0, 0.0, False, max_steps=40) == "time_limit"
 
 
@@ -76,7 +76,7 @@ def test_camera_yaws_left_to_right():
 
 def test_stitching_puts_the_images_left_to_right_as_rgb():
     h, w = 4, 6
-    raws = [bytes([0, 0, 10 * k, 255]) * (h * w) for k in range(5)]       # BGRA: red = 10 k
+    raws = [bytes([0, 0, 10 * k, 255]) * (h * w) for k in range(5)]  # BGRA: red = 10 k
     images = [ce.bgra_to_rgb(raw, h, w) for raw in raws]
     assert images[2].shape == (h, w, 3) and images[2][0, 0].tolist() == [20, 0, 0]
     frame = ce.stitch(images)
@@ -146,7 +146,7 @@ def make(monkeypatch, server=None, **kwargs):
 def test_setup_loads_town04_in_synchronous_mode(monkeypatch):
     env, server = make(monkeypatch, host="h", port=2001, timeout=3.0)
     assert server.clients == [("h", 2001)] and server.timeouts[0] == 3.0
-    assert server.loads == ["Town04"] and server.timeouts[1] == 120.0   # a fresh world, given 120 s
+    assert server.loads == ["Town04"] and server.timeouts[1] == 120.0  # a fresh world, given 120 s
     assert server.settings_log == [(True, 0.05)]
     assert server.tm_sync == [True]
     assert ("tm_distance", 2.0) in server.calls and ("tm_speed", 30.0) in server.calls
@@ -159,8 +159,9 @@ def test_one_episode_shapes_actors_and_teardown(monkeypatch):
     assert obs.shape == env.observation_shape == (9, 16, 80) and obs.dtype == np.uint8
     # ego + 5 cameras + collision sensor, and 5 autopilot vehicles
     assert len(server.alive) == 1 + 5 + 1 + 5 and len(server.autopilot) == 5
-    cameras = sorted((a for a in server.alive.values() if a.type_id == "sensor.camera.rgb"),
-                     key=lambda a: a._transform.rotation.yaw)
+    cameras = sorted(
+        (a for a in server.alive.values() if a.type_id == "sensor.camera.rgb"), key=lambda a: a._transform.rotation.yaw
+    )
     assert [a._transform.rotation.yaw for a in cameras] == [-120, -60, 0, 60, 120]
     assert all(a.attributes["fov"] == "60.0" and a.attributes["image_size_x"] == "16" for a in cameras)
     assert all((a._transform.location.x, a._transform.location.z) == (1.6, 1.7) for a in cameras)
@@ -178,18 +179,18 @@ def test_one_episode_shapes_actors_and_teardown(monkeypatch):
     assert total > 0 and info["vel_s"] > 0
     assert server.calls.count(("apply_control", 0.0, 1.0, 0.0)) == 10
     spawned = set(server.alive)
-    env.reset(seed=6)                                     # the last episode's actors are gone
+    env.reset(seed=6)  # the last episode's actors are gone
     assert spawned.isdisjoint(server.alive) and spawned <= set(server.destroyed)
     env.close()
     assert server.alive == {}
     assert server.settings_log[-1][0] is False and server.tm_sync[-1] is False
-    env.close()                                           # twice is fine
+    env.close()  # twice is fine
 
 
 def test_code_reward_in_the_env_is_the_mean_over_the_repeat(monkeypatch):
     env, server = make(monkeypatch, vehicles=0)
     env.reset(seed=0)
-    _, reward, _, info = env.step([0.5, -0.5])              # steer 0.5, brake 0.5, standing still
+    _, reward, _, info = env.step([0.5, -0.5])  # steer 0.5, brake 0.5, standing still
     assert ("apply_control", 0.5, 0.0, 0.5) in server.calls
     # moving sideways at 1 m/s: no progress along the lane, so each of the 4 simulator steps earns
     # exactly -0.1 brake - 0.1 |steer| = -0.1; their mean is -0.1 (their sum would be -0.4)
@@ -201,7 +202,7 @@ def test_collisions_end_the_episode_after_20_steps(monkeypatch):
     server = fake_carla.Server()
     env, _ = make(monkeypatch, server, vehicles=0)
     env.reset(seed=0)
-    server.collide = (300.0, 400.0, 0.0)                  # |impulse| = 500 every tick
+    server.collide = (300.0, 400.0, 0.0)  # |impulse| = 500 every tick
     rewards, done, steps = [], False, 0
     while not done:
         _, reward, done, info = env.step([0.0, 0.0])
@@ -209,7 +210,7 @@ def test_collisions_end_the_episode_after_20_steps(monkeypatch):
         steps += 1
     assert steps == 5 and info["reason"] == "collisions" and info["discount"] == 0.0
     assert info["impulse"] == pytest.approx(500.0)
-    assert rewards[0] == pytest.approx(-1.0)              # standing still, colliding
+    assert rewards[0] == pytest.approx(-1.0)  # standing still, colliding
     env.close()
 
 
@@ -236,18 +237,22 @@ def test_reset_is_seeded(monkeypatch):
     def layout(seed):
         env, server = make(monkeypatch, vehicles=6)
         env.reset(seed=seed)
-        out = sorted((a._transform.location.x, a._transform.location.y, a.type_id)
-                     for a in server.alive.values() if a.parent is None)
+        out = sorted(
+            (a._transform.location.x, a._transform.location.y, a.type_id)
+            for a in server.alive.values()
+            if a.parent is None
+        )
         env.close()
         return out, [c for c in server.calls if c[0] == "tm_seed"]
+
     assert layout(3) == layout(3) and layout(3) != layout(4)
     xs = [x for x, _, _ in layout(3)[0]]
-    assert len(xs) == 1 + 6 and all(100.0 <= x <= 300.0 for x in xs)   # the ego at s = 100, 6 others
+    assert len(xs) == 1 + 6 and all(100.0 <= x <= 300.0 for x in xs)  # the ego at s = 100, 6 others
 
 
 def test_an_error_while_spawning_destroys_what_was_spawned(monkeypatch):
     server = fake_carla.Server()
-    server.fail_spawn_at = 4                               # the third camera
+    server.fail_spawn_at = 4  # the third camera
     with pytest.raises(ce.CarlaError, match=r"^carla: starting an episode at localhost:2000 failed: Spawn failed"):
         env, _ = make(monkeypatch, server)
         env.reset(seed=0)
@@ -277,8 +282,14 @@ def test_no_server_is_one_line(monkeypatch):
 
 def test_bad_arguments_name_the_field(monkeypatch):
     fake_carla.install(monkeypatch)
-    for kwargs, field in (({"town": "Town99"}, "town"), ({"cameras": 4}, "cameras"), ({"image_size": 15}, "image_size"),
-                          ({"vehicles": -1}, "vehicles"), ({"reward": "x"}, "reward"), ({"timeout": 0}, "timeout")):
+    for kwargs, field in (
+        ({"town": "Town99"}, "town"),
+        ({"cameras": 4}, "cameras"),
+        ({"image_size": 15}, "image_size"),
+        ({"vehicles": -1}, "vehicles"),
+        ({"reward": "x"}, "reward"),
+        ({"timeout": 0}, "timeout"),
+    ):
         with pytest.raises(InputError, match=f"^{field}: "):
             ce.make_carla_env(**kwargs)
 
@@ -291,8 +302,9 @@ def test_fake_matches_the_real_client():
         fake = {n for n in dir(getattr(fake_carla, name)) if not n.startswith("_")} - {"copy"}
         assert fake <= names, f"{name}: {sorted(fake - names)} are not carla 0.9.16 calls"
     carla = sys.modules["carla"]
-    actor = {n for n in dir(carla.Vehicle) if not n.startswith("_")} | {n for n in dir(carla.Sensor)
-                                                                         if not n.startswith("_")}
+    actor = {n for n in dir(carla.Vehicle) if not n.startswith("_")} | {
+        n for n in dir(carla.Sensor) if not n.startswith("_")
+    }
     fake_actor = {n for n in dir(fake_carla.Actor) if not n.startswith("_")} - {"type_id", "parent"}
     assert fake_actor <= actor | {"type_id", "parent"}
 
@@ -303,10 +315,12 @@ def _run(code: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
 
 
 def test_import_agents_without_carla():
-    proc = _run("import sys; sys.modules['carla'] = None\n"
-                "import agents, agents.carla_env, agents.config\n"
-                "from agents.carla_env import make_carla_env\n"
-                "try:\n    make_carla_env()\nexcept Exception as e:\n    print(type(e).__name__, e)")
+    proc = _run(
+        "import sys; sys.modules['carla'] = None\n"
+        "import agents, agents.carla_env, agents.config\n"
+        "from agents.carla_env import make_carla_env\n"
+        "try:\n    make_carla_env()\nexcept Exception as e:\n    print(type(e).__name__, e)"
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("CarlaError carla: the CARLA client is not installed: pip install -e '.[carla]'")
 
@@ -314,13 +328,17 @@ def test_import_agents_without_carla():
 def test_real_client_against_a_closed_port_fails_fast():
     pytest.importorskip("carla", reason="the carla client is not installed")
     import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]                        # free again once closed: nobody listens
+        port = s.getsockname()[1]  # free again once closed: nobody listens
     start = time.monotonic()
-    proc = _run(f"from agents.carla_env import make_carla_env\n"
-                f"try:\n    make_carla_env(host='127.0.0.1', port={port}, timeout=1.0)\n"
-                f"except Exception as e:\n    print(type(e).__name__, e)", timeout=30)
+    proc = _run(
+        f"from agents.carla_env import make_carla_env\n"
+        f"try:\n    make_carla_env(host='127.0.0.1', port={port}, timeout=1.0)\n"
+        f"except Exception as e:\n    print(type(e).__name__, e)",
+        timeout=30,
+    )
     assert time.monotonic() - start < 20
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(f"CarlaError carla: no CARLA server answered at 127.0.0.1:{port} within 1 s")
@@ -337,13 +355,17 @@ def test_the_agent_learns_from_stitched_non_square_frames():
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     obs_shape = (9, 84, 420)
-    batch = {"obs": rng.integers(0, 256, (4, *obs_shape), dtype=np.uint8),
-             "next_obs": rng.integers(0, 256, (4, *obs_shape), dtype=np.uint8),
-             "action": rng.uniform(-1, 1, (4, 2)).astype(np.float32),
-             "reward": rng.normal(size=4).astype(np.float32), "discount": np.ones(4, np.float32)}
+    batch = {
+        "obs": rng.integers(0, 256, (4, *obs_shape), dtype=np.uint8),
+        "next_obs": rng.integers(0, 256, (4, *obs_shape), dtype=np.uint8),
+        "action": rng.uniform(-1, 1, (4, 2)).astype(np.float32),
+        "reward": rng.normal(size=4).astype(np.float32),
+        "discount": np.ones(4, np.float32),
+    }
     for method in ("sac", "eps-r"):
-        cfg = make_config("carla", method=method, capacity="low", batch_size=4, buffer_size=8, device="cpu",
-                          seed_steps=0).resolved()
+        cfg = make_config(
+            "carla", method=method, capacity="low", batch_size=4, buffer_size=8, device="cpu", seed_steps=0
+        ).resolved()
         assert cfg.views == (1, 1) and not cfg.stacked_frames
         agent = Agent(obs_shape, 2, cfg)
         assert agent.encoder.trunk.out_features == 32 * 35 * 203
@@ -367,9 +389,23 @@ def test_training_runs_on_the_stand_in(monkeypatch, tmp_path):
     calls = []
     real_update = agent_module.Agent.update
     monkeypatch.setattr(agent_module.Agent, "update", lambda self, b: calls.append(1) or real_update(self, b))
-    cfg = make_config("carla", method="eps-r", image_size=16, carla_cameras=3, carla_vehicles=2, episode_steps=40,
-                      env_steps=120, seed_steps=10, batch_size=4, buffer_size=100, capacity="low", eval_every=50,
-                      eval_episodes=1, checkpoint_every=80, device="cpu")
+    cfg = make_config(
+        "carla",
+        method="eps-r",
+        image_size=16,
+        carla_cameras=3,
+        carla_vehicles=2,
+        episode_steps=40,
+        env_steps=120,
+        seed_steps=10,
+        batch_size=4,
+        buffer_size=100,
+        capacity="low",
+        eval_every=50,
+        eval_episodes=1,
+        checkpoint_every=80,
+        device="cpu",
+    )
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -380,7 +416,7 @@ def test_training_runs_on_the_stand_in(monkeypatch, tmp_path):
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["config"]["augment"] is False and config["config"]["background"] is False
     eval_steps = [int(r.split(",")[0]) for r in (tmp_path / "run" / "eval.csv").read_text().splitlines()[1:]]
-    assert eval_steps == [0, 80, 120]          # the 50-step boundary waits for the episode end at 80
+    assert eval_steps == [0, 80, 120]  # the 50-step boundary waits for the episode end at 80
     assert not (tmp_path / "run" / "eval_train.csv").exists()
     assert server.alive == {} and server.settings_log[-1][0] is False
 
@@ -399,10 +435,15 @@ def test_train_cli_without_a_server_is_one_line_and_exit_2(monkeypatch, tmp_path
     assert not out.exists()
 
 
-@pytest.mark.parametrize("flags, field", [(["--carla-town", "Town99"], "carla_town"),
-                                          (["--carla-cameras", "4"], "carla_cameras"),
-                                          (["--image-size", "8"], "image_size"),
-                                          (["--carla-vehicles", "-1"], "carla_vehicles")])
+@pytest.mark.parametrize(
+    "flags, field",
+    [
+        (["--carla-town", "Town99"], "carla_town"),
+        (["--carla-cameras", "4"], "carla_cameras"),
+        (["--image-size", "8"], "image_size"),
+        (["--carla-vehicles", "-1"], "carla_vehicles"),
+    ],
+)
 def test_train_cli_bad_carla_fields(flags, field, tmp_path, capsys):
     from agents.train import main
 
@@ -414,13 +455,32 @@ def test_train_cli_bad_carla_fields(flags, field, tmp_path, capsys):
 def test_train_cli_with_the_real_client_and_no_server(tmp_path):
     pytest.importorskip("carla", reason="the carla client is not installed")
     import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "agents.train", "--preset", "carla", "--carla-host", "127.0.0.1",
-                           "--carla-port", str(port), "--carla-timeout", "2", "--out", str(tmp_path / "run")],
-                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agents.train",
+            "--preset",
+            "carla",
+            "--carla-host",
+            "127.0.0.1",
+            "--carla-port",
+            str(port),
+            "--carla-timeout",
+            "2",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert time.monotonic() - start < 30
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith(f"error: carla: no CARLA server answered at 127.0.0.1:{port} within 2 s")

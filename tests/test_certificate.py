@@ -30,8 +30,7 @@ from bisimkit.solvers import PrecisionWarning, ZeroGroundWarning
 from validation.strategies import UNIT, certificate_cases, float_average, move_mass
 
 
-def _certified(mdp: FiniteMDP, metric: str, ground: str | None, tol: float, quotient: bool,
-               positive: bool = False):
+def _certified(mdp: FiniteMDP, metric: str, ground: str | None, tol: float, quotient: bool, positive: bool = False):
     """Solve, and assert ``|distances - exact| <= certified_error`` (beyond the half ulp of rounding
     the exact value), ``converged => certified_error <= tol`` and, with ``positive``, a certificate
     above 0. Returns the solution and :func:`error_against`'s measurements."""
@@ -41,12 +40,16 @@ def _certified(mdp: FiniteMDP, metric: str, ground: str | None, tol: float, quot
         warnings.simplefilter("ignore", ZeroGroundWarning)
         sol = solve(mdp, metric, ground=ground, tol=tol, quotient=quotient)
     gap = error_against(sol.distances, exact)
-    case = (f"{metric}/{ground or '-'} {mdp.name} n={mdp.n_states} m={mdp.n_actions} c={mdp.discount} "
-            f"tol={tol:g} quotient={quotient}")
+    case = (
+        f"{metric}/{ground or '-'} {mdp.name} n={mdp.n_states} m={mdp.n_actions} c={mdp.discount} "
+        f"tol={tol:g} quotient={quotient}"
+    )
     # pytest.fail, not assert: the exact values have thousands of digits
     if gap["excess"] > Fraction(sol.certified_error):
-        pytest.fail(f"{case}: error {float(gap['error']):.3g} at {gap['where']} beats the certificate "
-                    f"{sol.certified_error:.3g} (converged={sol.converged}, {sol.method})")
+        pytest.fail(
+            f"{case}: error {float(gap['error']):.3g} at {gap['where']} beats the certificate "
+            f"{sol.certified_error:.3g} (converged={sol.converged}, {sol.method})"
+        )
     if sol.converged and not sol.certified_error <= tol:
         pytest.fail(f"{case}: converged with a certificate {sol.certified_error:.3g} > tol")
     if positive and not sol.certified_error > 0.0:
@@ -77,6 +80,7 @@ def test_certificate_bounds_the_error_thoroughly(case):
 
 # --------------------------------------------------------------------------------------------------
 # The cases the round-off families were built from.
+
 
 def _entangled_absorbing(m: int, scale: float, k: int = 9) -> FiniteMDP:
     """Three absorbing states with rewards -scale, +scale, -scale, ... by action; state 0 has a dyadic
@@ -119,8 +123,9 @@ def test_a_policy_average_that_cancels_in_float64_is_charged(quotient):
     p, (r0, r1) = _MEMBER_P, _MEMBER_REWARDS
     P = np.zeros((2, 2, 2))
     P[np.arange(2), :, np.arange(2)] = 1.0
-    mdp = FiniteMDP(P, np.array([[6.8e7, -6.8e7], [r0, r1]]), 0.999, np.array([[0.5, 0.5], [p, 1.0 - p]]),
-                    name="cancelling-average")
+    mdp = FiniteMDP(
+        P, np.array([[6.8e7, -6.8e7], [r0, r1]]), 0.999, np.array([[0.5, 0.5], [p, 1.0 - p]]), name="cancelling-average"
+    )
     exact_average = Fraction(p) * Fraction(r0) + Fraction(1.0 - p) * Fraction(r1)
     assert float_average([p, 1.0 - p], [r0, r1]) == 0.0 and abs(exact_average) > 1e-9
     # the library's mean reward is the exact average rounded once, not the float sum's 0
@@ -135,14 +140,17 @@ def _collapsing(n: int = 5) -> FiniteMDP:
     state 0's (while the rational ones differ by k_s 100 2^-53), and s 2^-52 of one action's mass
     leaking to the next state. Every relation puts all states in one block."""
     rewards = [12345.678, 12245.678]
-    ks = [k for k in range(1, 100) if float_average([0.5 + k * UNIT, 0.5 - k * UNIT], rewards)
-          == float_average([0.5, 0.5], rewards)][:n - 1]
+    ks = [
+        k
+        for k in range(1, 100)
+        if float_average([0.5 + k * UNIT, 0.5 - k * UNIT], rewards) == float_average([0.5, 0.5], rewards)
+    ][: n - 1]
     P = np.zeros((n, 2, n))
     P[np.arange(n), :, np.arange(n)] = 1.0
     pi = np.full((n, 2), 0.5)
     for s in range(1, n):
         pi[s] = [0.5 + ks[s - 1] * UNIT, 0.5 - ks[s - 1] * UNIT]
-        P[s, s % 2] = move_mass(P[s, s % 2], s, (s + 1) % n, s * 2.0 ** -52)
+        P[s, s % 2] = move_mass(P[s, s % 2], s, (s + 1) % n, s * 2.0**-52)
     return FiniteMDP(P, np.tile(rewards, (n, 1)), 0.999, pi, name="collapsed")
 
 
@@ -151,8 +159,10 @@ def _collapsing(n: int = 5) -> FiniteMDP:
 def test_a_quotient_collapsed_to_one_block_is_not_certified_exact(metric, tol, quotient):
     mdp = _collapsing()
     assert len(set(mdp.reward_pi.tolist())) == 1  # the float averages agree ...
-    exact_pi = {Fraction(p) * Fraction(mdp.rewards[0, 0]) + Fraction(1.0 - p) * Fraction(mdp.rewards[0, 1])
-                for p in mdp.policy[:, 0].tolist()}
+    exact_pi = {
+        Fraction(p) * Fraction(mdp.rewards[0, 0]) + Fraction(1.0 - p) * Fraction(mdp.rewards[0, 1])
+        for p in mdp.policy[:, 0].tolist()
+    }
     assert len(exact_pi) == mdp.n_states  # ... the rational ones do not
     assert quotient_of(mdp, metric).n_blocks == 1
     sol, gap = _certified(mdp, metric, "reward" if metric == "eps" else None, tol, quotient, positive=True)
@@ -166,14 +176,21 @@ def test_a_certificate_near_19_is_charged_on_differences_not_on_19(quotient):
     charged on the size of the rewards (19) rather than on those differences is thousands of times
     the error. Where the error is above 1e-14 of the largest distance, the certificate may be at
     most 1000 times it."""
-    P = np.array([[[0.5, 0.25, 0.25], [0.5, 0.25, 0.25]], [[0.0, 0.5, 0.5], [0.0, 0.5, 0.5]],
-                  [[0.5, 0.0, 0.5], [0.5, 0.25, 0.25]]])
+    P = np.array(
+        [
+            [[0.5, 0.25, 0.25], [0.5, 0.25, 0.25]],
+            [[0.0, 0.5, 0.5], [0.0, 0.5, 0.5]],
+            [[0.5, 0.0, 0.5], [0.5, 0.25, 0.25]],
+        ]
+    )
     K = np.array([[-1, 0], [-2, 2], [-2, 2]])
     mdp = FiniteMDP(P, 19.0 + K * 1e-13, 0.999, name="loose-floor")
     sol, gap = _certified(mdp, "bisim", None, 1e-12, quotient)
-    if gap["error"] > gap["max_exact"] * Fraction(1, 10 ** 14) and Fraction(sol.certified_error) > 1000 * gap["error"]:
-        pytest.fail(f"certificate {sol.certified_error:.3g} (floor {sol.floor:.3g}, converged={sol.converged}) is "
-                    f"{sol.certified_error / float(gap['error']):.3g} times the error {float(gap['error']):.3g}")
+    if gap["error"] > gap["max_exact"] * Fraction(1, 10**14) and Fraction(sol.certified_error) > 1000 * gap["error"]:
+        pytest.fail(
+            f"certificate {sol.certified_error:.3g} (floor {sol.floor:.3g}, converged={sol.converged}) is "
+            f"{sol.certified_error / float(gap['error']):.3g} times the error {float(gap['error']):.3g}"
+        )
 
 
 def _absorbing_pair(scale: float, dl: float) -> FiniteMDP:
@@ -188,7 +205,7 @@ def _absorbing_pair(scale: float, dl: float) -> FiniteMDP:
 
 @pytest.mark.parametrize("quotient", [True, False])
 def test_pricing_tolerance_is_charged_with_rewards_near_1e6(quotient):
-    S, dl = 2.0 ** 20, 5e-7
+    S, dl = 2.0**20, 5e-7
     mdp = _absorbing_pair(S, dl)
     truth = float(11 * Fraction(S) - Fraction(dl) / 2)
     with pytest.warns(PrecisionWarning, match="below what float64 can certify"):
@@ -203,11 +220,16 @@ def test_pricing_tolerance_is_charged_with_rewards_near_1e6(quotient):
 def test_ordinary_rewards_at_0999_get_a_certificate_that_holds(quotient):
     """Found by the property on a solver that charged neither transport gaps nor round-off: it
     certified 0.0 here while its distances were 5.5e-12 off."""
-    P = np.array([[[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]],
-                  [[0.5, 0.5, 0.0], [0.25, 0.75, 0.0]],
-                  [[0.25, 0.75, 0.0], [0.0, 0.0, 1.0]]])
-    R = np.array([[0.3213717109575742, -7.682687750584593], [2.4697951107500082, 5.53366228684596],
-                  [2.2600660210608092, 8.345954095818053]])
+    P = np.array(
+        [[[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]], [[0.5, 0.5, 0.0], [0.25, 0.75, 0.0]], [[0.25, 0.75, 0.0], [0.0, 0.0, 1.0]]]
+    )
+    R = np.array(
+        [
+            [0.3213717109575742, -7.682687750584593],
+            [2.4697951107500082, 5.53366228684596],
+            [2.2600660210608092, 8.345954095818053],
+        ]
+    )
     mdp = FiniteMDP(P, R, 0.999, np.array([[0.75, 0.25], [0.75, 0.25], [0.25, 0.75]]))
     truth = exact_fixed_point(mdp, "bisim")
     with warnings.catch_warnings():

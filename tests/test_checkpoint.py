@@ -15,10 +15,21 @@ from bisimkit.errors import InputError  # noqa: E402
 
 
 def sample_checkpoint(**changes) -> Checkpoint:
-    base = dict(config=TrainConfig().to_dict(), agent={"networks": {"w": torch.zeros(2)}, "updates": 0}, t=1,
-                episode=0, buffer_total=1, numpy_rng={"bit_generator": "PCG64", "state": {"state": 1, "inc": 3}},
-                torch_rng={"torch": torch.get_rng_state()}, last_checkpoint=8, last_eval_step=0, elapsed_s=1.0,
-                recent_returns=[], csv_rows={"train.csv": 1}, complete=False)
+    base = dict(
+        config=TrainConfig().to_dict(),
+        agent={"networks": {"w": torch.zeros(2)}, "updates": 0},
+        t=1,
+        episode=0,
+        buffer_total=1,
+        numpy_rng={"bit_generator": "PCG64", "state": {"state": 1, "inc": 3}},
+        torch_rng={"torch": torch.get_rng_state()},
+        last_checkpoint=8,
+        last_eval_step=0,
+        elapsed_s=1.0,
+        recent_returns=[],
+        csv_rows={"train.csv": 1},
+        complete=False,
+    )
     return Checkpoint(**{**base, **changes})
 
 
@@ -26,8 +37,9 @@ def test_checkpoint_round_trips_as_data(tmp_path):
     path = tmp_path / CHECKPOINT
     sample_checkpoint().save(path)
     back = Checkpoint.load(path)
-    assert back.t == 1 and back.csv_rows == {"train.csv": 1} and torch.equal(back.agent["networks"]["w"],
-                                                                            torch.zeros(2))
+    assert (
+        back.t == 1 and back.csv_rows == {"train.csv": 1} and torch.equal(back.agent["networks"]["w"], torch.zeros(2))
+    )
 
 
 class Payload:
@@ -48,9 +60,13 @@ def test_checkpoint_holding_code_is_refused_and_never_run(tmp_path):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"", "cannot read"), (b"PK\x03\x04 truncated", "cannot read"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", "cannot read"),
+        (b"PK\x03\x04 truncated", "cannot read"),
+    ],
+)
 def test_truncated_or_empty_checkpoint_is_one_error(tmp_path, content, message):
     path = tmp_path / CHECKPOINT
     path.write_bytes(content)

@@ -126,12 +126,14 @@ def test_c10_eps_dominates_eps_avg(mdp):
 def test_c10_reverse_ordering_fails():
     from bisimkit import mdp_from_dict
 
-    mdp = mdp_from_dict({  # the 3-state counterexample hypothesis shrank to
-        "transitions": [[[0, 0, 1], [1, 0, 0]], [[0, 1, 0], [1, 0, 0]], [[0, 1, 0], [0.5, 0.5, 0]]],
-        "rewards": [[0, 0], [0, 0], [0.5, 0]],
-        "policy": [[1 / 3, 2 / 3], [0.5, 0.5], [0.25, 0.75]],
-        "discount": 0.8,
-    })
+    mdp = mdp_from_dict(
+        {  # the 3-state counterexample hypothesis shrank to
+            "transitions": [[[0, 0, 1], [1, 0, 0]], [[0, 1, 0], [1, 0, 0]], [[0, 1, 0], [0.5, 0.5, 0]]],
+            "rewards": [[0, 0], [0, 0], [0.5, 0]],
+            "policy": [[1 / 3, 2 / 3], [0.5, 0.5], [0.25, 0.75]],
+            "discount": 0.8,
+        }
+    )
     out = check_c10_avg_ge_eps(fp_of(mdp))
     assert not out.held and out.margin < -1e-3
 
@@ -143,5 +145,6 @@ def test_c1_checks_exactly_the_operators_the_solvers_treat_as_pseudometrics():
     from bisimkit.operators import LABELLED_CHAIN_METRICS, OPERATORS
     from validation.claims import PSEUDOMETRIC_METRICS
 
-    assert set(PSEUDOMETRIC_METRICS) == {name for name, info in OPERATORS.items()
-                                         if info.pseudometric and name not in LABELLED_CHAIN_METRICS}
+    assert set(PSEUDOMETRIC_METRICS) == {
+        name for name, info in OPERATORS.items() if info.pseudometric and name not in LABELLED_CHAIN_METRICS
+    }

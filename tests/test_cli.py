@@ -65,15 +65,23 @@ def test_examples_write(tmp_path, capsys):
 
 BAD = {
     "shape": ({"transitions": [[0.5, 0.5]], "rewards": [[0]], "discount": 0.9}, "transitions: expected a 3-D array"),
-    "sum": ({"transitions": [[[0.5, 0.4]], [[0, 1]]], "rewards": [[0], [0]], "discount": 0.9},
-            "transitions[s=0, a=0] sums to 0.9"),
-    "negative": ({"transitions": [[[1.5, -0.5]], [[0, 1]]], "rewards": [[0], [0]], "discount": 0.9},
-                 "transitions[s=0, a=0, s'=1] = -0.5 is negative"),
+    "sum": (
+        {"transitions": [[[0.5, 0.4]], [[0, 1]]], "rewards": [[0], [0]], "discount": 0.9},
+        "transitions[s=0, a=0] sums to 0.9",
+    ),
+    "negative": (
+        {"transitions": [[[1.5, -0.5]], [[0, 1]]], "rewards": [[0], [0]], "discount": 0.9},
+        "transitions[s=0, a=0, s'=1] = -0.5 is negative",
+    ),
     "discount": ({"transitions": [[[1.0]]], "rewards": [[0]], "discount": 1.0}, "discount = 1.0"),
-    "nan": ({"transitions": [[[1.0]]], "rewards": [[float("nan")]], "discount": 0.5},
-            "rewards[s=0, a=0] is not finite"),
-    "policy": ({"transitions": [[[1.0, 0]], [[0, 1.0]]], "rewards": [[0], [0]], "policy": [[1.0], [0.5]],
-                "discount": 0.5}, "policy[s=1] sums to 0.5"),
+    "nan": (
+        {"transitions": [[[1.0]]], "rewards": [[float("nan")]], "discount": 0.5},
+        "rewards[s=0, a=0] is not finite",
+    ),
+    "policy": (
+        {"transitions": [[[1.0, 0]], [[0, 1.0]]], "rewards": [[0], [0]], "policy": [[1.0], [0.5]], "discount": 0.5},
+        "policy[s=1] sums to 0.5",
+    ),
 }
 
 
@@ -88,25 +96,37 @@ def test_bad_files_exit_2_with_one_line(tmp_path, case):
     assert message in err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["solve", "four-state", "--metric", "nope"], "unknown metric 'nope'"),
-    (["solve", "missing.json", "--metric", "pi"], "missing.json: no such file"),
-    (["solve", "four-state"], "--metric"),
-    (["solve", "four-state", "--metric", "pi", "--tol", "-3"], "expected a positive number"),
-    (["solve", "four-state", "--metric", "pi", "--max-iterations", "0"],
-     "--max-iterations: expected a positive integer"),
-    (["solve", "four-state", "--metric", "pi", "--max-iterations", "-2"],
-     "--max-iterations: expected a positive integer"),
-    (["solve", "four-state", "--metric", "pi", "--out", "x.txt"], "--out: unsupported file type"),
-    (["solve", "mirrored-rooms", "--metric", "pi"], "needs a policy"),
-    (["solve", "four-state", "--metric", "eps", "--ground", "nofile"], "neither reward, policy nor an existing file"),
-    (["relation", "four-state", "--kind", "weird"], "invalid choice"),
-    (["solve", "four-state", "--metric", "pi", "--ground", "policy"], "--ground: metric 'pi' has no ground term"),
-    (["solve", "four-state", "--against", "four-state", "--metric", "mico", "--ground", "reward"],
-     "--ground: metric 'mico' has no ground term"),
-    (["relation", "four-state", "--kind", "pi", "--ground", "policy"], "--ground: applies to --kind eps only"),
-    (["frobnicate"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["solve", "four-state", "--metric", "nope"], "unknown metric 'nope'"),
+        (["solve", "missing.json", "--metric", "pi"], "missing.json: no such file"),
+        (["solve", "four-state"], "--metric"),
+        (["solve", "four-state", "--metric", "pi", "--tol", "-3"], "expected a positive number"),
+        (
+            ["solve", "four-state", "--metric", "pi", "--max-iterations", "0"],
+            "--max-iterations: expected a positive integer",
+        ),
+        (
+            ["solve", "four-state", "--metric", "pi", "--max-iterations", "-2"],
+            "--max-iterations: expected a positive integer",
+        ),
+        (["solve", "four-state", "--metric", "pi", "--out", "x.txt"], "--out: unsupported file type"),
+        (["solve", "mirrored-rooms", "--metric", "pi"], "needs a policy"),
+        (
+            ["solve", "four-state", "--metric", "eps", "--ground", "nofile"],
+            "neither reward, policy nor an existing file",
+        ),
+        (["relation", "four-state", "--kind", "weird"], "invalid choice"),
+        (["solve", "four-state", "--metric", "pi", "--ground", "policy"], "--ground: metric 'pi' has no ground term"),
+        (
+            ["solve", "four-state", "--against", "four-state", "--metric", "mico", "--ground", "reward"],
+            "--ground: metric 'mico' has no ground term",
+        ),
+        (["relation", "four-state", "--kind", "pi", "--ground", "policy"], "--ground: applies to --kind eps only"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
 def test_bad_arguments_exit_2(tmp_path, args, message):
     code, out, err = run_cli(*args)
     assert code == 2
@@ -155,8 +175,12 @@ def test_no_library_message_speaks_command_line(tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text('raise InputError(f"applies with --executor only ({x})", param="jobs")\n')
     assert _flag_messages(probe) == ["probe.py:1"]
-    offenders = [m for package in ("bisimkit", "validation", "figures") for p in sorted((root / package).rglob("*.py"))
-                 for m in _flag_messages(p)]
+    offenders = [
+        m
+        for package in ("bisimkit", "validation", "figures")
+        for p in sorted((root / package).rglob("*.py"))
+        for m in _flag_messages(p)
+    ]
     assert offenders == []
 
 
@@ -168,8 +192,11 @@ def _uniform_mdp(tmp_path):
     R = np.zeros((3, 2))
     R[0] = 1.0
     path = tmp_path / "uniform.json"
-    path.write_text(json.dumps({"transitions": P.tolist(), "rewards": R.tolist(),
-                                "policy": np.full((3, 2), 0.5).tolist(), "discount": 0.9}))
+    path.write_text(
+        json.dumps(
+            {"transitions": P.tolist(), "rewards": R.tolist(), "policy": np.full((3, 2), 0.5).tolist(), "discount": 0.9}
+        )
+    )
     return path
 
 
@@ -201,8 +228,12 @@ def test_a_fresh_process_solves_at_once_and_says_nothing_of_its_kernels(tmp_path
     assert mdp_cells(mdp.n_states, mdp.n_actions, mdp.transitions) > SMALL_PROBLEM_CELLS
     path = save_mdp(mdp, tmp_path / "mdp.json")
     for spec in ("chain", str(path)):
-        run = subprocess.run([sys.executable, "-m", "bisimkit", "solve", spec, "--metric", "pi", "--quiet"],
-                             capture_output=True, text=True, timeout=900)
+        run = subprocess.run(
+            [sys.executable, "-m", "bisimkit", "solve", spec, "--metric", "pi", "--quiet"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert run.returncode == 0 and run.stderr == "", (spec, run.stderr[-2000:])
 
 
@@ -228,12 +259,27 @@ def test_model_file_solve_matches_the_chain_written_out(tmp_path):
     """tiny.drn with the label goal as reward, c = 0.5, is the dense chain below (transitions of the file)."""
     from bisimkit import FiniteMDP, solve
 
-    chain = FiniteMDP(transitions=[[[0, 1 / 3, 2 / 3]], [[0.25, 0.75, 0]], [[0, 0, 1]]], rewards=[[0], [0], [1]],
-                      policy=[[1], [1], [1]], discount=0.5)
+    chain = FiniteMDP(
+        transitions=[[[0, 1 / 3, 2 / 3]], [[0.25, 0.75, 0]], [[0, 0, 1]]],
+        rewards=[[0], [0], [1]],
+        policy=[[1], [1], [1]],
+        discount=0.5,
+    )
     out = tmp_path / "d.npy"
     for spec in ("tiny.drn", "tiny.tra"):
-        code, stdout, stderr = run_cli("solve", str(MODEL_DIR / spec), "--metric", "pi", "--reward", "goal",
-                                       "--discount", "0.5", "--out", str(out), "--quiet")
+        code, stdout, stderr = run_cli(
+            "solve",
+            str(MODEL_DIR / spec),
+            "--metric",
+            "pi",
+            "--reward",
+            "goal",
+            "--discount",
+            "0.5",
+            "--out",
+            str(out),
+            "--quiet",
+        )
         assert code == 0, stderr
         expected = solve(chain, "pi")
         np.testing.assert_allclose(np.load(out), expected.distances, atol=2 * expected.certified_error + 1e-12)
@@ -263,13 +309,16 @@ def test_model_file_policy_option(tmp_path, capsys):
     assert main(["solve", path, "--metric", "pi", "--reward", "r", "--policy", str(policy), "--quiet"]) == 0
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["solve", "four-state", "--metric", "pi", "--reward", "goal"], "--reward: applies to model files"),
-    (["relation", "four-state", "--kind", "pi", "--discount", "0.5"], "--discount: applies to model files"),
-    (["solve", str(MODEL_DIR / "tiny.drn"), "--metric", "pi", "--reward", "nosuch"], "unknown reward 'nosuch'"),
-    (["solve", str(MODEL_DIR / "tiny.drn"), "--metric", "pi", "--discount", "1"], "--discount"),
-    (["info", str(MODEL_DIR / "tiny.drn"), "--policy", "missing.npy"], "--policy: missing.npy: no such file"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["solve", "four-state", "--metric", "pi", "--reward", "goal"], "--reward: applies to model files"),
+        (["relation", "four-state", "--kind", "pi", "--discount", "0.5"], "--discount: applies to model files"),
+        (["solve", str(MODEL_DIR / "tiny.drn"), "--metric", "pi", "--reward", "nosuch"], "unknown reward 'nosuch'"),
+        (["solve", str(MODEL_DIR / "tiny.drn"), "--metric", "pi", "--discount", "1"], "--discount"),
+        (["info", str(MODEL_DIR / "tiny.drn"), "--policy", "missing.npy"], "--policy: missing.npy: no such file"),
+    ],
+)
 def test_model_file_options_refused_in_one_line(args, needle):
     code, stdout, stderr = run_cli(*args)
     assert code == 2 and stdout == ""
@@ -279,9 +328,11 @@ def test_model_file_options_refused_in_one_line(args, needle):
 # ------------------------------------------------------------------ the labelled-chain distance (lmc)
 #: 0 -> 1 or 2 (1/2 each), 1 -> 3, 2 and 3 loop; 0, 1, 2 carry {a}, 3 carries {b}: at c = 1, d(0, 2) = 1/2 and
 #: every other pair of distinct states is at distance 1.
-CHAIN_DRN = ("@type: DTMC\n@parameters\n\n@reward_models\n\n@nr_states\n4\n@model\n"
-             "state 0 init a\n\taction 0\n\t\t1 : 0.5\n\t\t2 : 0.5\nstate 1 a\n\taction 0\n\t\t3 : 1\n"
-             "state 2 a\n\taction 0\n\t\t2 : 1\nstate 3 b\n\taction 0\n\t\t3 : 1\n")
+CHAIN_DRN = (
+    "@type: DTMC\n@parameters\n\n@reward_models\n\n@nr_states\n4\n@model\n"
+    "state 0 init a\n\taction 0\n\t\t1 : 0.5\n\t\t2 : 0.5\nstate 1 a\n\taction 0\n\t\t3 : 1\n"
+    "state 2 a\n\taction 0\n\t\t2 : 1\nstate 3 b\n\taction 0\n\t\t3 : 1\n"
+)
 
 
 def test_solve_lmc_undiscounted_summary_and_outputs(tmp_path, capsys):
@@ -308,34 +359,71 @@ def test_solve_lmc_pairs_query_and_ground_file(tmp_path, capsys):
     pairs = tmp_path / "pairs.json"
     pairs.write_text("[[0, 2], [3, 1]]")
     out = tmp_path / "q.csv"
-    assert main(["solve", str(model), "--metric", "lmc", "--discount", "1", "--pairs", str(pairs), "--out", str(out),
-                 "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                str(model),
+                "--metric",
+                "lmc",
+                "--discount",
+                "1",
+                "--pairs",
+                str(pairs),
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     rows = list(csv.reader(out.open()))
     assert rows[0] == ["s", "t", "distance", "lower", "upper"] and [r[:2] for r in rows[1:]] == [["0", "2"], ["3", "1"]]
     assert abs(float(rows[1][2]) - 0.5) < 1e-9 and float(rows[2][2]) == 1.0
     ground = tmp_path / "g.json"
     ground.write_text(json.dumps([[0, 0, 0, 0.5], [0, 0, 0, 0.5], [0, 0, 0, 0.5], [0.5, 0.5, 0.5, 0]]))
-    assert main(["solve", str(model), "--metric", "lmc", "--discount", "1", "--ground", str(ground), "--pairs",
-                 str(pairs), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                str(model),
+                "--metric",
+                "lmc",
+                "--discount",
+                "1",
+                "--ground",
+                str(ground),
+                "--pairs",
+                str(pairs),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert f"ground {ground}" in text and "d(3, 1) = 0.5" in text
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--discount", "0"], "--discount: 0.0 is not in (0, 1]"),
-    (["--discount", "1.5"], "--discount: expected a discount factor in [0, 1]"),
-    (["--ground", "BAD_GROUND"], "--ground: "),
-    (["--pairs", "BAD_PAIRS"], "--pairs: "),
-    (["--method", "vi"], "--method: does not apply to --metric lmc"),
-    (["--against", "chain"], "--against: does not apply to --metric lmc"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--discount", "0"], "--discount: 0.0 is not in (0, 1]"),
+        (["--discount", "1.5"], "--discount: expected a discount factor in [0, 1]"),
+        (["--ground", "BAD_GROUND"], "--ground: "),
+        (["--pairs", "BAD_PAIRS"], "--pairs: "),
+        (["--method", "vi"], "--method: does not apply to --metric lmc"),
+        (["--against", "chain"], "--against: does not apply to --metric lmc"),
+    ],
+)
 def test_solve_lmc_bad_input_exits_2_with_one_line(tmp_path, args, needle):
     model = tmp_path / "chain.drn"
     model.write_text(CHAIN_DRN)
     (tmp_path / "g.json").write_text(json.dumps((np.ones((4, 4)) * 1.5 - 1.5 * np.eye(4)).tolist()))
     (tmp_path / "p.json").write_text("[[0, 9]]")
-    args = [str(tmp_path / "g.json") if a == "BAD_GROUND" else str(tmp_path / "p.json") if a == "BAD_PAIRS" else a
-            for a in args]
+    args = [
+        str(tmp_path / "g.json") if a == "BAD_GROUND" else str(tmp_path / "p.json") if a == "BAD_PAIRS" else a
+        for a in args
+    ]
     code, stdout, stderr = run_cli("solve", str(model), "--metric", "lmc", *args, "--quiet")
     assert code == 2 and stdout == ""
     assert len(stderr.strip().splitlines()) == 1 and needle in stderr, stderr

@@ -19,7 +19,7 @@ def test_only_the_known_executors_are_accepted():
 
 
 def test_a_missing_submitit_names_the_extra(monkeypatch):
-    monkeypatch.setitem(sys.modules, "submitit", None)   # an import of it then fails
+    monkeypatch.setitem(sys.modules, "submitit", None)  # an import of it then fails
     with pytest.raises(InputError, match=r"comes with the 'sweep' extra: pip install -e '\.\[sweep\]'"):
         import_submitit("sweep")
 

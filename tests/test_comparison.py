@@ -45,5 +45,5 @@ def test_the_comparison_holds_each_solution_and_its_summary():
     D = result.distances["pi"]
     assert rows[0]["max"] == D[~np.eye(mdp.n_states, dtype=bool)].max()
     parsed = list(csv.DictReader(io.StringIO(result.to_csv())))
-    assert list(parsed[0])[:len(SUMMARY_FIELDS)] == list(SUMMARY_FIELDS)
-    assert float(parsed[1]["max"]) == rows[1]["max"]    # 17 digits: the float round-trips
+    assert list(parsed[0])[: len(SUMMARY_FIELDS)] == list(SUMMARY_FIELDS)
+    assert float(parsed[1]["max"]) == rows[1]["max"]  # 17 digits: the float round-trips

@@ -17,7 +17,7 @@ def test_the_package_imports_with_its_shims():
     modules = distracting_control()
     assert modules.suite.__name__ == "distracting_control.suite"
     assert hasattr(modules.background, "DAVIS17_TRAINING_VIDEOS")
-    assert "gym" not in sys.modules or sys.modules["gym"].__spec__ is not None   # no stand-in left
+    assert "gym" not in sys.modules or sys.modules["gym"].__spec__ is not None  # no stand-in left
     assert distracting_control().camera is modules.camera
 
 
@@ -27,7 +27,8 @@ def test_tex_rgb_aliases_tex_data():
     alias_tex_rgb()
     physics = mujoco.Physics.from_xml_string(
         '<mujoco><asset><texture name="t" type="2d" builtin="checker" width="4" height="4"/></asset>'
-        '<worldbody/></mujoco>')
+        '<worldbody/></mujoco>'
+    )
     model = physics.model
     assert model.tex_rgb.shape == model.ptr.tex_data.shape
     model.tex_rgb[:] = 7

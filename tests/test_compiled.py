@@ -10,10 +10,10 @@ from bisimkit.pairs import PairSpace
 
 
 def test_the_pair_system_of_slots_by_hand():
-    pairs = PairSpace(3, diagonal=False)          # pairs (0,1), (0,2), (1,2)
-    offsets = np.array([0, 2, 4])                 # problem 0: cells 0-1, problem 1: cells 2-3
+    pairs = PairSpace(3, diagonal=False)  # pairs (0,1), (0,2), (1,2)
+    offsets = np.array([0, 2, 4])  # problem 0: cells 0-1, problem 1: cells 2-3
     ci, cj = np.array([0, 1, 2, 2]), np.array([1, 1, 0, 1])
-    mass = np.array([0.5, 0.5, 0.25, 0.0])       # (1,1) is on the diagonal, the last cell is empty
+    mass = np.array([0.5, 0.5, 0.25, 0.0])  # (1,1) is on the diagonal, the last cell is empty
     T = pair_system_from_slots(offsets, ci, cj, mass, np.array([2, 0]), np.array([1.0, 4.0]), pairs.index, 3)
     assert T.toarray().tolist() == [[0.0, 1.0, 0.0], [0.0, 0.0, 0.0], [0.5, 0.0, 0.0]]
 

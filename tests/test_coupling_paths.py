@@ -32,7 +32,7 @@ from bisimkit.operators import apply_operator, diagonal_values, eps_bar_form
 from bisimkit.solvers import solve
 from validation.strategies import finite_mdps, histogram_pairs, product_grid_mdps
 
-NEVER = 10 ** 12
+NEVER = 10**12
 
 
 @contextmanager
@@ -40,9 +40,11 @@ def assembly(compiled: bool):
     """Force the compiled (or the numpy) assembly paths, whatever the problem size (the sparse systems
     both build; the small-problem path of bisimkit.kernels, dense, is held to the certificates instead)."""
     size = 0 if compiled else NEVER
-    with mock.patch.object(ops, "COMPILED_EPS_BAR_PAIRS", size), \
-            mock.patch.object(forms, "COMPILED_PAIR_SYSTEM_CELLS", size), \
-            mock.patch.object(kernels, "SMALL_PROBLEM_CELLS", -1):
+    with (
+        mock.patch.object(ops, "COMPILED_EPS_BAR_PAIRS", size),
+        mock.patch.object(forms, "COMPILED_PAIR_SYSTEM_CELLS", size),
+        mock.patch.object(kernels, "SMALL_PROBLEM_CELLS", -1),
+    ):
         yield
 
 
@@ -57,8 +59,9 @@ def as_1d_shape(mdp: FiniteMDP) -> FiniteMDP:
 
 
 def same_csr(A, B) -> bool:
-    return (np.array_equal(A.indptr, B.indptr) and np.array_equal(A.indices, B.indices)
-            and np.array_equal(A.data, B.data))
+    return (
+        np.array_equal(A.indptr, B.indptr) and np.array_equal(A.indices, B.indices) and np.array_equal(A.data, B.data)
+    )
 
 
 def every_entry_point(mdp: FiniteMDP, ground) -> dict:
@@ -68,10 +71,15 @@ def every_entry_point(mdp: FiniteMDP, ground) -> dict:
     d = d + d.T
     form = eps_bar_form(mdp, ground)
     sol = solve(mdp, "eps-bar", ground=ground, tol=1e-10)
-    return {"b": form.b, "T": form.T, "distances": sol.distances, "iterations": sol.iterations,
-            "apply": apply_operator(mdp, "eps-bar", d, ground),
-            "diagonal": diagonal_values(mdp, "eps-bar", d - np.diag(np.diag(d)), ground),
-            "eps": solve(mdp, "eps", ground=ground, tol=1e-10).distances}
+    return {
+        "b": form.b,
+        "T": form.T,
+        "distances": sol.distances,
+        "iterations": sol.iterations,
+        "apply": apply_operator(mdp, "eps-bar", d, ground),
+        "diagonal": diagonal_values(mdp, "eps-bar", d - np.diag(np.diag(d)), ground),
+        "eps": solve(mdp, "eps", ground=ground, tol=1e-10).distances,
+    }
 
 
 def assert_identical(a: dict, b: dict) -> None:
@@ -82,14 +90,16 @@ def assert_identical(a: dict, b: dict) -> None:
             assert np.array_equal(a[key], b[key]), key
 
 
-mdps = st.one_of(finite_mdps(max_states=6, max_actions=3),
-                 finite_mdps(max_states=6, max_actions=3).map(as_1d_shape),
-                 product_grid_mdps(max_side=3, coordinate_independent=False),
-                 product_grid_mdps(max_side=3, coordinate_independent=True))
+mdps = st.one_of(
+    finite_mdps(max_states=6, max_actions=3),
+    finite_mdps(max_states=6, max_actions=3).map(as_1d_shape),
+    product_grid_mdps(max_side=3, coordinate_independent=False),
+    product_grid_mdps(max_side=3, coordinate_independent=True),
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(mdps, st.sampled_from(["reward", "policy", "user"]), st.integers(0, 2 ** 16))
+@given(mdps, st.sampled_from(["reward", "policy", "user"]), st.integers(0, 2**16))
 def test_compiled_and_numpy_assembly_are_identical(mdp, ground, seed):
     g = user_ground(mdp, seed) if ground == "user" else ground
     with assembly(compiled=False):
@@ -99,11 +109,14 @@ def test_compiled_and_numpy_assembly_are_identical(mdp, ground, seed):
     assert_identical(slow, fast)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: random_mdp(12, 3, seed=5, discount=0.9, max_support=4),
-    lambda: random_mdp(9, 2, seed=1, discount=0.8),
-    lambda: product_grid_mdp((2, 2, 3), 2, seed=3),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: random_mdp(12, 3, seed=5, discount=0.9, max_support=4),
+        lambda: random_mdp(9, 2, seed=1, discount=0.8),
+        lambda: product_grid_mdp((2, 2, 3), 2, seed=3),
+    ],
+)
 def test_real_valued_mdps_take_the_same_path_either_way(make):
     """Real-valued masses (breakpoint crumbs included) and a 3-D grid."""
     mdp = make()

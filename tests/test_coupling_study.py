@@ -90,8 +90,15 @@ def test_a_dry_run_writes_each_record_whole_and_a_second_run_skips_it(tmp_path, 
     assert all(r["samples_per_pair"] == 1 and r["check"]["config"]["bisim_samples"] == 1 for r in records)
     assert records[1]["coupling"] == "independent" and records[0]["coupling"] == "entangled"
     for f in folders:
-        assert {p.name for p in f.iterdir()} >= {"learned.npy", "learned_held_out.npy", "intended_lower.npy",
-                                                 "intended_upper.npy", "own.npy", "states.npy", "summary.json"}
+        assert {p.name for p in f.iterdir()} >= {
+            "learned.npy",
+            "learned_held_out.npy",
+            "intended_lower.npy",
+            "intended_upper.npy",
+            "own.npy",
+            "states.npy",
+            "summary.json",
+        }
     stamps = [os.stat(f / "summary.json").st_mtime_ns for f in folders]
     (tmp_path / "isolated" / "ring" / "eps-r" / ".seed1.x").mkdir()  # a killed run's staging folder
     capsys.readouterr()
@@ -111,10 +118,15 @@ def test_a_record_of_other_settings_stops_the_command_in_one_line(tmp_path, caps
     assert len(err) == 1 and "summary.json was run with steps 6, this command asks 1500" in err[0]
 
 
-@pytest.mark.parametrize("args, field", [(["--methods", "eps-q"], "methods[0]: 'eps-q'"),
-                                         (["--scenes", "maze"], "scenes[0]: 'maze'"),
-                                         (["--samples-per-pair", "0"], "samples_per_pair: expected an integer"),
-                                         (["--slice", "3/2"], "slice: '3/2'")])
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["--methods", "eps-q"], "methods[0]: 'eps-q'"),
+        (["--scenes", "maze"], "scenes[0]: 'maze'"),
+        (["--samples-per-pair", "0"], "samples_per_pair: expected an integer"),
+        (["--slice", "3/2"], "slice: '3/2'"),
+    ],
+)
 def test_bad_options_are_one_line_exit_2_nothing_written(tmp_path, capsys, args, field):
     out = tmp_path / "out"
     assert main(["--out", str(out), *args]) == 2
@@ -150,8 +162,9 @@ def test_psm_reads_the_squashed_mean_through_an_mdp_of_the_same_policy_averages(
     np.testing.assert_allclose(same.mean_action[:, 0], np.tanh(mean), atol=1e-12)
     np.testing.assert_allclose(solve(same, "pi").distances, solve(mdp, "pi").distances, atol=1e-8)
     assert np.abs(solve(same, "psm").distances - solve(mdp, "psm").distances).max() > 1e-3
-    np.testing.assert_allclose(reference_metric(scene, "psm", policy=(mean, std)).upper, solve(same, "psm").distances,
-                               atol=1e-8)
+    np.testing.assert_allclose(
+        reference_metric(scene, "psm", policy=(mean, std)).upper, solve(same, "psm").distances, atol=1e-8
+    )
 
 
 @pytest.mark.parametrize("dim, cells, nodes", [(1, 41, 5), (2, 5, 3)])
@@ -161,10 +174,17 @@ def test_psm_equals_eps_bar_on_a_discretised_separable_monotone_sprite(dim, cell
     tanh(K s)."""
     full = sprite_model(noise=NOISY_SPRITE_NOISE)
     keep = np.arange(dim)
-    model = LinearGaussianMDP(full.A[np.ix_(keep, keep)], full.B[np.ix_(keep, keep)], full.K[np.ix_(keep, keep)],
-                              [0.5] * dim, [NOISY_SPRITE_NOISE] * dim, {"state": [3.2, -1.6][:dim],
-                                                                        "action": [1.2, -0.6][:dim]}, 0.9,
-                              squash=True, action_scale=1.0)
+    model = LinearGaussianMDP(
+        full.A[np.ix_(keep, keep)],
+        full.B[np.ix_(keep, keep)],
+        full.K[np.ix_(keep, keep)],
+        [0.5] * dim,
+        [NOISY_SPRITE_NOISE] * dim,
+        {"state": [3.2, -1.6][:dim], "action": [1.2, -0.6][:dim]},
+        0.9,
+        squash=True,
+        action_scale=1.0,
+    )
     assert separable_monotone(full) and separable_monotone(model)
     eye = np.eye(dim)
     grid = discretize(model, [[-1.5, 1.5]] * dim, cells, nodes=nodes)
@@ -180,8 +200,15 @@ def test_psm_equals_eps_bar_on_a_discretised_separable_monotone_sprite(dim, cell
 def test_the_pi_bracket_holds_the_exact_pi_of_an_unsquashed_linear_model():
     """Unsquashed, with a linear reward, d_pi is an exact series (bisimkit.gaussian.exact); the bracket's ends
     hold it, and its upper end is that series where entangled pairs move deterministically."""
-    model = LinearGaussianMDP(np.array([[0.8, 0.1], [0.0, 0.7]]), 0.3 * np.eye(2), -0.5 * np.eye(2), [0.5, 0.5],
-                              [0.2, 0.2], {"state": [1.0, -2.0], "action": [0.5, 0.3]}, 0.9)
+    model = LinearGaussianMDP(
+        np.array([[0.8, 0.1], [0.0, 0.7]]),
+        0.3 * np.eye(2),
+        -0.5 * np.eye(2),
+        [0.5, 0.5],
+        [0.2, 0.2],
+        {"state": [1.0, -2.0], "action": [0.5, 0.3]},
+        0.9,
+    )
     states = np.random.default_rng(0).uniform(-0.6, 0.6, (5, 2))
     low, high, info = reward_bracket(model, states, samples=20, seed=1, tail=1e-9)
     i, j = np.triu_indices(5, 1)
@@ -204,8 +231,9 @@ def test_the_noisy_sprites_next_state_noise_matters_most_to_the_independent_fixe
     assert np.diag(b).mean() > 1.2 * np.diag(a).mean()
     pi = reference_metric(noisy, "pi", samples=60, seed=3)
     assert np.all(pi.lower <= pi.upper) and pi.info["pairs"] == 300 and pi.info["exact_pairs"] > 150
-    np.testing.assert_allclose(pi.upper, reference_metric(noisy, "eps-bar-reward", samples=60, seed=3).upper,
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        pi.upper, reference_metric(noisy, "eps-bar-reward", samples=60, seed=3).upper, rtol=1e-12
+    )
 
 
 def test_compare_with_a_bracket():
@@ -218,7 +246,8 @@ def test_compare_with_a_bracket():
     assert e["max_relative_error"] == pytest.approx(0.1)  # 0.3 / 3 on the first pair; the bracketed one is inside
     assert e["mean_relative_error"] == pytest.approx(0.1 / 3)
     assert e["max_relative_error_upper"] == pytest.approx(0.1) and e["mean_relative_error_upper"] == pytest.approx(
-        (0.3 + 0.3 + 0) / 9)
+        (0.3 + 0.3 + 0) / 9
+    )
     assert e["per_pair_max_relative_error"] == pytest.approx(0.3) and e["per_pair_pairs"] == 2
 
 
@@ -226,10 +255,12 @@ def test_each_variant_is_checked_in_one_line():
     assert check_variant("eps-r", "independent") == ("independent", "joint")
     assert check_variant("drq+dbc", None, "dbc") == ("independent", "dbc")
     assert check_variant("drq+pse", "independent") == ("independent", "joint")  # its own coupling, named
-    for args, message in ((("drq+pse", "entangled"), "coupling: 'entangled' with drq+pse"),
-                          (("eps-pi", "independent"), "eps-pi's independent variant is drq+pse"),
-                          (("eps-r", None, "dbc"), "update_rule: dbc is DBC's update of drq+dbc"),
-                          (("drq+dbc", None, "fast"), "update_rule: 'fast'")):
+    for args, message in (
+        (("drq+pse", "entangled"), "coupling: 'entangled' with drq+pse"),
+        (("eps-pi", "independent"), "eps-pi's independent variant is drq+pse"),
+        (("eps-r", None, "dbc"), "update_rule: dbc is DBC's update of drq+dbc"),
+        (("drq+dbc", None, "fast"), "update_rule: 'fast'"),
+    ):
         with pytest.raises(InputError, match=re.escape(message)):
             check_variant(*args)
 
@@ -240,32 +271,51 @@ def test_the_independent_variant_is_eps_rs_loss_with_independent_noise():
     from agents.config import TrainConfig
     from bisimkit.losses import gaussian_policy, gaussian_transition, reward_ground, sampled_loss
 
-    cfg = TrainConfig(method="eps-r", image_size=16, frame_stack=1, capacity="low", batch_size=8, discount=0.9,
-                      device="cpu", background=False, camera=False).resolved()
+    cfg = TrainConfig(
+        method="eps-r",
+        image_size=16,
+        frame_stack=1,
+        capacity="low",
+        batch_size=8,
+        discount=0.9,
+        device="cpu",
+        background=False,
+        camera=False,
+    ).resolved()
     torch.manual_seed(0)
     agent = independent_reward_agent()((3, 16, 16), 1, cfg, torch.device("cpu"))
     z = torch.randn(12, agent.latent_dim)
     torch.manual_seed(1)
     got = agent.bisimulation_loss(z)
     torch.manual_seed(1)
-    expected = sampled_loss(z, distance=agent.distance, policy=gaussian_policy(agent.actor, 1, squash=True),
-                            transition=gaussian_transition(agent.transition, agent.latent_dim),
-                            ground=reward_ground(agent.next_reward), discount=0.9, coupling="independent")
+    expected = sampled_loss(
+        z,
+        distance=agent.distance,
+        policy=gaussian_policy(agent.actor, 1, squash=True),
+        transition=gaussian_transition(agent.transition, agent.latent_dim),
+        ground=reward_ground(agent.next_reward),
+        discount=0.9,
+        coupling="independent",
+    )
     torch.manual_seed(1)
     entangled = JointAgent.bisimulation_term(agent, z, agent.distance)
     assert torch.equal(got, expected) and not torch.allclose(got, entangled)
 
 
 def test_dbcs_update_runs_isolated_and_is_read_by_its_smooth_l1():
-    check = learn_metric("ring", method="drq+dbc", update_rule="dbc", steps=4, batch=8, image_size=16, draws=2,
-                         warmup=1)
+    check = learn_metric(
+        "ring", method="drq+dbc", update_rule="dbc", steps=4, batch=8, image_size=16, draws=2, warmup=1
+    )
     s = check.summary
     assert s["update_rule"] == "dbc" and s["config"]["augment"] is False and s["config"]["latent_squash"] == "none"
     assert "smooth-L1" in s["learned_distance"] and check.agent.distance is None
     z = torch.randn(5, check.agent.latent_dim)
     d = learned_distance(check.agent)(z[:1].expand(5, -1), z)
-    np.testing.assert_allclose(d.numpy(), torch.nn.functional.smooth_l1_loss(
-        z[:1].expand(5, -1), z, reduction="none").mean(-1).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(
+        d.numpy(),
+        torch.nn.functional.smooth_l1_loss(z[:1].expand(5, -1), z, reduction="none").mean(-1).numpy(),
+        rtol=1e-6,
+    )
     again, _ = measure(check.agent, check.scene, "all", 2, 0)
     np.testing.assert_allclose(again, check.learned, rtol=1e-6)
     assert s["exact"]["reference"] == "dbc-sampled" and not s["exact"]["target_exact"]
@@ -274,15 +324,31 @@ def test_dbcs_update_runs_isolated_and_is_read_by_its_smooth_l1():
 
 # ------------------------------------------------------------------ table, findings, figure
 def _record(mode, scene, method, seed, intended, own=None, upper=None):
-    errors = {"mean_relative_error": intended, "max_relative_error": 2 * intended,
-              "mean_relative_error_upper": intended if upper is None else upper,
-              "per_pair_mean_relative_error": 1.5 * intended, "spearman": 0.9}
-    return {"mode": mode, "scene": scene, "method": method, "seed": seed, "samples_per_pair": 1, "steps": 1500,
-            "batch": 64, "image_size": 32, "mc_samples": 2000, "draws": 8, "device": "cpu",
-            "invariance": {"seen": 0.03, "held_out": 0.2},
-            "intended": {"name": "pi", "errors": errors, "held_out_errors": errors},
-            "own": {"name": None} if own is None else {"name": "eps-bar-reward", "errors": {
-                "mean_relative_error": own, "max_relative_error": 3 * own}}}
+    errors = {
+        "mean_relative_error": intended,
+        "max_relative_error": 2 * intended,
+        "mean_relative_error_upper": intended if upper is None else upper,
+        "per_pair_mean_relative_error": 1.5 * intended,
+        "spearman": 0.9,
+    }
+    return {
+        "mode": mode,
+        "scene": scene,
+        "method": method,
+        "seed": seed,
+        "samples_per_pair": 1,
+        "steps": 1500,
+        "batch": 64,
+        "image_size": 32,
+        "mc_samples": 2000,
+        "draws": 8,
+        "device": "cpu",
+        "invariance": {"seen": 0.03, "held_out": 0.2},
+        "intended": {"name": "pi", "errors": errors, "held_out_errors": errors},
+        "own": {"name": None}
+        if own is None
+        else {"name": "eps-bar-reward", "errors": {"mean_relative_error": own, "max_relative_error": 3 * own}},
+    }
 
 
 def _write(folder, records):
@@ -304,14 +370,21 @@ def test_aggregate_is_the_projects_interval_over_seeds(tmp_path):
     assert row["seeds"] == [0, 1, 2, 3, 4] and row["own_mean"]["mean"] == pytest.approx(np.mean(values) / 2)
 
 
-@pytest.mark.parametrize("entangled, independent, verdict", [
-    (0.02, 0.2, "the entangled coupling is closer (eps-r)"),
-    (0.2, 0.02, "the independent coupling is closer (indep-r)"),
-    (0.05, 0.05, "the intervals overlap")])
+@pytest.mark.parametrize(
+    "entangled, independent, verdict",
+    [
+        (0.02, 0.2, "the entangled coupling is closer (eps-r)"),
+        (0.2, 0.02, "the independent coupling is closer (indep-r)"),
+        (0.05, 0.05, "the intervals overlap"),
+    ],
+)
 def test_findings_say_which_coupling_is_closer_whatever_the_sign(tmp_path, entangled, independent, verdict):
     jitter = [0.9, 1.0, 1.1, 0.95, 1.05]
-    _write(tmp_path, [_record("isolated", "ring", "eps-r", s, entangled * j, own=0.01) for s, j in enumerate(jitter)]
-           + [_record("isolated", "ring", "indep-r", s, independent * j) for s, j in enumerate(jitter)])
+    _write(
+        tmp_path,
+        [_record("isolated", "ring", "eps-r", s, entangled * j, own=0.01) for s, j in enumerate(jitter)]
+        + [_record("isolated", "ring", "indep-r", s, independent * j) for s, j in enumerate(jitter)],
+    )
     lines = findings(aggregate(load_records(tmp_path), reps=500))
     pair = [x for x in lines if "reward ground" in x]
     assert len(pair) == 1 and verdict in pair[0] and "5 seeds" in pair[0]
@@ -321,14 +394,22 @@ def test_findings_say_which_coupling_is_closer_whatever_the_sign(tmp_path, entan
 
 def test_table_figure_and_page_come_from_the_records(tmp_path, capsys):
     records = tmp_path / "records"
-    _write(records, [_record(m, sc, me, s, 0.1 + 0.01 * s, own=None if me == "dbc" else 0.02, upper=0.15)
-                     for m in ("isolated", "agent") for sc in ("ring", "sprite") for me in ("eps-r", "indep-r", "dbc")
-                     for s in range(3)])
+    _write(
+        records,
+        [
+            _record(m, sc, me, s, 0.1 + 0.01 * s, own=None if me == "dbc" else 0.02, upper=0.15)
+            for m in ("isolated", "agent")
+            for sc in ("ring", "sprite")
+            for me in ("eps-r", "indep-r", "dbc")
+            for s in range(3)
+        ],
+    )
     page = tmp_path / "page.md"
     page.write_text(f"# Study\n\nbefore\n{BEGIN}\nplaceholder\n{END}\nafter\n")
     figure, table = tmp_path / "f.png", tmp_path / "t.md"
-    assert figure_main(["--records", str(records), "--out", str(figure), "--table", str(table),
-                        "--page", str(page)]) == 0
+    assert (
+        figure_main(["--records", str(records), "--out", str(figure), "--table", str(table), "--page", str(page)]) == 0
+    )
     assert figure.stat().st_size > 10_000
     text = table.read_text()
     assert "| ring | eps-r | entangled | pi: 11.0% [" in text and "(at most 15.0%)" in text
@@ -339,8 +420,9 @@ def test_table_figure_and_page_come_from_the_records(tmp_path, capsys):
     assert "**12 of the 36 cells have a record, 0 of them all 5 seeds**" in body
     page.write_text("no markers\n")
     capsys.readouterr()
-    assert figure_main(["--records", str(records), "--out", str(figure), "--table", str(table),
-                        "--page", str(page)]) == 2
+    assert (
+        figure_main(["--records", str(records), "--out", str(figure), "--table", str(table), "--page", str(page)]) == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: page: ") and page.read_text() == "no markers\n"
 

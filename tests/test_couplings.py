@@ -23,7 +23,8 @@ def test_identical_laws_couple_on_the_diagonal():
 
 
 histogram = st.integers(2, 7).flatmap(
-    lambda n: st.lists(st.floats(0, 1), min_size=n, max_size=n).filter(lambda v: sum(v) > 0.1))
+    lambda n: st.lists(st.floats(0, 1), min_size=n, max_size=n).filter(lambda v: sum(v) > 0.1)
+)
 
 
 @given(histogram, histogram)

@@ -35,12 +35,15 @@ def test_only_the_asked_videos_are_extracted(tmp_path):
     frames = root / "JPEGImages" / "480p"
     assert sorted(p.name for p in frames.iterdir()) == ["bear", "dog"]
     assert (frames / "dog" / "00000.jpg").read_bytes() == b"jpeg dog"
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["DAVIS"]   # nothing staged is left
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["DAVIS"]  # nothing staged is left
 
 
 def test_a_missing_video_or_a_broken_archive_extracts_nothing(tmp_path):
-    with pytest.raises(DownloadError, match=r"^archive: .*d\.zip holds no DAVIS/JPEGImages/480p/<video>/\*\.jpg "
-                                            r"for 1 of the 2 videos \(cat\)$"):
+    with pytest.raises(
+        DownloadError,
+        match=r"^archive: .*d\.zip holds no DAVIS/JPEGImages/480p/<video>/\*\.jpg "
+        r"for 1 of the 2 videos \(cat\)$",
+    ):
         extract_videos(archive(tmp_path / "d.zip", ["bear"]), tmp_path / "out", ("bear", "cat"))
     (tmp_path / "bad.zip").write_bytes(b"not a zip")
     with pytest.raises(DownloadError, match=r"^archive: .*bad\.zip is not a zip archive$"):

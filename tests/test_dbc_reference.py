@@ -10,15 +10,18 @@ torch = pytest.importorskip("torch")
 
 from benchmarks.dbc_reference import DBC  # noqa: E402
 
-SIZE, SIDE = 20, 3   # see tests/test_drq_reference.py
+SIZE, SIDE = 20, 3  # see tests/test_drq_reference.py
 
 
 def batch(rows=4, seed=0):
     rng = np.random.default_rng(seed)
-    return {"obs": rng.integers(0, 256, (rows, 3, SIZE, SIZE), dtype=np.uint8),
-            "next_obs": rng.integers(0, 256, (rows, 3, SIZE, SIZE), dtype=np.uint8),
-            "action": rng.uniform(-1, 1, (rows, 2)).astype(np.float32),
-            "reward": rng.uniform(0, 1, rows).astype(np.float32), "discount": np.ones(rows, np.float32)}
+    return {
+        "obs": rng.integers(0, 256, (rows, 3, SIZE, SIZE), dtype=np.uint8),
+        "next_obs": rng.integers(0, 256, (rows, 3, SIZE, SIZE), dtype=np.uint8),
+        "action": rng.uniform(-1, 1, (rows, 2)).astype(np.float32),
+        "reward": rng.uniform(0, 1, rows).astype(np.float32),
+        "discount": np.ones(rows, np.float32),
+    }
 
 
 def test_the_losses_of_each_step():

@@ -33,8 +33,13 @@ def _davis_tree(root, names=("bear", "bmx-bumps")):
 
 def test_paper_tasks_and_action_repeats():
     assert {name: t.action_repeat for name, t in PAPER_TASKS.items()} == {
-        "ball_in_cup-catch": 4, "cartpole-swingup": 8, "cheetah-run": 4,
-        "finger-spin": 2, "reacher-easy": 4, "walker-walk": 2}
+        "ball_in_cup-catch": 4,
+        "cartpole-swingup": 8,
+        "cheetah-run": 4,
+        "finger-spin": 2,
+        "reacher-easy": 4,
+        "walker-walk": 2,
+    }
     # the extra (non-paper) tasks keep their domain's repeat
     assert {name: t.action_repeat for name, t in EXTRA_TASKS.items()} == {"cartpole-balance": 8, "walker-stand": 2}
     assert set(TASKS) == set(PAPER_TASKS) | set(EXTRA_TASKS)

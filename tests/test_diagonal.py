@@ -7,8 +7,12 @@ from validation.figure_data import DiagonalCurves
 
 
 def test_each_metric_is_a_line_over_the_entropy(tmp_path, monkeypatch):
-    data = DiagonalCurves(np.array([0.0, 1.0]), np.array([0.0, 0.7]),
-                          {"dbc-sampled": np.array([0.0, 0.4]), "pi": np.array([0.0, 0.0])}, mdps=2)
+    data = DiagonalCurves(
+        np.array([0.0, 1.0]),
+        np.array([0.0, 0.7]),
+        {"dbc-sampled": np.array([0.0, 0.4]), "pi": np.array([0.0, 0.0])},
+        mdps=2,
+    )
     drawn = []
     monkeypatch.setattr(diagonal, "save", lambda fig, path, tight=False: drawn.append(fig) or path)
     diagonal.plot_sampled_diagonals(tmp_path / "d.png", data)

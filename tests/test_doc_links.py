@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md",
-         *sorted(p for p in (ROOT / "docs").rglob("*.md") if "_build" not in p.parts)]
+PAGES = [
+    ROOT / "README.md",
+    ROOT / "CHANGELOG.md",
+    *sorted(p for p in (ROOT / "docs").rglob("*.md") if "_build" not in p.parts),
+]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 

@@ -36,8 +36,13 @@ def test_random_batches_stack_frames_as_a_replay_buffer_does():
     assert (one[1]["obs"] == again[1]["obs"]).all() and one[0]["action"].shape == (3, 1)
 
 
-@pytest.mark.parametrize("args, message", [(["--paths", "plain,nope"], "error: paths: unknown nope"),
-                                           (["--updates", "5"], "error: updates: at least 10; batch: positive")])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--paths", "plain,nope"], "error: paths: unknown nope"),
+        (["--updates", "5"], "error: updates: at least 10; batch: positive"),
+    ],
+)
 def test_bad_options_are_one_line_and_exit_2(capsys, args, message):
     pytest.importorskip("torch")
     from benchmarks.drq_compare import main

@@ -23,7 +23,7 @@ def test_every_seed_must_reach_the_mark_at_100k(tmp_path, capsys):
     good = run_folder(tmp_path / "a", 0, [(0, 10), (50_000, 400), (100_000, 700)])
     also = run_folder(tmp_path / "b", 1, [(0, 12), (100_000, 667)])
     low = run_folder(tmp_path / "c", 2, [(0, 12), (100_000, 666.9)])
-    short = run_folder(tmp_path / "d", 3, [(0, 12), (70_000, 800)])   # stopped early: not a pass
+    short = run_folder(tmp_path / "d", 3, [(0, 12), (70_000, 800)])  # stopped early: not a pass
     long = run_folder(tmp_path / "e", 4, [(0, 12), (100_000, 700), (600_000, 860)])  # past DrQ's last evaluation
     out = tmp_path / "fig.png"
     assert main([str(good), str(also), "--out", str(out), "--json", str(tmp_path / "v.json")]) == 0
@@ -57,7 +57,7 @@ def test_drqs_own_runs_are_the_ones_behind_its_published_number():
 def test_a_run_is_placed_among_drqs_runs_by_interpolation():
     runs = {1: (np.array([0, 10]), np.array([0.0, 100.0])), 2: (np.array([0, 10, 20]), np.array([0.0, 50.0, 60.0]))}
     assert drq_at(runs, 5).tolist() == [50.0, 25.0]
-    assert drq_at(runs, 15).tolist() == [55.0]               # run 1 stops at 10: left out
+    assert drq_at(runs, 15).tolist() == [55.0]  # run 1 stops at 10: left out
     c = context(30.0, 5, runs)
     assert (c["drq_runs"], c["drq_mean"], c["drq_min"], c["drq_max"], c["above"]) == (2, 37.5, 25.0, 50.0, 1)
     assert context(1.0, 30, runs)["drq_runs"] == 0

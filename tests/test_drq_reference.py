@@ -10,16 +10,19 @@ torch = pytest.importorskip("torch")
 
 from benchmarks.drq_reference import DrQ  # noqa: E402
 
-SIZE = 20   # pixels: stride 2 then three 3x3 convolutions leave a 3 x 3 map
+SIZE = 20  # pixels: stride 2 then three 3x3 convolutions leave a 3 x 3 map
 SIDE = 3
 
 
 def batch(rows=4, seed=0):
     rng = np.random.default_rng(seed)
-    return {"obs": rng.integers(0, 256, (rows, 3, SIZE, SIZE), dtype=np.uint8),
-            "next_obs": rng.integers(0, 256, (rows, 3, SIZE, SIZE), dtype=np.uint8),
-            "action": rng.uniform(-1, 1, (rows, 2)).astype(np.float32),
-            "reward": rng.uniform(0, 1, rows).astype(np.float32), "discount": np.ones(rows, np.float32)}
+    return {
+        "obs": rng.integers(0, 256, (rows, 3, SIZE, SIZE), dtype=np.uint8),
+        "next_obs": rng.integers(0, 256, (rows, 3, SIZE, SIZE), dtype=np.uint8),
+        "action": rng.uniform(-1, 1, (rows, 2)).astype(np.float32),
+        "reward": rng.uniform(0, 1, rows).astype(np.float32),
+        "discount": np.ones(rows, np.float32),
+    }
 
 
 def test_the_log_probability_is_the_squashed_gaussians():
@@ -30,8 +33,9 @@ def test_the_log_probability_is_the_squashed_gaussians():
     action, log_prob = drq.actor(obs, noise)
     mu, raw = drq.actor.trunk(drq.actor.encoder(obs)).chunk(2, dim=-1)
     log_std = -10.0 + 6.0 * (torch.tanh(raw) + 1)
-    squashed = torch.distributions.TransformedDistribution(torch.distributions.Normal(mu, log_std.exp()),
-                                                           [torch.distributions.TanhTransform()])
+    squashed = torch.distributions.TransformedDistribution(
+        torch.distributions.Normal(mu, log_std.exp()), [torch.distributions.TanhTransform()]
+    )
     assert torch.allclose(log_prob, squashed.log_prob(action).sum(-1, keepdim=True), atol=1e-3)
     assert drq.actor.encoder.convs is drq.critic.encoder.convs and drq.actor.encoder.head is not drq.critic.encoder.head
 

@@ -26,8 +26,9 @@ def test_channels_last_encoder_matches_the_plain_one(stacked, image_size):
     path with two threads (3.6e-4 with SSE4.1 kernels and one); a layout bug shows as O(1)."""
     result = layout_gradients(stacked, image_size)
     assert result.z_plain.shape == result.z_fast.shape == (ROWS, encoders(stacked, image_size)[0].latent_dim)
-    assert torch.allclose(result.z_fast, result.z_plain, rtol=0, atol=result.latent_tolerance), \
+    assert torch.allclose(result.z_fast, result.z_plain, rtol=0, atol=result.latent_tolerance), (
         (result.z_fast - result.z_plain).abs().max()
+    )
     for name, (fast_vs_exact, _, fast_vs_plain) in result.errors.items():
         assert fast_vs_exact < result.tolerance, name
         assert fast_vs_plain < 2 * result.tolerance, name
@@ -72,7 +73,7 @@ def test_channels_last_trunk_features_are_a_view_of_the_last_relu(stacked):
     with _Ops() as mode:
         features = trunk(pixels((36, 52)))
     last_relu = max(i for i, op in enumerate(mode.ops) if op == "relu")
-    after = mode.ops[last_relu + 1:]
+    after = mode.ops[last_relu + 1 :]
     copies = {"clone", "_to_copy", "contiguous", "copy_", "_unsafe_view"}
     assert not copies & set(after), after
     (relu,) = outputs

@@ -13,8 +13,20 @@ from benchmarks import encoder_collapse  # noqa: E402
 
 def test_a_tiny_run_traces_every_variant_from_the_same_start(tmp_path, capsys):
     out, figure = tmp_path / "collapse.json", tmp_path / "collapse.png"
-    argv = ["--transitions", "80", "--updates", "4", "--every", "2", "--variants", "drq,eps-r,eps-r no model grad",
-            "--out", str(out), "--figure", str(figure)]
+    argv = [
+        "--transitions",
+        "80",
+        "--updates",
+        "4",
+        "--every",
+        "2",
+        "--variants",
+        "drq,eps-r,eps-r no model grad",
+        "--out",
+        str(out),
+        "--figure",
+        str(figure),
+    ]
     assert encoder_collapse.main(argv) == 0
     record = json.loads(out.read_text())
     assert [v["variant"] for v in record["variants"]] == ["drq", "eps-r", "eps-r no model grad"]
@@ -31,13 +43,16 @@ def test_a_tiny_run_traces_every_variant_from_the_same_start(tmp_path, capsys):
     assert "eps-r no model grad: latent spread 0:" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--variants", "drq,foo"], "variants: 'foo' (item 1) is not one of"),
-    (["--variants", "drq,drq"], "variants: 'drq' (item 1) is named twice"),
-    (["--updates", "0"], "updates:"),
-    (["--transitions", "1"], "transitions:"),
-    (["--task", "walker-run"], "task:"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--variants", "drq,foo"], "variants: 'foo' (item 1) is not one of"),
+        (["--variants", "drq,drq"], "variants: 'drq' (item 1) is named twice"),
+        (["--updates", "0"], "updates:"),
+        (["--transitions", "1"], "transitions:"),
+        (["--task", "walker-run"], "task:"),
+    ],
+)
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, args, message):
     out = tmp_path / "c.json"
     assert encoder_collapse.main([*args, "--out", str(out)]) == 2

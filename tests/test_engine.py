@@ -20,11 +20,16 @@ from bisimkit.errors import InputError
 from bisimkit.forms import Evaluation, SteinForm
 
 
-@pytest.mark.parametrize("args, message", [(("fast", 1e-9, None), r"^method: unknown method 'fast' \(choose from "),
-                                           (("auto", 0.0, None), r"^tol: must be a positive number, got 0\.0$"),
-                                           (("auto", True, None), r"^tol: must be a positive number, got True$"),
-                                           (("auto", float("inf"), None), r"^tol: must be a positive number"),
-                                           (("vi", 1e-9, 0), r"^max_iterations: 0 is not a positive integer$")])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("fast", 1e-9, None), r"^method: unknown method 'fast' \(choose from "),
+        (("auto", 0.0, None), r"^tol: must be a positive number, got 0\.0$"),
+        (("auto", True, None), r"^tol: must be a positive number, got True$"),
+        (("auto", float("inf"), None), r"^tol: must be a positive number"),
+        (("vi", 1e-9, 0), r"^max_iterations: 0 is not a positive integer$"),
+    ],
+)
 def test_bad_run_options_are_refused_in_one_line(args, message):
     with pytest.raises(InputError, match=message):
         check_run_options(*args)
@@ -40,9 +45,9 @@ def test_the_certificate_of_one_step_by_hand():
     # c = 1/2, ||F(x) - x|| = 1, exact evaluation: ||F(x) - d*|| <= c/(1-c) * 1 = 1 and ||x - d*|| <= 1/(1-c) = 2
     assert bound_from_norms(0.5, 1.0, 0.0).error == pytest.approx(1.0, rel=1e-14)
     assert bound_from_norms(0.5, 1.0, 0.0, returned="at").error == pytest.approx(2.0, rel=1e-14)
-    b = bound_from_norms(0.5, 0.0, 0.25)   # an evaluation unsure by 1/4: a floor of 1/2 that no step removes
+    b = bound_from_norms(0.5, 0.0, 0.25)  # an evaluation unsure by 1/4: a floor of 1/2 that no step removes
     assert b.floor == pytest.approx(0.5, rel=1e-14) and b.reachable(0.6) and not b.reachable(0.4)
-    assert bound_from_norms(0.5, 1.0, 0.0).error >= 1.0     # rounding is charged upwards
+    assert bound_from_norms(0.5, 1.0, 0.0).error >= 1.0  # rounding is charged upwards
 
 
 def test_value_iteration_reaches_a_scalar_fixed_point():
@@ -50,12 +55,13 @@ def test_value_iteration_reaches_a_scalar_fixed_point():
     found = value_iteration(lambda x: Evaluation(1.0 + 0.5 * x, x, 0.0), np.zeros(1), 0.5, 1e-8)
     x, iterations, error, converged, floor = found
     assert converged and floor == 0 and error <= 1e-8 and abs(x[0] - 2.0) <= error
-    assert 25 <= iterations <= 30   # the error halves each sweep from 1: 2^-27 < 1e-8
+    assert 25 <= iterations <= 30  # the error halves each sweep from 1: 2^-27 < 1e-8
 
 
 def test_value_iteration_stops_at_the_floor():
-    x, _, error, converged, floor = value_iteration(lambda x: Evaluation(1.0 + 0.5 * x, x, 1e-3), np.zeros(1),
-                                                    0.5, 1e-9)
+    x, _, error, converged, floor = value_iteration(
+        lambda x: Evaluation(1.0 + 0.5 * x, x, 1e-3), np.zeros(1), 0.5, 1e-9
+    )
     assert not converged and floor == pytest.approx(2e-3) and error <= 2 * floor
 
 

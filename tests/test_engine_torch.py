@@ -116,14 +116,17 @@ def test_progress_is_reported_with_the_final_certificate():
     assert seen and seen[-1][1] == sol.certified_error and sol.history[-1] == sol.certified_error
 
 
-@pytest.mark.parametrize("kwargs, param, words", [
-    ({"metric": "pi", "backend": "torch"}, "backend", "mico"),
-    ({"metric": "mico", "backend": "jax"}, "backend", "numpy, torch"),
-    ({"metric": "mico", "device": "cpu"}, "device", "torch"),
-    ({"metric": "mico", "backend": "torch", "device": "tpu"}, "device", "cuda"),
-    ({"metric": "mico", "backend": "torch", "method": "vi"}, "backend", "vi"),
-    ({"metric": "dbc-sampled", "backend": "torch"}, "backend", "point mass"),
-])
+@pytest.mark.parametrize(
+    "kwargs, param, words",
+    [
+        ({"metric": "pi", "backend": "torch"}, "backend", "mico"),
+        ({"metric": "mico", "backend": "jax"}, "backend", "numpy, torch"),
+        ({"metric": "mico", "device": "cpu"}, "device", "torch"),
+        ({"metric": "mico", "backend": "torch", "device": "tpu"}, "device", "cuda"),
+        ({"metric": "mico", "backend": "torch", "method": "vi"}, "backend", "vi"),
+        ({"metric": "dbc-sampled", "backend": "torch"}, "backend", "point mass"),
+    ],
+)
 def test_bad_backend_arguments_are_one_line_naming_the_parameter(kwargs, param, words):
     mdp = random_mdp(6, 2, seed=0)
     metric = kwargs.pop("metric")
@@ -142,7 +145,7 @@ def test_cuda_without_a_gpu_names_the_device():
 def test_a_device_too_small_for_the_doubling_is_one_line_naming_the_device():
     from bisimkit.engine_torch import DEVICE_ARRAYS, check_device_memory
 
-    need = DEVICE_ARRAYS * 8 * 20000 ** 2
+    need = DEVICE_ARRAYS * 8 * 20000**2
     check_device_memory(20000, torch.device("cuda"), free=need)
     with pytest.raises(InputError, match="20000") as info:
         check_device_memory(20000, torch.device("cuda"), free=need - 1)
@@ -165,8 +168,24 @@ def test_import_bisimkit_does_not_import_torch():
 
 def test_cli_backend_torch(tmp_path, capsys):
     out = tmp_path / "d.npy"
-    assert cli_main(["solve", "chain", "--metric", "mico", "--backend", "torch", "--device", "cpu",
-                     "--out", str(out), "--quiet"]) == 0
+    assert (
+        cli_main(
+            [
+                "solve",
+                "chain",
+                "--metric",
+                "mico",
+                "--backend",
+                "torch",
+                "--device",
+                "cpu",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     on_numpy = solve(_example("chain"), "mico")
     assert np.max(np.abs(np.load(out) - on_numpy.distances)) <= 2e-9
     capsys.readouterr()
@@ -178,8 +197,9 @@ def test_cli_backend_torch(tmp_path, capsys):
 def test_cli_help_lists_the_backends_the_solver_checks():
     from bisimkit_cli.core import build_parser
 
-    solve_parser = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices
-                        and "solve" in a.choices).choices["solve"]
+    solve_parser = next(
+        a for a in build_parser()._actions if hasattr(a, "choices") and a.choices and "solve" in a.choices
+    ).choices["solve"]
     backend = next(a for a in solve_parser._actions if a.dest == "backend")
     assert tuple(backend.choices) == BACKENDS and all(name in backend.help for name in BACKENDS + TORCH_METRICS)
 

@@ -9,6 +9,7 @@ from bisimkit.errors import InputError
 def raising(exc):
     def body():
         raise exc
+
     return body
 
 

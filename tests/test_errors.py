@@ -22,9 +22,16 @@ def test_the_command_line_shows_the_flag_only_when_it_has_one():
     assert InputError("plain").for_option({"--x"}) == "plain"
 
 
-@pytest.mark.parametrize("value, low, kind", [(0, 1, "a positive integer"), (-1, 0, "a non-negative integer"),
-                                              (2, 3, "an integer >= 3"), (True, 1, "a positive integer"),
-                                              (1.0, 1, "a positive integer")])
+@pytest.mark.parametrize(
+    "value, low, kind",
+    [
+        (0, 1, "a positive integer"),
+        (-1, 0, "a non-negative integer"),
+        (2, 3, "an integer >= 3"),
+        (True, 1, "a positive integer"),
+        (1.0, 1, "a positive integer"),
+    ],
+)
 def test_a_bad_count_is_refused_in_one_line(value, low, kind):
     with pytest.raises(InputError, match=rf"^seeds: {value!r} is not {kind}$"):
         check_count("seeds", value, low)

@@ -15,10 +15,15 @@ EXAMPLES = ROOT / "examples"
 
 
 def run(script: str, *args: str, cwd: Path) -> str:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl"),
-           "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.run([sys.executable, str(EXAMPLES / script), *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl"),
+        "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / script), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
 
@@ -45,8 +50,12 @@ def test_compare_metrics_writes_the_figures(tmp_path):
 
 def test_check_claim_on_a_file_and_the_state_order_finding(tmp_path):
     out = run("check_claim.py", cwd=tmp_path)
-    verdicts = {line.split()[0] + (" " + line.split()[1] if line.split()[1].startswith("(") else ""):
-                "FAILS" not in line.split("margin")[0] for line in out.splitlines() if line.startswith("C")}
+    verdicts = {
+        line.split()[0] + (" " + line.split()[1] if line.split()[1].startswith("(") else ""): "FAILS"
+        not in line.split("margin")[0]
+        for line in out.splitlines()
+        if line.startswith("C")
+    }
     assert verdicts == {"C3": True, "C4": True, "C4 (literal)": True, "C10": True, "C10 (reverse)": False}
     # C4 in index order fails on the bundled witness (docs/claims.md)
     witness = run("check_claim.py", "--mdp", "coupling-order", "--claims", "C4", cwd=tmp_path)
@@ -64,8 +73,20 @@ def test_learn_metric_gets_close_to_the_exact_one(tmp_path):
 def test_train_agent_in_the_smoke_setting_and_plot(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("dm_control")
-    out = run("train_agent.py", "--methods", "eps-r", "--seeds", "0", "--env-steps", "80", "--episode-steps", "80",
-              "--out", "ex", cwd=tmp_path)
+    out = run(
+        "train_agent.py",
+        "--methods",
+        "eps-r",
+        "--seeds",
+        "0",
+        "--env-steps",
+        "80",
+        "--episode-steps",
+        "80",
+        "--out",
+        "ex",
+        cwd=tmp_path,
+    )
     assert out.startswith("eps-r seed 0: final evaluation return ")
     assert "after 80 environment steps" in out
     assert "| ε-R | n/a | " in out and "### Aggregates over tasks" in out and "| ε-R | 1 | " in out
@@ -76,15 +97,27 @@ def test_train_agent_in_the_smoke_setting_and_plot(tmp_path):
 
 def test_metric_check_learned_against_exact(tmp_path):
     pytest.importorskip("torch")
-    out = run("metric_check.py", "--steps", "6", "--batch", "16", "--image-size", "16", "--draws", "3", "--out", "mc",
-              cwd=tmp_path)
+    out = run(
+        "metric_check.py",
+        "--steps",
+        "6",
+        "--batch",
+        "16",
+        "--image-size",
+        "16",
+        "--draws",
+        "3",
+        "--out",
+        "mc",
+        cwd=tmp_path,
+    )
     assert out.startswith("eps-r on the ring scene, 8 states, 6 updates:")
     assert "targets met: mean_relative_error " in out
     import numpy as np
 
     from bisimkit import load_mdp, solve
 
-    exact = np.load(tmp_path / "mc" / "exact.npy")   # the certified fixed point of the scene's MDP
+    exact = np.load(tmp_path / "mc" / "exact.npy")  # the certified fixed point of the scene's MDP
     np.testing.assert_allclose(exact, solve(load_mdp(tmp_path / "mc" / "mdp.json"), "eps-bar").distances, atol=1e-8)
 
 

@@ -31,20 +31,32 @@ runpy.run_module(module, run_name="__main__", alter_sys=True)
 
 
 def run_hidden(module: str, hidden: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", HIDE, module, hidden, *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", HIDE, module, hidden, *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
 
 
-@pytest.mark.parametrize("module, hidden, args, extra", [
-    ("agents.train", "dm_control,distracting_control", ["--task", "reacher-easy", "--env-steps", "4000",
-                                                         "--seed-steps", "10"], "agents"),
-    ("agents.train", "torch", ["--task", "reacher-easy", "--env-steps", "4000", "--seed-steps", "10"], "torch"),
-    ("agents.train", "wandb", ["--task", "reacher-easy", "--env-steps", "4000", "--seed-steps", "10",
-                               "--wandb", "my-project"], "wandb"),
-    ("agents.evaluate", "torch", ["RUN"], "torch"),
-    ("figures.nearest_neighbours", "torch", ["RUN"], "torch"),
-    ("benchmarks.learning_check", "torch", ["--out", "RUN"], "torch"),
-])
+@pytest.mark.parametrize(
+    "module, hidden, args, extra",
+    [
+        (
+            "agents.train",
+            "dm_control,distracting_control",
+            ["--task", "reacher-easy", "--env-steps", "4000", "--seed-steps", "10"],
+            "agents",
+        ),
+        ("agents.train", "torch", ["--task", "reacher-easy", "--env-steps", "4000", "--seed-steps", "10"], "torch"),
+        (
+            "agents.train",
+            "wandb",
+            ["--task", "reacher-easy", "--env-steps", "4000", "--seed-steps", "10", "--wandb", "my-project"],
+            "wandb",
+        ),
+        ("agents.evaluate", "torch", ["RUN"], "torch"),
+        ("figures.nearest_neighbours", "torch", ["RUN"], "torch"),
+        ("benchmarks.learning_check", "torch", ["--out", "RUN"], "torch"),
+    ],
+)
 def test_entry_points_name_the_missing_extra(tmp_path, module, hidden, args, extra):
     args = [str(tmp_path / "run") if a == "RUN" else a for a in args]
     if module == "agents.train":
@@ -58,19 +70,32 @@ def test_entry_points_name_the_missing_extra(tmp_path, module, hidden, args, ext
 
 
 def test_importing_the_losses_without_torch_says_which_extra():
-    proc = subprocess.run([sys.executable, "-c", HIDE.replace("runpy.run_module(module, run_name=\"__main__\", "
-                                                              "alter_sys=True)", "import bisimkit.losses"),
-                           "bisimkit.losses", "torch"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            HIDE.replace("runpy.run_module(module, run_name=\"__main__\", alter_sys=True)", "import bisimkit.losses"),
+            "bisimkit.losses",
+            "torch",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1
     assert "bisimkit.losses needs torch, which is not installed: pip install -e '.[torch]'" in proc.stderr
 
 
 def test_messages_name_the_module_and_the_extra():
     assert missing_extra(ModuleNotFoundError("x", name="dm_control.suite")) == (
-        "dm_control is not installed; it comes with the 'agents' extra: pip install -e '.[agents]'")
+        "dm_control is not installed; it comes with the 'agents' extra: pip install -e '.[agents]'"
+    )
     assert missing_extra(ModuleNotFoundError("x", name="numpy")) is None  # a core dependency: not an extra
     assert missing_extra(ModuleNotFoundError("x", name="gymnasium")) == (
-        "gymnasium is not installed; it comes with the 'gym' extra: pip install -e '.[gym]'")
+        "gymnasium is not installed; it comes with the 'gym' extra: pip install -e '.[gym]'"
+    )
     assert set(EXTRAS.values()) <= {"torch", "agents", "test", "gym", "wandb", "storm"}
     assert missing_extra(ModuleNotFoundError("x", name="stormpy")) == (
-        "stormpy is not installed; it comes with the 'storm' extra: pip install -e '.[storm]'")
+        "stormpy is not installed; it comes with the 'storm' extra: pip install -e '.[storm]'"
+    )

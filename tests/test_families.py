@@ -37,9 +37,10 @@ def test_planted_cases_know_their_blocks_and_grids_their_independence():
 
 
 def test_a_factored_grid_moves_each_coordinate_by_its_kernel():
-    stay = np.eye(2)[None]                  # one action: each coordinate stays
-    case = factored_grid_case((2, 2), 1, 0.9, np.ones(1), [stay, stay], [np.array([0.0, 1.0])] * 2,
-                              np.ones(2), note="still")
+    stay = np.eye(2)[None]  # one action: each coordinate stays
+    case = factored_grid_case(
+        (2, 2), 1, 0.9, np.ones(1), [stay, stay], [np.array([0.0, 1.0])] * 2, np.ones(2), note="still"
+    )
     assert np.array_equal(case.mdp.transitions[:, 0], np.eye(4))
     assert case.mdp.rewards[:, 0].tolist() == [0.0, 1.0, 1.0, 2.0] and case.label.endswith("(still)")
 

@@ -21,6 +21,7 @@ def test_checks_pass_without_faults():
 
 def test_wrong_action_coupling_turns_c1_red(monkeypatch):
     """The eps operators couple actions independently instead of entangled."""
+
     def independent_policy_cells(mdp, pairs):
         import scipy.sparse as sp
 
@@ -43,8 +44,9 @@ def product_instead_of_staircase(xptr, xidx, bx, src, yptr, yidx, by, dst):
         i, j = np.meshgrid(np.arange(len(p)), np.arange(len(q)), indexing="ij")
         mass = np.outer(p, q)
         keep = mass.ravel() > 0
-        parts.append(Cells(np.full(int(keep.sum()), k), xidx[a][i.ravel()[keep]], yidx[b][j.ravel()[keep]],
-                           mass.ravel()[keep]))
+        parts.append(
+            Cells(np.full(int(keep.sum()), k), xidx[a][i.ravel()[keep]], yidx[b][j.ravel()[keep]], mass.ravel()[keep])
+        )
     return Cells.concat(parts)
 
 

@@ -19,13 +19,16 @@ def test_nested_lists_become_a_float_array():
     assert to_float_array("x", np.array([1, 2])).dtype == np.float64
 
 
-@pytest.mark.parametrize("value, message", [
-    ([[1, 2], [3]], r"^rewards\[1\]: has length 1, expected 2 \(ragged array\)$"),
-    ([[1, "a"]], r'^rewards\[0\]\[1\]: expected a number, got "a"$'),
-    ([[1, True]], r"^rewards\[0\]\[1\]: expected a number, got bool$"),
-    ([1, [2]], r"^rewards\[1\]: expected a number, got a list \(ragged array\)$"),
-    ([[1], 2], r"^rewards\[1\]: expected a list of length 1, got a number \(ragged array\)$"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ([[1, 2], [3]], r"^rewards\[1\]: has length 1, expected 2 \(ragged array\)$"),
+        ([[1, "a"]], r'^rewards\[0\]\[1\]: expected a number, got "a"$'),
+        ([[1, True]], r"^rewards\[0\]\[1\]: expected a number, got bool$"),
+        ([1, [2]], r"^rewards\[1\]: expected a number, got a list \(ragged array\)$"),
+        ([[1], 2], r"^rewards\[1\]: expected a list of length 1, got a number \(ragged array\)$"),
+    ],
+)
 def test_the_first_bad_entry_is_named(value, message):
     with pytest.raises(InputError, match=message):
         to_float_array("rewards", value)
@@ -48,9 +51,17 @@ def test_a_discount_in_the_unit_interval_is_kept(value):
     assert validate_discount(value) == float(value)
 
 
-@pytest.mark.parametrize("value, message", [(1.0, "must satisfy 0 <= discount < 1"), (-0.1, "must satisfy"),
-                                            (float("nan"), "must satisfy"), ("0.9", 'expected a number, got "0.9"'),
-                                            (True, "expected a number"), (np.zeros(2), "got an array")])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (1.0, "must satisfy 0 <= discount < 1"),
+        (-0.1, "must satisfy"),
+        (float("nan"), "must satisfy"),
+        ("0.9", 'expected a number, got "0.9"'),
+        (True, "expected a number"),
+        (np.zeros(2), "got an array"),
+    ],
+)
 def test_a_bad_discount_is_refused(value, message):
     with pytest.raises(InputError, match=f"^discount.*{message}"):
         validate_discount(value)

@@ -38,18 +38,30 @@ def test_aggregate_cli_writes_tables_csv_and_profiles(runs, tmp_path, capsys):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", png[16:24])[0] >= 400
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda root: __import__("shutil").rmtree(root / "walker-walk" / "eps-r"),
-     "runs: mixed tasks: ε-R has no run on walker-walk (the run set covers cartpole-swingup, walker-walk)"),
-    (lambda root: __import__("shutil").rmtree(root / "walker-walk" / "drq" / "seed1"),
-     "runs: missing seeds: DrQ on walker-walk lacks seed(s) 1 (its other tasks have 0, 1, 2)"),
-    (lambda root: (root / "cartpole-swingup" / "drq" / "seed2" / "eval.csv").write_text(
-        "env_step,mean_return\n0,0\n100,5\n"),
-     "runs: mixed steps: DrQ on cartpole-swingup: seed 0 at 200, seed 1 at 200, seed 2 at 100 (pass --step N)"),
-    (lambda root: write_run(root, "carla-highway", "drq", 0, [(0, 1)]),
-     "runs: missing seeds: DrQ on carla-highway lacks seed(s) 1, 2 (its other tasks have 0, 1, 2); "
-     "mixed tasks: ε-R has no run on carla-highway"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (
+            lambda root: __import__("shutil").rmtree(root / "walker-walk" / "eps-r"),
+            "runs: mixed tasks: ε-R has no run on walker-walk (the run set covers cartpole-swingup, walker-walk)",
+        ),
+        (
+            lambda root: __import__("shutil").rmtree(root / "walker-walk" / "drq" / "seed1"),
+            "runs: missing seeds: DrQ on walker-walk lacks seed(s) 1 (its other tasks have 0, 1, 2)",
+        ),
+        (
+            lambda root: (root / "cartpole-swingup" / "drq" / "seed2" / "eval.csv").write_text(
+                "env_step,mean_return\n0,0\n100,5\n"
+            ),
+            "runs: mixed steps: DrQ on cartpole-swingup: seed 0 at 200, seed 1 at 200, seed 2 at 100 (pass --step N)",
+        ),
+        (
+            lambda root: write_run(root, "carla-highway", "drq", 0, [(0, 1)]),
+            "runs: missing seeds: DrQ on carla-highway lacks seed(s) 1, 2 (its other tasks have 0, 1, 2); "
+            "mixed tasks: ε-R has no run on carla-highway",
+        ),
+    ],
+)
 def test_mixed_or_missing_runs_are_one_line_and_exit_2(runs, tmp_path, capsys, damage, message):
     from figures.aggregate_table import main
 
@@ -69,7 +81,10 @@ def test_unknown_bounds_and_bad_flags(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("error: bounds: no score bounds for task 'carla-highway'")
     assert main([str(tmp_path), "--bounds", "carla-highway=0:300", "--reps", "200"]) == 0
     assert "| DrQ | 1 | 0.500 [0.500, 0.500]" in capsys.readouterr().out
-    for flags, field in ((["--bounds", "carla-highway=3:1"], "bounds"), (["--reps", "0"], "reps"),
-                         (["--step", "-1"], "step")):
+    for flags, field in (
+        (["--bounds", "carla-highway=3:1"], "bounds"),
+        (["--reps", "0"], "reps"),
+        (["--step", "-1"], "step"),
+    ):
         assert main([str(tmp_path), *flags]) == 2
         assert capsys.readouterr().err.startswith(f"error: {field}: ")

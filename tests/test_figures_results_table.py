@@ -37,8 +37,11 @@ def test_results_table_with_aggregates(runs, tmp_path, capsys):
     assert main([str(runs), "--out", str(out), "--aggregates"]) == 0
     text = out.read_text()
     assert text == capsys.readouterr().out
-    assert text.index("| Method | BiC |") < text.index("### Aggregates over tasks") < text.index(
-        "### Probability of improvement")
+    assert (
+        text.index("| Method | BiC |")
+        < text.index("### Aggregates over tasks")
+        < text.index("### Probability of improvement")
+    )
     assert (tmp_path / "t.profiles.png").is_file() and (tmp_path / "t.aggregates.csv").is_file()
 
 
@@ -89,14 +92,22 @@ def test_the_carla_table_lays_runs_out_as_the_paper(tmp_path, capsys):
         folder.mkdir(parents=True)
         cfg = make_config(task_preset, method=method, seed=seed).resolved().to_dict()
         (folder / "config.json").write_text(json.dumps({"config": cfg, "backgrounds": "CARLA"}))
-        (folder / "eval.csv").write_text("env_step,mean_return,std_return,episodes,split,elapsed_s\n"
-                                         f"0,1.0,0,10,train-settings,1\n500000,{final},3,10,train-settings,9\n")
+        (folder / "eval.csv").write_text(
+            "env_step,mean_return,std_return,episodes,split,elapsed_s\n"
+            f"0,1.0,0,10,train-settings,1\n500000,{final},3,10,train-settings,9\n"
+        )
 
     run("sac", 0, 150.0), run("sac", 1, 170.0), run("drq+dbc", 0, 140.0)
-    run("eps-r", 0, 900.0, task_preset="smoke")              # a DCS run: not in the CARLA table
+    run("eps-r", 0, 900.0, task_preset="smoke")  # a DCS run: not in the CARLA table
     assert main([str(tmp_path / "runs"), "--carla"]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert table[:7] == ["| Method | CARLA highway (ours) | paper |", "|:--|--:|--:|",
-                         "| SAC | **160.0 ± 10.0** | 168 ± 9 |", "| DBC | 140.0 ± 0.0 | 160 ± 7 |",
-                         "| ε-R | n/a | 157 ± 11 |", "| PSE | n/a | 158 ± 11 |", "| ε-π | n/a | 148 ± 23 |"]
+    assert table[:7] == [
+        "| Method | CARLA highway (ours) | paper |",
+        "|:--|--:|--:|",
+        "| SAC | **160.0 ± 10.0** | 168 ± 9 |",
+        "| DBC | 140.0 ± 0.0 | 160 ± 7 |",
+        "| ε-R | n/a | 157 ± 11 |",
+        "| PSE | n/a | 158 ± 11 |",
+        "| ε-π | n/a | 148 ± 23 |",
+    ]
     assert "500,000" in table[-1]

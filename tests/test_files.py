@@ -19,16 +19,21 @@ def test_a_writable_path_passes_and_nothing_stays(tmp_path):
     assert list(tmp_path.iterdir()) == []  # neither the folders nor the probe remain
 
 
-@pytest.mark.parametrize("case, words", [
-    ("parent-is-file", "is not a folder"),
-    ("file-is-folder", "is a folder, not a file"),
-    ("folder-is-file", "exists and is not a folder"),
-])
+@pytest.mark.parametrize(
+    "case, words",
+    [
+        ("parent-is-file", "is not a folder"),
+        ("file-is-folder", "is a folder, not a file"),
+        ("folder-is-file", "exists and is not a folder"),
+    ],
+)
 def test_a_path_that_cannot_take_the_result_names_the_parameter(tmp_path, case, words):
     (tmp_path / "f").write_text("x")
-    path, folder = {"parent-is-file": (tmp_path / "f" / "d.json", False),
-                    "file-is-folder": (tmp_path, False),
-                    "folder-is-file": (tmp_path / "f", True)}[case]
+    path, folder = {
+        "parent-is-file": (tmp_path / "f" / "d.json", False),
+        "file-is-folder": (tmp_path, False),
+        "folder-is-file": (tmp_path / "f", True),
+    }[case]
     with pytest.raises(InputError) as info:
         check_output(path, "out", folder=folder)
     assert info.value.param == "out" and words in str(info.value)

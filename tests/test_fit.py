@@ -46,8 +46,9 @@ def test_unknown_loss_names_the_allowed_ones():
     assert FIT_LOSSES == ("entangled-reward", "entangled-policy", "psm", "mico", "dbc")
     with pytest.raises(ValueError) as info:
         fit_tabular(example("chain"), "entangled")
-    assert str(info.value) == ("loss: unknown loss 'entangled' "
-                               "(choose from entangled-reward, entangled-policy, psm, mico, dbc)")
+    assert str(info.value) == (
+        "loss: unknown loss 'entangled' (choose from entangled-reward, entangled-policy, psm, mico, dbc)"
+    )
 
 
 def test_bad_arguments_of_the_trainers_name_the_parameter():
@@ -111,16 +112,31 @@ def test_fit_head_learns_the_exact_metric_of_a_linear_gaussian_mdp():
     t1, t2 = torch.tensor(z1), torch.tensor(z2)
 
     def loss(z, head, target, gen):
-        return entangled_loss(z, distance=head, target_distance=target, policy=policy, transition=transition,
-                              ground=policy_ground(lambda x: x @ K.T), discount=model.discount, samples=2,
-                              generator=gen)
+        return entangled_loss(
+            z,
+            distance=head,
+            target_distance=target,
+            policy=policy,
+            transition=transition,
+            ground=policy_ground(lambda x: x @ K.T),
+            discount=model.discount,
+            samples=2,
+            generator=gen,
+        )
 
     head = SeparableDistance(n, powers=(1,)).double()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny tensors: 1 s on one thread, 20 s on two threads of a busy machine
     try:
-        result = fit_head(head, loss, lambda g: torch.randn(256, n, generator=g, dtype=torch.float64), steps=600,
-                          lr=0.02, error=lambda h: float(np.max(np.abs(h(t1, t2).numpy() - exact))), log_every=100)
+        result = fit_head(
+            head,
+            loss,
+            lambda g: torch.randn(256, n, generator=g, dtype=torch.float64),
+            steps=600,
+            lr=0.02,
+            error=lambda h: float(np.max(np.abs(h(t1, t2).numpy() - exact))),
+            log_every=100,
+        )
     finally:
         torch.set_num_threads(threads)
     assert result["steps"][-1] == 600 and len(result["error"]) == len(result["loss"]) == 6
@@ -156,6 +172,7 @@ def test_the_schedule_needs_no_torch():
 def row_reward_grid() -> FiniteMDP:
     """3 x 3 grid, one action, each coordinate drifts up independently, reward = row^2: d_eps-bar
     depends on the row alone, so it is separable, with Monge and axis-additive terms (C5 holds)."""
+
     def drift(x: int, size: int) -> np.ndarray:
         law = np.zeros(size)
         law[min(x + 1, size - 1)] += 0.6
@@ -184,7 +201,8 @@ def test_info_reports_whether_a_separable_head_can_represent_d_eps_bar(tmp_path,
     assert "d_eps-bar separable: not checked (no state_shape" in info("chain", capsys)
     assert "separable" not in info("mirrored-rooms", capsys)  # no policy: no eps-bar
     out = info(str(save_mdp(row_reward_grid(), tmp_path / "grid.json")), capsys)
-    assert ("(reward ground): yes, coordinate terms Monge, additive along each axis: SeparableDistance(powers=(1,)) "
-            "on the features phi_i(x) = d(0, x e_i) represents it exactly (C5's hypotheses hold: d_eps-bar = d_eps)"
-            in out)
+    assert (
+        "(reward ground): yes, coordinate terms Monge, additive along each axis: SeparableDistance(powers=(1,)) "
+        "on the features phi_i(x) = d(0, x e_i) represents it exactly (C5's hypotheses hold: d_eps-bar = d_eps)" in out
+    )
     assert "(policy ground): d_eps-bar is 0 for every pair (the ground is 0 everywhere)" in out

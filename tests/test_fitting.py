@@ -19,8 +19,9 @@ def test_every_loss_has_its_fixed_point():
 
 def test_the_fixed_point_is_the_operator_solution():
     mdp = example("chain")
-    assert np.array_equal(fixed_point(mdp, "entangled-policy"),
-                          solve(mdp, "eps-bar", ground="policy", tol=1e-10).distances)
+    assert np.array_equal(
+        fixed_point(mdp, "entangled-policy"), solve(mdp, "eps-bar", ground="policy", tol=1e-10).distances
+    )
     assert np.array_equal(fixed_point(mdp, "mico"), solve(mdp, "mico", tol=1e-10).distances)
 
 
@@ -29,10 +30,24 @@ def test_the_target_period_resolves_per_loss():
     assert FitSchedule(target_every=3).target_period("dbc") == 3
 
 
-@pytest.mark.parametrize("field, value", [("steps", 0), ("batch", -3), ("samples", 1.5), ("decay_start", 0),
-                                          ("log_every", 0), ("target_every", 0), ("seed", -1), ("step_size", 2.0),
-                                          ("step_size", 0), ("decay_power", 0.5), ("decay_power", float("nan")),
-                                          ("average_from", 1.5), ("steps", True)])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("steps", 0),
+        ("batch", -3),
+        ("samples", 1.5),
+        ("decay_start", 0),
+        ("log_every", 0),
+        ("target_every", 0),
+        ("seed", -1),
+        ("step_size", 2.0),
+        ("step_size", 0),
+        ("decay_power", 0.5),
+        ("decay_power", float("nan")),
+        ("average_from", 1.5),
+        ("steps", True),
+    ],
+)
 def test_bad_schedule_values_name_the_field(field, value):
     from bisimkit.fitting import FitSchedule  # torch-free
 

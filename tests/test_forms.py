@@ -51,4 +51,4 @@ def test_each_kind_of_form_evaluates_to_its_application(metric):
 
 
 def test_physical_memory_is_a_positive_byte_count():
-    assert physical_memory() > 2 ** 20
+    assert physical_memory() > 2**20

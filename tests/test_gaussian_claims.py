@@ -28,16 +28,18 @@ def test_gaps_where_the_hypotheses_fail():
 
 def test_c6_detects_independent_noise(monkeypatch):
     real = GC.coupled_step
-    monkeypatch.setattr(GC, "coupled_step", lambda model, x, y, rng, coupling="entangled":
-                        real(model, x, y, rng, "independent"))
+    monkeypatch.setattr(
+        GC, "coupled_step", lambda model, x, y, rng, coupling="entangled": real(model, x, y, rng, "independent")
+    )
     out = _outcomes("gaussian-linear", GC.check_c6_gaussian, 1)[0]
     assert not out.held and out.margin < -1e-3
 
 
 def test_c8_detects_entangled_noise(monkeypatch):
     real = GC.coupled_step
-    monkeypatch.setattr(GC, "coupled_step", lambda model, x, y, rng, coupling="entangled":
-                        real(model, x, y, rng, "entangled"))
+    monkeypatch.setattr(
+        GC, "coupled_step", lambda model, x, y, rng, coupling="entangled": real(model, x, y, rng, "entangled")
+    )
     case = next(c for c in GC.gaussian_cases("gaussian-pendulum", 2, 0, True))
     out = GC.check_c8_gaussian(case)
     assert not out.held and out.margin == 0
@@ -51,6 +53,7 @@ def test_c5_tight_check_has_teeth(monkeypatch):
     flipped = GC.GaussianCase(case.family, case.model, dict(case.data, s2=-case.data["s2"]), case.seed, True)
     out = GC.check_c5_tight_gaussian(flipped)
     assert not out.held and out.margin < -1e-3
+
     # A wrong closed form (stds added instead of subtracted) is caught by the shared-noise sampling.
     def wrong(m1, s1, m2, s2, w, powers):
         return sum((w[:, j] * abs_moment(m1 - m2, s1 + s2, p)).sum() for j, p in enumerate(powers))
@@ -60,8 +63,9 @@ def test_c5_tight_check_has_teeth(monkeypatch):
 
 
 def test_verify_reports_continuous_rows(tmp_path):
-    report = V.verify(out=tmp_path, cases=2, claims=["C5", "C6", "C8"], figures=False, progress=False,
-                      shrink_examples=0, quick=True)
+    report = V.verify(
+        out=tmp_path, cases=2, claims=["C5", "C6", "C8"], figures=False, progress=False, shrink_examples=0, quick=True
+    )
     rows = {(r["label"], r["family"]): r for r in report["rows"]}
     assert rows[("C6 (continuous)", "gaussian-pendulum")]["status"] == "held"
     assert rows[("C8 (continuous)", "gaussian-linear")]["status"] == "held"

@@ -59,25 +59,70 @@ def test_exact_distances_with_error_bars(files, tmp_path, capsys, metric):
 
 def test_monte_carlo_with_intervals(files, tmp_path, capsys):
     path = tmp_path / "mc.json"
-    args = ["solve", files["quadratic-2d"], "--metric", "eps-bar", "--pairs", files["pairs"], "--method", "mc",
-            "--samples", "500", "--seed", "4", "--out", str(path)]
+    args = [
+        "solve",
+        files["quadratic-2d"],
+        "--metric",
+        "eps-bar",
+        "--pairs",
+        files["pairs"],
+        "--method",
+        "mc",
+        "--samples",
+        "500",
+        "--seed",
+        "4",
+        "--out",
+        str(path),
+    ]
     assert main(args) == 0
     data = json.loads(path.read_text())
-    exact = distance(gaussian_example("quadratic-2d"), "eps-bar", "reward", [p[0] for p in PAIRS],
-                     [p[1] for p in PAIRS]).values
+    exact = distance(
+        gaussian_example("quadratic-2d"), "eps-bar", "reward", [p[0] for p in PAIRS], [p[1] for p in PAIRS]
+    ).values
     assert data["method"] == "monte carlo" and data["monte_carlo"]["samples"] == 500
     assert all(lo <= v <= hi for lo, v, hi in zip(data["lower"], exact, data["upper"]))
     # squashed policy: no exact form, auto falls back to Monte Carlo with a certified truncation bound
-    assert main(["solve", files["squashed-2d"], "--metric", "eps-bar", "--pairs", files["pairs"],
-                 "--samples", "200", "--ground", "policy"]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                files["squashed-2d"],
+                "--metric",
+                "eps-bar",
+                "--pairs",
+                files["pairs"],
+                "--samples",
+                "200",
+                "--ground",
+                "policy",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "Monte Carlo" in out and "truncation bound" in out and "inf" not in out
 
 
 def test_csv_output_and_info(files, tmp_path, capsys):
     path = tmp_path / "d.csv"
-    assert main(["solve", files["linear-2d"], "--metric", "eps-bar", "--ground", "policy", "--pairs", files["pairs"],
-                 "--out", str(path)]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                files["linear-2d"],
+                "--metric",
+                "eps-bar",
+                "--ground",
+                "policy",
+                "--pairs",
+                files["pairs"],
+                "--out",
+                str(path),
+            ]
+        )
+        == 0
+    )
     lines = path.read_text().strip().splitlines()
     assert lines[0] == "pair,distance,lower,upper" and len(lines) == 4
     assert main(["info", files["quadratic-2d"]]) == 0
@@ -85,17 +130,20 @@ def test_csv_output_and_info(files, tmp_path, capsys):
     assert "spectral radius" in out and "reward: quadratic" in out and "eps-bar (reward)" in out
 
 
-@pytest.mark.parametrize("model, extra, message", [
-    ("quadratic-2d", ["--metric", "pi"], "no exact form with a quadratic reward"),
-    ("squashed-2d", ["--metric", "pi"], "tanh-squashed"),
-    ("linear-2d", ["--metric", "pi", "--method", "mc"], "only eps-bar has a Monte Carlo estimator"),
-    ("linear-2d", ["--metric", "bisim"], "has no exact form on Gaussian MDPs"),
-    ("linear-2d", ["--metric", "eps-bar", "--ground", "value"], "unknown ground metric 'value'"),
-    ("linear-2d", ["--metric", "eps-bar", "--method", "vi"], "does not apply to Gaussian MDPs"),
-    ("linear-2d", ["--metric", "pi", "--max-iterations", "3"], "--max-iterations: applies to finite MDPs only"),
-    ("linear-2d", ["--metric", "eps-bar", "--out", "x.npy"], "unsupported file type '.npy'"),
-    ("linear-2d", ["--metric", "eps-bar", "--samples", "0"], "expected a positive integer"),
-])
+@pytest.mark.parametrize(
+    "model, extra, message",
+    [
+        ("quadratic-2d", ["--metric", "pi"], "no exact form with a quadratic reward"),
+        ("squashed-2d", ["--metric", "pi"], "tanh-squashed"),
+        ("linear-2d", ["--metric", "pi", "--method", "mc"], "only eps-bar has a Monte Carlo estimator"),
+        ("linear-2d", ["--metric", "bisim"], "has no exact form on Gaussian MDPs"),
+        ("linear-2d", ["--metric", "eps-bar", "--ground", "value"], "unknown ground metric 'value'"),
+        ("linear-2d", ["--metric", "eps-bar", "--method", "vi"], "does not apply to Gaussian MDPs"),
+        ("linear-2d", ["--metric", "pi", "--max-iterations", "3"], "--max-iterations: applies to finite MDPs only"),
+        ("linear-2d", ["--metric", "eps-bar", "--out", "x.npy"], "unsupported file type '.npy'"),
+        ("linear-2d", ["--metric", "eps-bar", "--samples", "0"], "expected a positive integer"),
+    ],
+)
 def test_bad_requests_exit_2_with_one_line(files, capsys, model, extra, message):
     code, _, err = run_main(capsys, "solve", files[model], "--pairs", files["pairs"], *extra)
     assert code == 2, err
@@ -103,15 +151,18 @@ def test_bad_requests_exit_2_with_one_line(files, capsys, model, extra, message)
     assert message in err
 
 
-@pytest.mark.parametrize("content, message", [
-    ([[[0, 0], [1, 0, 2]]], "pairs[0][1]: expected 2 numbers (the state dimension), got 3 numbers"),
-    ([[[0, 0], [1]]], "pairs[0][1]: expected 2 numbers (the state dimension), got 1 number"),
-    ([[[0, 0]]], "pairs[0]: expected a pair [z, z']"),
-    ([], "pairs: the file holds no pairs"),
-    ([[[0, "a"], [1, 0]]], "pairs[0][0][1]: expected a number"),
-    ([[[0, 0], [1, float("nan")]]], "pairs[0][1][1] is not finite"),
-    ({"pairs": 1}, "pairs: expected a list of [z, z'] pairs, got dict"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ([[[0, 0], [1, 0, 2]]], "pairs[0][1]: expected 2 numbers (the state dimension), got 3 numbers"),
+        ([[[0, 0], [1]]], "pairs[0][1]: expected 2 numbers (the state dimension), got 1 number"),
+        ([[[0, 0]]], "pairs[0]: expected a pair [z, z']"),
+        ([], "pairs: the file holds no pairs"),
+        ([[[0, "a"], [1, 0]]], "pairs[0][0][1]: expected a number"),
+        ([[[0, 0], [1, float("nan")]]], "pairs[0][1][1] is not finite"),
+        ({"pairs": 1}, "pairs: expected a list of [z, z'] pairs, got dict"),
+    ],
+)
 def test_bad_pairs_files(files, tmp_path, capsys, content, message):
     path = tmp_path / "bad-pairs.json"
     path.write_text(json.dumps(content))

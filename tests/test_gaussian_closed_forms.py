@@ -30,14 +30,26 @@ from bisimkit.gaussian.closed_forms import (
 )
 
 
-@pytest.mark.parametrize("mean, std, p", [(0.0, 1.0, 1), (1.3, 0.4, 1), (-2.0, 0.1, 2), (0.5, 2.0, 3),
-                                          (3.0, 0.05, 1.5), (0.0, 0.0, 1), (-1.2, 0.0, 2.5), (0.2, 1.0, 0.5)])
+@pytest.mark.parametrize(
+    "mean, std, p",
+    [
+        (0.0, 1.0, 1),
+        (1.3, 0.4, 1),
+        (-2.0, 0.1, 2),
+        (0.5, 2.0, 3),
+        (3.0, 0.05, 1.5),
+        (0.0, 0.0, 1),
+        (-1.2, 0.0, 2.5),
+        (0.2, 1.0, 0.5),
+    ],
+)
 def test_abs_moment_matches_quadrature(mean, std, p):
     if std == 0:
         expected = abs(mean) ** p
     else:
-        expected = integrate.quad(lambda x: abs(mean + std * x) ** p * norm.pdf(x), -np.inf, np.inf,
-                                  epsrel=1e-12, limit=400)[0]
+        expected = integrate.quad(
+            lambda x: abs(mean + std * x) ** p * norm.pdf(x), -np.inf, np.inf, epsrel=1e-12, limit=400
+        )[0]
     assert abs_moment(mean, std, p) == pytest.approx(expected, rel=1e-9, abs=1e-14)
 
 
@@ -64,20 +76,21 @@ def test_wasserstein_to_discrete_matches_brute_force(p):
     # weighted atoms: the same law written with repeated atoms
     w = rng.integers(1, 4, size=10)
     a = rng.normal(size=10)
-    assert wasserstein_to_discrete(0.5, 0.7, a, w / w.sum(), p) == \
-        pytest.approx(wasserstein_to_discrete(0.5, 0.7, np.repeat(a, w), p=p), rel=1e-10)
+    assert wasserstein_to_discrete(0.5, 0.7, a, w / w.sum(), p) == pytest.approx(
+        wasserstein_to_discrete(0.5, 0.7, np.repeat(a, w), p=p), rel=1e-10
+    )
 
 
 @pytest.mark.parametrize("p", [1, 2, 3])
-@pytest.mark.parametrize("m1, s1, m2, s2", [(0.0, 1.0, 0.5, 2.0), (1.0, 0.3, -1.0, 0.3), (0.0, 1.0, 0.0, 1.5),
-                                            (2.0, 0.5, 1.8, 0.1)])
+@pytest.mark.parametrize(
+    "m1, s1, m2, s2", [(0.0, 1.0, 0.5, 2.0), (1.0, 0.3, -1.0, 0.3), (0.0, 1.0, 0.0, 1.5), (2.0, 0.5, 1.8, 0.1)]
+)
 def test_wp_1d_against_pot_on_samples(p, m1, s1, m2, s2):
     rng = np.random.default_rng([p, int(10 * s2)])
     x = m1 + s1 * rng.standard_normal(3000)
     y = m2 + s2 * rng.standard_normal(3000)
     empirical = float(ot.wasserstein_1d(x, y, p=p)) ** (1 / p)  # POT returns W_p^p
-    predicted = (wasserstein_to_discrete(m1, s1, x, p=p) ** (1 / p)
-                 + wasserstein_to_discrete(m2, s2, y, p=p) ** (1 / p))
+    predicted = wasserstein_to_discrete(m1, s1, x, p=p) ** (1 / p) + wasserstein_to_discrete(m2, s2, y, p=p) ** (1 / p)
     truth = float(wasserstein_gaussian_1d(m1, s1, m2, s2, p))
     assert abs(empirical - truth) <= predicted
     assert predicted < 0.25 * truth + 0.05  # the bound is informative
@@ -99,22 +112,24 @@ def test_separable_cost_against_pot_on_samples(seed):
 
     def cost(X, Y):
         diff = np.abs(X[:, None, :] - Y[None, :, :])
-        return sum((w[:, j] * diff ** p).sum(axis=-1) for j, p in enumerate(powers))
+        return sum((w[:, j] * diff**p).sum(axis=-1) for j, p in enumerate(powers))
 
     C = cost(x, y)
     emd = ot.emd2(np.full(N, 1 / N), np.full(N, 1 / N), C, numItermax=10_000_000)
     pairs = np.diag(C)
     upper, se = pairs.mean(), pairs.std(ddof=1) / math.sqrt(N)
-    lower = sum(w[i, j] * float(ot.wasserstein_1d(x[:, i], y[:, i], p=p))
-                for i in range(2) for j, p in enumerate(powers))
+    lower = sum(
+        w[i, j] * float(ot.wasserstein_1d(x[:, i], y[:, i], p=p)) for i in range(2) for j, p in enumerate(powers)
+    )
     assert lower - 1e-9 <= emd <= upper + 1e-9  # LP facts: marginal bound and a feasible coupling
     closed = float(separable_cost(m1, s1, m2, s2, w, powers))
     # lower prediction from the truth: W_emp >= W - e with e the exact 1-D sampling errors
     floor = 0.0
     for i in range(2):
         for j, p in enumerate(powers):
-            e = (wasserstein_to_discrete(m1[i], s1[i], x[:, i], p=int(p)) ** (1 / p)
-                 + wasserstein_to_discrete(m2[i], s2[i], y[:, i], p=int(p)) ** (1 / p))
+            e = wasserstein_to_discrete(m1[i], s1[i], x[:, i], p=int(p)) ** (1 / p) + wasserstein_to_discrete(
+                m2[i], s2[i], y[:, i], p=int(p)
+            ) ** (1 / p)
             W = float(wasserstein_gaussian_1d(m1[i], s1[i], m2[i], s2[i], p))
             floor += w[i, j] * max(W - e, 0.0) ** p
     assert floor <= emd <= closed + 4 * se
@@ -149,7 +164,7 @@ def test_bures_against_pot_on_samples(seed):
     Ainv = np.linalg.inv(A)
     u = 0.5 * np.einsum("bi,ij,bj->b", x2 - m1, A, x2 - m1) + x2 @ m2
     v = 0.5 * np.einsum("bi,ij,bj->b", y2 - m2, Ainv, y2 - m2) + (y2 - m2) @ m1
-    phi, psi = (x2 ** 2).sum(1) - 2 * u, (y2 ** 2).sum(1) - 2 * v
+    phi, psi = (x2**2).sum(1) - 2 * u, (y2**2).sum(1) - 2 * v
     assert np.all(phi[:, None] + psi[None, :] <= ot.dist(x2, y2) + 1e-9)
     emd2 = ot.emd2(np.full(N, 1 / N), np.full(N, 1 / N), ot.dist(x2, y2))
     dual = phi.mean() + psi.mean()
@@ -162,9 +177,9 @@ def test_bures_diagonal_and_entangled_upper_bound():
     rng = np.random.default_rng(3)
     m1, m2 = rng.normal(size=3), rng.normal(size=3)
     s1, s2 = rng.uniform(0.2, 2, 3), rng.uniform(0.2, 2, 3)
-    diag = bures_squared(m1, np.diag(s1 ** 2), m2, np.diag(s2 ** 2))
+    diag = bures_squared(m1, np.diag(s1**2), m2, np.diag(s2**2))
     assert diag == pytest.approx(float(separable_cost(m1, s1, m2, s2, np.ones(3), 2.0)), rel=1e-12)
-    assert entangled_squared_cost(m1, np.diag(s1 ** 2), m2, np.diag(s2 ** 2)) == pytest.approx(diag, rel=1e-12)
+    assert entangled_squared_cost(m1, np.diag(s1**2), m2, np.diag(s2**2)) == pytest.approx(diag, rel=1e-12)
     S1, S2 = _random_spd(rng, 3), _random_spd(rng, 3)
     gap = entangled_squared_cost(m1, S1, m2, S2) - bures_squared(m1, S1, m2, S2)
     assert gap > 1e-3  # non-commuting Cholesky factors: shared noise is only an upper bound

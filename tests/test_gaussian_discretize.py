@@ -66,9 +66,14 @@ def test_nonlinear_model_discretises():
     assert sol.converged and np.all(np.diag(sol.distances) == 0)
 
 
-@pytest.mark.parametrize("box, cells, message", [([[-1, 1]], 4, "expected 2 intervals"),
-                                                 ([[1, -1], [0, 1]], 4, "low < high"),
-                                                 ([[-1, 1], [0, 1]], 0, "cells[0] = 0")])
+@pytest.mark.parametrize(
+    "box, cells, message",
+    [
+        ([[-1, 1]], 4, "expected 2 intervals"),
+        ([[1, -1], [0, 1]], 4, "low < high"),
+        ([[-1, 1], [0, 1]], 0, "cells[0] = 0"),
+    ],
+)
 def test_bad_grids(box, cells, message):
     with pytest.raises(InputError, match=message.replace("[", r"\[")):
         discretize(gaussian_example("linear-2d"), box, cells)

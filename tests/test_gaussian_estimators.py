@@ -23,8 +23,7 @@ def test_monte_carlo_agrees_with_the_quadratic_series():
     assert np.all(est.upper - est.lower < 0.1 * truth.values)
 
 
-@pytest.mark.parametrize("name, ground", [("linear-2d", "reward"), ("linear-2d", "policy"),
-                                          ("quadratic-2d", "policy")])
+@pytest.mark.parametrize("name, ground", [("linear-2d", "reward"), ("linear-2d", "policy"), ("quadratic-2d", "policy")])
 def test_deterministic_forms_have_zero_variance(name, ground):
     model = gaussian_example(name)
     z = np.array([[0.0, 0.0], [1.0, -1.0]])
@@ -37,8 +36,10 @@ def test_deterministic_forms_have_zero_variance(name, ground):
     assert np.all((est.lower <= truth + 1e-12) & (truth <= est.upper + 1e-12))
 
 
-@pytest.mark.parametrize("name, ground", [("squashed-2d", "reward"), ("squashed-2d", "policy"),
-                                          ("pendulum", "reward"), ("pendulum", "policy")])
+@pytest.mark.parametrize(
+    "name, ground",
+    [("squashed-2d", "reward"), ("squashed-2d", "policy"), ("pendulum", "reward"), ("pendulum", "policy")],
+)
 def test_truncation_bound_covers_every_sample(name, ground):
     """Common random numbers: the first H steps of a 3H-step run are the H-step run, so the
     difference of the two per-sample sums is the dropped tail, which the bound must cover."""
@@ -70,8 +71,9 @@ def test_independent_coupling_estimates_the_sampled_psm_fixed_point():
     model = gaussian_example("linear-2d")
     z = np.array([[0.0, 0.0], [1.0, 1.0]])
     truth = independent_policy_series(model, z, z).values
-    est = estimate_distance(model, z, z, "policy", samples=4000, horizon=150, seed=2, coupling="independent",
-                            confidence=0.999)
+    est = estimate_distance(
+        model, z, z, "policy", samples=4000, horizon=150, seed=2, coupling="independent", confidence=0.999
+    )
     # no certified tail for the independent coupling here, but c^150 makes it negligible against the CI
     assert np.all(np.abs(est.mean - truth) <= 3.3 * est.stderr + 1e-5)
     assert np.all(est.lower > 0)

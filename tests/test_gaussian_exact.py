@@ -23,8 +23,7 @@ def test_one_dimensional_geometric_series():
     assert np.allclose(psm, 0.3 * np.abs(z - z2)[:, 0] / (1 - 0.9 * 0.5), rtol=1e-14, atol=0)
 
 
-@pytest.mark.parametrize("name, ground", [("linear-2d", "reward"), ("linear-2d", "policy"),
-                                          ("quadratic-2d", "policy")])
+@pytest.mark.parametrize("name, ground", [("linear-2d", "reward"), ("linear-2d", "policy"), ("quadratic-2d", "policy")])
 def test_fixed_point_equation_of_deterministic_forms(name, ground):
     """f(Delta) = g(Delta) + c f(M Delta): the series solves the eps-bar (and pi / psm) equation."""
     model = gaussian_example(name)
@@ -43,8 +42,11 @@ def test_fixed_point_equation_of_deterministic_forms(name, ground):
 
 
 def test_exact_distances_are_pseudometrics():
-    for name, metric, ground in (("linear-2d", "pi", "reward"), ("quadratic-2d", "eps-bar", "reward"),
-                                 ("quadratic-2d", "psm", "policy")):
+    for name, metric, ground in (
+        ("linear-2d", "pi", "reward"),
+        ("quadratic-2d", "eps-bar", "reward"),
+        ("quadratic-2d", "psm", "policy"),
+    ):
         model = gaussian_example(name)
         pts = np.random.default_rng(1).normal(size=(12, 2)) * 2
         i, j = np.meshgrid(np.arange(12), np.arange(12), indexing="ij")
@@ -52,8 +54,7 @@ def test_exact_distances_are_pseudometrics():
         assert check_pseudometric(D, atol=1e-10).holds, (name, metric)
 
 
-@pytest.mark.parametrize("name, ground", [("linear-2d", "reward"), ("quadratic-2d", "reward"),
-                                          ("linear-2d", "policy")])
+@pytest.mark.parametrize("name, ground", [("linear-2d", "reward"), ("quadratic-2d", "reward"), ("linear-2d", "policy")])
 def test_certified_tail_is_honest(name, ground):
     model = gaussian_example(name)
     rng = np.random.default_rng(2)
@@ -74,8 +75,9 @@ def test_policy_and_reward_forms_coincide_where_the_theory_says():
     model = gaussian_example("quadratic-2d")
     rng = np.random.default_rng(3)
     z, z2 = rng.normal(size=(5, 2)), rng.normal(size=(5, 2))
-    assert np.array_equal(distance(model, "psm", "reward", z, z2).values,
-                          distance(model, "eps-bar", "policy", z, z2).values)
+    assert np.array_equal(
+        distance(model, "psm", "reward", z, z2).values, distance(model, "eps-bar", "policy", z, z2).values
+    )
     lin = gaussian_example("linear-2d")
     assert np.array_equal(distance(lin, "pi", "reward", z, z2).values, distance(lin, "eps", "reward", z, z2).values)
     # the quadratic reward's eps-bar depends on where the pair is, not only on its difference
@@ -100,15 +102,24 @@ def test_refusals_say_why():
         exact_form(gaussian_example("pendulum"), "eps-bar", "reward")
     with pytest.raises(InputError, match="no exact form"):
         exact_form(gaussian_example("linear-2d"), "bisim", "reward")
-    unstable = LinearGaussianMDP(A=1.5, B=0.0, K=0.0, policy_std=0.1, transition_std=0.1,
-                                 reward={"state": 1.0}, discount=0.9)
+    unstable = LinearGaussianMDP(
+        A=1.5, B=0.0, K=0.0, policy_std=0.1, transition_std=0.1, reward={"state": 1.0}, discount=0.9
+    )
     with pytest.raises(InputError, match="diverges"):
         distance(unstable, "pi", "reward", [[0.0]], [[1.0]])
-    marginal = LinearGaussianMDP(A=1.05, B=0.0, K=0.0, policy_std=0.1, transition_std=0.1,
-                                 reward={"state": 1.0, "state_quadratic": 1.0}, discount=0.9)
+    marginal = LinearGaussianMDP(
+        A=1.05,
+        B=0.0,
+        K=0.0,
+        policy_std=0.1,
+        transition_std=0.1,
+        reward={"state": 1.0, "state_quadratic": 1.0},
+        discount=0.9,
+    )
     with pytest.raises(InputError, match="stable closed loop"):
         distance(marginal, "eps-bar", "reward", [[0.0]], [[1.0]])
     # c rho(M) < 1 with rho(M) > 1 is fine for the linear series
-    ok = LinearGaussianMDP(A=1.05, B=0.0, K=0.0, policy_std=0.1, transition_std=0.1,
-                           reward={"state": 1.0}, discount=0.9)
+    ok = LinearGaussianMDP(
+        A=1.05, B=0.0, K=0.0, policy_std=0.1, transition_std=0.1, reward={"state": 1.0}, discount=0.9
+    )
     assert distance(ok, "pi", "reward", [[0.0]], [[1.0]]).values[0] == pytest.approx(1 / (1 - 0.945), rel=1e-13)

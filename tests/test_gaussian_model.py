@@ -10,9 +10,16 @@ from bisimkit.gaussian.couplings import coupled_step, paired_noise
 from bisimkit.gaussian.examples import GAUSSIAN_EXAMPLES, gaussian_example
 from bisimkit.gaussian.model import LinearGaussianMDP, linear_gaussian_from_dict, load_gaussian, save_gaussian
 
-GOOD = {"kind": "linear-gaussian", "A": [[0.9, 0.1], [0.0, 0.8]], "B": [[0.0], [1.0]], "K": [[-0.2, -0.4]],
-        "policy_std": [0.3], "transition_std": [0.1, 0.2], "reward": {"state": [1.0, 0.0], "action": [0.5]},
-        "discount": 0.9}
+GOOD = {
+    "kind": "linear-gaussian",
+    "A": [[0.9, 0.1], [0.0, 0.8]],
+    "B": [[0.0], [1.0]],
+    "K": [[-0.2, -0.4]],
+    "policy_std": [0.3],
+    "transition_std": [0.1, 0.2],
+    "reward": {"state": [1.0, 0.0], "action": [0.5]},
+    "discount": 0.9,
+}
 
 
 def test_json_round_trip(tmp_path):
@@ -23,8 +30,17 @@ def test_json_round_trip(tmp_path):
         assert np.array_equal(getattr(model, key), getattr(again, key))
     assert np.array_equal(model.reward_terms.H, again.reward_terms.H)
     assert again.discount == model.discount and again.name == "quadratic-2d"
-    one = linear_gaussian_from_dict({"kind": "linear-gaussian", "A": 0.5, "B": 1, "K": -0.2, "policy_std": 0.1,
-                                     "transition_std": 0.2, "discount": 0.5})
+    one = linear_gaussian_from_dict(
+        {
+            "kind": "linear-gaussian",
+            "A": 0.5,
+            "B": 1,
+            "K": -0.2,
+            "policy_std": 0.1,
+            "transition_std": 0.2,
+            "discount": 0.5,
+        }
+    )
     assert one.state_dim == 1 and one.action_dim == 1 and one.reward_terms.is_linear
 
 
@@ -38,24 +54,27 @@ def _with(**changes):
     return data
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"A": [[0.9, 0.1, 0.0], [0.0, 0.8, 0.0]]}, "A: expected a square matrix"),
-    ({"B": [[1.0]]}, "B: expected 2 rows"),
-    ({"K": [[0.1, 0.2, 0.3]]}, "K: expected shape (1, 2)"),
-    ({"policy_std": [-0.3]}, "policy_std[0] = -0.3 is negative"),
-    ({"transition_std": [0.1]}, "transition_std: expected 2 numbers"),
-    ({"A": [[0.9, "x"], [0.0, 0.8]]}, "A[0][1]: expected a number"),
-    ({"A": [[0.9, float("nan")], [0.0, 0.8]]}, "A[i=0, j=1] is not finite"),
-    ({"discount": 1.0}, "discount = 1.0"),
-    ({"discount": None}, "missing field 'discount'"),
-    ({"reward": {"state": [1.0], "action": [0.5]}}, "reward.state: expected 2 numbers"),
-    ({"reward": {"bonus": 1}}, "reward: unknown field 'bonus'"),
-    ({"reward": {"cross": [[1.0, 2.0]]}}, "reward.cross: expected shape (2, 1)"),
-    ({"kind": "gaussian"}, "kind: expected 'linear-gaussian'"),
-    ({"extra": 1}, "unknown field 'extra'"),
-    ({"squash": "yes"}, "squash: expected true or false"),
-    ({"squash": True, "action_scale": 0}, "action_scale: expected a positive number"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"A": [[0.9, 0.1, 0.0], [0.0, 0.8, 0.0]]}, "A: expected a square matrix"),
+        ({"B": [[1.0]]}, "B: expected 2 rows"),
+        ({"K": [[0.1, 0.2, 0.3]]}, "K: expected shape (1, 2)"),
+        ({"policy_std": [-0.3]}, "policy_std[0] = -0.3 is negative"),
+        ({"transition_std": [0.1]}, "transition_std: expected 2 numbers"),
+        ({"A": [[0.9, "x"], [0.0, 0.8]]}, "A[0][1]: expected a number"),
+        ({"A": [[0.9, float("nan")], [0.0, 0.8]]}, "A[i=0, j=1] is not finite"),
+        ({"discount": 1.0}, "discount = 1.0"),
+        ({"discount": None}, "missing field 'discount'"),
+        ({"reward": {"state": [1.0], "action": [0.5]}}, "reward.state: expected 2 numbers"),
+        ({"reward": {"bonus": 1}}, "reward: unknown field 'bonus'"),
+        ({"reward": {"cross": [[1.0, 2.0]]}}, "reward.cross: expected shape (2, 1)"),
+        ({"kind": "gaussian"}, "kind: expected 'linear-gaussian'"),
+        ({"extra": 1}, "unknown field 'extra'"),
+        ({"squash": "yes"}, "squash: expected true or false"),
+        ({"squash": True, "action_scale": 0}, "action_scale: expected a positive number"),
+    ],
+)
 def test_bad_json_names_field_and_index(changes, message):
     with pytest.raises(InputError) as info:
         linear_gaussian_from_dict(_with(**changes))
@@ -127,7 +146,7 @@ def test_squashed_mean_action_matches_sampling():
     rng = np.random.default_rng(3)
     xi = rng.standard_normal((200_000, 1))
     for i in range(2):
-        samples = model.act(np.repeat(z[i:i + 1], len(xi), 0), xi)
+        samples = model.act(np.repeat(z[i : i + 1], len(xi), 0), xi)
         assert abs(samples.mean() - model.mean_action(z)[i, 0]) <= 5 * samples.std() / np.sqrt(len(xi))
 
 

@@ -29,11 +29,14 @@ def test_json_and_npy_files_give_the_same_pairs(tmp_path):
     assert from_json[0].tolist() == [[0.0, 0.0], [0.5, -0.5]]
 
 
-@pytest.mark.parametrize("name, text, message", [
-    ("p.json", "[[1, 2]", r"p\.json: invalid JSON at line 1 column 8"),
-    ("p.txt", "[]", r"^pairs: unsupported file type '\.txt' \(use \.json or \.npy\)$"),
-    ("p.json", "[[[0, 0], [1]]]", r"^pairs\[0\]\[1\]: expected 2 numbers \(the state dimension\), got 1 number$"),
-])
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("p.json", "[[1, 2]", r"p\.json: invalid JSON at line 1 column 8"),
+        ("p.txt", "[]", r"^pairs: unsupported file type '\.txt' \(use \.json or \.npy\)$"),
+        ("p.json", "[[[0, 0], [1]]]", r"^pairs\[0\]\[1\]: expected 2 numbers \(the state dimension\), got 1 number$"),
+    ],
+)
 def test_bad_pairs_files_are_refused_in_one_line(tmp_path, name, text, message):
     (tmp_path / name).write_text(text)
     with pytest.raises(InputError, match=message):
@@ -54,7 +57,7 @@ def test_the_exact_series_with_its_certified_bar():
     assert record["pairs"] == [[[0.0, 0.0], [1.0, 0.0]], [[0.5, -0.5], [0.5, -0.5]]] and "terms" in record
     table = format_pairs(model, result)
     assert table.startswith("linear-2d: metric pi; linear-Gaussian MDP n=2, k=1")
-    assert len(table.splitlines()) == 5   # title, method, column heads, 2 rows
+    assert len(table.splitlines()) == 5  # title, method, column heads, 2 rows
     assert format_pairs(model, result, limit=1).endswith("... 1 more pairs (use --out FILE.json)")
 
 

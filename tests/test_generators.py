@@ -36,8 +36,10 @@ def test_an_unknown_policy_kind_is_refused():
 
 
 def test_a_seed_gives_the_same_mdp():
-    a, b = random_mdp(5, 2, seed=3, reward_levels=3, action_dim=2), random_mdp(5, 2, seed=3, reward_levels=3,
-                                                                                action_dim=2)
+    a, b = (
+        random_mdp(5, 2, seed=3, reward_levels=3, action_dim=2),
+        random_mdp(5, 2, seed=3, reward_levels=3, action_dim=2),
+    )
     assert np.array_equal(a.transitions, b.transitions) and np.array_equal(a.rewards, b.rewards)
     assert set(np.unique(a.rewards)) <= {0.0, 0.5, 1.0} and a.action_values.shape == (2, 2)
     assert not np.array_equal(a.transitions, random_mdp(5, 2, seed=4).transitions)

@@ -6,11 +6,22 @@ import tarfile
 
 from benchmarks.gpu_results import DISTRACTED_RANDOM, bench_table, main, random_key
 
-RECORD = {"device_name": "NVIDIA H200", "batch": 512, "torch": "2.11", "rounds": 5, "rounds_done": 5,
-          "seconds_per_update": {"eps-r/plain": 0.040, "eps-r/fast": 0.020, "eps-r/graphs": 0.0125,
-                                 "eps-r@legacy/plain": 0.030, "eps-r@legacy/compiled": 0.0139,
-                                 "eps-r@legacy/graphs": 0.0146},
-          "ratios": {"eps-r fast / plain": 0.5}}
+RECORD = {
+    "device_name": "NVIDIA H200",
+    "batch": 512,
+    "torch": "2.11",
+    "rounds": 5,
+    "rounds_done": 5,
+    "seconds_per_update": {
+        "eps-r/plain": 0.040,
+        "eps-r/fast": 0.020,
+        "eps-r/graphs": 0.0125,
+        "eps-r@legacy/plain": 0.030,
+        "eps-r@legacy/compiled": 0.0139,
+        "eps-r@legacy/graphs": 0.0146,
+    },
+    "ratios": {"eps-r fast / plain": 0.5},
+}
 
 
 def archive(path, files: dict[str, str], extra=None):
@@ -27,16 +38,21 @@ def archive(path, files: dict[str, str], extra=None):
 
 def eval_run(seed: int, finals: list[tuple[int, float]]) -> dict[str, str]:
     rows = "env_step,mean_return,std_return,episodes,split,elapsed_s\n" + "".join(
-        f"{step},{mean},10,10,train-settings,1.0\n" for step, mean in finals)
-    return {f"./fidelity/drq-seed{seed}/eval.csv": rows,
-            f"./fidelity/drq-seed{seed}/config.json": json.dumps({"config": {"seed": seed, "preset": "drq"}})}
+        f"{step},{mean},10,10,train-settings,1.0\n" for step, mean in finals
+    )
+    return {
+        f"./fidelity/drq-seed{seed}/eval.csv": rows,
+        f"./fidelity/drq-seed{seed}/config.json": json.dumps({"config": {"seed": seed, "preset": "drq"}}),
+    }
 
 
 def test_an_archive_is_filed_and_summarised(tmp_path, capsys):
-    files = {**eval_run(0, [(0, 10), (100_000, 700)]), **eval_run(1, [(0, 12), (100_000, 800)]),
-             "./updates-cuda.json": json.dumps(RECORD),
-             "./graphs-check.json": json.dumps({"checks": {"drq": {"passed": True, "max_rel": 1e-6,
-                                                                   "same_draws": True}}})}
+    files = {
+        **eval_run(0, [(0, 10), (100_000, 700)]),
+        **eval_run(1, [(0, 12), (100_000, 800)]),
+        "./updates-cuda.json": json.dumps(RECORD),
+        "./graphs-check.json": json.dumps({"checks": {"drq": {"passed": True, "max_rel": 1e-6, "same_draws": True}}}),
+    }
     tgz = archive(tmp_path / "results.tgz", files)
     root = tmp_path / "gpu"
     assert main([str(tgz), "--name", "h200-all", "--root", str(root)]) == 0
@@ -84,7 +100,8 @@ def test_bench_table_says_when_the_target_is_missed():
 def distracted_run(method: str, seed: int, finals: list[tuple[int, float]]) -> dict[str, str]:
     name = f"./distracted/{method.replace('+', '-')}-seed{seed}"
     rows = "env_step,mean_return,std_return,episodes,split,elapsed_s\n" + "".join(
-        f"{step},{mean},5,10,eval,1.0\n" for step, mean in finals)
+        f"{step},{mean},5,10,eval,1.0\n" for step, mean in finals
+    )
     return {f"{name}/eval.csv": rows, f"{name}/config.json": json.dumps({"config": {"method": method, "seed": seed}})}
 
 
@@ -98,21 +115,27 @@ def cache_random(root, returns, cfg=None):
 def test_the_distracted_table_fills_as_the_runs_land(tmp_path, capsys):
     root = tmp_path / "gpu"
     cache_random(root, [0.0] * 10)
-    first = {**distracted_run("eps-r", 0, [(0, 10), (20_000, 200), (40_000, 300)]),
-             **distracted_run("drq", 0, [(0, 12), (20_000, 150), (40_000, 250), (60_000, 300), (80_000, 350),
-                                         (100_000, 400)])}
+    first = {
+        **distracted_run("eps-r", 0, [(0, 10), (20_000, 200), (40_000, 300)]),
+        **distracted_run(
+            "drq", 0, [(0, 12), (20_000, 150), (40_000, 250), (60_000, 300), (80_000, 350), (100_000, 400)]
+        ),
+    }
     assert main([str(archive(tmp_path / "a.tgz", first)), "--name", "call-1", "--root", str(root)]) == 0
     out = capsys.readouterr().out
-    assert "| eps-r | 0 | 10 ± 5 | 200 ± 5 | 300 ± 5 |  |  |  |" in out       # killed at 40k: blanks after it
+    assert "| eps-r | 0 | 10 ± 5 | 200 ± 5 | 300 ± 5 |  |  |  |" in out  # killed at 40k: blanks after it
     assert "| drq | 0 | 12 ± 5 | 150 ± 5 | 250 ± 5 | 300 ± 5 | 350 ± 5 | 400 ± 5 |" in out
     assert "- eps-r: 0 of 1 filed seeds at 100k" in out and "- drq: 1 of 1 filed seeds at 100k, mean 400" in out
     # the next call resumes eps-r seed 0 and adds drq+dbc: the table holds both filings, eps-r's longer record
-    second = {**distracted_run("eps-r", 0, [(0, 10), (20_000, 200), (40_000, 300), (60_000, 350), (80_000, 380),
-                                            (100_000, 420)]),
-              **distracted_run("drq+dbc", 1, [(0, 9), (20_000, 100)])}
+    second = {
+        **distracted_run(
+            "eps-r", 0, [(0, 10), (20_000, 200), (40_000, 300), (60_000, 350), (80_000, 380), (100_000, 420)]
+        ),
+        **distracted_run("drq+dbc", 1, [(0, 9), (20_000, 100)]),
+    }
     assert main([str(archive(tmp_path / "b.tgz", second)), "--name", "call-2", "--root", str(root)]) == 0
     out = capsys.readouterr().out
-    table = out[out.index("| method | seed |"):]
+    table = out[out.index("| method | seed |") :]
     assert table.index("| eps-r | 0 |") < table.index("| drq+dbc | 1 |") < table.index("| drq | 0 |")
     assert table.count("| eps-r | 0 |") == 1 and "| eps-r | 0 | 10 ± 5 | 200 ± 5 | 300 ± 5 | 350 ± 5 |" in table
     assert "- eps-r: 1 of 1 filed seeds at 100k, mean 420" in out and "- from call-1, call-2" in out
@@ -120,16 +143,30 @@ def test_the_distracted_table_fills_as_the_runs_land(tmp_path, capsys):
 
 def test_distracted_runs_are_judged_by_the_learning_checks_rule(tmp_path, capsys):
     root = tmp_path / "gpu"
-    cache_random(root, [100.0, 140.0] * 5)                    # mean 120, std 20: the mark is 120 + 100
-    runs = {**distracted_run("eps-r", 0, [(0, 10), (20_000, 150), (40_000, 230), (60_000, 240), (80_000, 215)]),
-            **distracted_run("drq", 0, [(0, 10), (20_000, 400), (40_000, 150), (60_000, 200), (80_000, 210)])}
+    cache_random(root, [100.0, 140.0] * 5)  # mean 120, std 20: the mark is 120 + 100
+    runs = {
+        **distracted_run("eps-r", 0, [(0, 10), (20_000, 150), (40_000, 230), (60_000, 240), (80_000, 215)]),
+        **distracted_run("drq", 0, [(0, 10), (20_000, 400), (40_000, 150), (60_000, 200), (80_000, 210)]),
+    }
     figure = tmp_path / "distracted.png"
-    assert main([str(archive(tmp_path / "a.tgz", runs)), "--name", "call-1", "--root", str(root),
-                 "--distracted-figure", str(figure)]) == 0
+    assert (
+        main(
+            [
+                str(archive(tmp_path / "a.tgz", runs)),
+                "--name",
+                "call-1",
+                "--root",
+                str(root),
+                "--distracted-figure",
+                str(figure),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "random policy 120.0 ± 20.0 (10 episodes); pass mark 220.0" in out
-    assert "eps-r-seed0: PASS, last three evaluations 228.3 at 80k" in out      # (230 + 240 + 215) / 3
-    assert "drq-seed0: FAIL, last three evaluations 186.7 at 80k" in out        # one early 400 does not count
+    assert "eps-r-seed0: PASS, last three evaluations 228.3 at 80k" in out  # (230 + 240 + 215) / 3
+    assert "drq-seed0: FAIL, last three evaluations 186.7 at 80k" in out  # one early 400 does not count
     record = json.loads((root / "distracted.json").read_text())
     assert record["runs"]["eps-r-seed0"]["passed"] and not record["runs"]["drq-seed0"]["passed"]
     assert figure.stat().st_size > 0

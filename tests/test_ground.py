@@ -26,12 +26,15 @@ def test_accepts_pseudometric_in_both_shapes(tmp_path):
     assert load_ground(tmp_path / "g.json", mdp).shape == (6, 6)
 
 
-@pytest.mark.parametrize("corrupt, message", [
-    (lambda G: G.__setitem__((2, 2), 0.5), "G(s=1, a=0),(s=1, a=0) = 0.5 is not 0"),
-    (lambda G: G.__setitem__((0, 1), G[0, 1] + 1), "not symmetric at (s=0, a=0), (s=0, a=1)"),
-    (lambda G: G.__setitem__((3, 4), -1.0), "is negative"),
-    (lambda G: G.__setitem__((0, 5), np.nan), "G[s=0, a=0, t=2, b=1] is not finite"),
-])
+@pytest.mark.parametrize(
+    "corrupt, message",
+    [
+        (lambda G: G.__setitem__((2, 2), 0.5), "G(s=1, a=0),(s=1, a=0) = 0.5 is not 0"),
+        (lambda G: G.__setitem__((0, 1), G[0, 1] + 1), "not symmetric at (s=0, a=0), (s=0, a=1)"),
+        (lambda G: G.__setitem__((3, 4), -1.0), "is negative"),
+        (lambda G: G.__setitem__((0, 5), np.nan), "G[s=0, a=0, t=2, b=1] is not finite"),
+    ],
+)
 def test_rejects_non_pseudometrics(corrupt, message):
     mdp = random_mdp(3, 2, seed=0)
     G = embedding_ground(6)

@@ -105,9 +105,14 @@ def test_cli_accepts_gym_ids(capsys, command):
     assert capsys.readouterr().out
 
 
-@pytest.mark.parametrize("spec, expected", [("gym:MountainCar-v0", "is not Discrete"),
-                                            ("gym:FrozenLake-v1?map_name", "is not KEY=VALUE"),
-                                            ("gym:", "no environment id")])
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        ("gym:MountainCar-v0", "is not Discrete"),
+        ("gym:FrozenLake-v1?map_name", "is not KEY=VALUE"),
+        ("gym:", "no environment id"),
+    ],
+)
 def test_cli_bad_gym_ids(capsys, spec, expected):
     assert main(["info", spec]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -117,8 +122,13 @@ def test_cli_bad_gym_ids(capsys, spec, expected):
 def test_without_gymnasium_the_message_names_the_extra(tmp_path):
     from test_extras import HIDE
 
-    proc = subprocess.run([sys.executable, "-c", HIDE, "bisimkit", "gymnasium", "info", "gym:FrozenLake-v1"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", HIDE, "bisimkit", "gymnasium", "info", "gym:FrozenLake-v1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
     assert "gymnasium is not installed" in lines[0] and "pip install -e '.[gym]'" in lines[0]

@@ -16,8 +16,7 @@ from agents.dcs import make_env  # noqa: E402
 from agents.gym_env import env_id, register_envs  # noqa: E402
 
 #: Tiny frames and short episodes: the checks are about the API, not the pictures.
-SMALL = {"background": True, "camera": True, "split": "train", "image_size": 16, "episode_steps": 8,
-         "texture_size": 16}
+SMALL = {"background": True, "camera": True, "split": "train", "image_size": 16, "episode_steps": 8, "texture_size": 16}
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -5,7 +5,7 @@ import numpy as np
 import figures.heatmaps as heatmaps
 from validation.figure_data import Heatmaps
 
-LAYOUT = ["..", "*."]   # "*" is a wall
+LAYOUT = ["..", "*."]  # "*" is a wall
 
 
 def test_values_land_on_the_open_cells():
@@ -15,8 +15,9 @@ def test_values_land_on_the_open_cells():
 
 
 def test_one_panel_per_metric_with_its_self_distance(tmp_path, monkeypatch):
-    data = Heatmaps(LAYOUT, 0, [("pi", None), ("eps-bar", "reward")], [np.array([0.0, 1.0, 2.0])] * 2,
-                    [0.0, 0.5], 0.9, 0.3)
+    data = Heatmaps(
+        LAYOUT, 0, [("pi", None), ("eps-bar", "reward")], [np.array([0.0, 1.0, 2.0])] * 2, [0.0, 0.5], 0.9, 0.3
+    )
     drawn = []
     monkeypatch.setattr(heatmaps, "save", lambda fig, path, tight=False: drawn.append(fig) or path)
     heatmaps.plot_metric_heatmaps(tmp_path / "h.png", data)

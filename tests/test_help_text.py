@@ -34,10 +34,27 @@ RANGE = re.compile(r"\b([CL])(\d+)\s*[-–]\s*\1?(\d+)\b")
 DEFAULT = re.compile(r"\bdefault:?\s+(-?\d+(?:\.\d+)?(?:e-?\d+)?)\b(?![/.\w])")  # not "default 1/dimension"
 #: The figure scripts and the agents' smaller entry points (``python -m NAME``), whose parsers
 #: ``main`` builds.
-FIGURE_MODULES = tuple(f"figures.{name}" for name in (
-    "aggregate_table", "coupling_study", "diagonal", "gaussian_grid", "gaussian_slice", "heatmaps", "learning_curves",
-    "learning_seeds", "loss_convergence", "metric_check", "nearest_neighbours.__main__", "order_dependence",
-    "performance", "results_table", "scatter", "sweep_report"))
+FIGURE_MODULES = tuple(
+    f"figures.{name}"
+    for name in (
+        "aggregate_table",
+        "coupling_study",
+        "diagonal",
+        "gaussian_grid",
+        "gaussian_slice",
+        "heatmaps",
+        "learning_curves",
+        "learning_seeds",
+        "loss_convergence",
+        "metric_check",
+        "nearest_neighbours.__main__",
+        "order_dependence",
+        "performance",
+        "results_table",
+        "scatter",
+        "sweep_report",
+    )
+)
 AGENT_MODULES = ("agents.carla_env", "agents.videos")
 #: Extras the agents' and figures' entry points may lack on a machine without them.
 OPTIONAL = {"torch", "dm_control", "distracting_control", "mujoco", "cv2", "submitit", "carla", "tensorboard"}
@@ -51,8 +68,11 @@ def _implied_defaults() -> dict[tuple[str, str], float]:
 
     out = {("bisimkit solve", name): value for name, value in core_cli.MC_DEFAULTS.items()}
     out |= {(f"bisimkit {command}", "discount"): MODEL_DISCOUNT for command in ("solve", "relation", "info")}
-    out |= {("bisimkit compare", "tol"): DEFAULT_TOL, ("bisimkit verify", "cases"): DEFAULT_CASES,
-            ("bisimkit verify", "jobs"): DEFAULT_JOBS}
+    out |= {
+        ("bisimkit compare", "tol"): DEFAULT_TOL,
+        ("bisimkit verify", "cases"): DEFAULT_CASES,
+        ("bisimkit verify", "jobs"): DEFAULT_JOBS,
+    }
     try:
         from agents.config import DEFAULT_BETA, SIGMA_INIT
         from agents.sweep.launch import DEFAULTS as SWEEP_DEFAULTS
@@ -142,8 +162,9 @@ def test_ids_and_ranges_exist(name):
             assert f"{letter}{number}" in known[letter], f"{name}: help names {letter}{number}, unknown in the code"
         for letter, lo, hi in RANGE.findall(text):
             ids = known[letter]
-            assert (f"{letter}{lo}", f"{letter}{hi}") == (ids[0], ids[-1]), \
+            assert (f"{letter}{lo}", f"{letter}{hi}") == (ids[0], ids[-1]), (
                 f"{name}: help says {letter}{lo}-{hi}, the code has {ids[0]}-{ids[-1]}"
+            )
 
 
 @pytest.mark.parametrize("name", sorted(PARSERS))
@@ -157,38 +178,49 @@ def test_stated_defaults_are_the_real_ones(name):
             continue
         default = action.default
         if default is None or default == argparse.SUPPRESS:
-            assert (name, action.dest) in implied, \
-                f"{name} {action.option_strings}: help says default {stated[0]}; " \
+            assert (name, action.dest) in implied, (
+                f"{name} {action.option_strings}: help says default {stated[0]}; "
                 "the test does not know the code's value"
+            )
             default = implied[name, action.dest]
-        assert isinstance(default, (int, float)), \
+        assert isinstance(default, (int, float)), (
             f"{name} {action.option_strings}: a numeric default stated for {default!r}"
-        assert float(stated[0]) == pytest.approx(float(default)), \
+        )
+        assert float(stated[0]) == pytest.approx(float(default)), (
             f"{name} {action.option_strings}: help says default {stated[0]}, the code uses {default}"
+        )
 
 
 def test_every_figure_script_is_checked():
     """FIGURE_MODULES lists every figures module with a command line (a subpackage's is its ``__main__``)."""
     root = Path(__file__).resolve().parents[1] / "figures"
-    scripts = {"figures." + ".".join(p.relative_to(root).with_suffix("").parts) for p in root.rglob("*.py")
-               if "def main(" in p.read_text(encoding="utf-8")}
+    scripts = {
+        "figures." + ".".join(p.relative_to(root).with_suffix("").parts)
+        for p in root.rglob("*.py")
+        if "def main(" in p.read_text(encoding="utf-8")
+    }
     assert scripts == set(FIGURE_MODULES)
 
 
 @pytest.mark.parametrize("name", sorted(PARSERS))
 def test_every_option_says_what_it_does(name):
     """No option or argument of a command is listed in ``--help`` with its name alone."""
-    bare = [a.option_strings or [a.dest] for a in PARSERS[name]._actions
-            if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction, argparse._VersionAction))
-            and a.help != argparse.SUPPRESS and not (a.help or "").strip()]
+    bare = [
+        a.option_strings or [a.dest]
+        for a in PARSERS[name]._actions
+        if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction, argparse._VersionAction))
+        and a.help != argparse.SUPPRESS
+        and not (a.help or "").strip()
+    ]
     assert not bare, f"{name}: no help for {bare}"
 
 
 def test_verify_case_counts_are_the_job_constants():
     verify = PARSERS["bisimkit verify"]
     helps = {a.dest: a.help for a in verify._actions}
-    assert re.search(rf"\bdefault {DEFAULT_CASES}\b", helps["cases"]) and re.search(rf"--quick {QUICK_CASES}\b",
-                                                                                     helps["cases"])
+    assert re.search(rf"\bdefault {DEFAULT_CASES}\b", helps["cases"]) and re.search(
+        rf"--quick {QUICK_CASES}\b", helps["cases"]
+    )
     assert helps["quick"].startswith(f"{QUICK_CASES} cases per family")
 
 
@@ -243,8 +275,11 @@ def test_train_help_states_each_presets_values():
         pairs = dict(part.split(": ", 1) for part in stated.group(1).split("; "))
         for preset, text in pairs.items():
             value = PRESETS[preset].values.get(action.dest, getattr(base, action.dest))
-            shown = {None: "auto", True: "on", False: "off"}.get(value, None) if not isinstance(value, (int, float)) \
-                or isinstance(value, bool) else None
+            shown = (
+                {None: "auto", True: "on", False: "off"}.get(value, None)
+                if not isinstance(value, (int, float)) or isinstance(value, bool)
+                else None
+            )
             if shown is None:
                 shown = f"{value:,}".replace(",", "_") if isinstance(value, int) and value >= 10_000 else str(value)
             assert text == shown, f"--{action.dest}: help says {preset}: {text}, the preset has {value!r}"
@@ -279,5 +314,6 @@ def test_metric_check_command_defaults_are_learn_metrics():
     shared = [a for a in PARSERS["agents.metric_check"]._actions if a.dest in params]
     assert len(shared) >= 10
     for action in shared:
-        assert action.default == params[action.dest], \
+        assert action.default == params[action.dest], (
             f"--{action.dest}: the command's default {action.default!r}, the settings' {params[action.dest]!r}"
+        )

@@ -110,10 +110,12 @@ def test_components_are_scipys(seed):
 
 def test_a_tiny_solve_process_imports_neither_numba_nor_scipy_and_runs_compiled_kernels(tmp_path):
     out = tmp_path / "d.json"
-    code = ("import sys\nfrom bisimkit_cli.main import main\n"
-            "assert main(['solve', 'examples/tiny-rooms.json', '--metric', 'pi', "
-            f"'--out', {str(out)!r}, '--quiet']) == 0\n"
-            "print(sorted(m for m in ('numba', 'scipy', 'bisimkit_native') if m in sys.modules))")
+    code = (
+        "import sys\nfrom bisimkit_cli.main import main\n"
+        "assert main(['solve', 'examples/tiny-rooms.json', '--metric', 'pi', "
+        f"'--out', {str(out)!r}, '--quiet']) == 0\n"
+        "print(sorted(m for m in ('numba', 'scipy', 'bisimkit_native') if m in sys.modules))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == "['bisimkit_native']"
@@ -163,8 +165,9 @@ def test_dense_two_mdps_of_svi_shape_take_the_small_path_and_agree_with_the_spar
     from bisimkit.mdp import FiniteMDP
 
     rng = np.random.default_rng(0)
-    a, b = (FiniteMDP(rng.dirichlet(np.ones(n), size=(n, 1)), rng.random((n, 1)), 0.95, np.ones((n, 1)))
-            for n in (6, 18))
+    a, b = (
+        FiniteMDP(rng.dirichlet(np.ones(n), size=(n, 1)), rng.random((n, 1)), 0.95, np.ones((n, 1))) for n in (6, 18)
+    )
     assert small_between(a, b, "pi", "auto") and not small_between(a, b, "pi", "vi")
     small = solve_between(a, b, "pi")
     force(False, monkeypatch)

@@ -64,8 +64,9 @@ def modules(package: str) -> list[str]:
 
 
 def probe(module: str) -> dict:
-    proc = subprocess.run([sys.executable, "-c", PROBE, module, ",".join(PROJECT)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, module, ",".join(PROJECT)], capture_output=True, text=True, cwd=ROOT, timeout=600
+    )
     assert proc.returncode == 0, f"importing {module} failed:\n{proc.stderr[-2000:]}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -111,8 +112,13 @@ print(json.dumps(results))
 @pytest.fixture(scope="module")
 def imports() -> dict[str, dict]:
     names = [m for package in ALLOWED for m in modules(package)]
-    proc = subprocess.run([sys.executable, "-c", FORK_PROBE, ",".join(PROJECT), *names], capture_output=True,
-                          text=True, cwd=ROOT, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-c", FORK_PROBE, ",".join(PROJECT), *names],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     found = json.loads(proc.stdout.strip().splitlines()[-1])
     failed = {m: r["error"] for m, r in found.items() if "error" in r}
@@ -135,8 +141,11 @@ def test_dependencies_point_one_way(imports, package):
 
 @pytest.mark.parametrize("package", ENV_CHECKED)
 def test_importing_leaves_the_environment_alone(imports, package):
-    changed = {m: found["environ_changed"] for m, found in imports.items()
-               if m.split(".")[0] == package and found["environ_changed"]}
+    changed = {
+        m: found["environ_changed"]
+        for m, found in imports.items()
+        if m.split(".")[0] == package and found["environ_changed"]
+    }
     assert changed == {}
 
 
@@ -172,8 +181,9 @@ def test_no_deferred_import_reaches_up(package):
                 targets = [node.module]
             else:
                 continue
-            wrong += [f"{path.relative_to(ROOT)}:{node.lineno} {t}" for t in targets
-                      if t.split(".")[0] in NEVER[package]]
+            wrong += [
+                f"{path.relative_to(ROOT)}:{node.lineno} {t}" for t in targets if t.split(".")[0] in NEVER[package]
+            ]
     assert wrong == []
 
 
@@ -243,8 +253,13 @@ def test_core_never_imports_the_command_line():
     """No core module imports the command line, neither ``bisimkit_cli`` nor its alias ``bisimkit.cli``
     (the ``python -m bisimkit`` script runs it and is never imported)."""
     graph = _import_graph()
-    users = sorted(m for m, edges in graph.items() if m.split(".")[0] == "bisimkit" and m != CORE_ALIAS
-                   and any(e == CORE_ALIAS or e.split(".")[0] == "bisimkit_cli" for e in edges))
+    users = sorted(
+        m
+        for m, edges in graph.items()
+        if m.split(".")[0] == "bisimkit"
+        and m != CORE_ALIAS
+        and any(e == CORE_ALIAS or e.split(".")[0] == "bisimkit_cli" for e in edges)
+    )
     assert users == []
 
 
@@ -278,24 +293,32 @@ def deferred_imports_without_reason(source: str) -> list[int]:
     wrong = set()
     for fn in ast.walk(ast.parse(source)):
         if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
-            wrong |= {node.lineno for node in ast.walk(fn)
-                      if isinstance(node, ast.Import | ast.ImportFrom) and not reasoned(node.lineno)}
+            wrong |= {
+                node.lineno
+                for node in ast.walk(fn)
+                if isinstance(node, ast.Import | ast.ImportFrom) and not reasoned(node.lineno)
+            }
     return sorted(wrong)
 
 
 def test_deferred_import_rule_reads_comments():
-    source = ("def f():\n    import torch  # the agents extra\n\n    from x import y\n\n"
-              "def g():\n    import json\n    return json\n\n"
-              "def h():\n    # start-up cost\n    import scipy\n")
+    source = (
+        "def f():\n    import torch  # the agents extra\n\n    from x import y\n\n"
+        "def g():\n    import json\n    return json\n\n"
+        "def h():\n    # start-up cost\n    import scipy\n"
+    )
     assert deferred_imports_without_reason(source) == [7]
 
 
 def test_every_deferred_import_says_why():
     """Imports inside functions only for an optional extra or a measured start-up cost, each with a
     one-line reason (docs/development.md, "Imports")."""
-    wrong = [f"{path.relative_to(ROOT)}:{line}" for package in PROJECT
-             for path in sorted((ROOT / package).rglob("*.py"))
-             for line in deferred_imports_without_reason(path.read_text())]
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for package in PROJECT
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for line in deferred_imports_without_reason(path.read_text())
+    ]
     assert wrong == []
 
 
@@ -307,8 +330,13 @@ print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r} o
 
 
 def _loaded(code: str, heavy: tuple[str, ...]) -> list[str]:
-    proc = subprocess.run([sys.executable, "-c", STARTUP_PROBE.format(code=code, heavy=heavy)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", STARTUP_PROBE.format(code=code, heavy=heavy)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -319,9 +347,12 @@ def test_import_bisimkit_loads_no_heavy_library_and_its_names_on_first_use():
     assert _loaded("import bisimkit", ("numpy", "scipy", "bisimkit_native", "numba", "torch", "matplotlib")) == []
     assert _loaded("import bisimkit.gaussian", ("scipy",)) == []
     assert "scipy.special" in _loaded("from bisimkit.gaussian import *", ("scipy.special",))
-    names = _loaded("import bisimkit\nfrom bisimkit import *\n"
-                    "assert all(n in dir(bisimkit) for n in bisimkit.__all__)\n"
-                    "print(len([globals()[n] for n in bisimkit.__all__]))", ("numba", "bisimkit_native"))
+    names = _loaded(
+        "import bisimkit\nfrom bisimkit import *\n"
+        "assert all(n in dir(bisimkit) for n in bisimkit.__all__)\n"
+        "print(len([globals()[n] for n in bisimkit.__all__]))",
+        ("numba", "bisimkit_native"),
+    )
     assert names == []  # the compiled kernels are loaded when a kernel is first called (bisimkit.kernels)
 
 
@@ -330,8 +361,9 @@ def test_a_core_command_starts_without_the_added_commands_modules():
     modules (validation, hypothesis, figures) or the Gaussian solvers (scipy.special)."""
     code = "from bisimkit_cli.main import main\nassert main(['metrics']) == 0"
     assert _loaded(code, ("validation", "hypothesis", "figures", "scipy.special")) == []
-    verify_help = ("from bisimkit_cli.main import main\n"
-                   "try:\n    main(['verify', '--help'])\nexcept SystemExit:\n    pass")
+    verify_help = (
+        "from bisimkit_cli.main import main\ntry:\n    main(['verify', '--help'])\nexcept SystemExit:\n    pass"
+    )
     assert "validation" in _loaded(verify_help, ("validation",))
 
 
@@ -367,14 +399,19 @@ def private_imports(source: str, module: str, is_package: bool, project: set[str
             if base.split(".")[0] in project:
                 found += [f"{base}.{a.name}" for a in node.names if _private(a.name)]
         elif isinstance(node, ast.Import):
-            found += [a.name for a in node.names
-                      if a.name.split(".")[0] in project and any(_private(p) for p in a.name.split("."))]
+            found += [
+                a.name
+                for a in node.names
+                if a.name.split(".")[0] in project and any(_private(p) for p in a.name.split("."))
+            ]
     return found
 
 
 def test_the_private_import_rule_resolves_relative_imports():
-    source = "from .engine import _Reporter, solve\nfrom numpy import _core\nimport bisimkit._x\n" \
-             "def f():\n    from ..files import __all__, _write\n"
+    source = (
+        "from .engine import _Reporter, solve\nfrom numpy import _core\nimport bisimkit._x\n"
+        "def f():\n    from ..files import __all__, _write\n"
+    )
     found = private_imports(source, "bisimkit.sub.mod", False, {"bisimkit"})
     assert sorted(found) == ["bisimkit._x", "bisimkit.files._write", "bisimkit.sub.engine._Reporter"]
     assert private_imports(source, "pkg", True, {"bisimkit"}) == ["bisimkit._x"]  # pkg.engine is not the project's
@@ -392,8 +429,10 @@ def test_modules_import_only_each_others_public_names():
             is_package = path.name == "__init__.py"
             if is_package:
                 module = module.rpartition(".")[0]
-            found |= {f"{path.relative_to(ROOT).as_posix()}: {name}"
-                      for name in private_imports(path.read_text(), module, is_package, project)}
+            found |= {
+                f"{path.relative_to(ROOT).as_posix()}: {name}"
+                for name in private_imports(path.read_text(), module, is_package, project)
+            }
     assert found - CORE_PRIVATE_IMPORTS == set()
     assert CORE_PRIVATE_IMPORTS - found == set()  # a fixed one leaves the list
 

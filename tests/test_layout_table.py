@@ -31,8 +31,11 @@ def modules() -> list[str]:
     found = []
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*")):
-            if path.suffix in (".py", ".sh") and "__pycache__" not in path.parts \
-                    and path.stem not in ("__init__", "__main__"):
+            if (
+                path.suffix in (".py", ".sh")
+                and "__pycache__" not in path.parts
+                and path.stem not in ("__init__", "__main__")
+            ):
                 found.append(path.relative_to(ROOT).as_posix())
     return found
 
@@ -44,8 +47,10 @@ def covered(module: str, paths: list[str]) -> bool:
 
 
 def test_the_table_parser_reads_cells():
-    text = ("## Layout\n\n| path | what |\n|---|---|\n| `a/b.py`, `c.py`, `d/e/` | x |\n| `f/` | y |\n"
-            "| `g.txt`, `h.txt` | z |\n\n## Next\n")
+    text = (
+        "## Layout\n\n| path | what |\n|---|---|\n| `a/b.py`, `c.py`, `d/e/` | x |\n| `f/` | y |\n"
+        "| `g.txt`, `h.txt` | z |\n\n## Next\n"
+    )
     assert table_paths(text) == ["a/b.py", "a/c.py", "d/e/", "f/", "g.txt", "h.txt"]
     assert covered("d/e/g.py", ["d/e/"]) and not covered("f/g.py", ["f/"])
 
@@ -94,7 +99,7 @@ def test_every_test_file_mirrors_a_module_or_is_a_listed_feature():
     stray = [t.name for t in sorted((ROOT / "tests").glob("test_*.py")) if t.stem[5:] not in names | set(features)]
     assert stray == []
     assert [f for f in features if not (ROOT / "tests" / f"test_{f}.py").exists()] == []
-    assert [f for f in features if f in names] == []   # a mirror is not a feature
+    assert [f for f in features if f in names] == []  # a mirror is not a feature
 
 
 def test_the_integration_folder_holds_the_listed_files():
@@ -106,8 +111,10 @@ def test_the_integration_folder_holds_the_listed_files():
 # ------------------------------------------------------------------ tests by module
 def has_logic(path: Path) -> bool:
     """Whether a module defines a function or a class (a module of constants or a script's docstring has none)."""
-    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-               for node in ast.parse(path.read_text()).body)
+    return any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        for node in ast.parse(path.read_text()).body
+    )
 
 
 def mirror_names_of(module: str) -> set[str]:

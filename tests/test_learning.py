@@ -35,10 +35,14 @@ def test_the_checks_are_numbered_and_planned_per_case():
     assert loss_ids() == [f"L{i}" for i in range(1, len(LOSS_CHECKS) + 1)]
     quick = loss_plan(quick=True)
     assert [(check.loss, case.family) for check, case in quick] == [
-        ("entangled-reward", "random-sparse"), ("psm", "random-sparse"), ("dbc", "random-sparse"),
-        ("entangled-gaussian", "linear-gaussian")]
+        ("entangled-reward", "random-sparse"),
+        ("psm", "random-sparse"),
+        ("dbc", "random-sparse"),
+        ("entangled-gaussian", "linear-gaussian"),
+    ]
     assert [check.id for check, _ in loss_plan(ids=["L1"])] == ["L1"] * sum(
-        "entangled-reward" in case.losses for case in loss_cases())
+        "entangled-reward" in case.losses for case in loss_cases()
+    )
 
 
 def test_an_unknown_loss_is_refused_in_one_line():
@@ -47,8 +51,18 @@ def test_an_unknown_loss_is_refused_in_one_line():
 
 
 def test_a_curve_holds_within_one_percent_of_the_largest_distance():
-    curve = Curve("psm", "psm-sampled", "m", [0], [1.0], scale=2.0, final_error=0.02, exact_diagonal=0.0,
-                  learned_diagonal=0.0, seconds=0.0)
+    curve = Curve(
+        "psm",
+        "psm-sampled",
+        "m",
+        [0],
+        [1.0],
+        scale=2.0,
+        final_error=0.02,
+        exact_diagonal=0.0,
+        learned_diagonal=0.0,
+        seconds=0.0,
+    )
     assert curve.tolerance == 0.02 and curve.held and curve.to_json()["held"] is True
     assert not Curve("psm", "psm-sampled", "m", [0], [1.0], 2.0, 0.0201, 0.0, 0.0, 0.0).held
 

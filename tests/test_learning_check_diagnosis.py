@@ -17,9 +17,9 @@ def test_ridge_r2_reads_a_linear_state_and_not_noise():
     targets = np.c_[latents @ rng.normal(size=8), rng.normal(size=600), np.full(600, 3.0)]
     fit = np.arange(600) < 400
     r2 = diagnosis.ridge_r2(latents, targets, fit, ridge=1e-6)
-    assert r2[0] == pytest.approx(1.0, abs=1e-9)          # a linear function of the latent
-    assert -0.1 < r2[1] < 0.05                              # independent noise: no better than its mean
-    assert np.isnan(r2[2])                                  # a constant coordinate has no R²
+    assert r2[0] == pytest.approx(1.0, abs=1e-9)  # a linear function of the latent
+    assert -0.1 < r2[1] < 0.05  # independent noise: no better than its mean
+    assert np.isnan(r2[2])  # a constant coordinate has no R²
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +29,20 @@ def tiny_run(tmp_path_factory):
     from agents.train import train
 
     out = tmp_path_factory.mktemp("runs") / "eps-r"
-    cfg = TrainConfig(task="walker-walk", method="eps-r", env_steps=24, episode_steps=12, batch_size=4, seed_steps=8,
-                      eval_every=12, eval_episodes=1, checkpoint_every=12, capacity="low", image_size=32,
-                      device="cpu")
+    cfg = TrainConfig(
+        task="walker-walk",
+        method="eps-r",
+        env_steps=24,
+        episode_steps=12,
+        batch_size=4,
+        seed_steps=8,
+        eval_every=12,
+        eval_episodes=1,
+        checkpoint_every=12,
+        capacity="low",
+        image_size=32,
+        device="cpu",
+    )
     train(cfg, out, progress=False, tensorboard=False)
     return out
 
@@ -72,12 +83,15 @@ def test_task_state_follows_the_episode():
         env.close()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["/no/such/run"], "checkpoint: no such file or folder"),
-    (["RUN", "--episodes", "1"], "episodes:"),
-    (["RUN", "--ridge", "0"], "ridge:"),
-    (["RUN", "--batches", "many"], "batches"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["/no/such/run"], "checkpoint: no such file or folder"),
+        (["RUN", "--episodes", "1"], "episodes:"),
+        (["RUN", "--ridge", "0"], "ridge:"),
+        (["RUN", "--batches", "many"], "batches"),
+    ],
+)
 def test_bad_input_is_one_line_and_writes_nothing(tiny_run, tmp_path, capsys, args, message):
     out = tmp_path / "d.json"
     args = [str(tiny_run) if a == "RUN" else a for a in args]
@@ -95,14 +109,25 @@ def test_gradient_norms_of_terms_that_skip_the_encoder_are_zero(model_grad):
     from agents.config import make_config
 
     torch.manual_seed(0)
-    cfg = make_config("paper", method="eps-r", capacity="low", image_size=32, batch_size=8, device="cpu",
-                      fast=False, model_grad=model_grad)
+    cfg = make_config(
+        "paper",
+        method="eps-r",
+        capacity="low",
+        image_size=32,
+        batch_size=8,
+        device="cpu",
+        fast=False,
+        model_grad=model_grad,
+    )
     agent = Agent((9, 32, 32), 2, cfg, "cpu")
     rng = np.random.default_rng(0)
-    data = {"obs": rng.integers(0, 256, (16, 9, 32, 32), dtype=np.uint8),
-            "next_obs": rng.integers(0, 256, (16, 9, 32, 32), dtype=np.uint8),
-            "action": rng.uniform(-1, 1, (16, 2)).astype(np.float32),
-            "reward": rng.uniform(0, 1, 16).astype(np.float32), "discount": np.ones(16, np.float32)}
+    data = {
+        "obs": rng.integers(0, 256, (16, 9, 32, 32), dtype=np.uint8),
+        "next_obs": rng.integers(0, 256, (16, 9, 32, 32), dtype=np.uint8),
+        "action": rng.uniform(-1, 1, (16, 2)).astype(np.float32),
+        "reward": rng.uniform(0, 1, 16).astype(np.float32),
+        "discount": np.ones(16, np.float32),
+    }
     norms = diagnosis.gradient_norms(agent, data, batches=2, rows=8, seed=0)
     assert set(norms) == {"critic", "transition", "reward", "inverse", "bisim"}
     for name in ("transition", "reward"):

@@ -14,9 +14,16 @@ def record(last: list[float], random_mean: float = 130.0, random_std: float = 10
     steps = list(range(0, 5000 * (len(last) + 2), 5000))
     means = [120.0, 125.0, *last]
     mark = random_mean + max(100.0, 3 * random_std)
-    return {"steps": steps, "eval_mean": means, "eval_std": [5.0] * len(means), "random_mean": random_mean,
-            "random_std": random_std, "pass_mark": mark, "last_evaluations_mean": float(np.mean(last)),
-            "passed": bool(np.mean(last) >= mark)}
+    return {
+        "steps": steps,
+        "eval_mean": means,
+        "eval_std": [5.0] * len(means),
+        "random_mean": random_mean,
+        "random_std": random_std,
+        "pass_mark": mark,
+        "last_evaluations_mean": float(np.mean(last)),
+        "passed": bool(np.mean(last) >= mark),
+    }
 
 
 def write_records(folder, seeds=(0, 1)) -> None:
@@ -53,11 +60,14 @@ def test_an_optional_series_is_drawn_where_its_record_exists(tmp_path):
     assert out.read_bytes()[:8] == PNG
 
 
-@pytest.mark.parametrize("damage, message", [
-    ("missing", "learning_check_distractions_drq_seed1.json does not exist"),
-    ("not json", "learning_check_distractions_drq_seed1.json is not JSON"),
-    ("incomplete", "learning_check_distractions_drq_seed1.json lacks pass_mark"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("missing", "learning_check_distractions_drq_seed1.json does not exist"),
+        ("not json", "learning_check_distractions_drq_seed1.json is not JSON"),
+        ("incomplete", "learning_check_distractions_drq_seed1.json lacks pass_mark"),
+    ],
+)
 def test_a_bad_record_is_one_line_naming_the_file(tmp_path, capsys, damage, message):
     results = tmp_path / "results"
     write_records(results)

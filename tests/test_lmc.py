@@ -97,8 +97,13 @@ def test_exactly_zero_with_masses_that_do_not_add_up_in_floats():
 
 def test_a_nontrivial_undiscounted_value_against_the_reference():
     # three states with the same label mixing towards two absorbing labels
-    rows = [{0: F(1, 3), 1: F(1, 3), 3: F(1, 3)}, {0: F(1, 4), 2: F(1, 4), 4: F(1, 2)},
-            {1: F(1, 2), 3: F(1, 6), 4: F(1, 3)}, {3: F(1)}, {4: F(1)}]
+    rows = [
+        {0: F(1, 3), 1: F(1, 3), 3: F(1, 3)},
+        {0: F(1, 4), 2: F(1, 4), 4: F(1, 2)},
+        {1: F(1, 2), 3: F(1, 6), 4: F(1, 3)},
+        {3: F(1)},
+        {4: F(1)},
+    ]
     labels = [0, 0, 0, 1, 2]
     exact = ref.distances(rows, ref.label_ground(labels), F(1))
     assert all(0 < exact[s][t] < 1 for s, t in [(0, 1), (0, 2), (1, 2)])
@@ -120,8 +125,11 @@ def small_chains(draw, max_states=5):
         den = draw(st.sampled_from([1, 2, 3, 4, 5, 6, 7, 10]))
         if den < k:
             den = k
-        cuts = sorted(draw(st.lists(st.integers(1, den - 1), min_size=k - 1, max_size=k - 1, unique=True))) \
-            if k > 1 else []
+        cuts = (
+            sorted(draw(st.lists(st.integers(1, den - 1), min_size=k - 1, max_size=k - 1, unique=True)))
+            if k > 1
+            else []
+        )
         parts = np.diff([0, *cuts, den])
         rows.append({u: F(int(p), den) for u, p in zip(succ, parts)})
     labels = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
@@ -165,8 +173,12 @@ def test_queries_agree_with_all_pairs(data, c, draw):
 
 def test_fractional_ground_against_the_reference():
     rows = [{0: F(1, 2), 1: F(1, 2)}, {2: F(1)}, {0: F(1, 3), 2: F(2, 3)}, {3: F(1, 2), 1: F(1, 2)}]
-    g = [[F(0), F(1, 4), F(1, 2), F(1, 4)], [F(1, 4), F(0), F(1, 4), F(0)], [F(1, 2), F(1, 4), F(0), F(1, 4)],
-         [F(1, 4), F(0), F(1, 4), F(0)]]
+    g = [
+        [F(0), F(1, 4), F(1, 2), F(1, 4)],
+        [F(1, 4), F(0), F(1, 4), F(0)],
+        [F(1, 2), F(1, 4), F(0), F(1, 4)],
+        [F(1, 4), F(0), F(1, 4), F(0)],
+    ]
     for c in (F(1), F(3, 4)):
         exact = ref.distances(rows, g, c)
         r = lmc_distances(chain(rows, [0] * 4), float(c), ground=np.array(g, dtype=float))
@@ -255,6 +267,7 @@ def test_transport_lower_bounds_are_below_the_exact_value():
         class Plans:
             def plan_of(self, _):
                 return a[:, :, None] * b[:, None, :]
+
         cost, plan, low, _ = L._transport(grp, C, Plans())
         for g in range(G):
             p = dict(enumerate(laws[0][g]))
@@ -277,8 +290,10 @@ def _prism(name: str, constants: str | None = None):
     return stormpy, program, stormpy_data(stormpy.build_model(program))
 
 
-@pytest.mark.parametrize("name, constants", [("dtmc/die.pm", None), ("dtmc/leader-3-5.pm", None),
-                                             ("pdtmc/herman5.pm", "p=1/2"), ("dtmc/brp-16-2.pm", None)])
+@pytest.mark.parametrize(
+    "name, constants",
+    [("dtmc/die.pm", None), ("dtmc/leader-3-5.pm", None), ("pdtmc/herman5.pm", "p=1/2"), ("dtmc/brp-16-2.pm", None)],
+)
 def test_distance_zero_is_storms_bisimulation(name, constants):
     stormpy, program, model = _prism(name, constants)
     import stormpy.transformations  # noqa: F811 - the submodule, beside the module _prism gave
@@ -293,8 +308,9 @@ def test_distance_zero_is_storms_bisimulation(name, constants):
     assert r.zero_pairs == int(np.sum(sizes * (sizes - 1) // 2))
 
 
-@pytest.mark.parametrize("name, constants", [("dtmc/die.pm", None), ("pdtmc/herman5.pm", "p=1/2"),
-                                             ("dtmc/leader-3-5.pm", None)])
+@pytest.mark.parametrize(
+    "name, constants", [("dtmc/die.pm", None), ("pdtmc/herman5.pm", "p=1/2"), ("dtmc/leader-3-5.pm", None)]
+)
 def test_prism_models_distance_one_by_direct_search(name, constants):
     _, _, model = _prism(name, constants)
     r = lmc_distances(model, 1.0)
@@ -311,8 +327,7 @@ def test_prism_models_distance_one_by_direct_search(name, constants):
         rows.append(row)
     labels = model.label_classes([x for x in model.label_names if x != "init"])[reps]
     one = ref.distance_one_pairs(rows, ref.label_ground(labels))
-    found = {(a, b) for a in range(k) for b in range(a + 1, k)
-             if r.lower[reps[a], reps[b]] == 1.0}
+    found = {(a, b) for a in range(k) for b in range(a + 1, k) if r.lower[reps[a], reps[b]] == 1.0}
     assert found == one
 
 
@@ -343,7 +358,7 @@ def test_discounted_brp_is_below_the_undiscounted():
     nine = lmc_distances(model, 0.9)
     assert nine.certified and nine.certified_error < 1e-9
     assert np.all(nine.lower <= one.upper)  # F at c = 0.9 is below F at c = 1, so are the least fixed points
-    assert np.any(nine.upper < one.lower)   # and strictly somewhere
+    assert np.any(nine.upper < one.lower)  # and strictly somewhere
     assert nine.one_pairs <= one.one_pairs  # for c < 1 only the ground separates at distance 1
 
 
@@ -364,19 +379,31 @@ def test_bad_input_one_line_naming_the_field(tmp_path):
         (lambda: lmc_distances(ch, 0.0), "discount"),
         (lambda: lmc_distances(ch, 1.5), "discount"),
         (lambda: lmc_distances(ch, float("nan")), "discount"),
-        (lambda: lmc_distances(LabelledChain(ch.row_ptr, ch.columns, ch.probabilities, np.array([0, 0, 1])), 1.0),
-         "classes"),
+        (
+            lambda: lmc_distances(LabelledChain(ch.row_ptr, ch.columns, ch.probabilities, np.array([0, 0, 1])), 1.0),
+            "classes",
+        ),
         (lambda: lmc_distances(ch, 1.0, ground=np.full((4, 4), 1.2) - 1.2 * np.eye(4)), "ground"),
         (lambda: lmc_distances(ch, 1.0, ground=np.triu(np.full((4, 4), 0.5), 1)), "ground"),
         (lambda: lmc_distances(ch, 1.0, pairs=[(0, 7)]), "pairs"),
         (lambda: lmc_distances(ch, 1.0, tol=-1), "tol"),
-        (lambda: lmc_distances(LabelledChain(ch.row_ptr, ch.columns, ch.probabilities * 0.9, ch.classes), 1.0),
-         "probabilities"),
-        (lambda: lmc_distances(LabelledChain(np.array([0, 1, 1, 2, 3]), ch.columns[:3], np.ones(3), ch.classes),
-                               1.0), "row_ptr"),
+        (
+            lambda: lmc_distances(LabelledChain(ch.row_ptr, ch.columns, ch.probabilities * 0.9, ch.classes), 1.0),
+            "probabilities",
+        ),
+        (
+            lambda: lmc_distances(
+                LabelledChain(np.array([0, 1, 1, 2, 3]), ch.columns[:3], np.ones(3), ch.classes), 1.0
+            ),
+            "row_ptr",
+        ),
         (lambda: lmc_distances(ch, 1.0, pairs=[(0, 1, 2)]), "pairs"),
-        (lambda: lmc_distances(ch, 1.0, ground=np.array([[0, 0, .5, .5], [0, 0, .5, .6], [.5, .5, 0, 1],
-                                                         [.5, .6, 1, 0]])), "ground"),
+        (
+            lambda: lmc_distances(
+                ch, 1.0, ground=np.array([[0, 0, 0.5, 0.5], [0, 0, 0.5, 0.6], [0.5, 0.5, 0, 1], [0.5, 0.6, 1, 0]])
+            ),
+            "ground",
+        ),
         (lambda: lmc_distances(ch, 1.0, labels=["a"]), "labels"),
         (lambda: lmc_distances("chain.drn", 1.0), "model"),
         (lambda: lmc_distances(ch, 1.0).bounds(0, 9), "t"),
@@ -390,24 +417,32 @@ def test_bad_input_one_line_naming_the_field(tmp_path):
 
 def _drn(tmp_path: Path, body: str, kind: str = "DTMC") -> Path:
     path = tmp_path / "m.drn"
-    path.write_text(f"@type: {kind}\n@parameters\n\n@reward_models\n\n@nr_states\n{body.count('state')}\n@model\n"
-                    + body)
+    path.write_text(
+        f"@type: {kind}\n@parameters\n\n@reward_models\n\n@nr_states\n{body.count('state')}\n@model\n" + body
+    )
     return path
 
 
 def test_model_data_labels_and_refusals(tmp_path):
     from bisimkit.model_files import read_model
 
-    dtmc = read_model(_drn(tmp_path, "state 0 init a\n\taction 0\n\t\t0 : 0.5\n\t\t1 : 0.5\n"
-                                     "state 1 a\n\taction 0\n\t\t1 : 1\n"))
+    dtmc = read_model(
+        _drn(tmp_path, "state 0 init a\n\taction 0\n\t\t0 : 0.5\n\t\t1 : 0.5\nstate 1 a\n\taction 0\n\t\t1 : 1\n")
+    )
     r = lmc_distances(dtmc, 1.0)  # init does not count: both states carry {a}, and are bisimilar
     assert r.distances[0, 1] == 0.0
     r = lmc_distances(dtmc, 1.0, labels=["a", "init"])
     assert r.distances[0, 1] == 1.0
     with pytest.raises(InputError, match=r"^labels: entry 0: unknown label 'b'"):
         lmc_distances(dtmc, 1.0, labels=["b"])
-    mdp = read_model(_drn(tmp_path, "state 0 init\n\taction a\n\t\t0 : 1\n\taction b\n\t\t1 : 1\n"
-                                    "state 1\n\taction a\n\t\t1 : 1\n\taction b\n\t\t0 : 1\n", kind="MDP"))
+    mdp = read_model(
+        _drn(
+            tmp_path,
+            "state 0 init\n\taction a\n\t\t0 : 1\n\taction b\n\t\t1 : 1\n"
+            "state 1\n\taction a\n\t\t1 : 1\n\taction b\n\t\t0 : 1\n",
+            kind="MDP",
+        )
+    )
     with pytest.raises(InputError, match=r"^model: model_type 'mdp': every state has 2 actions"):
         lmc_distances(mdp, 1.0)
 
@@ -424,8 +459,10 @@ def test_all_pairs_too_large_is_refused_up_front():
 #: A labelled chain whose distances are known by hand (c = 1): state 0 goes to 1 or 2 with probability 1/2,
 #: 1 to 3, 2 and 3 loop; 0, 1 and 2 carry {a}, 3 carries {b}. d(0, 1) = 1 (1 reaches only b), d(1, 2) = 1,
 #: d(0, 2) = d(1, 2) / 2 = 1/2; at c: d(1, 2) = c, d(0, 2) = c^2 / 2, d(0, 1) = c (c/2 + c/2).
-HAND_DRN = ("state 0 init a\n\taction 0\n\t\t1 : 0.5\n\t\t2 : 0.5\nstate 1 a\n\taction 0\n\t\t3 : 1\n"
-            "state 2 a\n\taction 0\n\t\t2 : 1\nstate 3 b\n\taction 0\n\t\t3 : 1\n")
+HAND_DRN = (
+    "state 0 init a\n\taction 0\n\t\t1 : 0.5\n\t\t2 : 0.5\nstate 1 a\n\taction 0\n\t\t3 : 1\n"
+    "state 2 a\n\taction 0\n\t\t2 : 1\nstate 3 b\n\taction 0\n\t\t3 : 1\n"
+)
 
 
 def hand_distances(c: float) -> np.ndarray:
@@ -442,8 +479,11 @@ def test_solve_lmc_on_a_drn_file_the_discount_overriding_the_models(tmp_path):
 
     mdp = load_mdp(_drn(tmp_path, HAND_DRN))  # a model file gets the default discount 0.9
     assert mdp.discount == 0.9
-    for c, sol in ((1.0, solve(mdp, "lmc", discount=1)), (0.5, solve(mdp, "lmc", discount=0.5)),
-                   (0.9, solve(mdp, "lmc"))):
+    for c, sol in (
+        (1.0, solve(mdp, "lmc", discount=1)),
+        (0.5, solve(mdp, "lmc", discount=0.5)),
+        (0.9, solve(mdp, "lmc")),
+    ):
         assert isinstance(sol, LMCSolution) and sol.metric == "lmc" and sol.discount == c and sol.converged
         assert np.all(sol.lower <= hand_distances(c) + 1e-15) and np.all(hand_distances(c) <= sol.upper + 1e-15)
         assert np.max(np.abs(sol.distances - hand_distances(c))) <= sol.certified_error / 2 + 1e-15

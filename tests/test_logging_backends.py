@@ -26,7 +26,7 @@ def test_the_strip_puts_the_oldest_frame_left():
     from agents.logging_backends import frame_strip
 
     obs = np.zeros((6, 1, 1), np.uint8)
-    obs[:3] = 1   # the oldest frame
+    obs[:3] = 1  # the oldest frame
     obs[3:] = 2
     assert frame_strip(obs)[0].tolist() == [[1, 1, 1], [2, 2, 2]]
 

@@ -16,8 +16,13 @@ from bisimkit.operators import apply_operator  # noqa: E402
 #: The losses are device-agnostic: the deep tests also run on a GPU when there is one.
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
-LOSS_METRIC = {"entangled-reward": ("eps-bar", "reward"), "entangled-policy": ("eps-bar", "policy"),
-               "psm": ("psm-sampled", None), "mico": ("mico", None), "dbc": ("dbc-sampled", None)}
+LOSS_METRIC = {
+    "entangled-reward": ("eps-bar", "reward"),
+    "entangled-policy": ("eps-bar", "policy"),
+    "psm": ("psm-sampled", None),
+    "mico": ("mico", None),
+    "dbc": ("dbc-sampled", None),
+}
 
 
 def all_pairs(model, like):
@@ -41,13 +46,35 @@ def random_table(model, rng, diagonal: bool):
 def targets(loss, model, head, z, z2, samples, generator, dbc_d=None):
     c = model.mdp.discount
     if loss == "dbc":
-        return L.dbc_targets(z, z2, policy=model.policy, reward=model.reward, next_w2=model.next_w2(dbc_d),
-                             discount=c, samples=samples, generator=generator)
-    ground = {"entangled-reward": L.reward_ground(model.reward), "entangled-policy": L.policy_ground(model.mean_action),
-              "psm": L.policy_ground(model.mean_action), "mico": L.state_reward_ground(model.mean_reward)}[loss]
+        return L.dbc_targets(
+            z,
+            z2,
+            policy=model.policy,
+            reward=model.reward,
+            next_w2=model.next_w2(dbc_d),
+            discount=c,
+            samples=samples,
+            generator=generator,
+        )
+    ground = {
+        "entangled-reward": L.reward_ground(model.reward),
+        "entangled-policy": L.policy_ground(model.mean_action),
+        "psm": L.policy_ground(model.mean_action),
+        "mico": L.state_reward_ground(model.mean_reward),
+    }[loss]
     coupling = "entangled" if loss.startswith("entangled") else "independent"
-    return L.bisimulation_targets(z, z2, policy=model.policy, transition=model.transition, ground=ground,
-                                  distance=head, discount=c, coupling=coupling, samples=samples, generator=generator)
+    return L.bisimulation_targets(
+        z,
+        z2,
+        policy=model.policy,
+        transition=model.transition,
+        ground=ground,
+        distance=head,
+        discount=c,
+        coupling=coupling,
+        samples=samples,
+        generator=generator,
+    )
 
 
 # ------------------------------------------------------------ unbiasedness
@@ -82,9 +109,18 @@ def test_the_unbiasedness_check_has_power():
     head = random_table(model, rng, diagonal=False)
     expected = apply_operator(mdp, "eps-bar", head.matrix())
     z, z2, s, t = all_pairs(model, torch.zeros((), dtype=torch.float64))
-    T = L.bisimulation_targets(z, z2, policy=model.policy, transition=model.transition,
-                               ground=L.reward_ground(model.reward), distance=head, discount=0.8,
-                               coupling="independent", samples=20_000, generator=torch.Generator().manual_seed(2))
+    T = L.bisimulation_targets(
+        z,
+        z2,
+        policy=model.policy,
+        transition=model.transition,
+        ground=L.reward_ground(model.reward),
+        distance=head,
+        discount=0.8,
+        coupling="independent",
+        samples=20_000,
+        generator=torch.Generator().manual_seed(2),
+    )
     T = T.numpy()
     assert np.any(np.abs(T.mean(axis=0) - expected[s, t]) > 5 * T.std(axis=0) / np.sqrt(20_000) + 1e-12)
 
@@ -99,8 +135,16 @@ def test_finite_model_on_any_device_and_dtype(device, dtype):
     like = torch.zeros((), dtype=dtype, device=device)
     z = model.states(torch.arange(4).repeat(8), like)
     g = torch.Generator(device=device).manual_seed(0)
-    value = L.entangled_loss(z, distance=head, policy=model.policy, transition=model.transition,
-                             ground=L.reward_ground(model.reward), discount=0.8, samples=2, generator=g)
+    value = L.entangled_loss(
+        z,
+        distance=head,
+        policy=model.policy,
+        transition=model.transition,
+        ground=L.reward_ground(model.reward),
+        discount=0.8,
+        samples=2,
+        generator=g,
+    )
     assert value.dtype == dtype and value.device.type == device
     value.backward()
     assert head.table.grad.abs().sum() > 0
@@ -150,8 +194,11 @@ def _mlp(inp, out, dtype, seed, device):
 
 def deep_models(dtype, D=5, k=2, device="cpu"):
     """A squashed Gaussian MLP policy, a Gaussian MLP latent transition, an MLP reward."""
-    pol, dyn, rew = (_mlp(D, 2 * k, dtype, 0, device), _mlp(D + k, 2 * D, dtype, 1, device),
-                     _mlp(D + k, 1, dtype, 2, device))
+    pol, dyn, rew = (
+        _mlp(D, 2 * k, dtype, 0, device),
+        _mlp(D + k, 2 * D, dtype, 1, device),
+        _mlp(D + k, 1, dtype, 2, device),
+    )
 
     def policy_model(z):
         mu, log_std = pol(z).chunk(2, dim=1)
@@ -164,8 +211,13 @@ def deep_models(dtype, D=5, k=2, device="cpu"):
     def reward(z, a):
         return rew(torch.cat([z, a], dim=1))[:, 0]
 
-    return (L.gaussian_policy(policy_model, k, squash=True), L.gaussian_transition(transition_model, D),
-            transition_model, reward, lambda z: policy_model(z)[0].tanh())
+    return (
+        L.gaussian_policy(policy_model, k, squash=True),
+        L.gaussian_transition(transition_model, D),
+        transition_model,
+        reward,
+        lambda z: policy_model(z)[0].tanh(),
+    )
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -176,15 +228,42 @@ def test_deep_entangled_target_is_exactly_zero_on_identical_latents(dtype, devic
     z = torch.randn(64, 5, generator=g, dtype=dtype, device=device)
     for head in (L.SeparableDistance(5, powers=(1, 2)).to(device), L.L1Distance()):
         for ground in (L.reward_ground(reward), L.policy_ground(mean_action)):
-            T = L.bisimulation_targets(z, z.clone(), policy=policy, transition=transition, ground=ground,
-                                       distance=head, discount=0.9, samples=8, generator=g)
+            T = L.bisimulation_targets(
+                z,
+                z.clone(),
+                policy=policy,
+                transition=transition,
+                ground=ground,
+                distance=head,
+                discount=0.9,
+                samples=8,
+                generator=g,
+            )
             assert T.dtype == dtype and T.device.type == device and T.shape == (8, 64)
             assert torch.count_nonzero(T) == 0
-            T = L.bisimulation_targets(z, z.clone(), policy=policy, transition=transition, ground=ground,
-                                       distance=head, discount=0.9, samples=8, generator=g, coupling="independent")
+            T = L.bisimulation_targets(
+                z,
+                z.clone(),
+                policy=policy,
+                transition=transition,
+                ground=ground,
+                distance=head,
+                discount=0.9,
+                samples=8,
+                generator=g,
+                coupling="independent",
+            )
             assert bool((T > 0).all())
-    T = L.dbc_targets(z, z.clone(), policy=policy, reward=reward, next_w2=L.gaussian_w2(transition_model),
-                      discount=0.9, samples=4, generator=g)
+    T = L.dbc_targets(
+        z,
+        z.clone(),
+        policy=policy,
+        reward=reward,
+        next_w2=L.gaussian_w2(transition_model),
+        discount=0.9,
+        samples=4,
+        generator=g,
+    )
     assert bool((T > 0).all())
 
 
@@ -202,8 +281,15 @@ def test_deep_losses_run_in_the_input_dtype_and_train_the_head(dtype, device):
         L.entangled_loss(z, transition=transition, ground=L.policy_ground(mean_action), **common),
         L.psm_loss(z, transition=transition, mean_action=mean_action, **common),
         L.mico_loss(z, transition=transition, reward=lambda x: x.sum(dim=1), **common),
-        L.dbc_loss(z, distance=L.LatentL1Distance().to(device), policy=policy, reward=reward,
-                   next_w2=L.gaussian_w2(transition_model), discount=0.9, generator=g),
+        L.dbc_loss(
+            z,
+            distance=L.LatentL1Distance().to(device),
+            policy=policy,
+            reward=reward,
+            next_w2=L.gaussian_w2(transition_model),
+            discount=0.9,
+            generator=g,
+        ),
     ]
     for value in values:
         assert value.dtype == dtype and value.device.type == device and value.dim() == 0 and torch.isfinite(value)
@@ -226,14 +312,25 @@ def test_target_is_the_mean_of_shared_noise_samples():
     xi = torch.randn(4, 6, 2, generator=g, dtype=torch.float64)
     eta = torch.randn(4, 6, 5, generator=g, dtype=torch.float64)
     head = L.L1Distance()
-    value = L.entangled_loss(z, distance=head, policy=policy, transition=transition, ground=L.reward_ground(reward),
-                             discount=0.7, perm=perm, samples=4, action_noise=xi, state_noise=eta)
+    value = L.entangled_loss(
+        z,
+        distance=head,
+        policy=policy,
+        transition=transition,
+        ground=L.reward_ground(reward),
+        discount=0.7,
+        perm=perm,
+        samples=4,
+        action_noise=xi,
+        state_noise=eta,
+    )
     z2 = z[perm]
     manual = []
     for k in range(4):
         a, a2 = policy(z, xi[k]), policy(z2, xi[k])
-        manual.append((reward(z, a) - reward(z2, a2)).abs()
-                      + 0.7 * head(transition(z, a, eta[k]), transition(z2, a2, eta[k])))
+        manual.append(
+            (reward(z, a) - reward(z2, a2)).abs() + 0.7 * head(transition(z, a, eta[k]), transition(z2, a2, eta[k]))
+        )
     expected = (head(z, z2) - torch.stack(manual).mean(dim=0)).pow(2).mean()
     assert torch.allclose(value, expected, rtol=1e-12, atol=1e-12)
 
@@ -258,12 +355,27 @@ def test_scalar_linear_gaussian_entangled_fit():
     exact = abs(k) / (1 - c * abs(alpha + beta * k))
 
     def loss(z, head, target, g):
-        return L.entangled_loss(z, distance=head, target_distance=target, policy=policy, transition=transition,
-                                ground=L.policy_ground(lambda x: k * x), discount=c, generator=g)
+        return L.entangled_loss(
+            z,
+            distance=head,
+            target_distance=target,
+            policy=policy,
+            transition=transition,
+            ground=L.policy_ground(lambda x: k * x),
+            discount=c,
+            generator=g,
+        )
 
     head = L.SeparableDistance(1, powers=(1,), init=0.5)
-    result = fit_head(head, loss, lambda g: torch.randn(256, 1, generator=g), steps=400, lr=0.05,
-                      error=lambda d: abs(d.weights.item() - exact), log_every=100)
+    result = fit_head(
+        head,
+        loss,
+        lambda g: torch.randn(256, 1, generator=g),
+        steps=400,
+        lr=0.05,
+        error=lambda d: abs(d.weights.item() - exact),
+        log_every=100,
+    )
     assert result["error"][-1] <= 1e-3 * exact and result["error"][0] > result["error"][-1]
 
 
@@ -318,8 +430,15 @@ def test_bad_inputs_raise_value_errors_naming_the_tensor():
     with pytest.raises(ValueError, match="coupling"):
         L.sampled_loss(good, coupling="optimal", **kw)
     with pytest.raises(ValueError, match=r"action_noise: expected shape \(K, 2, B, noise_dim\)"):
-        L.psm_loss(good, distance=head, policy=policy, transition=transition, mean_action=mean_action,
-                   discount=0.9, action_noise=torch.zeros(1, 8, 2))
+        L.psm_loss(
+            good,
+            distance=head,
+            policy=policy,
+            transition=transition,
+            mean_action=mean_action,
+            discount=0.9,
+            action_noise=torch.zeros(1, 8, 2),
+        )
     with pytest.raises(ValueError, match="mu2: expected shape"):
         L.diagonal_gaussian_w2(torch.zeros(2, 3), torch.ones(2, 3), torch.zeros(2, 2), torch.ones(2, 2))
     with pytest.raises(ValueError, match="noise_law"):
@@ -409,8 +528,8 @@ def test_dbc_coordinate_loss_is_dbcs_per_coordinate_regression():
     sigma = torch.tensor([[1.0, 1.0], [1.0, 5.0]], dtype=torch.float64)
     perm = torch.tensor([1, 0])
     value = L.dbc_coordinate_loss(z, reward=reward, next_mean=mu, next_sigma=sigma, discount=0.5, perm=perm)
-    z_dist = [0.5 * 0.5 ** 2, 3.0 - 0.5]           # |dz| = 0.5 and 3 in the two coordinates, either row
-    target = [1.5 + 0.5 * 3.0, 1.5 + 0.5 * 4.0]    # smoothL1(2) = 1.5; sqrt(9 + 0) and sqrt(0 + 16)
+    z_dist = [0.5 * 0.5**2, 3.0 - 0.5]  # |dz| = 0.5 and 3 in the two coordinates, either row
+    target = [1.5 + 0.5 * 3.0, 1.5 + 0.5 * 4.0]  # smoothL1(2) = 1.5; sqrt(9 + 0) and sqrt(0 + 16)
     expected = sum((d - t) ** 2 for d, t in zip(z_dist, target)) / 2  # both rows give the same residuals
     assert float(value) == pytest.approx(expected, rel=1e-12)
     value.backward()

@@ -26,31 +26,34 @@ def test_derived_quantities():
     np.testing.assert_allclose(av.mean_action, [[1.1], [-1.0]])
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda d: d.update(transitions=[[0.5, 0.5]]), "transitions: expected a 3-D array"),
-    (lambda d: d.update(transitions=[[[0.5, 0.5, 0.0]], [[0, 1, 0]]]), "last axis has 3 entries"),
-    (lambda d: d["transitions"][1][1].__setitem__(0, 0.3), "transitions[s=1, a=1] sums to 1.1"),
-    (lambda d: d["transitions"][0][1].__setitem__(1, -0.5), "transitions[s=0, a=1, s'=1] = -0.5 is negative"),
-    (lambda d: d["transitions"][0][0].__setitem__(0, float("nan")), "transitions[s=0, a=0, s'=0] is not finite"),
-    (lambda d: d["transitions"][1].__setitem__(0, [0.5]), "transitions[1][0]: has length 1, expected 2"),
-    (lambda d: d["transitions"][1][0].__setitem__(0, "x"), 'transitions[1][0][0]: expected a number, got "x"'),
-    (lambda d: d.update(rewards=[1.0, 2.0]), "rewards: expected shape (s, a) = (2, 2), got (2,)"),
-    (lambda d: d["rewards"][1].__setitem__(1, float("inf")), "rewards[s=1, a=1] is not finite"),
-    (lambda d: d["policy"][1].__setitem__(1, 0.5), "policy[s=1] sums to 1.5"),
-    (lambda d: d["policy"][0].__setitem__(0, -0.3), "policy[s=0, a=0] = -0.3 is negative"),
-    (lambda d: d.update(discount=1.0), "discount = 1.0 must satisfy 0 <= discount < 1"),
-    (lambda d: d.update(discount=-0.1), "discount = -0.1"),
-    (lambda d: d.update(discount="0.9"), "discount: expected a number"),
-    (lambda d: d.update(discount=float("nan")), "discount = nan"),
-    (lambda d: d.update(action_values=[[1.0], [2.0], [3.0]]), "action_values: expected shape (m, k) with m = 2"),
-    (lambda d: d.update(state_shape=[3]), "state_shape: the product of [3] is 3, but there are 2 states"),
-    (lambda d: d.update(state_shape=[2, 0]), "state_shape[1] = 0 is not a positive integer"),
-    (lambda d: d.update(colour="red"), "unknown field 'colour'"),
-    (lambda d: d.pop("rewards"), "missing field 'rewards'"),
-    (lambda d: d.update(name=3), "name: expected a string"),
-    (lambda d: d.update(initial_state=2), "initial_state: 2 is not a state (there are 2 states, 0..1)"),
-    (lambda d: d.update(initial_state=0.5), "initial_state: expected a state index (an integer), got 0.5"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d.update(transitions=[[0.5, 0.5]]), "transitions: expected a 3-D array"),
+        (lambda d: d.update(transitions=[[[0.5, 0.5, 0.0]], [[0, 1, 0]]]), "last axis has 3 entries"),
+        (lambda d: d["transitions"][1][1].__setitem__(0, 0.3), "transitions[s=1, a=1] sums to 1.1"),
+        (lambda d: d["transitions"][0][1].__setitem__(1, -0.5), "transitions[s=0, a=1, s'=1] = -0.5 is negative"),
+        (lambda d: d["transitions"][0][0].__setitem__(0, float("nan")), "transitions[s=0, a=0, s'=0] is not finite"),
+        (lambda d: d["transitions"][1].__setitem__(0, [0.5]), "transitions[1][0]: has length 1, expected 2"),
+        (lambda d: d["transitions"][1][0].__setitem__(0, "x"), 'transitions[1][0][0]: expected a number, got "x"'),
+        (lambda d: d.update(rewards=[1.0, 2.0]), "rewards: expected shape (s, a) = (2, 2), got (2,)"),
+        (lambda d: d["rewards"][1].__setitem__(1, float("inf")), "rewards[s=1, a=1] is not finite"),
+        (lambda d: d["policy"][1].__setitem__(1, 0.5), "policy[s=1] sums to 1.5"),
+        (lambda d: d["policy"][0].__setitem__(0, -0.3), "policy[s=0, a=0] = -0.3 is negative"),
+        (lambda d: d.update(discount=1.0), "discount = 1.0 must satisfy 0 <= discount < 1"),
+        (lambda d: d.update(discount=-0.1), "discount = -0.1"),
+        (lambda d: d.update(discount="0.9"), "discount: expected a number"),
+        (lambda d: d.update(discount=float("nan")), "discount = nan"),
+        (lambda d: d.update(action_values=[[1.0], [2.0], [3.0]]), "action_values: expected shape (m, k) with m = 2"),
+        (lambda d: d.update(state_shape=[3]), "state_shape: the product of [3] is 3, but there are 2 states"),
+        (lambda d: d.update(state_shape=[2, 0]), "state_shape[1] = 0 is not a positive integer"),
+        (lambda d: d.update(colour="red"), "unknown field 'colour'"),
+        (lambda d: d.pop("rewards"), "missing field 'rewards'"),
+        (lambda d: d.update(name=3), "name: expected a string"),
+        (lambda d: d.update(initial_state=2), "initial_state: 2 is not a state (there are 2 states, 0..1)"),
+        (lambda d: d.update(initial_state=0.5), "initial_state: expected a state index (an integer), got 0.5"),
+    ],
+)
 def test_bad_input_names_field_and_index(change, message):
     data = good()
     change(data)

@@ -47,24 +47,40 @@ def _cgroup(tmp_path: Path, line: str, files: dict[str, str]) -> tuple[Path, Pat
 
 
 def test_cgroup_v2_room_is_limit_less_usage_plus_reclaimable_cache(tmp_path):
-    root, membership = _cgroup(tmp_path, "0::/job", {
-        "cgroup.controllers": "memory", "memory.max": "max",
-        "job/memory.max": "1000000", "job/memory.current": "400000",
-        "job/memory.stat": "anon 1\ninactive_file 50000\n"})
+    root, membership = _cgroup(
+        tmp_path,
+        "0::/job",
+        {
+            "cgroup.controllers": "memory",
+            "memory.max": "max",
+            "job/memory.max": "1000000",
+            "job/memory.current": "400000",
+            "job/memory.stat": "anon 1\ninactive_file 50000\n",
+        },
+    )
     assert cgroup_room(root, membership) == 1000000 - 400000 + 50000
 
 
 def test_cgroup_v1_room_takes_the_tightest_ancestor(tmp_path):
-    root, membership = _cgroup(tmp_path, "4:memory:/a/b", {
-        "memory/memory.limit_in_bytes": "9223372036854771712", "memory/memory.usage_in_bytes": "10",
-        "memory/a/memory.limit_in_bytes": "500000", "memory/a/memory.usage_in_bytes": "300000",
-        "memory/a/b/memory.limit_in_bytes": "2000000", "memory/a/b/memory.usage_in_bytes": "100000"})
+    root, membership = _cgroup(
+        tmp_path,
+        "4:memory:/a/b",
+        {
+            "memory/memory.limit_in_bytes": "9223372036854771712",
+            "memory/memory.usage_in_bytes": "10",
+            "memory/a/memory.limit_in_bytes": "500000",
+            "memory/a/memory.usage_in_bytes": "300000",
+            "memory/a/b/memory.limit_in_bytes": "2000000",
+            "memory/a/b/memory.usage_in_bytes": "100000",
+        },
+    )
     assert cgroup_room(root, membership) == 200000
 
 
 def test_no_cgroup_limit_is_none(tmp_path):
-    root, membership = _cgroup(tmp_path, "0::/", {"cgroup.controllers": "memory", "memory.max": "max",
-                                                  "memory.current": "5"})
+    root, membership = _cgroup(
+        tmp_path, "0::/", {"cgroup.controllers": "memory", "memory.max": "max", "memory.current": "5"}
+    )
     assert cgroup_room(root, membership) is None
     assert Available(None, None, None).bytes == float("inf")
     assert Available(3e9, None, 1e9).bytes == 1e9
@@ -140,8 +156,13 @@ sys.exit(cli.main(["solve", sys.argv[1], "--metric", "mico", "--out", sys.argv[2
 
 
 def _under_low_address_space(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", PROBE, str(tmp_path / "mdp.npz"), str(tmp_path / "d.npy"), *extra],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", PROBE, str(tmp_path / "mdp.npz"), str(tmp_path / "d.npy"), *extra],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
 
 
 def test_under_a_low_address_space_limit_the_solve_is_refused_before_it_starts(tmp_path):
@@ -157,7 +178,8 @@ def test_forced_past_the_limit_a_memory_error_is_one_line_exit_3_and_nothing_wri
     proc = _under_low_address_space(tmp_path, "--force")
     assert proc.returncode == 3, proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        "bisimkit: error: out of memory (MemoryError); nothing was written (docs/performance.md#memory)"]
+        "bisimkit: error: out of memory (MemoryError); nothing was written (docs/performance.md#memory)"
+    ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mdp.npz"]  # no output, no temp file
 
 
@@ -196,8 +218,17 @@ def test_solve_between_refuses_what_does_not_fit_and_force_solves_it(monkeypatch
     save_mdp(a, tmp_path / "a.npz")
     save_mdp(b, tmp_path / "b.npz")
     out = tmp_path / "d.npy"
-    args = ["solve", str(tmp_path / "a.npz"), "--against", str(tmp_path / "b.npz"), "--metric", "mico",
-            "--out", str(out), "--quiet"]
+    args = [
+        "solve",
+        str(tmp_path / "a.npz"),
+        "--against",
+        str(tmp_path / "b.npz"),
+        "--metric",
+        "mico",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     assert main(args) == 2 and not out.exists()
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "mico between 6 and 5 states" in lines[0] and "--force tries anyway" in lines[0]
@@ -224,7 +255,14 @@ print(json.dumps({"estimate": estimate.bytes, "measured": _status_bytes("VmHWM")
 
 @pytest.mark.parametrize("metric, family, na, nb", [("mico", "dense", 1000, 600), ("pi", "dense", 60, 40)])
 def test_the_between_estimate_is_within_the_factor_of_the_measured_peak(metric, family, na, nb):
-    out = subprocess.run([sys.executable, "-c", BETWEEN_PROBE, metric, family, str(na), str(nb)], capture_output=True,
-                         text=True, cwd=ROOT, timeout=600, check=True, env={**os.environ, **MALLOC_ENV})
+    out = subprocess.run(
+        [sys.executable, "-c", BETWEEN_PROBE, metric, family, str(na), str(nb)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        check=True,
+        env={**os.environ, **MALLOC_ENV},
+    )
     record = json.loads(out.stdout.strip().splitlines()[-1])
     assert 1 / FACTOR <= record["estimate"] / record["measured"] <= FACTOR, json.dumps(record)

@@ -90,6 +90,7 @@ def test_exact_targets_are_bisimkits_fixed_points_of_the_saved_mdp(tmp_path):
     scene = build_scene("ring", 16)
     mdp_path = tmp_path / "mdp.json"
     from bisimkit.mdp import save_mdp
+
     save_mdp(scene.mdp, mdp_path)
     mdp = load_mdp(mdp_path)
     for method, (metric, ground) in {"eps-pi": ("eps-bar", "policy"), "drq+pse": ("psm-sampled", None)}.items():
@@ -110,7 +111,6 @@ def test_l1_head_floor():
     assert l1_head_floor(exact_metric(ring, "eps-r")[0]) == pytest.approx(0.0, abs=1e-9)
     k23 = np.array([[0, 2, 1, 1, 1], [2, 0, 1, 1, 1], [1, 1, 0, 2, 2], [1, 1, 2, 0, 2], [1, 1, 2, 2, 0]], float)
     assert l1_head_floor(k23) == pytest.approx(0.1, abs=1e-9)
-
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -137,6 +137,7 @@ def test_k23_breaks_the_pentagonal_inequality():
     i, j = np.triu_indices(5, 1)
     assert float(np.sum(b[i] * b[j] * k23[i, j])) == 2.0
 
+
 def test_summary_numbers():
     exact = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 4.0], [2.0, 4.0, 0.0]])
     learned = exact.copy()
@@ -151,8 +152,9 @@ def test_summary_numbers():
 def test_quick_isolated_run_writes_what_rechecks_it(tmp_path):
     """A few updates of the eps-r agent on the ring: the files reproduce the summary, the MDP file gives the
     exact matrix back, and the same measurement runs on the trained agent."""
-    check = learn_metric("ring", method="eps-r", steps=6, batch=16, image_size=16, draws=3,
-                         config={"model_grad": False, "beta": 0.1})
+    check = learn_metric(
+        "ring", method="eps-r", steps=6, batch=16, image_size=16, draws=3, config={"model_grad": False, "beta": 0.1}
+    )
     write_results(check, tmp_path)
     saved = load_results(tmp_path)
     config = saved["summary"]["config"]
@@ -179,8 +181,17 @@ def test_figure_cli_bad_input_is_one_line_exit_2(tmp_path, capsys):
 
 
 def test_quick_agent_mode_and_gaussian_scene(tmp_path):
-    check = learn_metric("sprite", method="eps-pi", steps=3, batch=8, image_size=16, draws=2, samples=50,
-                         mode="agent", config={"seed_steps": 8})
+    check = learn_metric(
+        "sprite",
+        method="eps-pi",
+        steps=3,
+        batch=8,
+        image_size=16,
+        draws=2,
+        samples=50,
+        mode="agent",
+        config={"seed_steps": 8},
+    )
     assert check.learned.shape == (25, 25)
     write_results(check, tmp_path)
     model = load_gaussian(tmp_path / "mdp-gaussian.json")
@@ -202,10 +213,13 @@ def test_user_mdp_and_renderer():
     assert np.allclose(scene.mdp.policy, mdp.policy)
 
 
-@pytest.mark.parametrize("render, message", [
-    (lambda s: np.zeros((16 + int(s), 16, 3), np.uint8), "render(state 1): expected shape (16, 16)"),
-    (lambda s: np.zeros((16, 16, 3), np.uint8 if s == 0 else np.float32), "render(state 1): expected dtype uint8"),
-])
+@pytest.mark.parametrize(
+    "render, message",
+    [
+        (lambda s: np.zeros((16 + int(s), 16, 3), np.uint8), "render(state 1): expected shape (16, 16)"),
+        (lambda s: np.zeros((16, 16, 3), np.uint8 if s == 0 else np.float32), "render(state 1): expected dtype uint8"),
+    ],
+)
 def test_a_renderer_with_changing_images_is_refused(render, message):
     mdp, mean, std = ring_mdp(4)
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -229,38 +243,49 @@ def test_a_reward_that_is_not_a_function_of_the_next_state_is_refused():
 
 def _cli(tmp_path, *args):
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "agents.metric_check", "--out", str(out), *args],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agents.metric_check", "--out", str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return proc, out
 
 
 def test_cli_method_without_a_metric_loss_exits_2_nothing_written(tmp_path):
     proc, out = _cli(tmp_path, "--method", "sac")
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == ["error: method: 'sac' has no metric loss to check (choose from "
-                                                "drq+dbc, eps-r, drq+pse, eps-pi)"]
+    assert proc.stderr.strip().splitlines() == [
+        "error: method: 'sac' has no metric loss to check (choose from drq+dbc, eps-r, drq+pse, eps-pi)"
+    ]
     assert not out.exists()
 
 
-@pytest.mark.parametrize("args, field", [
-    (["--method", "drq"], "method: 'drq'"),
-    (["--scene", "maze"], "scene: 'maze'"),
-    (["--distractors", "smoke"], "distractors[0]: 'smoke'"),
-    (["--steps", "0"], "steps: expected an integer >= 1"),
-    (["--render", "numpy:not_there"], "render: cannot load 'numpy:not_there'"),
-    (["--behaviour", None], "behaviour: a finite --mdp needs --behaviour"),
-])
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["--method", "drq"], "method: 'drq'"),
+        (["--scene", "maze"], "scene: 'maze'"),
+        (["--distractors", "smoke"], "distractors[0]: 'smoke'"),
+        (["--steps", "0"], "steps: expected an integer >= 1"),
+        (["--render", "numpy:not_there"], "render: cannot load 'numpy:not_there'"),
+        (["--behaviour", None], "behaviour: a finite --mdp needs --behaviour"),
+    ],
+)
 def test_cli_bad_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, args, field):
     from agents.metric_check.__main__ import main
 
     if "--render" in args or "--behaviour" in args:
         mdp, mean, std = ring_mdp(4)
         from bisimkit.mdp import save_mdp
+
         save_mdp(mdp, tmp_path / "m.json")
         (tmp_path / "b.json").write_text(json.dumps({"mean": mean.tolist(), "std": std.tolist()}))
-        args = ["--mdp", str(tmp_path / "m.json"), *(["--behaviour", str(tmp_path / "b.json"), *args]
-                                                      if "--render" in args else
-                                                      ["--render", "numpy:zeros"])]
+        args = [
+            "--mdp",
+            str(tmp_path / "m.json"),
+            *(["--behaviour", str(tmp_path / "b.json"), *args] if "--render" in args else ["--render", "numpy:zeros"]),
+        ]
     out = tmp_path / "out"
     assert main(["--out", str(out), *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -268,8 +293,9 @@ def test_cli_bad_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, args
     assert not out.exists()
 
 
-@pytest.mark.parametrize("warmup, message", [(10, "warmup: 10 updates leave none of the 10 steps"),
-                                             (-1, "warmup: expected an integer >= 0")])
+@pytest.mark.parametrize(
+    "warmup, message", [(10, "warmup: 10 updates leave none of the 10 steps"), (-1, "warmup: expected an integer >= 0")]
+)
 def test_a_warmup_that_leaves_no_bisimulation_steps_is_refused(warmup, message):
     with pytest.raises(InputError, match=message):
         learn_metric("ring", steps=10, warmup=warmup)
@@ -287,8 +313,9 @@ def test_samples_per_pair_defaults_to_trainings_and_every_summary_states_it():
     assert four.summary["samples_per_pair"] == 4 and four.agent.config.bisim_samples == 4
     held = s["held_out"]
     assert set(held) == {"mean_relative_error", "max_relative_error", "spearman", "distractor_invariance"}
-    assert check.learned_held_out.shape == check.learned.shape and not np.allclose(check.learned_held_out,
-                                                                                  check.learned)
+    assert check.learned_held_out.shape == check.learned.shape and not np.allclose(
+        check.learned_held_out, check.learned
+    )
     assert s["per_pair_floor"] == 0.05 and 0 < s["per_pair_pairs"] <= s["pairs"]
 
 

@@ -34,8 +34,11 @@ def _build(path: Path, constants: dict | None = None, exact: bool = False, prism
     """A stormpy sparse model with every label, reward structure and choice label."""
     import stormpy
 
-    program = (stormpy.parse_prism_program(str(path), prism_compatibility=True) if prism_compatibility
-               else stormpy.parse_prism_program(str(path)))
+    program = (
+        stormpy.parse_prism_program(str(path), prism_compatibility=True)
+        if prism_compatibility
+        else stormpy.parse_prism_program(str(path))
+    )
     if constants:
         program, _ = stormpy.instantiate_constants(program, constants)
     options = stormpy.BuilderOptions(build_full=True)
@@ -104,9 +107,11 @@ def _export_prism(model, stem: Path) -> Path:
         nonzero = [(s, v) for s, v in enumerate(state) if v != 0]
         body = [f"{s} {v!r}" for s, v in nonzero]
         stem.with_name(f"{stem.name}{suffix}.srew").write_text(
-            "\n".join([title, "# State rewards", f"{n} {len(nonzero)}"] + body) + "\n")
-        action = ([float(v) for v in rm.state_action_rewards] if rm.has_state_action_rewards
-                  else [0.0] * model.nr_choices)
+            "\n".join([title, "# State rewards", f"{n} {len(nonzero)}"] + body) + "\n"
+        )
+        action = (
+            [float(v) for v in rm.state_action_rewards] if rm.has_state_action_rewards else [0.0] * model.nr_choices
+        )
         body = []
         for s in range(n):
             for k, c in enumerate(range(groups[s], groups[s + 1])):
@@ -115,7 +120,8 @@ def _export_prism(model, stem: Path) -> Path:
                         body.append(f"{s} {k} {e.column} {action[c]!r}" if mdp else f"{s} {e.column} {action[c]!r}")
         head = f"{n} {model.nr_choices} {len(body)}" if mdp else f"{n} {len(body)}"
         stem.with_name(f"{stem.name}{suffix}.trew").write_text(
-            "\n".join([title, "# Transition rewards", head] + body) + "\n")
+            "\n".join([title, "# Transition rewards", head] + body) + "\n"
+        )
     return stem.with_suffix(".tra")
 
 
@@ -130,7 +136,7 @@ def _assert_same(a: ModelData, b: ModelData, exact: bool = False, names: bool = 
     np.testing.assert_array_equal(a.columns, b.columns)
     if exact:
         np.testing.assert_array_equal(a.probabilities, b.probabilities)
-    else:     # Storm writes doubles with 10 significant digits
+    else:  # Storm writes doubles with 10 significant digits
         np.testing.assert_allclose(a.probabilities, b.probabilities, rtol=1e-9, atol=0)
     assert _nonempty_labels(a) == _nonempty_labels(b)
     np.testing.assert_array_equal(a.initial_states, b.initial_states)
@@ -167,7 +173,10 @@ def test_tiny_drn_arrays_labels_and_rewards():
     assert m.columns.dtype == np.int64 and m.probabilities.dtype == np.float64
     np.testing.assert_array_equal(m.probabilities, [float(Fraction(1, 3)), 2 / 3, 0.25, 0.75, 1.0])
     assert [m.labels(s) for s in range(3)] == [
-        frozenset({"init", "start"}), frozenset({"far away", "start"}), frozenset({"goal"})]
+        frozenset({"init", "start"}),
+        frozenset({"far away", "start"}),
+        frozenset({"goal"}),
+    ]
     np.testing.assert_array_equal(m.initial_states, [0])
     np.testing.assert_array_equal(m.label_mask("start"), [True, True, False])
     assert m.reward_names == ("cost", "bonus")
@@ -211,13 +220,17 @@ def test_unknown_and_ambiguous_reward_names_are_refused_in_one_line(tmp_path):
 
 def test_prism_explicit_files_give_the_drn_model():
     drn = read_model(DATA / "tiny.drn")
-    tra = read_model(DATA / "tiny.tra")         # finds tiny.lab, tiny1/2.srew, tiny1/2.trew
+    tra = read_model(DATA / "tiny.tra")  # finds tiny.lab, tiny1/2.srew, tiny1/2.trew
     _assert_same(drn, tra, exact=True, names=False)
     assert tra.action_labels is None
     assert "deadlock" in tra.label_names and len(tra.states_with("deadlock")) == 0
     # the same files given explicitly
-    explicit = read_prism(DATA / "tiny.tra", DATA / "tiny.lab", [DATA / "tiny1.srew", DATA / "tiny2.srew"],
-                          [DATA / "tiny1.trew", DATA / "tiny2.trew"])
+    explicit = read_prism(
+        DATA / "tiny.tra",
+        DATA / "tiny.lab",
+        [DATA / "tiny1.srew", DATA / "tiny2.srew"],
+        [DATA / "tiny1.trew", DATA / "tiny2.trew"],
+    )
     _assert_same(tra, explicit, exact=True, names=False)
 
 
@@ -227,7 +240,7 @@ def test_transition_rewards_of_a_chain_are_expected_per_state(tmp_path):
     m = read_model(tmp_path / "c.tra")
     assert m.reward_names == ("",)
     np.testing.assert_allclose(m.action_rewards[""], [0.25 * 4 + 0.75 * 8, 0.0])
-    np.testing.assert_array_equal(m.initial_states, [0])      # no .lab: state 0, as PRISM assumes
+    np.testing.assert_array_equal(m.initial_states, [0])  # no .lab: state 0, as PRISM assumes
 
 
 def test_mdp_actions_are_aligned_by_name():
@@ -255,8 +268,7 @@ def test_prism_mdp_with_actions_in_any_line_order(tmp_path):
 
 # ------------------------------------------------------------------------------ bad files
 DRN_HEAD = "@type: {kind}\n@parameters\n\n@reward_models\nr\n@nr_states\n{n}\n@nr_choices\n{c}\n@model\n"
-CHAIN = ("state 0 [1] init\n\taction 0 [0]\n\t\t0 : 0.5\n\t\t1 : 0.5\n"
-         "state 1 [0] goal\n\taction 0 [0]\n\t\t1 : 1\n")
+CHAIN = "state 0 [1] init\n\taction 0 [0]\n\t\t0 : 0.5\n\t\t1 : 0.5\nstate 1 [0] goal\n\taction 0 [0]\n\t\t1 : 1\n"
 # the header above takes 10 lines: state 0 is line 11, its transitions lines 13-14, state 1 line 15
 
 
@@ -267,12 +279,18 @@ def _drn(kind="DTMC", n=2, c=2, body=CHAIN) -> str:
 BAD_DRN = {
     "row_sum": (_drn(body=CHAIN.replace("1 : 0.5", "1 : 0.4")), ["line 12", "probabilities of state 0", "sum to 0.9"]),
     "target_range": (_drn(body=CHAIN.replace("\t\t1 : 1", "\t\t2 : 1")), ["line 17", "target state 2", "out of range"]),
-    "state_missing": (_drn(n=3, c=3, body=CHAIN + "state 3\n\taction 0\n\t\t0 : 1\n"),
-                      ["line 18", "state 3 where state 2 was expected", "missing"]),
-    "out_of_order": (_drn(n=3, c=3, body=CHAIN.replace("state 1 [0] goal", "state 2 [0] goal")
-                          + "state 1\n\taction 0\n\t\t0 : 1\n"), ["line 15", "state 2 out of order"]),
-    "duplicate_state": (_drn(body=CHAIN.replace("state 1 [0] goal", "state 0 [0] goal")),
-                        ["line 15", "state 0 is listed twice (first at line 11)"]),
+    "state_missing": (
+        _drn(n=3, c=3, body=CHAIN + "state 3\n\taction 0\n\t\t0 : 1\n"),
+        ["line 18", "state 3 where state 2 was expected", "missing"],
+    ),
+    "out_of_order": (
+        _drn(n=3, c=3, body=CHAIN.replace("state 1 [0] goal", "state 2 [0] goal") + "state 1\n\taction 0\n\t\t0 : 1\n"),
+        ["line 15", "state 2 out of order"],
+    ),
+    "duplicate_state": (
+        _drn(body=CHAIN.replace("state 1 [0] goal", "state 0 [0] goal")),
+        ["line 15", "state 0 is listed twice (first at line 11)"],
+    ),
     "malformed_probability": (_drn(body=CHAIN.replace("1 : 0.5", "1 : 0.5x")), ["line 14", "probability '0.5x'"]),
     "malformed_target": (_drn(body=CHAIN.replace("\t\t1 : 1", "\t\tone : 1")), ["line 17", "target state 'one'"]),
     "malformed_reward": (_drn(body=CHAIN.replace("[1]", "[one]")), ["line 11", "state reward 'one'"]),
@@ -281,37 +299,64 @@ BAD_DRN = {
     "nr_states_more": (_drn(n=3, c=3), ["line 7", "@nr_states: 3", "lists 2 states"]),
     "nr_states_fewer": (_drn(n=1, c=1), ["line 15", "more states than @nr_states says (1)"]),
     "nr_choices": (_drn(c=5), ["line 9", "@nr_choices: 5", "lists 2 choices"]),
-    "negative": (_drn(body=CHAIN.replace("0 : 0.5", "0 : -0.5").replace("1 : 0.5", "1 : 1.5")),
-                 ["line 13", "probability -0.5 is not in [0, 1]"]),
+    "negative": (
+        _drn(body=CHAIN.replace("0 : 0.5", "0 : -0.5").replace("1 : 0.5", "1 : 1.5")),
+        ["line 13", "probability -0.5 is not in [0, 1]"],
+    ),
     "no_transitions": (_drn(body=CHAIN.replace("\t\t1 : 1\n", "")), ["line 16", "state 1 has no transitions"]),
     "ctmc": (_drn(kind="CTMC"), ["line 1", "@type: CTMC is not supported"]),
     "pomdp": (_drn(kind="POMDP"), ["line 1", "@type: POMDP"]),
-    "parameters": (_drn().replace("@parameters\n\n", "@parameters\np q\n"),
-                   ["line 3", "@parameters: p q", "parametric"]),
+    "parameters": (
+        _drn().replace("@parameters\n\n", "@parameters\np q\n"),
+        ["line 3", "@parameters: p q", "parametric"],
+    ),
     "value_type": (_drn().replace("@parameters", "@value_type: parametric\n@parameters"), ["line 2", "parametric"]),
     "header_line": (_drn().replace("@nr_choices", "@nr_actions"), ["line 8", "header: unexpected line '@nr_actions'"]),
     "no_model": ("@type: DTMC\n@nr_states\n2\n", ["@model: missing"]),
-    "two_actions_in_a_dtmc": (_drn(body=CHAIN.replace("\t\t1 : 1", "\t\t1 : 1\n\taction 1\n\t\t0 : 1")),
-                              ["line 18", "state 1 has 2 actions; a DTMC has one per state"]),
-    "misspelt_action": (_drn(body=CHAIN.replace("\taction 0 [0]\n\t\t1 : 1", "\tacton 0 [0]\n\t\t1 : 1")),
-                        ["line 16", "action line: expected 'action NAME [rewards]', got 'acton 0 [0]'"]),
-    "garbage_line": (_drn(body=CHAIN.replace("\t\t1 : 1", "\t\tto 1 with 1")),
-                     ["line 17", "transition: expected 'target : probability', got 'to 1 with 1'"]),
-    "action_sets": (_drn(kind="MDP", c=3, body=CHAIN.replace("\t\t1 : 0.5\n",
-                                                             "\t\t1 : 0.5\n\taction 1 [0]\n\t\t1 : 1\n")),
-                    ["line 17", "state 1 has 1 action, state 0 has 2; bisimkit needs the same action set in "
-                                "every state"]),
-    "action_names": (_drn(kind="MDP", c=4, body=(
-        "state 0 init\n\taction a\n\t\t0 : 1\n\taction b\n\t\t1 : 1\n"
-        "state 1\n\taction a\n\t\t0 : 1\n\taction c\n\t\t1 : 1\n")),
-        ["line 16", "state 1 has actions {a, c}, state 0 has {a, b}"]),
-    "mdp_without_actions": (_drn(kind="MDP", body=CHAIN.replace("\taction 0 [0]\n", "")),
-                            ["line 12", "transition of state 0 before any of its action lines"]),
-    "transition_before_action": (_drn(kind="MDP", body=CHAIN.replace("state 1 [0] goal\n\taction 0 [0]\n\t\t1 : 1",
-                                                                       "state 1 [0] goal\n\t\t1 : 1\n\taction 0 [0]")),
-                                 ["line 16", "before any of its action lines"]),
-    "duplicate_target": (_drn(body=CHAIN.replace("\t\t1 : 0.5", "\t\t0 : 0.5")),
-                         ["line 14", "target 0 of state 0, action 0 is listed twice (also line 13)"]),
+    "two_actions_in_a_dtmc": (
+        _drn(body=CHAIN.replace("\t\t1 : 1", "\t\t1 : 1\n\taction 1\n\t\t0 : 1")),
+        ["line 18", "state 1 has 2 actions; a DTMC has one per state"],
+    ),
+    "misspelt_action": (
+        _drn(body=CHAIN.replace("\taction 0 [0]\n\t\t1 : 1", "\tacton 0 [0]\n\t\t1 : 1")),
+        ["line 16", "action line: expected 'action NAME [rewards]', got 'acton 0 [0]'"],
+    ),
+    "garbage_line": (
+        _drn(body=CHAIN.replace("\t\t1 : 1", "\t\tto 1 with 1")),
+        ["line 17", "transition: expected 'target : probability', got 'to 1 with 1'"],
+    ),
+    "action_sets": (
+        _drn(kind="MDP", c=3, body=CHAIN.replace("\t\t1 : 0.5\n", "\t\t1 : 0.5\n\taction 1 [0]\n\t\t1 : 1\n")),
+        ["line 17", "state 1 has 1 action, state 0 has 2; bisimkit needs the same action set in every state"],
+    ),
+    "action_names": (
+        _drn(
+            kind="MDP",
+            c=4,
+            body=(
+                "state 0 init\n\taction a\n\t\t0 : 1\n\taction b\n\t\t1 : 1\n"
+                "state 1\n\taction a\n\t\t0 : 1\n\taction c\n\t\t1 : 1\n"
+            ),
+        ),
+        ["line 16", "state 1 has actions {a, c}, state 0 has {a, b}"],
+    ),
+    "mdp_without_actions": (
+        _drn(kind="MDP", body=CHAIN.replace("\taction 0 [0]\n", "")),
+        ["line 12", "transition of state 0 before any of its action lines"],
+    ),
+    "transition_before_action": (
+        _drn(
+            kind="MDP",
+            body=CHAIN.replace(
+                "state 1 [0] goal\n\taction 0 [0]\n\t\t1 : 1", "state 1 [0] goal\n\t\t1 : 1\n\taction 0 [0]"
+            ),
+        ),
+        ["line 16", "before any of its action lines"],
+    ),
+    "duplicate_target": (
+        _drn(body=CHAIN.replace("\t\t1 : 0.5", "\t\t0 : 0.5")),
+        ["line 14", "target 0 of state 0, action 0 is listed twice (also line 13)"],
+    ),
 }
 
 
@@ -325,8 +370,9 @@ def test_bad_drn_is_refused_in_one_line(tmp_path, case):
 
 def test_rationals_are_accepted_and_converted(tmp_path):
     path = tmp_path / "r.drn"
-    path.write_text(_drn(body=CHAIN.replace("0 : 0.5", "0 : 1/3").replace("1 : 0.5", "1 : 2/3")
-                         .replace("[1]", "[1/4]")))
+    path.write_text(
+        _drn(body=CHAIN.replace("0 : 0.5", "0 : 1/3").replace("1 : 0.5", "1 : 2/3").replace("[1]", "[1/4]"))
+    )
     m = read_model(path)
     np.testing.assert_array_equal(m.probabilities[:2], [float(Fraction(1, 3)), float(Fraction(2, 3))])
     np.testing.assert_array_equal(m.state_rewards["r"], [0.25, 0.0])
@@ -342,28 +388,46 @@ BAD_PRISM = {
     "count": ({"m.tra": TRA.replace("2 3", "2 4")}, "m.tra", ["line 1", "header: 4 transitions", "lists 3"]),
     "header": ({"m.tra": TRA.replace("2 3", "two 3")}, "m.tra", ["line 1", "header: expected"]),
     "fields": ({"m.tra": TRA.replace("1 1 1", "1 1")}, "m.tra", ["line 4", "expected 's t p [action]'"]),
-    "missing_state": ({"m.tra": "3 3\n0 0 0.5\n0 1 0.5\n1 1 1\n"}, "m.tra",
-                      ["line 1", "header: 3 states, but state 2 has no transitions"]),
+    "missing_state": (
+        {"m.tra": "3 3\n0 0 0.5\n0 1 0.5\n1 1 1\n"},
+        "m.tra",
+        ["line 1", "header: 3 states, but state 2 has no transitions"],
+    ),
     "missing_choice": ({"m.tra": "1 2 2\n0 0 0 1\n0 2 0 1\n"}, "m.tra", ["line 3", "state 0: choice 1 is missing"]),
     "choices_count": ({"m.tra": "1 3 2\n0 0 0 1\n0 1 0 1\n"}, "m.tra", ["line 1", "header: 3 choices"]),
     "pomdp": ({"m.tra": "1 1 1 1\n0 0 0 1 0\n"}, "m.tra", ["line 1", "POMDP"]),
-    "action_sets": ({"m.tra": "2 3 3\n0 0 0 1\n0 1 1 1\n1 0 1 1\n"}, "m.tra",
-                    ["line 4", "state 1 has 1 action, state 0 has 2"]),
-    "lab_index": ({"m.tra": TRA, "m.lab": LAB.replace("1: 1", "1: 7")}, "m.lab",
-                  ["line 3", "label index 7 is not declared in line 1 (0..1)"]),
+    "action_sets": (
+        {"m.tra": "2 3 3\n0 0 0 1\n0 1 1 1\n1 0 1 1\n"},
+        "m.tra",
+        ["line 4", "state 1 has 1 action, state 0 has 2"],
+    ),
+    "lab_index": (
+        {"m.tra": TRA, "m.lab": LAB.replace("1: 1", "1: 7")},
+        "m.lab",
+        ["line 3", "label index 7 is not declared in line 1 (0..1)"],
+    ),
     "lab_state": ({"m.tra": TRA, "m.lab": LAB.replace("1: 1", "9: 1")}, "m.lab", ["line 3", "state 9 is out of range"]),
-    "lab_duplicate": ({"m.tra": TRA, "m.lab": LAB + "0: 1\n"}, "m.lab",
-                      ["line 4", "state 0 is listed twice (first at line 2)"]),
-    "lab_header": ({"m.tra": TRA, "m.lab": LAB.replace('1="goal"', '2="goal"')}, "m.lab",
-                   ["line 1", "label index 2 where 1 was expected"]),
+    "lab_duplicate": (
+        {"m.tra": TRA, "m.lab": LAB + "0: 1\n"},
+        "m.lab",
+        ["line 4", "state 0 is listed twice (first at line 2)"],
+    ),
+    "lab_header": (
+        {"m.tra": TRA, "m.lab": LAB.replace('1="goal"', '2="goal"')},
+        "m.lab",
+        ["line 1", "label index 2 where 1 was expected"],
+    ),
     "lab_malformed": ({"m.tra": TRA, "m.lab": LAB.replace("1: 1", "1: x")}, "m.lab", ["line 3", "label index 'x'"]),
     "srew_state": ({"m.tra": TRA, "m.srew": "2 1\n4 1.0\n"}, "m.srew", ["line 2", "state 4 is out of range"]),
     "srew_count": ({"m.tra": TRA, "m.srew": "2 2\n0 1.0\n"}, "m.srew", ["line 1", "header: 2 rewards", "lists 1"]),
     "srew_value": ({"m.tra": TRA, "m.srew": "2 1\n0 lots\n"}, "m.srew", ["line 2", "reward 'lots'"]),
     "srew_states": ({"m.tra": TRA, "m.srew": "3 0\n"}, "m.srew", ["line 1", "header: 3 states"]),
     "trew_missing": ({"m.tra": TRA, "m.trew": "2 1\n1 0 2\n"}, "m.trew", ["line 2", "no transition from state 1 to 0"]),
-    "trew_count": ({"m.tra": TRA, "m.trew": "2 1\n0 0 2\n0 1 3\n"}, "m.trew",
-                   ["line 1", "header: 1 rewards", "lists 2"]),
+    "trew_count": (
+        {"m.tra": TRA, "m.trew": "2 1\n0 0 2\n0 1 3\n"},
+        "m.trew",
+        ["line 1", "header: 1 rewards", "lists 2"],
+    ),
 }
 
 
@@ -390,7 +454,7 @@ def test_windows_line_ends_and_unnamed_reward_structures(tmp_path):
     (tmp_path / "u2.srew").write_text('# Reward structure "b"\n# State rewards\n2 1\n1 2\n')
     (tmp_path / "u3.srew").write_text("2 1\n1 3\n")
     m = read_model(tmp_path / "u.tra")
-    assert m.reward_names == ("1", "b", "3")           # unnamed ones by position, as PRISM's R{1}
+    assert m.reward_names == ("1", "b", "3")  # unnamed ones by position, as PRISM's R{1}
     np.testing.assert_array_equal(m.reward_vector("3"), [0, 3])
 
 
@@ -421,14 +485,21 @@ def test_files_and_arguments_are_checked(tmp_path):
 
 
 # ------------------------------------------------------------------------------ stormpy round trips
-DTMCS = [("dtmc/die.pm", None, False), ("dtmc/die.pm", None, True), ("dtmc/brp.pm", {"N": 16, "MAX": 2}, False),
-         ("dtmc/brp.pm", {"N": 16, "MAX": 2}, True), ("dtmc/crowds-5-5.pm", None, False),
-         ("dtmc/leader-3-5.pm", None, True), ("dtmc/nand-5-2.pm", None, False)]
+DTMCS = [
+    ("dtmc/die.pm", None, False),
+    ("dtmc/die.pm", None, True),
+    ("dtmc/brp.pm", {"N": 16, "MAX": 2}, False),
+    ("dtmc/brp.pm", {"N": 16, "MAX": 2}, True),
+    ("dtmc/crowds-5-5.pm", None, False),
+    ("dtmc/leader-3-5.pm", None, True),
+    ("dtmc/nand-5-2.pm", None, False),
+]
 
 
 @needs_stormpy
-@pytest.mark.parametrize("name,constants,exact", DTMCS,
-                         ids=[f"{d[0]}-{'rational' if d[2] else 'double'}" for d in DTMCS])
+@pytest.mark.parametrize(
+    "name,constants,exact", DTMCS, ids=[f"{d[0]}-{'rational' if d[2] else 'double'}" for d in DTMCS]
+)
 def test_stormpy_chain_drn_and_prism_files_agree(tmp_path, name, constants, exact):
     model = _build(_stormpy_files() / name, constants, exact)
     direct = stormpy_data(model)

@@ -53,8 +53,12 @@ def both(kern: Kernel, *args):
 
 
 def every_kernel():
-    return [(m.__name__, name, value) for m in MODULES for name, value in vars(m).items()
-            if isinstance(value, Kernel) and value.__module__ == m.__name__]
+    return [
+        (m.__name__, name, value)
+        for m in MODULES
+        for name, value in vars(m).items()
+        if isinstance(value, Kernel) and value.__module__ == m.__name__
+    ]
 
 
 # ------------------------------------------------------------------------------------------ inventory
@@ -65,9 +69,12 @@ def test_every_kernel_has_its_compiled_twin_and_no_other_exists():
     assert len(found) == len(every_kernel()) >= 36
     for module, name in found:
         assert callable(getattr(getattr(bisimkit_native, module), name)), (module, name)
-    compiled_names = {(group, name) for group in ("simplex", "couplings", "compiled", "relations", "roundoff", "lmc")
-                      for name in dir(getattr(bisimkit_native, group)) if not name.startswith("__")
-                      and callable(getattr(getattr(bisimkit_native, group), name))}
+    compiled_names = {
+        (group, name)
+        for group in ("simplex", "couplings", "compiled", "relations", "roundoff", "lmc")
+        for name in dir(getattr(bisimkit_native, group))
+        if not name.startswith("__") and callable(getattr(getattr(bisimkit_native, group), name))
+    }
     assert compiled_names == found
 
 
@@ -88,11 +95,11 @@ def padded_batch(rng, P, K, L, sizes=None, cost=None, masses="dirichlet"):
     a, b = np.zeros((P, K)), np.zeros((P, L))
     for p in range(P):
         if masses == "dirichlet":
-            a[p, :k[p]] = rng.dirichlet(np.ones(k[p])) if k[p] else 0
-            b[p, :l[p]] = rng.dirichlet(np.ones(l[p])) if l[p] else 0
+            a[p, : k[p]] = rng.dirichlet(np.ones(k[p])) if k[p] else 0
+            b[p, : l[p]] = rng.dirichlet(np.ones(l[p])) if l[p] else 0
         else:  # equal masses: degenerate plans (partial sums of rows meet those of columns)
-            a[p, :k[p]] = 1.0 / max(k[p], 1)
-            b[p, :l[p]] = 1.0 / max(l[p], 1)
+            a[p, : k[p]] = 1.0 / max(k[p], 1)
+            b[p, : l[p]] = 1.0 / max(l[p], 1)
     C = rng.random((P, K, L)) if cost is None else cost(rng, (P, K, L))
     return a, b, C, k.astype(np.int64), l.astype(np.int64)
 
@@ -103,9 +110,23 @@ def solve_batch_args(a, b, C, k, l, basis=None, warm=None):
     basis = np.zeros((int(off[-1]), 2), dtype=simplex.BASIS_DTYPE) if basis is None else basis
     warm = np.zeros(P, dtype=np.bool_) if warm is None else warm
     nmax, dmax, _ = simplex._sizes(k, l)
-    return (np.ascontiguousarray(a), np.ascontiguousarray(b), np.ascontiguousarray(C), k, l, np.zeros_like(C),
-            np.zeros(P), np.zeros(P), np.zeros(P, dtype=np.bool_), np.zeros(P, dtype=np.int64), basis, off, warm,
-            nmax, dmax)
+    return (
+        np.ascontiguousarray(a),
+        np.ascontiguousarray(b),
+        np.ascontiguousarray(C),
+        k,
+        l,
+        np.zeros_like(C),
+        np.zeros(P),
+        np.zeros(P),
+        np.zeros(P, dtype=np.bool_),
+        np.zeros(P, dtype=np.int64),
+        basis,
+        off,
+        warm,
+        nmax,
+        dmax,
+    )
 
 
 COSTS = {
@@ -146,12 +167,12 @@ def test_bad_warm_bases_fall_back_the_same_way():
     _, cold = both(simplex._solve_batch_serial, *solve_batch_args(a, b, C, k, l))
     basis = cold[10].copy()
     bad = basis.copy()
-    bad[off[0]:off[1]] = [[0, 0], [0, 0], [1, 1], [1, 1], [2, 2], [2, 2], [3, 3], [3, 3], [4, 4]]  # not a tree
-    bad[off[1]] = [7, 0]                                  # a row out of range
-    bad[off[2]:off[3]] = basis[off[2]:off[3]][::-1]       # the same tree, cells in another order
-    bad[off[3]:off[4], 0] = basis[off[3]:off[4], 1]       # rows and columns swapped: infeasible or no tree
-    bad[off[3]:off[4], 1] = basis[off[3]:off[4], 0]
-    bad[off[4]] = [-1, 2]                                 # a negative row
+    bad[off[0] : off[1]] = [[0, 0], [0, 0], [1, 1], [1, 1], [2, 2], [2, 2], [3, 3], [3, 3], [4, 4]]  # not a tree
+    bad[off[1]] = [7, 0]  # a row out of range
+    bad[off[2] : off[3]] = basis[off[2] : off[3]][::-1]  # the same tree, cells in another order
+    bad[off[3] : off[4], 0] = basis[off[3] : off[4], 1]  # rows and columns swapped: infeasible or no tree
+    bad[off[3] : off[4], 1] = basis[off[3] : off[4], 0]
+    bad[off[4]] = [-1, 2]  # a negative row
     warm = np.ones(40, dtype=np.bool_)
     for kern in (simplex._solve_batch, simplex._solve_batch_serial):
         both(kern, *solve_batch_args(a, b, C, k, l, bad.copy(), warm.copy()))
@@ -174,8 +195,8 @@ def test_solve_supports_gathers_costs_and_writes_plans():
     k, l = rng.integers(1, K + 1, P), rng.integers(1, K + 1, P)
     xs, ys = np.zeros((P, K), np.int64), np.zeros((P, K), np.int64)
     for p in range(P):
-        xs[p, :k[p]] = np.sort(rng.choice(n, k[p], replace=False))
-        ys[p, :l[p]] = np.sort(rng.choice(n, l[p], replace=False))
+        xs[p, : k[p]] = np.sort(rng.choice(n, k[p], replace=False))
+        ys[p, : l[p]] = np.sort(rng.choice(n, l[p], replace=False))
     a, b, _, _, _ = padded_batch(rng, P, K, K, sizes=(k, l))
     off = simplex.basis_offsets(k, l)
     total = int(off[-1])
@@ -183,10 +204,28 @@ def test_solve_supports_gathers_costs_and_writes_plans():
     nmax, dmax, cmax = simplex._sizes(k[rows], l[rows])
     for out_type in (np.int32, np.int64):
         for kern in (simplex._solve_supports, simplex._solve_supports_serial):
-            args = (D, xs, ys, a, b, k.astype(np.int64), l.astype(np.int64), rows, off,
-                    np.zeros((total, 2), simplex.BASIS_DTYPE), np.zeros(P, np.bool_), np.zeros(P), np.zeros(P),
-                    np.zeros(P, np.bool_), np.zeros(total, out_type), np.zeros(total, out_type), np.zeros(total),
-                    nmax, dmax, cmax)
+            args = (
+                D,
+                xs,
+                ys,
+                a,
+                b,
+                k.astype(np.int64),
+                l.astype(np.int64),
+                rows,
+                off,
+                np.zeros((total, 2), simplex.BASIS_DTYPE),
+                np.zeros(P, np.bool_),
+                np.zeros(P),
+                np.zeros(P),
+                np.zeros(P, np.bool_),
+                np.zeros(total, out_type),
+                np.zeros(total, out_type),
+                np.zeros(total),
+                nmax,
+                dmax,
+                cmax,
+            )
             _, first = both(kern, *args)
             again = list(first)
             again[0] = D * 1.1 + 0.01  # warm: the bases and warm flags of the first round
@@ -201,8 +240,9 @@ def test_bases_from_flows_of_basic_and_degenerate_plans():
     flows[4, :2, :2] = 0.25  # a cycle: not a basic plan
     off = simplex.basis_offsets(k, l)
     for kern in (simplex._bases_from_flows, simplex._bases_from_flows_serial):
-        _, out = both(kern, flows, C, k, l, np.zeros((int(off[-1]), 2), simplex.BASIS_DTYPE), off,
-                      np.zeros(len(k), np.bool_))
+        _, out = both(
+            kern, flows, C, k, l, np.zeros((int(off[-1]), 2), simplex.BASIS_DTYPE), off, np.zeros(len(k), np.bool_)
+        )
         assert not out[6][4]
 
 
@@ -215,8 +255,19 @@ def test_line_bases():
     h = rng.integers(0, 4, n).astype(float)  # tied keys
     off = simplex.basis_offsets(k, l)
     valid = rng.random(P) < 0.2
-    both(simplex._line_bases, xs, a, k.astype(np.int64), ys, b, l.astype(np.int64), h,
-         np.zeros((int(off[-1]), 2), simplex.BASIS_DTYPE), off, valid)
+    both(
+        simplex._line_bases,
+        xs,
+        a,
+        k.astype(np.int64),
+        ys,
+        b,
+        l.astype(np.int64),
+        h,
+        np.zeros((int(off[-1]), 2), simplex.BASIS_DTYPE),
+        off,
+        valid,
+    )
 
 
 def test_the_helpers_of_one_solve():
@@ -235,15 +286,54 @@ def test_the_helpers_of_one_solve():
     assert result[1] == simplex.SOLVED
     _, _, _, _, _, flow, br, bc, _, ws = ran
     both(simplex._solve_one, a, b, C * 2 + 1, k, l, flow, br, bc, np.bool_(True), ws)  # warm, numpy's bool
-    both(simplex._plan_gap, a, b, k, l, flow, ws.edge_row, ws.edge_col, ws.pot, 0.3, 1e-16, 2.0, 0.0,
-         ws.rest_row, ws.rest_col)
+    both(
+        simplex._plan_gap,
+        a,
+        b,
+        k,
+        l,
+        flow,
+        ws.edge_row,
+        ws.edge_col,
+        ws.pot,
+        0.3,
+        1e-16,
+        2.0,
+        0.0,
+        ws.rest_row,
+        ws.rest_col,
+    )
     fresh = simplex.Scratch(*(np.zeros_like(x) for x in ws))
-    both(simplex._warm_basis, a, b, k, l, np.zeros((k, l)), fresh.edge_row, fresh.edge_col, fresh.adj, fresh.deg,
-         br, bc, fresh.rest_row, fresh.rest_col, fresh.left, fresh.done, fresh.stack)
-    both(simplex._hang, 0, C, k, ws.edge_row, ws.edge_col, ws.adj, ws.deg, ws.parent_edge, ws.depth, ws.pot,
-         ws.stack)
-    both(simplex._smallest_even_flow, np.arange(k + l, dtype=np.int64) % (k + l - 1), 7, flow, ws.edge_row,
-         ws.edge_col, np.inf, -1)
+    both(
+        simplex._warm_basis,
+        a,
+        b,
+        k,
+        l,
+        np.zeros((k, l)),
+        fresh.edge_row,
+        fresh.edge_col,
+        fresh.adj,
+        fresh.deg,
+        br,
+        bc,
+        fresh.rest_row,
+        fresh.rest_col,
+        fresh.left,
+        fresh.done,
+        fresh.stack,
+    )
+    both(simplex._hang, 0, C, k, ws.edge_row, ws.edge_col, ws.adj, ws.deg, ws.parent_edge, ws.depth, ws.pot, ws.stack)
+    both(
+        simplex._smallest_even_flow,
+        np.arange(k + l, dtype=np.int64) % (k + l - 1),
+        7,
+        flow,
+        ws.edge_row,
+        ws.edge_col,
+        np.inf,
+        -1,
+    )
     both(simplex._add_edge, 2, 1, 3, k, fresh.edge_row, fresh.edge_col, fresh.adj, fresh.deg)
     both(simplex._remove_from, 1, int(ws.adj[1, 0]), ws.adj, ws.deg)
     parent = np.array([0, 0, 1, 2, 4, 4], dtype=np.int64)
@@ -260,17 +350,42 @@ def test_the_block_and_slot_kernels():
     both(simplex._solve_block, *args[:13], 1, *args[13:])
     flows = simplex.solve_padded(a, b, C, k, l)[1]
     off = simplex.basis_offsets(k, l)
-    both(simplex._basis_from_flow_at, flows, C, k, l, np.zeros((int(off[-1]), 2), simplex.BASIS_DTYPE), off,
-         np.zeros(len(k), np.bool_), 17)
+    both(
+        simplex._basis_from_flow_at,
+        flows,
+        C,
+        k,
+        l,
+        np.zeros((int(off[-1]), 2), simplex.BASIS_DTYPE),
+        off,
+        np.zeros(len(k), np.bool_),
+        17,
+    )
     n = 8
     D = rng.random((n, n))
     xs, ys = rng.integers(0, n, (300, 5)), rng.integers(0, n, (300, 5))
     rows = np.arange(0, 300, 3, dtype=np.int64)
     total = int(off[-1])
     nmax, dmax, cmax = simplex._sizes(k, l)
-    slots = (D, xs, ys, a, b, k, l, rows, off, np.zeros((total, 2), simplex.BASIS_DTYPE), np.zeros(300, np.bool_),
-             np.zeros(300), np.zeros(300), np.zeros(300, np.bool_), np.zeros(total, np.int32),
-             np.zeros(total, np.int32), np.zeros(total))
+    slots = (
+        D,
+        xs,
+        ys,
+        a,
+        b,
+        k,
+        l,
+        rows,
+        off,
+        np.zeros((total, 2), simplex.BASIS_DTYPE),
+        np.zeros(300, np.bool_),
+        np.zeros(300),
+        np.zeros(300),
+        np.zeros(300, np.bool_),
+        np.zeros(total, np.int32),
+        np.zeros(total, np.int32),
+        np.zeros(total),
+    )
     both(simplex._solve_supports_block, *slots, 0, nmax, dmax, cmax)
     both(simplex._solve_supports_one, *slots, 5, np.zeros(cmax), np.zeros(cmax), simplex._workspace(nmax, dmax))
 
@@ -306,16 +421,46 @@ def test_merges_of_breakpoints():
     offsets = np.zeros(len(src) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     total = int(offsets[-1])
-    both(couplings._merge_rows, lx.indptr, lx.indices, lx.breakpoints, src, ly.indptr, ly.indices, ly.breakpoints,
-         dst, offsets, np.zeros(total, np.int64), np.zeros(total, np.int64), np.zeros(total), np.zeros(200, np.int64))
+    both(
+        couplings._merge_rows,
+        lx.indptr,
+        lx.indices,
+        lx.breakpoints,
+        src,
+        ly.indptr,
+        ly.indices,
+        ly.breakpoints,
+        dst,
+        offsets,
+        np.zeros(total, np.int64),
+        np.zeros(total, np.int64),
+        np.zeros(total),
+        np.zeros(200, np.int64),
+    )
     r, s = 7, 3
     xa, xb = slice(lx.indptr[r], lx.indptr[r + 1]), slice(ly.indptr[s], ly.indptr[s + 1])
     room = (xa.stop - xa.start) + (xb.stop - xb.start)
-    both(couplings.merge_breakpoints, lx.indices[xa], lx.breakpoints[xa], ly.indices[xb], ly.breakpoints[xb],
-         np.zeros(room, np.int64), np.zeros(room, np.int64), np.zeros(room))
+    both(
+        couplings.merge_breakpoints,
+        lx.indices[xa],
+        lx.breakpoints[xa],
+        ly.indices[xb],
+        ly.breakpoints[xb],
+        np.zeros(room, np.int64),
+        np.zeros(room, np.int64),
+        np.zeros(room),
+    )
     ties = np.array([0.25, 0.5, 0.5, 1.0])  # repeated breakpoints (empty atoms) and shared ones
-    both(couplings.merge_breakpoints, np.arange(4), ties, np.arange(3), np.array([0.5, 0.75, 1.0]),
-         np.zeros(6, np.int64), np.zeros(6, np.int64), np.zeros(6))
+    both(
+        couplings.merge_breakpoints,
+        np.arange(4),
+        ties,
+        np.arange(3),
+        np.array([0.5, 0.75, 1.0]),
+        np.zeros(6, np.int64),
+        np.zeros(6, np.int64),
+        np.zeros(6),
+    )
 
 
 @pytest.mark.parametrize("index_type", [np.int32, np.int64])
@@ -324,8 +469,15 @@ def test_gather_rows(index_type):
     X = random_rows(rng, 20, 7)
     rows = rng.integers(0, 20, 30)
     width = int(np.max(np.diff(X.indptr)))
-    both(couplings._gather_rows, X.indptr.astype(np.int64), X.indices.astype(index_type), X.data, rows,
-         np.zeros((30, width), np.int64), np.zeros((30, width)))
+    both(
+        couplings._gather_rows,
+        X.indptr.astype(np.int64),
+        X.indices.astype(index_type),
+        X.data,
+        rows,
+        np.zeros((30, width), np.int64),
+        np.zeros((30, width)),
+    )
 
 
 # ----------------------------------------------------------------------------------------- compiled
@@ -343,8 +495,19 @@ def test_pair_system_slots(cell_type):
     counts = np.zeros(30, np.int64)
     compiled._count_slots(off, ci, cj, mass, row_pair, index, counts)
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    both(compiled._fill_slots, off, ci, cj, mass, row_pair, row_weight, index, indptr,
-         np.zeros(indptr[-1], np.int32), np.zeros(indptr[-1]))
+    both(
+        compiled._fill_slots,
+        off,
+        ci,
+        cj,
+        mass,
+        row_pair,
+        row_weight,
+        index,
+        indptr,
+        np.zeros(indptr[-1], np.int32),
+        np.zeros(indptr[-1]),
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -362,16 +525,53 @@ def test_eps_bar_passes(dtype):
     index[S, T] = np.arange(len(S))
     index[T, S] = np.arange(len(S))
     acts, nxt = couplings.CSRLaws(policy), couplings.CSRLaws(P)
-    common = (S.astype(np.int64), T.astype(np.int64), index, m, acts.indptr, acts.indices, acts.breakpoints,
-              nxt.indptr, nxt.indices, nxt.breakpoints)
-    counts, _ = both(compiled._eps_bar_pass, *common, 0, np.zeros(len(S), np.int64), np.zeros(1, np.int64),
-                     np.zeros(1, np.int32), np.zeros(1, dtype), np.zeros(1), np.zeros(1))
+    common = (
+        S.astype(np.int64),
+        T.astype(np.int64),
+        index,
+        m,
+        acts.indptr,
+        acts.indices,
+        acts.breakpoints,
+        nxt.indptr,
+        nxt.indices,
+        nxt.breakpoints,
+    )
+    counts, _ = both(
+        compiled._eps_bar_pass,
+        *common,
+        0,
+        np.zeros(len(S), np.int64),
+        np.zeros(1, np.int64),
+        np.zeros(1, np.int32),
+        np.zeros(1, dtype),
+        np.zeros(1),
+        np.zeros(1),
+    )
     counts = compiled.eps_bar_counts(S, T, index, policy, P, m)
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    both(compiled._eps_bar_pass, *common, 1, counts, indptr, np.zeros(indptr[-1], np.int32),
-         np.zeros(indptr[-1], dtype), np.zeros(1), np.zeros(1))
-    both(compiled._eps_bar_pass, *common, 2, counts, indptr, np.zeros(1, np.int32), np.zeros(1),
-         rng.random(len(S)), np.zeros(len(S)))
+    both(
+        compiled._eps_bar_pass,
+        *common,
+        1,
+        counts,
+        indptr,
+        np.zeros(indptr[-1], np.int32),
+        np.zeros(indptr[-1], dtype),
+        np.zeros(1),
+        np.zeros(1),
+    )
+    both(
+        compiled._eps_bar_pass,
+        *common,
+        2,
+        counts,
+        indptr,
+        np.zeros(1, np.int32),
+        np.zeros(1),
+        rng.random(len(S)),
+        np.zeros(len(S)),
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -381,8 +581,14 @@ def test_csr_products(dtype, index_type):
     T = sp.random(50, 40, density=0.2, random_state=14, format="csr")
     x = rng.random(40).astype(dtype)
     for kern in (compiled._csr_matvec, compiled._csr_matvec_serial):
-        both(kern, T.indptr.astype(index_type), T.indices.astype(index_type), T.data.astype(dtype), x,
-             np.zeros(50, dtype))
+        both(
+            kern,
+            T.indptr.astype(index_type),
+            T.indices.astype(index_type),
+            T.data.astype(dtype),
+            x,
+            np.zeros(50, dtype),
+        )
 
 
 # ---------------------------------------------------------------------------------------- relations
@@ -415,8 +621,16 @@ def test_refine_blocks(index_type, m):
         n = int(rng.integers(1, 40))
         indptr, indices, data = refinement_rows(rng, n, m, 3, [1e-9, 4e-10, 0.0][trial % 3])
         initial = rng.integers(0, 1 + trial % 3, n).astype(np.int64)
-        count, out = both(relations._refine_blocks, indptr.astype(index_type), indices.astype(index_type), data, m,
-                          initial, 1e-9, np.zeros(n, dtype=np.int64))
+        count, out = both(
+            relations._refine_blocks,
+            indptr.astype(index_type),
+            indices.astype(index_type),
+            data,
+            m,
+            initial,
+            1e-9,
+            np.zeros(n, dtype=np.int64),
+        )
         labels = out[-1]
         assert count == labels.max() + 1 and labels[0] == 0
         assert np.all(np.diff(np.maximum.accumulate(labels)) <= 1)  # numbered by smallest state
@@ -430,9 +644,10 @@ def test_refine_blocks_edge_cases():
     count, _ = both(relations._refine_blocks, *one, 1, np.zeros(1, dtype=np.int64), 1e-9, np.zeros(1, np.int64))
     assert count == 1
     # two absorbing states with different classes, a third moving to either: three blocks
-    rows = np.array([0, 1, 2, 4], dtype=np.int64), np.array([0, 1, 0, 1], dtype=np.int64), np.array([1, 1, .5, .5])
-    count, out = both(relations._refine_blocks, *rows, 1, np.array([0, 1, 0], dtype=np.int64), 0.0,
-                      np.zeros(3, np.int64))
+    rows = np.array([0, 1, 2, 4], dtype=np.int64), np.array([0, 1, 0, 1], dtype=np.int64), np.array([1, 1, 0.5, 0.5])
+    count, out = both(
+        relations._refine_blocks, *rows, 1, np.array([0, 1, 0], dtype=np.int64), 0.0, np.zeros(3, np.int64)
+    )
     assert count == 3 and list(out[-1]) == [0, 1, 2]
 
 
@@ -471,14 +686,19 @@ print(json.dumps(out))
 def test_parallel_kernels_give_the_same_bits_on_any_number_of_threads():
     runs = {}
     for threads in ("1", "3"):
-        proc = subprocess.run([sys.executable, "-c", THREADS_PROBE], capture_output=True, text=True, cwd=ROOT,
-                              timeout=600, env={**__import__("os").environ, "OMP_NUM_THREADS": threads})
+        proc = subprocess.run(
+            [sys.executable, "-c", THREADS_PROBE],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=600,
+            env={**__import__("os").environ, "OMP_NUM_THREADS": threads},
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         runs[threads] = json.loads(proc.stdout.strip().splitlines()[-1])
     assert runs["1"] == runs["3"]
     assert runs["3"]["_solve_batch"] == runs["3"]["_solve_batch_serial"]
     assert runs["3"]["_csr_matvec"] == runs["3"]["_csr_matvec_serial"]
-
 
 
 # ---------------------------------------------------------------------------------------------- lmc
@@ -490,11 +710,18 @@ def test_dual_bounds_of_simplex_bases():
         basis[3] = basis[3, ::-1]  # the edges of a tree in any order
         basis[5, :, :] = 0  # not a spanning tree: bound 0
         C[7, 0, :] = C[7, 0, 0]  # ties
-        low = both(lmc._tree_dual_bounds, basis, C, a, b, 2.0 ** -52, np.full(40, -1.0))[1][-1]
+        low = both(lmc._tree_dual_bounds, basis, C, a, b, 2.0**-52, np.full(40, -1.0))[1][-1]
         assert low[5] == 0.0 and np.all(low >= 0.0)
         assert np.all(low <= np.einsum("gab,gab->g", simplex.solve_padded(a, b, C, k, l)[1], C) + 1e-12)
-    both(lmc._tree_dual_bounds, np.zeros((0, 3, 2), np.int16), np.zeros((0, 2, 2)), np.zeros((0, 2)),
-         np.zeros((0, 2)), 0.0, np.zeros(0))
+    both(
+        lmc._tree_dual_bounds,
+        np.zeros((0, 3, 2), np.int16),
+        np.zeros((0, 2, 2)),
+        np.zeros((0, 2)),
+        np.zeros((0, 2)),
+        0.0,
+        np.zeros(0),
+    )
 
 
 def coupling_system(rng, n, density, index_type):
@@ -513,15 +740,36 @@ def test_block_back_substitution_and_gauss_seidel(index_type):
     for n, density in ((1, 1.0), (30, 0.02), (60, 0.05), (80, 0.2)):
         T, (scc_ptr, members), rhs = coupling_system(rng, n, density, index_type)
         data = np.asarray(T.data, np.float64)
-        _, (*_, x, local) = both(lmc._scc_sweep, scc_ptr, members, 0, len(scc_ptr) - 1, T.indptr, T.indices, data,
-                                 rhs, np.zeros((n, 2)), np.full(n, -1, dtype=np.int64))
+        _, (*_, x, local) = both(
+            lmc._scc_sweep,
+            scc_ptr,
+            members,
+            0,
+            len(scc_ptr) - 1,
+            T.indptr,
+            T.indices,
+            data,
+            rhs,
+            np.zeros((n, 2)),
+            np.full(n, -1, dtype=np.int64),
+        )
         np.testing.assert_allclose(x - T @ x, rhs, atol=1e-12)
         assert np.all(local == -1)
         big = int(np.argmax(np.diff(scc_ptr)))
-        S = members[scc_ptr[big]:scc_ptr[big + 1]]
-        for sweeps, target in ((400, 2.0 ** -50), (3, 0.0), (0, 1.0)):
-            out, _ = both(lmc._scc_gauss_seidel, S, T.indptr, T.indices, data, rhs, x * 0.5,
-                          np.full(n, -1, dtype=np.int64), sweeps, target)
+        S = members[scc_ptr[big] : scc_ptr[big + 1]]
+        for sweeps, target in ((400, 2.0**-50), (3, 0.0), (0, 1.0)):
+            out, _ = both(
+                lmc._scc_gauss_seidel,
+                S,
+                T.indptr,
+                T.indices,
+                data,
+                rhs,
+                x * 0.5,
+                np.full(n, -1, dtype=np.int64),
+                sweeps,
+                target,
+            )
             assert out[0] <= sweeps
 
 
@@ -577,8 +825,7 @@ print(sorted(m for m in ("numba", "bisimkit_native", "scipy.sparse") if m in sys
 
 
 def test_a_solve_above_the_small_size_runs_compiled_kernels_without_numba():
-    proc = subprocess.run([sys.executable, "-c", NO_NUMBA_PROBE], capture_output=True, text=True, cwd=ROOT,
-                          timeout=600)
+    proc = subprocess.run([sys.executable, "-c", NO_NUMBA_PROBE], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == "['bisimkit_native', 'scipy.sparse']"
     assert "NativeKernelWarning" not in proc.stderr

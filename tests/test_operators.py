@@ -58,8 +58,11 @@ def metric_literal_comparisons() -> list[str]:
                 operands = []
                 if isinstance(node, ast.Compare):
                     operands = [node.left, *node.comparators]
-                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                        and node.func.attr == "startswith":
+                elif (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "startswith"
+                ):
                     operands = list(node.args)
                 for operand in operands:
                     found += [f"{path.relative_to(ROOT)}:{node.lineno} {name}" for name in _names(operand)]
@@ -112,8 +115,9 @@ def test_an_unknown_name_is_refused_naming_the_choices():
         operator("pj")
 
 
-@pytest.mark.parametrize("metric", ["bisim", "pi", "psm", "dbc", "dbc-sampled", "eps", "eps-avg", "mico",
-                                    "psm-sampled", "eps-bar"])
+@pytest.mark.parametrize(
+    "metric", ["bisim", "pi", "psm", "dbc", "dbc-sampled", "eps", "eps-avg", "mico", "psm-sampled", "eps-bar"]
+)
 def test_one_mdp_is_the_pair_with_itself(metric):
     """The form of one MDP on pairs s < t equals the cross form of the MDP with a copy of itself on the same
     pairs: the operator builds both from the same code, the second reading two MDPs' laws."""

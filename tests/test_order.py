@@ -66,13 +66,16 @@ def test_grid_order_is_a_coordinate_order():
         solve(mdp, "eps-bar", order="class-contiguous")
 
 
-@pytest.mark.parametrize("bad, message", [
-    ([0, 1, 2, 3], "expected a permutation of 6 states"),
-    ([0, 1, 2, 3, 3, 5], r"\[4\] = 3 repeats \[3\]"),
-    ([0, 1, 2, 3, 4, 5.5], r"\[5\] = 5.5 is not an integer"),
-    ([0, 1, 2, 3, 4, 6], r"\[5\] = 6 is out of range 0..5"),
-    ("sideways", "neither index, class-contiguous"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ([0, 1, 2, 3], "expected a permutation of 6 states"),
+        ([0, 1, 2, 3, 3, 5], r"\[4\] = 3 repeats \[3\]"),
+        ([0, 1, 2, 3, 4, 5.5], r"\[5\] = 5.5 is not an integer"),
+        ([0, 1, 2, 3, 4, 6], r"\[5\] = 6 is out of range 0..5"),
+        ("sideways", "neither index, class-contiguous"),
+    ],
+)
 def test_bad_orders_name_the_index(bad, message):
     with pytest.raises(InputError, match=message):
         solve(example("coupling-order"), "eps-bar", order=bad)
@@ -131,12 +134,15 @@ def test_cli_order_file_and_record(tmp_path):
     assert "entangled coupling order: states class-contiguous; actions index" in shown.stdout
 
 
-@pytest.mark.parametrize("content, message", [
-    ("0 1 2 3 4", "expected a permutation of 6 states"),
-    ("0 1 2 2 4 5", r"\[3\] = 2 repeats \[2\]"),
-    ("0 1 2 x 4 5", r"\[3\] = 'x' is not an integer"),
-    ("0 1 2 3 4 7", r"\[5\] = 7 is out of range"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("0 1 2 3 4", "expected a permutation of 6 states"),
+        ("0 1 2 2 4 5", r"\[3\] = 2 repeats \[2\]"),
+        ("0 1 2 x 4 5", r"\[3\] = 'x' is not an integer"),
+        ("0 1 2 3 4 7", r"\[5\] = 7 is out of range"),
+    ],
+)
 def test_cli_bad_order_file_is_one_line_exit_2(tmp_path, content, message):
     path = tmp_path / "order.txt"
     path.write_text(content)
@@ -146,6 +152,7 @@ def test_cli_bad_order_file_is_one_line_exit_2(tmp_path, content, message):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("bisimkit: error: --order: ")
     import re
+
     assert re.search(message, lines[0]) and not out.exists()
 
 

@@ -33,6 +33,7 @@ def test_actor_squashes_and_bounds_log_std():
 
 def test_squashed_log_prob_matches_torch_distributions():
     from torch.distributions import Normal, TanhTransform, TransformedDistribution
+
     mu, sigma = torch.randn(B, ACTIONS), torch.rand(B, ACTIONS) + 0.1
     u = mu + sigma * torch.randn(B, ACTIONS)
     reference = TransformedDistribution(Normal(mu, sigma), [TanhTransform()]).log_prob(torch.tanh(u)).sum(-1)

@@ -75,8 +75,11 @@ def test_short_runs_and_disabled_bars_stay_silent(clock):
 
 
 def test_fields_and_times_are_formatted():
-    assert format_fields({"return": 12.3456, "eval": None, "": "walker-walk", "steps/s": 3}) == \
-        ["return 12.35", "walker-walk", "steps/s 3"]
+    assert format_fields({"return": 12.3456, "eval": None, "": "walker-walk", "steps/s": 3}) == [
+        "return 12.35",
+        "walker-walk",
+        "steps/s 3",
+    ]
     assert format_seconds(12.34) == "12.3 s" and format_seconds(600) == "10.0 min" and format_seconds(9000) == "2.5 h"
 
 

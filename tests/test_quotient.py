@@ -40,7 +40,7 @@ def test_four_state_by_hand():
     mdp = example("four-state")  # 1 and 2 are pi-bisimilar: reward 0, move to 2
     q = quotient(mdp, "pi")
     assert q.labels.tolist() == [0, 1, 1, 2] and q.representatives.tolist() == [0, 1, 3]
-    np.testing.assert_allclose(q.mdp.transitions[:, 0], [[0, .5, .5], [0, 1, 0], [0, 0, 1]])
+    np.testing.assert_allclose(q.mdp.transitions[:, 0], [[0, 0.5, 0.5], [0, 1, 0], [0, 0, 1]])
     np.testing.assert_allclose(q.mdp.rewards[:, 0], [0, 0, 1])
     # copies deviate by what the arithmetic behind the deviation may be off, nothing more
     assert 0.0 < q.deviation(10.0).max() <= 64 * np.finfo(float).eps
@@ -203,12 +203,17 @@ def test_certificate_is_honest_for_blocks_found_with_a_coarse_tolerance(seed):
     R = mdp.rewards + rng.uniform(-bump, bump, mdp.rewards.shape)
     P = mdp.transitions + rng.uniform(0, bump, mdp.transitions.shape) * (mdp.transitions > 0)
     pi = mdp.policy + rng.uniform(0, bump, mdp.policy.shape)
-    noisy = FiniteMDP(P / P.sum(-1, keepdims=True), R, mdp.discount, pi / pi.sum(-1, keepdims=True),
-                      mdp.action_values)
+    noisy = FiniteMDP(P / P.sum(-1, keepdims=True), R, mdp.discount, pi / pi.sum(-1, keepdims=True), mdp.action_values)
     f = rng.normal(size=mdp.n_states * mdp.n_actions)
     G = lifted_ground(base, origin, seed) + bump * np.abs(f[:, None] - f[None, :])
-    for metric, ground in [("pi", "reward"), ("psm", "reward"), ("bisim", "reward"), ("eps", "reward"),
-                           ("eps", "policy"), ("eps", G)]:
+    for metric, ground in [
+        ("pi", "reward"),
+        ("psm", "reward"),
+        ("bisim", "reward"),
+        ("eps", "reward"),
+        ("eps", "policy"),
+        ("eps", G),
+    ]:
         q = quotient(noisy, metric, ground, atol=3e-3)
         assert q is not None and q.n_blocks < noisy.n_states
         sol = solve(q.mdp, metric, q.ground, tol=1e-12, quotient=False)

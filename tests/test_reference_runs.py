@@ -20,8 +20,8 @@ def test_task_names_and_coverage():
 
 def test_interpolation_by_hand():
     assert drq_at(RUNS, 50).tolist() == [5.0, 10.0]
-    assert drq_at(RUNS, 150).tolist() == [20.0]      # the second run does not reach 150
-    grid, values = drq_grid(RUNS, 1000, points=3)     # cut where the shortest run ends
+    assert drq_at(RUNS, 150).tolist() == [20.0]  # the second run does not reach 150
+    grid, values = drq_grid(RUNS, 1000, points=3)  # cut where the shortest run ends
     assert grid.tolist() == [0.0, 50.0, 100.0] and values.tolist() == [[0.0, 5.0, 10.0], [0.0, 10.0, 20.0]]
     _, mean, std = drq_band(RUNS, 100, points=3)
     assert mean.tolist() == [0.0, 7.5, 15.0] and std.tolist() == [0.0, 2.5, 5.0]

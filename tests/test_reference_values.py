@@ -7,8 +7,19 @@ from bisimkit import example, solve
 from bisimkit.generators import random_mdp
 from validation.reference import reference_fixed_point
 
-ALL_METRICS = ["bisim", "pi", "psm", "psm-sampled", "mico", "mico-reduced", "dbc", "dbc-sampled",
-               "eps", "eps-avg", "eps-bar"]
+ALL_METRICS = [
+    "bisim",
+    "pi",
+    "psm",
+    "psm-sampled",
+    "mico",
+    "mico-reduced",
+    "dbc",
+    "dbc-sampled",
+    "eps",
+    "eps-avg",
+    "eps-bar",
+]
 W1_METRICS = ["bisim", "pi", "psm", "eps", "eps-avg"]
 
 

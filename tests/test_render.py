@@ -12,8 +12,10 @@ pytest.importorskip("dm_control")
 
 from agents.render import SLICES, STACKS, PixelRenderer, fast_visuals  # noqa: E402
 
-XML = ('<mujoco><worldbody><light pos="0 0 3"/><camera name="c" pos="0 -2 1" xyaxes="1 0 0 0 1 2"/>'
-       '<geom type="sphere" size="0.3" rgba="1 0 0 1"/></worldbody></mujoco>')
+XML = (
+    '<mujoco><worldbody><light pos="0 0 3"/><camera name="c" pos="0 -2 1" xyaxes="1 0 0 0 1 2"/>'
+    '<geom type="sphere" size="0.3" rgba="1 0 0 1"/></worldbody></mujoco>'
+)
 
 
 def test_fast_visuals_then_frames_of_the_asked_shape():
@@ -26,7 +28,7 @@ def test_fast_visuals_then_frames_of_the_asked_shape():
     renderer = PixelRenderer(physics, height=24, width=32)
     frame = renderer.render()
     assert renderer.shape == (24, 32) and frame.shape == (24, 32, 3) and frame.dtype == np.uint8
-    assert frame[..., 0].max() > frame[..., 2].max()      # the red sphere is in view
+    assert frame[..., 0].max() > frame[..., 2].max()  # the red sphere is in view
     renderer.close()
     physics.render(8, 8)
     with pytest.raises(RuntimeError, match="^fast_visuals: the physics already has a GL context"):

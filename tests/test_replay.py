@@ -27,8 +27,13 @@ def add(buffer: ReplayBuffer, k: int) -> None:
 
 
 def expected(k: int) -> dict:
-    return {"obs": stack(k), "next_obs": stack(k + 1), "action": np.array([k, -k], np.float32),
-            "reward": np.float32(k / 2), "discount": np.float32(k % 2)}
+    return {
+        "obs": stack(k),
+        "next_obs": stack(k + 1),
+        "action": np.array([k, -k], np.float32),
+        "reward": np.float32(k / 2),
+        "discount": np.float32(k % 2),
+    }
 
 
 def assert_holds(buffer: ReplayBuffer, transitions) -> None:
@@ -137,10 +142,10 @@ def test_load_deletes_chunks_past_the_checkpointed_total(tmp_path):
     live, folder = ReplayBuffer(10, SHAPE, ACTIONS), tmp_path / "buffer"
     for k in range(4):
         add(live, k)
-    live.save_chunk(folder)            # the checkpoint: total 4
+    live.save_chunk(folder)  # the checkpoint: total 4
     for k in range(4, 7):
         add(live, k)
-    live.save_chunk(folder)            # written, then killed before its checkpoint
+    live.save_chunk(folder)  # written, then killed before its checkpoint
     rebuilt = ReplayBuffer(10, SHAPE, ACTIONS)
     rebuilt.load_chunks(folder, 4)
     assert chunk_names(folder) == ["chunk-0000000000-0000000004.npz"]
@@ -156,10 +161,10 @@ def test_killed_between_chunk_and_checkpoint_after_wrap_around_stays_resumable(t
     live, folder = ReplayBuffer(5, SHAPE, ACTIONS), tmp_path / "buffer"
     for k in range(6):
         add(live, k)
-    live.save_chunk(folder)            # checkpoint at total 6 (needs transitions 1..5)
+    live.save_chunk(folder)  # checkpoint at total 6 (needs transitions 1..5)
     for k in range(6, 12):
         add(live, k)
-    live.save_chunk(folder)            # chunk [7, 12) written; the run dies before its checkpoint
+    live.save_chunk(folder)  # chunk [7, 12) written; the run dies before its checkpoint
     rebuilt = ReplayBuffer(5, SHAPE, ACTIONS)
     rebuilt.load_chunks(folder, 6)
     assert_holds(rebuilt, range(1, 6))
@@ -167,10 +172,10 @@ def test_killed_between_chunk_and_checkpoint_after_wrap_around_stays_resumable(t
     # and the files do not pile up: the next checkpoint's chunk prunes what no checkpoint needs
     for k in range(6, 20):
         add(rebuilt, k)
-    rebuilt.save_chunk(folder)         # total 20: the checkpoint at 6 is superseded
+    rebuilt.save_chunk(folder)  # total 20: the checkpoint at 6 is superseded
     for k in range(20, 22):
         add(rebuilt, k)
-    rebuilt.save_chunk(folder)         # total 22: only chunks ending after 20 - 5 stay
+    rebuilt.save_chunk(folder)  # total 22: only chunks ending after 20 - 5 stay
     assert chunk_names(folder) == ["chunk-0000000015-0000000020.npz", "chunk-0000000020-0000000022.npz"]
 
 

@@ -40,7 +40,7 @@ def test_episode_seeds_differ_per_stream_and_episode_and_repeat():
 def test_a_rollout_plays_deterministic_evaluation_episodes():
     env, policy = Counter(), Constant(2.0)
     returns, videos = rollout(policy, env, 2, seed=5)
-    assert returns == [12.0, 12.0] and videos == ["bear", "bear"]      # 2 * (1 + 2 + 3)
+    assert returns == [12.0, 12.0] and videos == ["bear", "bear"]  # 2 * (1 + 2 + 3)
     assert env.seeds == [episode_seed(5, 0, EVAL_STREAM), episode_seed(5, 1, EVAL_STREAM)]
     assert set(policy.explored) == {False}
     assert evaluate_policy(Constant(1.0), Counter(), 1, seed=0) == [6.0]

@@ -21,8 +21,18 @@ def test_fields_of_another_task_and_later_fields_do_not_split_older_runs(tmp_pat
     from bisimkit_runs.runs import find_runs, group_runs
 
     write_run(tmp_path, "walker-walk", "eps-r", 0, [(0, 0)], "old", beta=0.5)
-    write_run(tmp_path, "walker-walk", "eps-r", 1, [(0, 0)], "new", beta=0.5, augment=None, carla_town="Town04",
-              carla_cameras=5)
+    write_run(
+        tmp_path,
+        "walker-walk",
+        "eps-r",
+        1,
+        [(0, 0)],
+        "new",
+        beta=0.5,
+        augment=None,
+        carla_town="Town04",
+        carla_cameras=5,
+    )
     write_run(tmp_path, "walker-walk", "eps-r", 2, [(0, 0)], "off", beta=0.5, augment=False)
     groups = group_runs(find_runs(tmp_path))
     assert sorted((g.label, g.seeds) for g in groups) == [("ε-R (augment=False)", (2,)), ("ε-R (augment=auto)", (0, 1))]

@@ -59,8 +59,8 @@ def reference_frames(kinds, rng: np.random.Generator, images: np.ndarray, alpha:
         for b, (cy, cx) in enumerate(state.cell):
             y = int(round(cy * (h - side) / (SPRITE_LATTICE - 1)))
             x = int(round(cx * (w - side) / (SPRITE_LATTICE - 1)))
-            mask[b, y:y + side, x:x + side] = 1.0
-            mask[b, y + thick:y + side - thick, x + thick:x + side - thick] = 0.0
+            mask[b, y : y + side, x : x + side] = 1.0
+            mask[b, y + thick : y + side - thick, x + thick : x + side - thick] = 0.0
         back = back + (np.array([230.0, 40.0, 40.0], np.float32) - back) * mask
     out = back + (images - back) * alpha
     if "colour" in kinds:
@@ -126,8 +126,12 @@ def test_channels_first_splits_alpha_as_the_renderers_define_it():
 def test_discs_are_the_per_pixel_cover():
     rng = np.random.default_rng(3)
     for size, radius in ((16, 1.9), (32, 3.84), (84, 10.08), (20, 0.3)):
-        centres = np.concatenate([rng.uniform(-4, size + 4, (40, 2)),  # some cut by the frame's edges
-                                  [[-1e3, 5.0], [5.0, 1e4], [size / 2, size / 2], [0.0, 0.0], [size, size]]])
+        centres = np.concatenate(
+            [
+                rng.uniform(-4, size + 4, (40, 2)),  # some cut by the frame's edges
+                [[-1e3, 5.0], [5.0, 1e4], [size / 2, size / 2], [0.0, 0.0], [size, size]],
+            ]
+        )
         batch = discs(size, centres, radius)
         for centre, image in zip(centres, batch):
             np.testing.assert_array_equal(image, reference_disc(size, centre, radius))
@@ -150,6 +154,7 @@ def test_a_finite_scene_draws_each_state_once():
     def render(s: int) -> np.ndarray:
         calls.append(s)
         return reference_disc(16, (8.0, 2.0 + s), 2.0)
+
     scene = finite_scene(mdp, render, mean, std)
     calls.clear()
     states = np.array([3, 3, 0, 7, 1])
@@ -166,7 +171,7 @@ def test_a_finite_scene_draws_each_state_once():
 def _outline_masks(size: int) -> np.ndarray:
     """The training sprite's outline at every lattice cell, (25, H, W) bool."""
     dist = Distractors(["sprite"], size, np.random.default_rng(0))
-    masks = np.zeros((SPRITE_LATTICE ** 2, size * size), bool)
+    masks = np.zeros((SPRITE_LATTICE**2, size * size), bool)
     for k, pixels in enumerate(dist._outlines((size, size))):
         masks[k, pixels] = True
     return masks.reshape(-1, size, size)
@@ -209,8 +214,9 @@ def test_a_held_out_frame_is_its_layers_over_the_held_out_distractors():
         frames = scene.frames(np.arange(8), dist, state).astype(float)
         gains = state.gains if "colour" in kinds else np.ones((8, 3))
         expected = np.clip(rgb * gains[:, :, None, None] + 0.5, 0, 255)
-        np.testing.assert_allclose(frames.transpose(0, 2, 3, 1)[opaque], expected.transpose(0, 2, 3, 1)[opaque],
-                                   atol=1.0)
+        np.testing.assert_allclose(
+            frames.transpose(0, 2, 3, 1)[opaque], expected.transpose(0, 2, 3, 1)[opaque], atol=1.0
+        )
         if "colour" not in kinds:
             clear = alpha[:, 0] == 0
             if "sprite" in kinds:

@@ -27,7 +27,7 @@ def test_a_sum_of_coordinate_terms_is_separable():
 
 
 def test_a_mixed_difference_bounds_every_separable_fit():
-    d = np.zeros((4, 4))   # 2 x 2 grid; only the pair ((0,0),(1,1)) is at distance 4
+    d = np.zeros((4, 4))  # 2 x 2 grid; only the pair ((0,0),(1,1)) is at distance 4
     d[0, 3] = d[3, 0] = 4.0
     # any separable f has f(0,3) + f(3,0) = f(1,2) + f(2,1); here d's sides differ by 8, so max |d - f| >= 2
     assert separable_lower_bound(d, (2, 2)) == pytest.approx(2.0)
@@ -38,9 +38,9 @@ def test_monge_and_additivity_by_hand():
     f = np.abs(np.subtract.outer([0.0, 1.0, 3.0], [0.0, 1.0, 3.0]))
     assert axis_additivity(f) == 0 and monge_violation(f) <= 0
     g = np.array([[0.0, 2.0], [2.0, 0.0]])
-    assert monge_violation(g) == -4.0     # 0 + 0 - 2 - 2
+    assert monge_violation(g) == -4.0  # 0 + 0 - 2 - 2
     h = np.array([[0.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]])
-    assert axis_additivity(h) == 1.0    # f(1, 2) = 1, |phi(2) - phi(1)| = 0
+    assert axis_additivity(h) == 1.0  # f(1, 2) = 1, |phi(2) - phi(1)| = 0
     assert monge_violation(np.zeros((1, 3))) == 0.0
 
 

@@ -34,8 +34,12 @@ weights = st.lists(st.integers(0, 3), min_size=1, max_size=7).filter(lambda w: s
 def test_degenerate_integer_problems(wa, wb, data):
     a = np.array(wa, float) / sum(wa)
     b = np.array(wb, float) / sum(wb)
-    C = np.array(data.draw(st.lists(st.lists(st.integers(0, 2), min_size=len(b), max_size=len(b)),
-                                    min_size=len(a), max_size=len(a))), float)
+    C = np.array(
+        data.draw(
+            st.lists(st.lists(st.integers(0, 2), min_size=len(b), max_size=len(b)), min_size=len(a), max_size=len(a))
+        ),
+        float,
+    )
     cost, G, ok = solve_one(a, b, C)
     assert ok
     assert cost == pytest.approx(ot.emd2(a, b, C), abs=1e-12)
@@ -49,12 +53,12 @@ def test_batch_with_mixed_sizes():
     k, l = rng.integers(1, K + 1, P), rng.integers(1, L + 1, P)
     a, b, C = np.zeros((P, K)), np.zeros((P, L)), rng.random((P, K, L))
     for p in range(P):
-        a[p, :k[p]] = rng.dirichlet(np.ones(k[p]))
-        b[p, :l[p]] = rng.dirichlet(np.ones(l[p]))
+        a[p, : k[p]] = rng.dirichlet(np.ones(k[p]))
+        b[p, : l[p]] = rng.dirichlet(np.ones(l[p]))
     costs, flows, ok, _, _, _ = solve_padded(a, b, C, k, l)
     assert ok.all()
     for p in range(P):
-        assert costs[p] == pytest.approx(ot.emd2(a[p, :k[p]], b[p, :l[p]], C[p, :k[p], :l[p]]), abs=1e-12)
+        assert costs[p] == pytest.approx(ot.emd2(a[p, : k[p]], b[p, : l[p]], C[p, : k[p], : l[p]]), abs=1e-12)
 
 
 def test_warm_starts_from_own_and_pot_bases():

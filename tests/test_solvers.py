@@ -131,8 +131,9 @@ def test_full_diagonal_solve_agrees_and_has_zero_diagonal(metric):
     assert short.diagonal_residual <= 1e-12
 
 
-@pytest.mark.parametrize("metric", ["bisim", "pi", "psm", "psm-sampled", "mico", "dbc", "dbc-sampled",
-                                    "eps", "eps-avg", "eps-bar"])
+@pytest.mark.parametrize(
+    "metric", ["bisim", "pi", "psm", "psm-sampled", "mico", "dbc", "dbc-sampled", "eps", "eps-avg", "eps-bar"]
+)
 def test_apply_operator_matches_reference_on_any_symmetric_matrix(metric):
     from validation.reference import reference_operator
 
@@ -188,8 +189,18 @@ def test_eps_bar_single_precision_matrix_with_exact_products(monkeypatch):
     form = operators.operator_form(mdp, "eps-bar", "reward")
     assert form.product is not None and form.T.dtype == np.float32
     x = np.random.default_rng(0).random(len(form.pairs))
-    reference = operators.eps_bar_matrix(form.pairs.s, form.pairs.t, form.pairs.index, mdp.policy,
-                                         mdp.transition_rows, mdp.n_actions, len(form.pairs)) @ x
+    reference = (
+        operators.eps_bar_matrix(
+            form.pairs.s,
+            form.pairs.t,
+            form.pairs.index,
+            mdp.policy,
+            mdp.transition_rows,
+            mdp.n_actions,
+            len(form.pairs),
+        )
+        @ x
+    )
     np.testing.assert_allclose(form.product(x), reference, rtol=1e-13, atol=1e-13)
     single = solve(mdp, "eps-bar")
     assert single.certified_error <= 1e-9

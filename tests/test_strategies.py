@@ -41,7 +41,7 @@ def test_every_family_gives_exactly_stochastic_rows_and_the_same_mdps_for_the_sa
 
 def test_the_exactness_checks_refuse_what_is_not_exact():
     with pytest.raises(AssertionError, match="not a float"):
-        move_mass(np.array([0.5, 0.5]), 0, 1, 2.0 ** -60)  # 0.5 + 2^-60 rounds
+        move_mass(np.array([0.5, 0.5]), 0, 1, 2.0**-60)  # 0.5 + 2^-60 rounds
     with pytest.raises(AssertionError, match="negative"):
         move_mass(np.array([1.0, 0.0]), 1, 0, UNIT)
     with pytest.raises(AssertionError, match=r"policy\[1\]: a mass is not a multiple of 2\^-53"):

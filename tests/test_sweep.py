@@ -36,9 +36,20 @@ PAPER = ROOT / "agents" / "sweep" / "paper"
 #: 2 tasks x 2 methods x 2 seeds, tiny: cartpole (repeat 8) 32 agent steps, ball_in_cup (repeat 4) 64, episodes
 #: of 32 environment steps, a checkpoint every episode, an evaluation every 64 environment steps.
 GRID = ["--grid", "task=cartpole-swingup,ball_in_cup-catch", "--grid", "method=drq,eps-r", "--grid", "seed=0,1"]
-TINY = [f"--set={item}" for item in ("preset=smoke", "env_steps=256", "episode_steps=32", "seed_steps=2",
-                                     "batch_size=4", "eval_every=64", "checkpoint_every=32", "device=cpu",
-                                     "eval_train_videos=false")]
+TINY = [
+    f"--set={item}"
+    for item in (
+        "preset=smoke",
+        "env_steps=256",
+        "episode_steps=32",
+        "seed_steps=2",
+        "batch_size=4",
+        "eval_every=64",
+        "checkpoint_every=32",
+        "device=cpu",
+        "eval_train_videos=false",
+    )
+]
 PREEMPTED = "ball_in_cup-catch__eps-r__seed0"
 TIMING = "elapsed_s"
 
@@ -77,21 +88,27 @@ def test_paper_grid_dry_run_validates_540_runs_quickly(tmp_path, capsys):
     low = next(r for r in runs if r.name == "walker-walk__eps-r__low-capacity__seed4")
     assert low.config["capacity"] == "low" and low.config["camera"] and low.config["env_steps"] == 2_000_000
     assert low.config["beta"] == 0.5  # resolved: the per-method default filled in
-    for name, field, value in (("table1-distractions", "camera", True), ("table2-low-capacity", "capacity", "low"),
-                               ("table3-no-camera", "camera", False)):
+    for name, field, value in (
+        ("table1-distractions", "camera", True),
+        ("table2-low-capacity", "capacity", "low"),
+        ("table3-no-camera", "camera", False),
+    ):
         table = load_spec(PAPER / f"{name}.toml").runs()
         assert len(table) == 180 and all(r.config[field] == value for r in table)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--grid", "task=cartpole-swingup,pong", "--grid", "method=drq"], "task: 'pong' is not one of"),
-    (["--grid", "task=cartpole-swingup", "--grid", "method=drq,ppo"], "method: 'ppo' is not one of"),
-    (["--grid", "task=cartpole-swingup", "--grid", "learning_rate=1,2"], "unknown field 'learning_rate'"),
-    (["--grid", "task=cartpole-swingup", "--set", "capacity=huge"], "capacity: 'huge' is not one of"),
-    (["--grid", "seed="], "seed has no values (empty grid)"),
-    (["--set", "seed=1"], "empty grid"),
-    (["--grid", "task=cartpole-swingup", "--grid", "env_steps=many"], "env_steps: 'many' is not int"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--grid", "task=cartpole-swingup,pong", "--grid", "method=drq"], "task: 'pong' is not one of"),
+        (["--grid", "task=cartpole-swingup", "--grid", "method=drq,ppo"], "method: 'ppo' is not one of"),
+        (["--grid", "task=cartpole-swingup", "--grid", "learning_rate=1,2"], "unknown field 'learning_rate'"),
+        (["--grid", "task=cartpole-swingup", "--set", "capacity=huge"], "capacity: 'huge' is not one of"),
+        (["--grid", "seed="], "seed has no values (empty grid)"),
+        (["--set", "seed=1"], "empty grid"),
+        (["--grid", "task=cartpole-swingup", "--grid", "env_steps=many"], "env_steps: 'many' is not int"),
+    ],
+)
 def test_bad_grid_is_one_line_exit_2_nothing_written(tmp_path, capsys, args, message):
     root = tmp_path / "root"
     code, out, err = run_cli(["launch", "--root", root, *args], capsys)
@@ -161,8 +178,10 @@ def _fake_sweep(root: Path, args: list[str]) -> list[str]:
     from bisimkit_runs.sweeps import SWEEP_FILE
 
     runs = spec.runs()
-    atomic_write_json(root / SWEEP_FILE, {"grid": spec.grid_record(), "runs": [
-        {"name": r.name, "values": r.values, "config": r.config} for r in runs]})
+    atomic_write_json(
+        root / SWEEP_FILE,
+        {"grid": spec.grid_record(), "runs": [{"name": r.name, "values": r.values, "config": r.config} for r in runs]},
+    )
     assert result["runs"] == len(runs)
     return [r.name for r in runs]
 
@@ -184,7 +203,7 @@ def test_three_failures_mark_a_run_failed_with_its_last_error(tmp_path, capsys):
     assert state["last_error"] == "RuntimeError: CUDA error: out of memory (call 3)"
     assert run_one(root, names[0], config, trainer=broken) == "failed" and len(calls) == MAX_FAILURES  # not retried
     # an attempt that vanished (SIGKILL, node failure) counts too: two of them, then one more error
-    write_state(root, names[1], {}, status="running", attempts=2, failures=1, pid=2 ** 22 + 1, host="elsewhere")
+    write_state(root, names[1], {}, status="running", attempts=2, failures=1, pid=2**22 + 1, host="elsewhere")
     assert run_one(root, names[1], config, trainer=broken) == "failed"
     assert len(calls) == MAX_FAILURES + 1
     runs = load_spec_like(root)
@@ -220,16 +239,16 @@ def test_checkpoint_hook_requeues_the_same_runs(tmp_path):
 
 # ------------------------------------------------------------------ sweeps that train
 def launch_tiny(root: Path, executor: str, capsys, *extra) -> tuple[int, str, str]:
-    return run_cli(["launch", "--root", root, "--executor", executor, "--time-min", "30", *GRID, *TINY, *extra],
-                   capsys)
+    return run_cli(["launch", "--root", root, "--executor", executor, "--time-min", "30", *GRID, *TINY, *extra], capsys)
 
 
 @pytest.fixture(scope="module")
 def local_sweep(tmp_path_factory):
     """The tiny grid through submitit's local executor, 2 jobs at a time (the uninterrupted reference)."""
     root = tmp_path_factory.mktemp("local") / "sweep"
-    code = cli.main(["launch", "--root", str(root), "--executor", "local", "--parallel", "2", "--time-min", "30",
-                     *GRID, *TINY])
+    code = cli.main(
+        ["launch", "--root", str(root), "--executor", "local", "--parallel", "2", "--time-min", "30", *GRID, *TINY]
+    )
     assert code == 0
     return root
 
@@ -309,8 +328,7 @@ def test_slurm_sweep_survives_preemption_and_matches_local(slurm, local_sweep, t
     assert state["preemptions"] == 1 and state["attempts"] == 2 and state.get("failures", 0) == 0
     for run in read_sweep(root)["runs"]:
         name = run["name"]
-        assert read_rows(root / "runs" / name / "eval.csv") == read_rows(local_sweep / "runs" / name / "eval.csv"), \
-            name
+        assert read_rows(root / "runs" / name / "eval.csv") == read_rows(local_sweep / "runs" / name / "eval.csv"), name
     code, out, _ = run_cli(["status", root], capsys)
     assert code == 0 and out.splitlines()[-1] == "8 runs: 8 done" and "requeued 1x" in out
     code, out, _ = launch_tiny(root, "slurm", capsys)  # launching again submits nothing
@@ -366,14 +384,17 @@ def test_carla_sweep_file_validates_and_gathers_into_the_carla_table(tmp_path):
     runs = spec.runs()
     assert len(runs) == 25 and {r.config["task"] for r in runs} == {"carla-highway"}
     root = tmp_path / "carla"
-    atomic_write_json(root / SWEEP_FILE, {"grid": spec.grid_record(), "runs": [
-        {"name": r.name, "values": r.values, "config": r.config} for r in runs]})
+    atomic_write_json(
+        root / SWEEP_FILE,
+        {"grid": spec.grid_record(), "runs": [{"name": r.name, "values": r.values, "config": r.config} for r in runs]},
+    )
     for k, run in enumerate(r for r in runs if r.values["seed"] in (0, 1)):
         folder = root / RUNS_DIR / run.name
         folder.mkdir(parents=True)
         (folder / "config.json").write_text(json.dumps({"config": run.config, "device": "cpu"}))
-        (folder / "eval.csv").write_text("env_step,mean_return,std_return,episodes,split,elapsed_s\n"
-                                         f"500000,{100 + k},0,10,eval,1.0\n")
+        (folder / "eval.csv").write_text(
+            f"env_step,mean_return,std_return,episodes,split,elapsed_s\n500000,{100 + k},0,10,eval,1.0\n"
+        )
     result = gather(root, tmp_path / "out")
     table = (tmp_path / "out" / "tables.md").read_text()
     assert "| Method | CARLA highway (ours) | paper |" in table and "168 ± 9" in table

@@ -14,7 +14,7 @@ def test_a_state_round_trips_and_starts_pending(tmp_path):
     assert written["status"] == "running" and written["jobs"] == [1] and written["updated"] > 0
     assert read_state(tmp_path, "run-a") == written
     assert state_path(tmp_path, "run-a") == tmp_path / "state" / "run-a.json"
-    assert [p.name for p in (tmp_path / "state").iterdir()] == ["run-a.json"]   # no temporary file left
+    assert [p.name for p in (tmp_path / "state").iterdir()] == ["run-a.json"]  # no temporary file left
 
 
 def test_a_broken_state_file_is_one_line(tmp_path):

@@ -24,13 +24,13 @@ def test_fan_ins_and_the_rounding_of_a_loss():
     net = torch.nn.Sequential(torch.nn.Conv2d(2, 5, 3), torch.nn.ReLU(), torch.nn.Linear(7, 4))
     assert fan_ins(net, torch.nn.Linear(4, 1)) == [2 * 3 * 3, 7, 4]
     assert loss_rtol(net, torch.nn.Linear(4, 1)) == pytest.approx(3 * math.sqrt(18) * EPS32)
-    assert reduction_rtol(10) == 10 * EPS32 and reduction_rtol(10 ** 9) == 1.0
+    assert reduction_rtol(10) == 10 * EPS32 and reduction_rtol(10**9) == 1.0
 
 
 def test_adams_step_bound_and_drift():
-    assert adam_step_bound(1) == pytest.approx(1.0)      # m_hat / sqrt(v_hat) = g / |g|
-    assert adam_step_bound(10) > 1.0                     # a sign flip after small gradients can exceed 1
-    assert adam_drift(0.5, 1) == pytest.approx(1.0)      # 2 lr x 1
+    assert adam_step_bound(1) == pytest.approx(1.0)  # m_hat / sqrt(v_hat) = g / |g|
+    assert adam_step_bound(10) > 1.0  # a sign flip after small gradients can exceed 1
+    assert adam_drift(0.5, 1) == pytest.approx(1.0)  # 2 lr x 1
     assert adam_drift(1e-3, 3) == pytest.approx(2e-3 * sum(adam_step_bound(t) for t in (1, 2, 3)))
 
 

@@ -22,8 +22,12 @@ def one_thread():
 
 
 def test_worst_takes_the_largest_ratio_of_its_kind_only():
-    checks = [Check("update 0 critic_loss", 1.0, 100.0), Check("update 1 actor_loss", 2.0, 10.0),
-              Check("critic.w (largest entry)", 9.0, 10.0), Check("critic.w (mean)", 1.0, 1000.0)]
+    checks = [
+        Check("update 0 critic_loss", 1.0, 100.0),
+        Check("update 1 actor_loss", 2.0, 10.0),
+        Check("critic.w (largest entry)", 9.0, 10.0),
+        Check("critic.w (mean)", 1.0, 1000.0),
+    ]
     assert tm.worst(checks, "loss").what == "update 1 actor_loss"
     assert tm.worst(checks, "weight, worst entry").what == "critic.w (largest entry)"
     assert tm.worst(checks, "weight, worst tensor mean").what == "critic.w (mean)"
@@ -41,8 +45,11 @@ def test_the_command_writes_a_row_and_a_record(tmp_path, capsys):
 
 
 def test_a_missed_tolerance_fails_the_command(monkeypatch, capsys):
-    within = [Check("update 0 critic_loss", 1.0, 10.0), Check("w (largest entry)", 1.0, 10.0),
-              Check("w (mean)", 1.0, 10.0)]
+    within = [
+        Check("update 0 critic_loss", 1.0, 10.0),
+        Check("w (largest entry)", 1.0, 10.0),
+        Check("w (mean)", 1.0, 10.0),
+    ]
     monkeypatch.setattr(tm, "drq_checks", lambda: within)
     monkeypatch.setattr(tm, "dbc_checks", lambda: within)
     monkeypatch.setattr(tm, "encoder_check", lambda: Check("encoder", 2.0, 1.0))

@@ -61,10 +61,20 @@ def without_timing(rows: list[dict], name: str) -> list[dict]:
 def tiny(task: str, method: str, agent_steps: int, episode_agent_steps: int, **changes) -> TrainConfig:
     """A CPU config of ``agent_steps`` agent steps in episodes of ``episode_agent_steps``."""
     repeat = TASKS[task].action_repeat
-    cfg = TrainConfig(task=task, method=method, env_steps=agent_steps * repeat,
-                      episode_steps=episode_agent_steps * repeat, batch_size=4, seed_steps=2,
-                      eval_every=episode_agent_steps * repeat, eval_episodes=1, capacity="low", image_size=32,
-                      checkpoint_every=episode_agent_steps * repeat, device="cpu")
+    cfg = TrainConfig(
+        task=task,
+        method=method,
+        env_steps=agent_steps * repeat,
+        episode_steps=episode_agent_steps * repeat,
+        batch_size=4,
+        seed_steps=2,
+        eval_every=episode_agent_steps * repeat,
+        eval_episodes=1,
+        capacity="low",
+        image_size=32,
+        checkpoint_every=episode_agent_steps * repeat,
+        device="cpu",
+    )
     return replace(cfg, **changes)
 
 
@@ -83,7 +93,9 @@ def test_every_method_runs_on_every_task(tmp_path, method, task):
 
     rows = read_csv(tmp_path / "train.csv")
     assert [(r["episode"], r["env_step"], r["episode_steps"]) for r in rows] == [
-        ("0", str(2 * repeat), str(2 * repeat)), ("1", str(4 * repeat), str(2 * repeat))]
+        ("0", str(2 * repeat), str(2 * repeat)),
+        ("1", str(4 * repeat), str(2 * repeat)),
+    ]
     for row in rows:
         assert math.isfinite(float(row["episode_return"])) and float(row["steps_per_s"]) > 0
     seeding, learning = rows
@@ -122,11 +134,13 @@ def test_stacked_frames_flag_trains_and_restores(tmp_path):
     info = json.loads((out / "config.json").read_text())
     assert info["config"]["stacked_frames"] is True
     from agents.restore import restore_agent
+
     restored = restore_agent(out, device="cpu")
     restored.env.close()
     assert restored.agent.encoder.stacked and restored.agent.latent_dim == 50
     with pytest.raises(InputError, match=r"^stacked_frames: 'yes' is not true or false"):
         replace(cfg, stacked_frames="yes").validated()
+
 
 @pytest.mark.parametrize("task", list(EXTRA_TASKS))
 def test_extra_tasks_train(tmp_path, task):
@@ -148,12 +162,34 @@ def resume_config(**changes) -> TrainConfig:
 
 
 def cli_args(cfg: TrainConfig) -> list[str]:
-    return ["--task", cfg.task, "--method", cfg.method, "--env-steps", str(cfg.env_steps),
-            "--episode-steps", str(cfg.episode_steps), "--batch-size", str(cfg.batch_size),
-            "--seed-steps", str(cfg.seed_steps), "--eval-every", str(cfg.eval_every),
-            "--eval-episodes", str(cfg.eval_episodes), "--capacity", cfg.capacity,
-            "--image-size", str(cfg.image_size), "--checkpoint-every", str(cfg.checkpoint_every),
-            "--device", cfg.device, "--quiet", "--no-tensorboard"]
+    return [
+        "--task",
+        cfg.task,
+        "--method",
+        cfg.method,
+        "--env-steps",
+        str(cfg.env_steps),
+        "--episode-steps",
+        str(cfg.episode_steps),
+        "--batch-size",
+        str(cfg.batch_size),
+        "--seed-steps",
+        str(cfg.seed_steps),
+        "--eval-every",
+        str(cfg.eval_every),
+        "--eval-episodes",
+        str(cfg.eval_episodes),
+        "--capacity",
+        cfg.capacity,
+        "--image-size",
+        str(cfg.image_size),
+        "--checkpoint-every",
+        str(cfg.checkpoint_every),
+        "--device",
+        cfg.device,
+        "--quiet",
+        "--no-tensorboard",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -187,8 +223,16 @@ def assert_same_run(run: Path, reference: Path) -> None:
         assert len(got) == len(want), name
         assert without_timing(got, name) == without_timing(want, name), name
     got, want = load_checkpoint(run / CHECKPOINT), load_checkpoint(reference / CHECKPOINT)
-    for key in ("t", "episode", "buffer_total", "csv_rows", "last_eval_step", "complete",
-                "recent_returns", "numpy_rng"):
+    for key in (
+        "t",
+        "episode",
+        "buffer_total",
+        "csv_rows",
+        "last_eval_step",
+        "complete",
+        "recent_returns",
+        "numpy_rng",
+    ):
         assert getattr(got, key) == getattr(want, key), key
     assert got.complete
     networks, expected = got.agent["networks"], want.agent["networks"]
@@ -223,8 +267,10 @@ def test_kill_and_resume_matches_the_uninterrupted_run(tmp_path, reference):
             deadline = time.monotonic() + 300
             while True:
                 if proc.poll() is not None:
-                    pytest.fail(f"the run ended (status {proc.returncode}) before it could be killed: "
-                                f"{(tmp_path / 'stderr.txt').read_text()}")
+                    pytest.fail(
+                        f"the run ended (status {proc.returncode}) before it could be killed: "
+                        f"{(tmp_path / 'stderr.txt').read_text()}"
+                    )
                 rows = len(read_csv(out / "train.csv")) if (out / "train.csv").exists() else 0
                 if (out / CHECKPOINT).exists() and rows >= 2:
                     break
@@ -295,15 +341,23 @@ def _one_error_line(stderr: str, field: str) -> None:
     assert "Traceback" not in stderr
 
 
-@pytest.mark.parametrize("args, field", [
-    (["--task", "walker-run"], "task: 'walker-run' is not one of"),
-    (["--method", "dbc"], "method: 'dbc' is not one of"),
-    (["--beta", "-1"], "beta: -1.0 is not a non-negative"),
-    (["--batch-size", "8", "--buffer-size", "4"], "batch_size: 8 exceeds buffer_size 4"),
-])
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["--task", "walker-run"], "task: 'walker-run' is not one of"),
+        (["--method", "dbc"], "method: 'dbc' is not one of"),
+        (["--beta", "-1"], "beta: -1.0 is not a non-negative"),
+        (["--batch-size", "8", "--buffer-size", "4"], "batch_size: 8 exceeds buffer_size 4"),
+    ],
+)
 def test_bad_arguments_exit_2_with_one_line(tmp_path, args, field):
-    proc = subprocess.run([sys.executable, "-m", "agents.train", *args, "--out", str(tmp_path / "run")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agents.train", *args, "--out", str(tmp_path / "run")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and proc.stdout == ""
     _one_error_line(proc.stderr, field)
     assert not (tmp_path / "run").exists()

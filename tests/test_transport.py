@@ -33,7 +33,7 @@ def test_values_and_plans_match_pot():
     Xs = sp.csr_matrix(X)
     for p in (1, 2):
         values, plans = optimal_transport(Xs, src, Xs, dst, d, p=p, plans=True)
-        expected = np.array([ot.emd2(X[a], X[b], d ** p) for a, b in zip(src, dst)]) ** (1 / p)
+        expected = np.array([ot.emd2(X[a], X[b], d**p) for a, b in zip(src, dst)]) ** (1 / p)
         np.testing.assert_allclose(values, expected, atol=1e-12)
         # Each plan is a coupling of its pair and attains the value.
         for k in range(len(src)):
@@ -42,7 +42,7 @@ def test_values_and_plans_match_pot():
             np.add.at(g, (plans.i[sel], plans.j[sel]), plans.mass[sel])
             np.testing.assert_allclose(g.sum(1), X[src[k]], atol=1e-12)
             np.testing.assert_allclose(g.sum(0), X[dst[k]], atol=1e-12)
-        np.testing.assert_allclose(plan_costs(plans, d ** p, len(src)) ** (1 / p), values, atol=1e-12)
+        np.testing.assert_allclose(plan_costs(plans, d**p, len(src)) ** (1 / p), values, atol=1e-12)
 
 
 def test_nonzero_diagonal_ground_is_not_shortcut():
@@ -69,8 +69,9 @@ def test_compiled_simplex_values_and_plans_agree_with_pot():
 
 def test_empty_histograms_cost_nothing():
     X = sp.csr_matrix(np.array([[0.0, 0.0], [0.5, 0.5]]))
-    values, plans = optimal_transport(X, [0, 1], X, [0, 1], np.ones((2, 2)) - np.eye(2), plans=True,
-                                      zero_diagonal=False)
+    values, plans = optimal_transport(
+        X, [0, 1], X, [0, 1], np.ones((2, 2)) - np.eye(2), plans=True, zero_diagonal=False
+    )
     assert values[0] == 0.0 and values[1] == 0.0 and len(plans.problem) == len(plans.mass)
 
 
@@ -103,7 +104,7 @@ def test_shared_mass_reduction_is_exact_for_metrics(monkeypatch):
     assert terms._shared_mass_pays()
     d = solve(mdp, "pi").distances  # a pseudometric
     reduced, _ = terms.costs(d)
-    monkeypatch.setattr(ops, "SHARED_MASS_MIN_SUPPORT", 10 ** 9)
+    monkeypatch.setattr(ops, "SHARED_MASS_MIN_SUPPORT", 10**9)
     full, _ = transport_terms(mdp, "pi").costs(d)
     np.testing.assert_allclose(reduced, full, atol=1e-12)
     # Not a metric: the reduction is skipped, so values still match full problems solved by POT.

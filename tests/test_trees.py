@@ -22,6 +22,7 @@ def test_child_imports_the_trees_package(tmp_path, monkeypatch):
     package.mkdir()
     (package / "__init__.py").write_text("WHERE = 'tree'\n")
     code = "import bisimkit; print(bisimkit.WHERE, bisimkit.__file__)"
-    out = subprocess.run([sys.executable, "-c", code], env=tree_env(tmp_path), cwd=tmp_path, capture_output=True,
-                         text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=tree_env(tmp_path), cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out[0] == "tree" and Path(out[1]).parent == package

@@ -29,8 +29,12 @@ def test_a_new_failure_is_a_surprise(tmp_path, monkeypatch):
     """A claim that is no established finding failing makes the job exit 1 and is listed."""
     from validation import claims as C, verify_plan
 
-    broken = [C.Claim(**{**c.__dict__, "check": (lambda fp: C.Outcome(False, -1.0, "made to fail"))})
-              if c.label == "C3" else c for c in V.ALL_CLAIMS]
+    broken = [
+        C.Claim(**{**c.__dict__, "check": (lambda fp: C.Outcome(False, -1.0, "made to fail"))})
+        if c.label == "C3"
+        else c
+        for c in V.ALL_CLAIMS
+    ]
     monkeypatch.setattr(verify_plan, "ALL_CLAIMS", broken)  # where the plan picks them
     report = V.verify(out=tmp_path, cases=1, claims=["C3"], figures=False, progress=False, shrink_examples=0)
     assert report["exit_status"] == 1 and report["surprises"] and "C3 on" in report["surprises"][0]
@@ -41,8 +45,12 @@ def test_a_finding_that_stops_reproducing_is_a_surprise(tmp_path, monkeypatch):
     """Strict: if C4's witness does not break C4, the job exits 1 and says which finding."""
     from validation import findings as F
 
-    fixed = [F.Finding(**{**f.__dict__, "witness": F.two_absorbing_states, "witness_name": "absorbing"})
-             if f.label == "C4" else f for f in F.FINDINGS]
+    fixed = [
+        F.Finding(**{**f.__dict__, "witness": F.two_absorbing_states, "witness_name": "absorbing"})
+        if f.label == "C4"
+        else f
+        for f in F.FINDINGS
+    ]
     monkeypatch.setattr(F, "FINDINGS", fixed)
     report = V.verify(out=tmp_path, cases=1, claims=["C4"], figures=False, progress=False, shrink_examples=0)
     assert report["exit_status"] == 1
@@ -66,8 +74,9 @@ def test_resume_skips_finished_families(tmp_path, monkeypatch):
 
 
 def test_cli_rejects_unknown_claim():
-    proc = subprocess.run([sys.executable, "-m", "bisimkit", "verify", "--claims", "C99"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bisimkit", "verify", "--claims", "C99"], capture_output=True, text=True
+    )
     assert proc.returncode == 2 and "unknown claim 'C99'" in proc.stderr and "Traceback" not in proc.stderr
 
 

@@ -61,7 +61,7 @@ def test_a_state_is_resumed_only_under_its_key(tmp_path):
     state["families"]["random-dense"] = {"done": True}
     save_state(plan, state)
     assert load_state(plan, resume=True) == state and load_state(plan, resume=False)["families"] == {}
-    other = plan_run(tmp_path / "run", 2, 1, ["C1"], quick=True)   # another seed: another key
+    other = plan_run(tmp_path / "run", 2, 1, ["C1"], quick=True)  # another seed: another key
     assert other.key != plan.key and load_state(other, resume=True)["families"] == {}
 
 

@@ -23,9 +23,11 @@ def test_a_failing_row_and_a_finding_that_did_not_reproduce_are_surprises():
     held, failed = rows()
     lost = WitnessResult(FINDINGS[0], reproduced=False, detail="held")
     found = surprises([held, failed], [lost, WitnessResult(FINDINGS[0], True, "")])
-    assert found == [f"{failed.label} on random-sparse: {failed.status} (1/2 cases; off by 0.25)",
-                     f"{FINDINGS[0].label}: the established finding did not reproduce on its witness "
-                     f"'{FINDINGS[0].witness_name}' (held)"]
+    assert found == [
+        f"{failed.label} on random-sparse: {failed.status} (1/2 cases; off by 0.25)",
+        f"{FINDINGS[0].label}: the established finding did not reproduce on its witness "
+        f"'{FINDINGS[0].witness_name}' (held)",
+    ]
     assert surprises([held], []) == []
 
 
@@ -45,9 +47,17 @@ def test_one_verdict_per_claim():
 
 
 def report_of(rows_, surprises_=()):
-    return {"config": {"cases": 2, "seed": 0}, "seconds": 1.0, "phase_seconds": {"claims": 1.0},
-            "exit_status": 1 if surprises_ else 0, "verdicts": verdicts(rows_), "surprises": list(surprises_),
-            "rows": [r.to_json() for r in rows_], "figures": [], "losses": {"skipped": "skipped: no torch"}}
+    return {
+        "config": {"cases": 2, "seed": 0},
+        "seconds": 1.0,
+        "phase_seconds": {"claims": 1.0},
+        "exit_status": 1 if surprises_ else 0,
+        "verdicts": verdicts(rows_),
+        "surprises": list(surprises_),
+        "rows": [r.to_json() for r in rows_],
+        "figures": [],
+        "losses": {"skipped": "skipped: no torch"},
+    }
 
 
 def test_the_markdown_and_the_console_say_the_exit_status():

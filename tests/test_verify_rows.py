@@ -47,8 +47,9 @@ def test_a_case_round_trips_with_a_named_or_a_matrix_ground():
         assert np.array_equal(np.asarray(back.ground, dtype=object), np.asarray(ground, dtype=object))
 
 
-OUTCOMES = st.lists(st.tuples(st.booleans(), st.sampled_from([-2.0, -1.0, 0.0, 0.5, math.inf]),
-                              st.integers(2, 5)), max_size=8)
+OUTCOMES = st.lists(
+    st.tuples(st.booleans(), st.sampled_from([-2.0, -1.0, 0.0, 0.5, math.inf]), st.integers(2, 5)), max_size=8
+)
 
 
 @given(OUTCOMES, st.integers(0, 8))

@@ -74,14 +74,23 @@ def with_timing_of(report: dict, other: dict) -> dict:
     out.update(seconds=other["seconds"], phase_seconds=other["phase_seconds"])
     out["rows"] = [{**row, "seconds": o["seconds"]} for row, o in zip(report["rows"], other["rows"])]
     if "seconds" in report["losses"]:
-        out["losses"] = {**report["losses"], "seconds": other["losses"]["seconds"], "runs": [
-            {**run, "seconds": o["seconds"]} for run, o in zip(report["losses"]["runs"], other["losses"]["runs"])]}
+        out["losses"] = {
+            **report["losses"],
+            "seconds": other["losses"]["seconds"],
+            "runs": [
+                {**run, "seconds": o["seconds"]} for run, o in zip(report["losses"]["runs"], other["losses"]["runs"])
+            ],
+        }
     return out
 
 
 def without_timing(report: dict) -> dict:
-    zero = {"seconds": 0.0, "phase_seconds": {}, "rows": [{"seconds": 0.0}] * len(report["rows"]),
-            "losses": {"seconds": 0.0, "runs": [{"seconds": 0.0}] * len(report["losses"].get("runs", []))}}
+    zero = {
+        "seconds": 0.0,
+        "phase_seconds": {},
+        "rows": [{"seconds": 0.0}] * len(report["rows"]),
+        "losses": {"seconds": 0.0, "runs": [{"seconds": 0.0}] * len(report["losses"].get("runs", []))},
+    }
     return with_timing_of(report, zero)
 
 
@@ -108,8 +117,7 @@ def assert_same_figures(got, want) -> None:
             assert a[key].dtype == b[key].dtype and np.array_equal(a[key], b[key]), (part, key)
 
 
-def test_local_shards_three_strikes_then_a_rerun_merges_into_the_single_process_report(single, tmp_path,
-                                                                                        monkeypatch):
+def test_local_shards_three_strikes_then_a_rerun_merges_into_the_single_process_report(single, tmp_path, monkeypatch):
     """Shard 1 fails on every attempt, shard 2 on its first: shard 1 is named after its third
     failure (exit status 1); the rerun runs shard 1 only, and the report, counterexamples and
     figure values are the single process's."""
@@ -117,8 +125,10 @@ def test_local_shards_three_strikes_then_a_rerun_merges_into_the_single_process_
     monkeypatch.setenv(FAULT_ENV, "1,2:1")
     report = verify_sharded(out=tmp_path, figures=Recorder(), executor="local", jobs=2, **SETTINGS)
     assert report["exit_status"] == 1
-    assert [(s["shard"], s["status"], s["attempts"]) for s in report["shards"]["shards"]] == \
-        [("1 of 2", "failed", MAX_ATTEMPTS), ("2 of 2", "done", 2)]
+    assert [(s["shard"], s["status"], s["attempts"]) for s in report["shards"]["shards"]] == [
+        ("1 of 2", "failed", MAX_ATTEMPTS),
+        ("2 of 2", "done", 2),
+    ]
     assert report["shards"]["failed"][0]["error"] == f"RuntimeError: injected fault ({FAULT_ENV}=1,2:1, attempt 3)"
     line = f"shard 1 of 2 (cases 0-0 of each generated family) failed {MAX_ATTEMPTS} times, its results are missing"
     assert [s for s in report["surprises"] if s.startswith(line)]
@@ -166,12 +176,14 @@ def test_shards_draw_the_cases_a_single_run_draws(monkeypatch):
     and the first block is the stream [seed, family] a run has always drawn from."""
     monkeypatch.setattr(V, "CASE_BLOCK", 3)
     whole = V.family_cases("random-sparse", 8, 5)
-    parts = [c for start, stop in ((0, 2), (2, 7), (7, 8)) for c in V.family_cases("random-sparse", 8, 5,
-                                                                                     start=start, stop=stop)]
+    parts = [
+        c
+        for start, stop in ((0, 2), (2, 7), (7, 8))
+        for c in V.family_cases("random-sparse", 8, 5, start=start, stop=stop)
+    ]
     assert [c.mdp.to_dict() for c in parts] == [c.mdp.to_dict() for c in whole]
     rng = np.random.default_rng([5, list(FAMILIES).index("random-sparse")])
-    assert [FAMILIES["random-sparse"].make(rng).mdp.to_dict() for _ in range(3)] == \
-        [c.mdp.to_dict() for c in whole[:3]]
+    assert [FAMILIES["random-sparse"].make(rng).mdp.to_dict() for _ in range(3)] == [c.mdp.to_dict() for c in whole[:3]]
     assert whole[3].mdp.to_dict() != FAMILIES["random-sparse"].make(rng).mdp.to_dict()  # block 1: its own stream
 
 
@@ -187,12 +199,15 @@ def test_merge_of_no_shards_has_no_rows(tmp_path):
 
 
 # ------------------------------------------------------------------ bad input
-@pytest.mark.parametrize("args, message", [
-    (["--executor", "pbs"], "argument --executor: invalid choice: 'pbs'"),
-    (["--jobs", "2"], "--jobs: applies with an executor only"),
-    (["--executor", "local", "--jobs", "0"], "--jobs: 0 is not a positive integer"),
-    (["--executor", "local", "--mdp", "chain"], "--executor: applies to the generated families only"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--executor", "pbs"], "argument --executor: invalid choice: 'pbs'"),
+        (["--jobs", "2"], "--jobs: applies with an executor only"),
+        (["--executor", "local", "--jobs", "0"], "--jobs: 0 is not a positive integer"),
+        (["--executor", "local", "--mdp", "chain"], "--executor: applies to the generated families only"),
+    ],
+)
 def test_bad_cluster_options_are_one_line_exit_2(args, message, tmp_path, capsys):
     assert main(["verify", "--out", str(tmp_path / "out"), "--quiet", *args]) == 2
     err = capsys.readouterr().err
@@ -204,8 +219,10 @@ def test_missing_submitit_names_the_extra(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "submitit", None)  # import submitit raises ModuleNotFoundError
     assert main(["verify", "--out", str(tmp_path / "out"), "--executor", "local", "--no-figures"]) == 2
     err = capsys.readouterr().err
-    assert err == ("bisimkit: error: --executor: submitit is not installed; it comes with the 'cluster' extra: "
-                   "pip install -e '.[cluster]'\n")
+    assert err == (
+        "bisimkit: error: --executor: submitit is not installed; it comes with the 'cluster' extra: "
+        "pip install -e '.[cluster]'\n"
+    )
     assert not (tmp_path / "out").exists()
 
 

@@ -24,6 +24,7 @@ def video_cache(tmp_path_factory):
 
 def test_splits_are_disjoint_and_match_distracting_control():
     from agents.compat import distracting_control
+
     background = distracting_control().background
     train, held_out = V.split_videos("train"), V.split_videos("eval")
     assert len(train) == 2 and len(held_out) == 30 and not set(train) & set(held_out)
@@ -43,6 +44,7 @@ def test_procedural_video_is_deterministic_by_seed():
 
 def test_procedural_folder_has_davis_layout(video_cache):
     import json
+
     manifest = json.loads((video_cache / V.MANIFEST).read_text())
     assert manifest["videos"] == list(V.TRAIN_VIDEOS + V.EVAL_VIDEOS)
     for name in V.TRAIN_VIDEOS + V.EVAL_VIDEOS:

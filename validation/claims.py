@@ -64,8 +64,14 @@ class FixedPoints:
             return ground
         return "user"
 
-    def solution(self, metric: str, ground: Ground | None = None, full_diagonal: bool = False,
-                 order: str | tuple = "index", action_order: str | tuple = "index"):
+    def solution(
+        self,
+        metric: str,
+        ground: Ground | None = None,
+        full_diagonal: bool = False,
+        order: str | tuple = "index",
+        action_order: str | tuple = "index",
+    ):
         """The :class:`~bisimkit.solvers.Solution` of ``metric`` (eps family: ``ground``, default
         the case's); ``full_diagonal`` solves for d(s, s) as well instead of taking it as 0;
         ``order`` / ``action_order``: a name or a permutation tuple (:mod:`bisimkit.order`)."""
@@ -77,16 +83,25 @@ class FixedPoints:
             with warnings.catch_warnings():  # cases with a vanishing ground are checked on purpose, and each
                 warnings.simplefilter("ignore", ZeroGroundWarning)  # check reads certified_error and notes
                 warnings.simplefilter("ignore", PrecisionWarning)  # a solve that missed its tolerance
-                self._d[key] = solve(self.case.mdp, metric, ground=ground, tol=SOLVE_TOL,
-                                     full_diagonal=full_diagonal,
-                                     order=list(order) if isinstance(order, tuple) else order,
-                                     action_order=(list(action_order) if isinstance(action_order, tuple)
-                                                   else action_order))
+                self._d[key] = solve(
+                    self.case.mdp,
+                    metric,
+                    ground=ground,
+                    tol=SOLVE_TOL,
+                    full_diagonal=full_diagonal,
+                    order=list(order) if isinstance(order, tuple) else order,
+                    action_order=(list(action_order) if isinstance(action_order, tuple) else action_order),
+                )
             self.solve_seconds += time.perf_counter() - t
         return self._d[key]
 
-    def d(self, metric: str, ground: Ground | None = None, order: str | tuple = "index",
-          action_order: str | tuple = "index") -> np.ndarray:
+    def d(
+        self,
+        metric: str,
+        ground: Ground | None = None,
+        order: str | tuple = "index",
+        action_order: str | tuple = "index",
+    ) -> np.ndarray:
         """Fixed point of ``metric`` as an n x n matrix (under the given orders)."""
         return self.solution(metric, ground, order=order, action_order=action_order).distances
 
@@ -169,13 +184,17 @@ def check_c3(fp: FixedPoints) -> Outcome:
     """C3: d_eps(reward) >= d_pi, d_eps(policy) >= d_psm; E_eps inside E_pi and E_psm."""
     m1 = float(np.min(fp.d("eps", "reward") - fp.d("pi")))
     m2 = float(np.min(fp.d("eps", "policy") - fp.d("psm")))
-    inc = _refines(fp.relation("eps", "reward"), fp.relation("pi")) and \
-        _refines(fp.relation("eps", "policy"), fp.relation("psm"))
+    inc = _refines(fp.relation("eps", "reward"), fp.relation("pi")) and _refines(
+        fp.relation("eps", "policy"), fp.relation("psm")
+    )
     margin = min(m1, m2)
     held = margin >= -ATOL and inc
-    return Outcome(held, margin if inc else min(margin, -1.0),
-                   f"min(d_eps_r - d_pi) = {m1:.3g}, min(d_eps_p - d_psm) = {m2:.3g}"
-                   + ("" if inc else "; relation inclusion fails"))
+    return Outcome(
+        held,
+        margin if inc else min(margin, -1.0),
+        f"min(d_eps_r - d_pi) = {m1:.3g}, min(d_eps_p - d_psm) = {m2:.3g}"
+        + ("" if inc else "; relation inclusion fails"),
+    )
 
 
 def check_c4(fp: FixedPoints, reading: str = "class-mass") -> Outcome:
@@ -235,9 +254,11 @@ def check_c6(fp: FixedPoints) -> Outcome:
     ind = independent_cells(pi, states.s, pi, states.t)
     Gi = ground_values(mdp, fp.case.ground, ind.problem, ind.i, ind.problem, ind.j)
     indep = float(np.max(np.bincount(ind.problem, weights=ind.mass * Gi, minlength=mdp.n_states)))
-    return Outcome(worst <= ATOL, -worst,
-                   f"max |sample| = {worst:.3g} over {len(samples)} samples; "
-                   f"independent E[G] at (z,z) up to {indep:.3g}")
+    return Outcome(
+        worst <= ATOL,
+        -worst,
+        f"max |sample| = {worst:.3g} over {len(samples)} samples; independent E[G] at (z,z) up to {indep:.3g}",
+    )
 
 
 def check_c7_pair(p: np.ndarray, q: np.ndarray) -> Outcome:
@@ -246,8 +267,7 @@ def check_c7_pair(p: np.ndarray, q: np.ndarray) -> Outcome:
     cells = entangled_cells(X, np.array([0]), X, np.array([1]))
     m = len(p)
     bound = min(2 * m - 1, int((p > 0).sum() + (q > 0).sum() - 1))
-    return Outcome(len(cells) <= bound, float(bound - len(cells)),
-                   f"{len(cells)} cells, bound {bound} (m = {m})")
+    return Outcome(len(cells) <= bound, float(bound - len(cells)), f"{len(cells)} cells, bound {bound} (m = {m})")
 
 
 def check_c7(fp: FixedPoints) -> Outcome:
@@ -291,9 +311,12 @@ def check_c8(fp: FixedPoints) -> Outcome:
     psm_due = stochastic & np.array([bool(np.any(psm[np.ix_(r, r)] > ZERO)) for r in reach])
     values = np.concatenate([np.diag(dbc)[dbc_due], np.diag(psm)[psm_due]])
     margin = float(values.min()) if values.size else np.inf
-    return Outcome(margin > ZERO, margin,
-                   f"{int(stochastic.sum())} stochastic states; d(s,s) > 0 due at {int(dbc_due.sum())} (dbc-sampled), "
-                   f"{int(psm_due.sum())} (psm-sampled); smallest {margin:.3g}")
+    return Outcome(
+        margin > ZERO,
+        margin,
+        f"{int(stochastic.sum())} stochastic states; d(s,s) > 0 due at {int(dbc_due.sum())} (dbc-sampled), "
+        f"{int(psm_due.sum())} (psm-sampled); smallest {margin:.3g}",
+    )
 
 
 def check_c9(fp: FixedPoints) -> Outcome:
@@ -349,8 +372,10 @@ def c11_orders(fp: FixedPoints) -> tuple[list[tuple[int, ...]], list[tuple[int, 
         digest = np.frombuffer(mdp.transitions.tobytes()[:4096] + mdp.rewards.tobytes()[:4096], dtype=np.uint8)
         rng = np.random.default_rng([int(digest.sum()), mdp.n_states, mdp.n_actions])
         k = len(mdp.state_shape) if mdp.state_shape is not None else mdp.n_states
-        fp._rel["c11"] = (_random_orders(k, C11_STATE_ORDERS, rng),
-                          _random_orders(mdp.n_actions, C11_ACTION_ORDERS, rng))
+        fp._rel["c11"] = (
+            _random_orders(k, C11_STATE_ORDERS, rng),
+            _random_orders(mdp.n_actions, C11_ACTION_ORDERS, rng),
+        )
     return fp._rel["c11"]
 
 
@@ -388,8 +413,11 @@ def order_spreads(fp: FixedPoints) -> tuple[float, float]:
     action orders (0 where there is nothing to relabel)."""
     states, actions = c11_orders(fp)
     state = _spread([fp.d("eps-bar")] + [fp.d("eps-bar", order=o) for o in states]) if states else 0.0
-    action = max((_spread([fp.d(m)] + [fp.d(m, action_order=a) for a in actions]) for m in ("eps", "eps-bar")),
-                 default=0.0) if actions else 0.0
+    action = (
+        max((_spread([fp.d(m)] + [fp.d(m, action_order=a) for a in actions]) for m in ("eps", "eps-bar")), default=0.0)
+        if actions
+        else 0.0
+    )
     return state, action
 
 
@@ -406,9 +434,12 @@ def check_c11_class_contiguous(fp: FixedPoints) -> Outcome:
     eps_spread = _spread([fp.d("eps"), fp.d("eps", order=states[0])]) if states else 0.0
     margin = -max(worst, eps_spread)
     grid = " (grid flattened)" if fp.case.mdp.state_shape is not None else ""
-    return Outcome(margin >= -ATOL, margin,
-                   f"class-contiguous{grid}: max d_bar on E_eps = {worst:.3g} ({where}, "
-                   f"{1 + len(actions)} action orders); d_eps spread over a relabelling = {eps_spread:.3g}")
+    return Outcome(
+        margin >= -ATOL,
+        margin,
+        f"class-contiguous{grid}: max d_bar on E_eps = {worst:.3g} ({where}, "
+        f"{1 + len(actions)} action orders); d_eps spread over a relabelling = {eps_spread:.3g}",
+    )
 
 
 def _relabel_ground(ground: Ground, actions: tuple[int, ...], mdp) -> Ground:
@@ -436,9 +467,11 @@ def check_c11_action_order(fp: FixedPoints) -> Outcome:
         return Outcome(True, 0.0, "one action: nothing to relabel")
     spreads = {m: _spread([fp.d(m)] + [fp.d(m, action_order=a) for a in actions]) for m in ("eps", "eps-bar")}
     spread = max(spreads.values())
-    return Outcome(spread <= ATOL, -spread,
-                   f"spread over {1 + len(actions)} action orders: d_eps {spreads['eps']:.3g}, "
-                   f"d_eps-bar {spreads['eps-bar']:.3g}")
+    return Outcome(
+        spread <= ATOL,
+        -spread,
+        f"spread over {1 + len(actions)} action orders: d_eps {spreads['eps']:.3g}, d_eps-bar {spreads['eps-bar']:.3g}",
+    )
 
 
 def check_c10_eps_ge_avg(fp: FixedPoints) -> Outcome:
@@ -484,47 +517,145 @@ class Claim:
 GENERAL = ("random-dense", "random-sparse", "deterministic", "planted", "product-grid", "non-interchangeable")
 
 CLAIMS: list[Claim] = [
-    Claim("C1", "fixed points of bisim, pi, psm, dbc, eps, eps-avg, eps-bar are pseudometrics",
-          "Thm 4.1, 4.3, 4.5", check_c1, GENERAL + ("examples",)),
-    Claim("C2", "zero sets of d_pi, d_bisim, d_eps equal E_pi, E_bisim, E_eps (E_eps: equal class masses)",
-          "Thm 4.1, 4.3", check_c2, GENERAL + ("examples",), unit="pairs"),
-    Claim("C2", "zero set of d_eps equals E_eps read literally (identical transition laws, Def. 4.3)",
-          "Thm 4.3", check_c2_literal, GENERAL + ("examples",), asserted=False, reading="literal", unit="pairs"),
-    Claim("C3", "d_eps(reward) >= d_pi, d_eps(policy) >= d_psm; E_eps within E_pi and E_psm", "Lemma 4.4",
-          check_c3, GENERAL + ("examples",)),
-    Claim("C4", "d_eps-bar >= d_eps, d_eps-bar = 0 on E_eps (equal class masses) and on the diagonal",
-          "Thm 4.5", check_c4, GENERAL + ("examples",)),
-    Claim("C4", "as C4 with E_eps read literally (identical transition laws, Def. 4.3)",
-          "Thm 4.5", check_c4_literal, GENERAL + ("examples",), asserted=False, reading="literal"),
-    Claim("C5", "d_eps-bar = d_eps under coordinate independence and separable convex (Monge) d",
-          "Thm 4.5", check_c5, ("monotone-product",)),
-    Claim("C5", "gap d_eps-bar - d_eps when the tightness hypotheses fail", "Thm 4.5 (converse, not asserted)",
-          check_c5, ("correlated-grid", "non-monotone-product", "product-grid"), asserted=False, expect="gap",
-          reading="hypotheses fail"),
-    Claim("C6", "every entangled sample at (z, z) is 0; E_ge G(z,a,z,a') = 0", "Eq. 12",
-          check_c6, GENERAL + ("examples",)),
-    Claim("C7", "entangled coupling of two m-atom histograms has at most 2m - 1 cells", "footnote",
-          check_c7, GENERAL, unit="cells"),
-    Claim("C8", "sampled DBC and PSM fixed points have d(s,s) > 0 under stochastic policies", "Sec. 4",
-          check_c8, ("random-dense", "random-sparse", "product-grid", "non-interchangeable")),
-    Claim("C9", "Jensen: sum ge G_reward >= |dRpi|; entangled W1 average >= policy-averaged W1",
-          "Lemma 4.4 proof", check_c9, GENERAL + ("examples",)),
-    Claim("C10", "d_eps >= d_eps-avg (main-text operator above the appendix one)", "Thm 4.3 text vs appendix",
-          check_c10_eps_ge_avg, GENERAL + ("examples",), asserted=False,
-          note="Ordering that always holds: d_eps >= d_eps-avg (Jensen on the W1 term, C9); "
-               "the reverse fails (counterexample saved); they coincide for deterministic policies"),
-    Claim("C10", "d_eps-avg >= d_eps (appendix operator above the main-text one)", "Thm 4.3 text vs appendix",
-          check_c10_avg_ge_eps, GENERAL + ("examples",), asserted=False, reading="reverse"),
-    Claim("C11", "with the states of each E_eps class numbered consecutively, d_eps-bar = 0 on E_eps under every "
-          "action order tried; d_eps does not depend on the state order",
-          "project finding (the paper is silent on order)",
-          check_c11_class_contiguous, GENERAL + ("examples",), asserted=False, reading="class-contiguous"),
-    Claim("C11", "spread of d_eps-bar over random state orders (grids: coordinate orders)",
-          "project finding (the paper is silent on order)", check_c11_state_order, GENERAL + ("examples",),
-          asserted=False, expect="varies", reading="state order"),
-    Claim("C11", "spread of d_eps and d_eps-bar over random action orders",
-          "project finding (the paper is silent on order)", check_c11_action_order, GENERAL + ("examples",),
-          asserted=False, expect="varies", reading="action order"),
+    Claim(
+        "C1",
+        "fixed points of bisim, pi, psm, dbc, eps, eps-avg, eps-bar are pseudometrics",
+        "Thm 4.1, 4.3, 4.5",
+        check_c1,
+        GENERAL + ("examples",),
+    ),
+    Claim(
+        "C2",
+        "zero sets of d_pi, d_bisim, d_eps equal E_pi, E_bisim, E_eps (E_eps: equal class masses)",
+        "Thm 4.1, 4.3",
+        check_c2,
+        GENERAL + ("examples",),
+        unit="pairs",
+    ),
+    Claim(
+        "C2",
+        "zero set of d_eps equals E_eps read literally (identical transition laws, Def. 4.3)",
+        "Thm 4.3",
+        check_c2_literal,
+        GENERAL + ("examples",),
+        asserted=False,
+        reading="literal",
+        unit="pairs",
+    ),
+    Claim(
+        "C3",
+        "d_eps(reward) >= d_pi, d_eps(policy) >= d_psm; E_eps within E_pi and E_psm",
+        "Lemma 4.4",
+        check_c3,
+        GENERAL + ("examples",),
+    ),
+    Claim(
+        "C4",
+        "d_eps-bar >= d_eps, d_eps-bar = 0 on E_eps (equal class masses) and on the diagonal",
+        "Thm 4.5",
+        check_c4,
+        GENERAL + ("examples",),
+    ),
+    Claim(
+        "C4",
+        "as C4 with E_eps read literally (identical transition laws, Def. 4.3)",
+        "Thm 4.5",
+        check_c4_literal,
+        GENERAL + ("examples",),
+        asserted=False,
+        reading="literal",
+    ),
+    Claim(
+        "C5",
+        "d_eps-bar = d_eps under coordinate independence and separable convex (Monge) d",
+        "Thm 4.5",
+        check_c5,
+        ("monotone-product",),
+    ),
+    Claim(
+        "C5",
+        "gap d_eps-bar - d_eps when the tightness hypotheses fail",
+        "Thm 4.5 (converse, not asserted)",
+        check_c5,
+        ("correlated-grid", "non-monotone-product", "product-grid"),
+        asserted=False,
+        expect="gap",
+        reading="hypotheses fail",
+    ),
+    Claim(
+        "C6", "every entangled sample at (z, z) is 0; E_ge G(z,a,z,a') = 0", "Eq. 12", check_c6, GENERAL + ("examples",)
+    ),
+    Claim(
+        "C7",
+        "entangled coupling of two m-atom histograms has at most 2m - 1 cells",
+        "footnote",
+        check_c7,
+        GENERAL,
+        unit="cells",
+    ),
+    Claim(
+        "C8",
+        "sampled DBC and PSM fixed points have d(s,s) > 0 under stochastic policies",
+        "Sec. 4",
+        check_c8,
+        ("random-dense", "random-sparse", "product-grid", "non-interchangeable"),
+    ),
+    Claim(
+        "C9",
+        "Jensen: sum ge G_reward >= |dRpi|; entangled W1 average >= policy-averaged W1",
+        "Lemma 4.4 proof",
+        check_c9,
+        GENERAL + ("examples",),
+    ),
+    Claim(
+        "C10",
+        "d_eps >= d_eps-avg (main-text operator above the appendix one)",
+        "Thm 4.3 text vs appendix",
+        check_c10_eps_ge_avg,
+        GENERAL + ("examples",),
+        asserted=False,
+        note="Ordering that always holds: d_eps >= d_eps-avg (Jensen on the W1 term, C9); "
+        "the reverse fails (counterexample saved); they coincide for deterministic policies",
+    ),
+    Claim(
+        "C10",
+        "d_eps-avg >= d_eps (appendix operator above the main-text one)",
+        "Thm 4.3 text vs appendix",
+        check_c10_avg_ge_eps,
+        GENERAL + ("examples",),
+        asserted=False,
+        reading="reverse",
+    ),
+    Claim(
+        "C11",
+        "with the states of each E_eps class numbered consecutively, d_eps-bar = 0 on E_eps under every "
+        "action order tried; d_eps does not depend on the state order",
+        "project finding (the paper is silent on order)",
+        check_c11_class_contiguous,
+        GENERAL + ("examples",),
+        asserted=False,
+        reading="class-contiguous",
+    ),
+    Claim(
+        "C11",
+        "spread of d_eps-bar over random state orders (grids: coordinate orders)",
+        "project finding (the paper is silent on order)",
+        check_c11_state_order,
+        GENERAL + ("examples",),
+        asserted=False,
+        expect="varies",
+        reading="state order",
+    ),
+    Claim(
+        "C11",
+        "spread of d_eps and d_eps-bar over random action orders",
+        "project finding (the paper is silent on order)",
+        check_c11_action_order,
+        GENERAL + ("examples",),
+        asserted=False,
+        expect="varies",
+        reading="action order",
+    ),
 ]
 
 

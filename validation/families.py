@@ -67,9 +67,17 @@ def _shift_law(size: int, x: int, q: np.ndarray) -> np.ndarray:
     return law
 
 
-def factored_grid_case(shape: tuple[int, int], m: int, discount: float, policy_row: np.ndarray,
-                       kernels: list[np.ndarray], levels: list[np.ndarray], weights: np.ndarray,
-                       mix: np.ndarray | None = None, note: str = "") -> Case:
+def factored_grid_case(
+    shape: tuple[int, int],
+    m: int,
+    discount: float,
+    policy_row: np.ndarray,
+    kernels: list[np.ndarray],
+    levels: list[np.ndarray],
+    weights: np.ndarray,
+    mix: np.ndarray | None = None,
+    note: str = "",
+) -> Case:
     """A grid MDP whose coordinate i moves by ``kernels[i][a, z_i]`` (a law over
     that coordinate) independently of the others; ``mix`` (per (s, a) weight of a
     correlated 'both coordinates move together' law) breaks coordinate independence."""
@@ -126,8 +134,9 @@ def monotone_product_case(rng: np.random.Generator, correlated: bool = False, mo
     weights = rng.random(2) + 0.2
     mix = rng.random((shape[0] * shape[1], m)) * 0.8 if correlated else None
     note = "correlated" if correlated else ("monotone" if monotone else "non-monotone")
-    return factored_grid_case(shape, m, float(rng.choice([0.5, 0.8, 0.9])), rng.dirichlet(np.ones(m)),
-                              kernels, levels, weights, mix, note)
+    return factored_grid_case(
+        shape, m, float(rng.choice([0.5, 0.8, 0.9])), rng.dirichlet(np.ones(m)), kernels, levels, weights, mix, note
+    )
 
 
 @st.composite
@@ -150,13 +159,19 @@ def monotone_product_cases(draw, correlated: bool = False, monotone: bool = True
             for x in range(size):
                 K[a, x] = _shift_law(size, x, q) if monotone else hist(size)
         kernels.append(K)
-    levels = [np.cumsum(draw(st.lists(st.integers(0, 2), min_size=size, max_size=size))).astype(float)
-              for size in shape]
+    levels = [
+        np.cumsum(draw(st.lists(st.integers(0, 2), min_size=size, max_size=size))).astype(float) for size in shape
+    ]
     weights = np.array(draw(st.lists(st.integers(1, 2), min_size=2, max_size=2)), float)
     mix = None
     if correlated:
-        mix = np.array(draw(st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=shape[0] * shape[1] * m,
-                                     max_size=shape[0] * shape[1] * m))).reshape(-1, m)
+        mix = np.array(
+            draw(
+                st.lists(
+                    st.sampled_from([0.0, 0.5, 1.0]), min_size=shape[0] * shape[1] * m, max_size=shape[0] * shape[1] * m
+                )
+            )
+        ).reshape(-1, m)
     note = "correlated" if correlated else ("monotone" if monotone else "non-monotone")
     return factored_grid_case(shape, m, draw(S.DISCOUNTS), hist(m, 1), kernels, levels, weights, mix, note)
 
@@ -167,8 +182,9 @@ def _sizes(rng):
 
 
 def _planted(rng) -> Case:
-    base = random_mdp(int(rng.integers(2, 5)), int(rng.integers(1, 3)), rng, discount=0.9, max_support=2,
-                      reward_levels=2)
+    base = random_mdp(
+        int(rng.integers(2, 5)), int(rng.integers(1, 3)), rng, discount=0.9, max_support=2, reward_levels=2
+    )
     mdp, origin = planted_bisimulation(base, int(rng.integers(2, 4)), rng)
     return Case(mdp, origin=origin)
 
@@ -177,40 +193,87 @@ def _planted_strategy():
     return S.planted_mdps().map(lambda pair: Case(pair[0], origin=pair[1]))
 
 
-FAMILIES: dict[str, Family] = {f.name: f for f in [
-    Family("random-dense", "published recipe: dense random transitions, Dirichlet policy",
-           lambda rng: Case(random_mdp(*_sizes(rng), rng, discount=0.9)),
-           lambda: S.finite_mdps(policy="stochastic").map(Case), frozenset({"stochastic"})),
-    Family("random-sparse", "at most 2 successors, 3 reward levels, Dirichlet policy",
-           lambda rng: Case(random_mdp(*_sizes(rng), rng, discount=0.9, max_support=2, reward_levels=3)),
-           lambda: S.finite_mdps(max_support=2, policy="stochastic").map(Case), frozenset({"stochastic"})),
-    Family("deterministic", "deterministic transitions and policy",
-           lambda rng: Case(random_mdp(*_sizes(rng), rng, discount=0.9, deterministic=True,
-                                       policy="deterministic", reward_levels=2)),
-           lambda: S.finite_mdps(deterministic=True, policy="deterministic").map(Case), frozenset()),
-    Family("planted", "copies of a smaller MDP: known bisimilar blocks",
-           _planted, _planted_strategy, frozenset({"planted"})),
-    Family("product-grid", "coordinate-independent random grid MDPs, reward ground",
-           lambda rng: Case(product_grid_mdp((int(rng.integers(2, 4)), int(rng.integers(2, 4))),
-                                             int(rng.integers(1, 3)), rng, discount=0.9, max_support=2)),
-           lambda: S.product_grid_mdps().map(Case), frozenset({"grid", "stochastic"})),
-    Family("non-interchangeable", "action labels permuted per state",
-           lambda rng: Case(non_interchangeable_mdp(*_sizes(rng), rng)),
-           lambda: S.non_interchangeable_mdps().map(Case), frozenset({"stochastic"})),
-    Family("monotone-product", "factored monotone grid, separable ground: tightness hypotheses hold",
-           lambda rng: monotone_product_case(rng), lambda: monotone_product_cases(),
-           frozenset({"grid", "tight"})),
-    Family("correlated-grid", "as monotone-product, but the coordinates move together: not coordinate independent",
-           lambda rng: monotone_product_case(rng, correlated=True), lambda: monotone_product_cases(correlated=True),
-           frozenset({"grid", "untight"})),
-    Family("non-monotone-product", "factored grid with separable ground but non-monotone kernels (d not Monge)",
-           lambda rng: monotone_product_case(rng, monotone=False), lambda: monotone_product_cases(monotone=False),
-           frozenset({"grid", "untight"})),
-]}
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in [
+        Family(
+            "random-dense",
+            "published recipe: dense random transitions, Dirichlet policy",
+            lambda rng: Case(random_mdp(*_sizes(rng), rng, discount=0.9)),
+            lambda: S.finite_mdps(policy="stochastic").map(Case),
+            frozenset({"stochastic"}),
+        ),
+        Family(
+            "random-sparse",
+            "at most 2 successors, 3 reward levels, Dirichlet policy",
+            lambda rng: Case(random_mdp(*_sizes(rng), rng, discount=0.9, max_support=2, reward_levels=3)),
+            lambda: S.finite_mdps(max_support=2, policy="stochastic").map(Case),
+            frozenset({"stochastic"}),
+        ),
+        Family(
+            "deterministic",
+            "deterministic transitions and policy",
+            lambda rng: Case(
+                random_mdp(*_sizes(rng), rng, discount=0.9, deterministic=True, policy="deterministic", reward_levels=2)
+            ),
+            lambda: S.finite_mdps(deterministic=True, policy="deterministic").map(Case),
+            frozenset(),
+        ),
+        Family(
+            "planted",
+            "copies of a smaller MDP: known bisimilar blocks",
+            _planted,
+            _planted_strategy,
+            frozenset({"planted"}),
+        ),
+        Family(
+            "product-grid",
+            "coordinate-independent random grid MDPs, reward ground",
+            lambda rng: Case(
+                product_grid_mdp(
+                    (int(rng.integers(2, 4)), int(rng.integers(2, 4))),
+                    int(rng.integers(1, 3)),
+                    rng,
+                    discount=0.9,
+                    max_support=2,
+                )
+            ),
+            lambda: S.product_grid_mdps().map(Case),
+            frozenset({"grid", "stochastic"}),
+        ),
+        Family(
+            "non-interchangeable",
+            "action labels permuted per state",
+            lambda rng: Case(non_interchangeable_mdp(*_sizes(rng), rng)),
+            lambda: S.non_interchangeable_mdps().map(Case),
+            frozenset({"stochastic"}),
+        ),
+        Family(
+            "monotone-product",
+            "factored monotone grid, separable ground: tightness hypotheses hold",
+            lambda rng: monotone_product_case(rng),
+            lambda: monotone_product_cases(),
+            frozenset({"grid", "tight"}),
+        ),
+        Family(
+            "correlated-grid",
+            "as monotone-product, but the coordinates move together: not coordinate independent",
+            lambda rng: monotone_product_case(rng, correlated=True),
+            lambda: monotone_product_cases(correlated=True),
+            frozenset({"grid", "untight"}),
+        ),
+        Family(
+            "non-monotone-product",
+            "factored grid with separable ground but non-monotone kernels (d not Monge)",
+            lambda rng: monotone_product_case(rng, monotone=False),
+            lambda: monotone_product_cases(monotone=False),
+            frozenset({"grid", "untight"}),
+        ),
+    ]
+}
 
 #: Families the general claims run on (the tightness families are for C5).
-GENERAL_FAMILIES = ("random-dense", "random-sparse", "deterministic", "planted", "product-grid",
-                    "non-interchangeable")
+GENERAL_FAMILIES = ("random-dense", "random-sparse", "deterministic", "planted", "product-grid", "non-interchangeable")
 
 
 def example_cases() -> list[Case]:

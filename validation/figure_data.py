@@ -28,9 +28,20 @@ from .claims import FixedPoints, order_spreads, zero_part
 from .families import FAMILIES, GENERAL_FAMILIES
 
 #: (metric, ground) of each heatmap panel.
-HEATMAP_PANELS = [("bisim", None), ("pi", None), ("psm", None), ("dbc", None), ("mico", None), ("mico-reduced", None),
-                  ("psm-sampled", None), ("dbc-sampled", None), ("eps", "reward"), ("eps", "policy"),
-                  ("eps-avg", "reward"), ("eps-bar", "reward")]
+HEATMAP_PANELS = [
+    ("bisim", None),
+    ("pi", None),
+    ("psm", None),
+    ("dbc", None),
+    ("mico", None),
+    ("mico-reduced", None),
+    ("psm-sampled", None),
+    ("dbc-sampled", None),
+    ("eps", "reward"),
+    ("eps", "policy"),
+    ("eps-avg", "reward"),
+    ("eps-bar", "reward"),
+]
 #: The metrics of the self-distance figure.
 DIAGONAL_METRICS = ("dbc-sampled", "psm-sampled", "mico", "eps-bar", "pi")
 
@@ -173,19 +184,29 @@ def gaussian_slice_data(points: int = 81, mc_points: int = 21, samples: int = 10
 
 
 #: The refinement studies of the grid-bridge figure: (model, metric, grids, colour).
-GRIDS_1D = [([[-1.5, 1.5]], 6, 3), ([[-2.0, 2.0]], 12, 3), ([[-2.5, 2.5]], 20, 5), ([[-3.0, 3.0]], 36, 5),
-            ([[-3.5, 3.5]], 56, 7)]
-GRIDS_2D = [([[-2.0, 2.0]] * 2, 4, 3), ([[-2.0, 2.0]] * 2, 6, 3), ([[-2.0, 2.0]] * 2, 8, 3),
-            ([[-2.0, 2.0]] * 2, 12, 3)]
-STUDIES = [("linear-1d", "pi", GRIDS_1D, "tab:blue"), ("linear-1d", "eps-bar", GRIDS_1D, "tab:green"),
-           ("quadratic-1d", "eps-bar", GRIDS_1D, "tab:orange"),
-           ("contracting-2d", "pi", GRIDS_2D[:3], "tab:red"), ("contracting-2d", "eps-bar", GRIDS_2D, "tab:purple")]
+GRIDS_1D = [
+    ([[-1.5, 1.5]], 6, 3),
+    ([[-2.0, 2.0]], 12, 3),
+    ([[-2.5, 2.5]], 20, 5),
+    ([[-3.0, 3.0]], 36, 5),
+    ([[-3.5, 3.5]], 56, 7),
+]
+GRIDS_2D = [([[-2.0, 2.0]] * 2, 4, 3), ([[-2.0, 2.0]] * 2, 6, 3), ([[-2.0, 2.0]] * 2, 8, 3), ([[-2.0, 2.0]] * 2, 12, 3)]
+STUDIES = [
+    ("linear-1d", "pi", GRIDS_1D, "tab:blue"),
+    ("linear-1d", "eps-bar", GRIDS_1D, "tab:green"),
+    ("quadratic-1d", "eps-bar", GRIDS_1D, "tab:orange"),
+    ("contracting-2d", "pi", GRIDS_2D[:3], "tab:red"),
+    ("contracting-2d", "eps-bar", GRIDS_2D, "tab:purple"),
+]
 
 
 def grid_studies(studies=STUDIES) -> list[tuple[str, str, str, list[dict]]]:
     """Every refinement study of the grid-bridge figure: (model, metric, colour, rows)."""
-    return [(name, metric, color, refinement_study(gaussian_example(name), metric, grids))
-            for name, metric, grids, color in studies]
+    return [
+        (name, metric, color, refinement_study(gaussian_example(name), metric, grids))
+        for name, metric, grids, color in studies
+    ]
 
 
 def order_values(fixed_points) -> dict[str, np.ndarray]:
@@ -216,9 +237,15 @@ class VerifyFigureData:
     order: dict[str, np.ndarray] | None = None
 
 
-def verify_figure_data(fixed_points: list, quick: bool, loss_runs: list[dict], loss_tolerance: float,
-                       order: bool = False, scatter: dict | None = None,
-                       order_data: dict | None = None) -> VerifyFigureData:
+def verify_figure_data(
+    fixed_points: list,
+    quick: bool,
+    loss_runs: list[dict],
+    loss_tolerance: float,
+    order: bool = False,
+    scatter: dict | None = None,
+    order_data: dict | None = None,
+) -> VerifyFigureData:
     """The figures' data for a verify run (smaller settings with ``quick``); ``order``: also the
     order-dependence figure's (when the run checked C11, whose solves it reuses). ``scatter`` and
     ``order_data``: those two figures' values computed elsewhere (by the shards of a sharded run)
@@ -227,7 +254,11 @@ def verify_figure_data(fixed_points: list, quick: bool, loss_runs: list[dict], l
         scatter = scatter_values(fixed_points)
     if order_data is None and order and fixed_points:
         order_data = order_values(fixed_points)
-    return VerifyFigureData(metric_heatmaps(tol=1e-6 if quick else 1e-8), scatter,
-                            diagonal_curves(mdps=2 if quick else 8, points=5 if quick else 9),
-                            loss_curves(loss_runs) if loss_runs else None, loss_tolerance,
-                            order_data if order else None)
+    return VerifyFigureData(
+        metric_heatmaps(tol=1e-6 if quick else 1e-8),
+        scatter,
+        diagonal_curves(mdps=2 if quick else 8, points=5 if quick else 9),
+        loss_curves(loss_runs) if loss_runs else None,
+        loss_tolerance,
+        order_data if order else None,
+    )

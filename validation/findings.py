@@ -75,31 +75,51 @@ def coupling_order() -> Case:
 
 
 FINDINGS: list[Finding] = [
-    Finding("C4", "fails",
-            "with equal class masses as E_eps and states in index order, the entangled coupling of two "
-            "E_eps-related laws can pair successors from different classes, so d_eps-bar > 0 on E_eps; "
-            "numbering each class consecutively removes it (C11 (class-contiguous))",
-            "coupling-order", coupling_order,
-            "with states in index order; it holds once each E_eps class is numbered consecutively (C11)"),
-    Finding("C2 (literal)", "fails",
-            "read literally (identical next-state laws), two equal-reward absorbing states are not related "
-            "although d_eps between them is 0; the same literal reading would also break the "
-            "pi-bisimulation theorem the paper builds on",
-            "two absorbing states", two_absorbing_states,
-            "trivially: equal-reward absorbing states have different laws but distance 0"),
-    Finding("C10 (reverse)", "fails",
-            "d_eps-avg >= d_eps is not a theorem: the policy-averaged laws can agree while the per-action laws "
-            "differ; the forward direction d_eps >= d_eps-avg is one (a policy-weighted mixture of per-action "
-            "optimal couplings couples the averaged laws)",
-            "crossed actions", crossed_actions),
-    Finding("C11 (state order)", "varies",
-            "d_eps-bar couples next states along the state order; swapping states 3 and 4 of coupling-order "
-            "changes d_eps-bar(0, 5) from 9 to 0",
-            "coupling-order", coupling_order),
-    Finding("C11 (action order)", "varies",
-            "the entangled policy coupling follows the action order, so d_eps, d_eps-avg, d_eps-bar and E_eps "
-            "change when actions are renumbered",
-            "three-action rewards", three_action_rewards),
+    Finding(
+        "C4",
+        "fails",
+        "with equal class masses as E_eps and states in index order, the entangled coupling of two "
+        "E_eps-related laws can pair successors from different classes, so d_eps-bar > 0 on E_eps; "
+        "numbering each class consecutively removes it (C11 (class-contiguous))",
+        "coupling-order",
+        coupling_order,
+        "with states in index order; it holds once each E_eps class is numbered consecutively (C11)",
+    ),
+    Finding(
+        "C2 (literal)",
+        "fails",
+        "read literally (identical next-state laws), two equal-reward absorbing states are not related "
+        "although d_eps between them is 0; the same literal reading would also break the "
+        "pi-bisimulation theorem the paper builds on",
+        "two absorbing states",
+        two_absorbing_states,
+        "trivially: equal-reward absorbing states have different laws but distance 0",
+    ),
+    Finding(
+        "C10 (reverse)",
+        "fails",
+        "d_eps-avg >= d_eps is not a theorem: the policy-averaged laws can agree while the per-action laws "
+        "differ; the forward direction d_eps >= d_eps-avg is one (a policy-weighted mixture of per-action "
+        "optimal couplings couples the averaged laws)",
+        "crossed actions",
+        crossed_actions,
+    ),
+    Finding(
+        "C11 (state order)",
+        "varies",
+        "d_eps-bar couples next states along the state order; swapping states 3 and 4 of coupling-order "
+        "changes d_eps-bar(0, 5) from 9 to 0",
+        "coupling-order",
+        coupling_order,
+    ),
+    Finding(
+        "C11 (action order)",
+        "varies",
+        "the entangled policy coupling follows the action order, so d_eps, d_eps-avg, d_eps-bar and E_eps "
+        "change when actions are renumbered",
+        "three-action rewards",
+        three_action_rewards,
+    ),
 ]
 FINDINGS_BY_LABEL: dict[str, Finding] = {f.label: f for f in FINDINGS}
 
@@ -114,8 +134,14 @@ class WitnessResult:
 
     def to_json(self) -> dict:
         f = self.finding
-        return {"label": f.label, "expected": f.expected, "reason": f.reason, "witness": f.witness_name,
-                "reproduced": self.reproduced, "detail": self.detail}
+        return {
+            "label": f.label,
+            "expected": f.expected,
+            "reason": f.reason,
+            "witness": f.witness_name,
+            "reproduced": self.reproduced,
+            "detail": self.detail,
+        }
 
 
 def check_witnesses(claims, labels: set[str] | None = None) -> list[WitnessResult]:

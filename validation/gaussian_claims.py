@@ -92,25 +92,40 @@ def random_linear_model(rng: np.random.Generator) -> LinearGaussianMDP:
         reward["state_quadratic"] = (-(Q @ Q.T) / n).tolist()
         reward["action_quadratic"] = (-np.eye(k) * rng.uniform(0.1, 1.0)).tolist()
     squash = bool(rng.random() < 1 / 3)
-    return LinearGaussianMDP(A, B, K, rng.uniform(0.1, 0.6, k), rng.uniform(0.05, 0.4, n), reward,
-                             float(rng.choice([0.5, 0.8, 0.9])), squash=squash,
-                             action_scale=float(rng.uniform(0.5, 2.0)) if squash else 1.0,
-                             name=f"linear-gaussian[n={n}, k={k}"
-                                  f"{', quadratic' if 'cross' in reward or 'state_quadratic' in reward else ''}"
-                                  f"{', squashed' if squash else ''}]")
+    return LinearGaussianMDP(
+        A,
+        B,
+        K,
+        rng.uniform(0.1, 0.6, k),
+        rng.uniform(0.05, 0.4, n),
+        reward,
+        float(rng.choice([0.5, 0.8, 0.9])),
+        squash=squash,
+        action_scale=float(rng.uniform(0.5, 2.0)) if squash else 1.0,
+        name=f"linear-gaussian[n={n}, k={k}"
+        f"{', quadratic' if 'cross' in reward or 'state_quadratic' in reward else ''}"
+        f"{', squashed' if squash else ''}]",
+    )
 
 
 def random_pendulum(rng: np.random.Generator) -> PendulumMDP:
     """A pendulum with random damping, gains and (heteroscedastic) noise levels."""
-    return PendulumMDP(discount=float(rng.choice([0.8, 0.9])), damping=float(rng.uniform(0.1, 1.0)),
-                       gain_angle=float(rng.uniform(0.5, 3.0)), gain_velocity=float(rng.uniform(0.1, 1.0)),
-                       policy_noise=float(rng.uniform(0.2, 1.0)), angle_noise=float(rng.uniform(0.01, 0.1)),
-                       velocity_noise=float(rng.uniform(0.02, 0.2)), name="pendulum")
+    return PendulumMDP(
+        discount=float(rng.choice([0.8, 0.9])),
+        damping=float(rng.uniform(0.1, 1.0)),
+        gain_angle=float(rng.uniform(0.5, 3.0)),
+        gain_velocity=float(rng.uniform(0.1, 1.0)),
+        policy_noise=float(rng.uniform(0.2, 1.0)),
+        angle_noise=float(rng.uniform(0.01, 0.1)),
+        velocity_noise=float(rng.uniform(0.02, 0.2)),
+        name="pendulum",
+    )
 
 
 def _model_case(family: str, make_model):
     def make(rng: np.random.Generator, quick: bool) -> GaussianCase:
-        return GaussianCase(family, make_model(rng), seed=int(rng.integers(2 ** 31)), quick=quick)
+        return GaussianCase(family, make_model(rng), seed=int(rng.integers(2**31)), quick=quick)
+
     return make
 
 
@@ -122,10 +137,14 @@ def _diagonal_case(rng: np.random.Generator, quick: bool) -> GaussianCase:
     mean, std = model.transition_mean(z, a), model.transition_std(z, a)
     powers = np.array(sorted(rng.choice([1.0, 2.0, 3.0], size=2, replace=False)))
     weights = rng.uniform(0.1, 1.0, (2, 2))
-    return GaussianCase("gaussian-diagonal", model, {"m1": mean[0], "s1": std[0], "m2": mean[1], "s2": std[1],
-                                                     "weights": weights, "powers": powers},
-                        seed=int(rng.integers(2 ** 31)), quick=quick,
-                        note=f"pendulum transitions, powers {powers.astype(int).tolist()}")
+    return GaussianCase(
+        "gaussian-diagonal",
+        model,
+        {"m1": mean[0], "s1": std[0], "m2": mean[1], "s2": std[1], "weights": weights, "powers": powers},
+        seed=int(rng.integers(2**31)),
+        quick=quick,
+        note=f"pendulum transitions, powers {powers.astype(int).tolist()}",
+    )
 
 
 def _random_spd(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -135,16 +154,26 @@ def _random_spd(rng: np.random.Generator, n: int) -> np.ndarray:
 
 def _correlated_case(rng: np.random.Generator, quick: bool) -> GaussianCase:
     n = int(rng.integers(2, 4))
-    return GaussianCase("gaussian-correlated", None, {"m1": rng.normal(size=n), "S1": _random_spd(rng, n),
-                                                      "m2": rng.normal(size=n), "S2": _random_spd(rng, n)},
-                        seed=int(rng.integers(2 ** 31)), quick=quick, note=f"n={n}, full covariances")
+    return GaussianCase(
+        "gaussian-correlated",
+        None,
+        {"m1": rng.normal(size=n), "S1": _random_spd(rng, n), "m2": rng.normal(size=n), "S2": _random_spd(rng, n)},
+        seed=int(rng.integers(2**31)),
+        quick=quick,
+        note=f"n={n}, full covariances",
+    )
 
 
 def _euclidean_case(rng: np.random.Generator, quick: bool) -> GaussianCase:
     s1, s2 = rng.uniform(0.2, 1.5, 2), rng.uniform(0.2, 1.5, 2)
-    return GaussianCase("gaussian-euclidean", None, {"m1": rng.normal(size=2) * 0.5, "s1": s1,
-                                                     "m2": rng.normal(size=2) * 0.5, "s2": s2},
-                        seed=int(rng.integers(2 ** 31)), quick=quick, note="diagonal, Euclidean cost")
+    return GaussianCase(
+        "gaussian-euclidean",
+        None,
+        {"m1": rng.normal(size=2) * 0.5, "s1": s1, "m2": rng.normal(size=2) * 0.5, "s2": s2},
+        seed=int(rng.integers(2**31)),
+        quick=quick,
+        note="diagonal, Euclidean cost",
+    )
 
 
 @dataclass(frozen=True)
@@ -158,16 +187,34 @@ class GaussianFamily:
     max_cases_quick: int
 
 
-GAUSSIAN_FAMILIES: dict[str, GaussianFamily] = {f.name: f for f in [
-    GaussianFamily("gaussian-linear", "random stable linear-Gaussian MDPs (n <= 3, k <= 2), some squashed",
-                   _model_case("gaussian-linear", random_linear_model), 40, 4),
-    GaussianFamily("gaussian-pendulum", "pendulum, tanh-squashed torque, heteroscedastic noise",
-                   _model_case("gaussian-pendulum", random_pendulum), 40, 4),
-    GaussianFamily("gaussian-diagonal", "pendulum transition laws (diagonal), separable convex cost",
-                   _diagonal_case, 12, 3),
-    GaussianFamily("gaussian-correlated", "full-covariance Gaussians, squared Euclidean cost", _correlated_case, 40, 4),
-    GaussianFamily("gaussian-euclidean", "diagonal Gaussians, Euclidean (non-separable) cost", _euclidean_case, 8, 2),
-]}
+GAUSSIAN_FAMILIES: dict[str, GaussianFamily] = {
+    f.name: f
+    for f in [
+        GaussianFamily(
+            "gaussian-linear",
+            "random stable linear-Gaussian MDPs (n <= 3, k <= 2), some squashed",
+            _model_case("gaussian-linear", random_linear_model),
+            40,
+            4,
+        ),
+        GaussianFamily(
+            "gaussian-pendulum",
+            "pendulum, tanh-squashed torque, heteroscedastic noise",
+            _model_case("gaussian-pendulum", random_pendulum),
+            40,
+            4,
+        ),
+        GaussianFamily(
+            "gaussian-diagonal", "pendulum transition laws (diagonal), separable convex cost", _diagonal_case, 12, 3
+        ),
+        GaussianFamily(
+            "gaussian-correlated", "full-covariance Gaussians, squared Euclidean cost", _correlated_case, 40, 4
+        ),
+        GaussianFamily(
+            "gaussian-euclidean", "diagonal Gaussians, Euclidean (non-separable) cost", _euclidean_case, 8, 2
+        ),
+    ]
+}
 
 
 def gaussian_cases(name: str, cases: int, seed: int, quick: bool) -> list[GaussianCase]:
@@ -203,11 +250,16 @@ def check_c6_gaussian(case: GaussianCase) -> Outcome:
             count += sample.size
             x, y = xp, yp
         a, b, xp, yp = coupled_step(model, np.repeat(states, N, 0), np.repeat(states, N, 0), rng, "independent")
-        indep = model.ground(ground, np.repeat(states, N, 0), a, np.repeat(states, N, 0), b) + \
-            c * np.abs(xp - yp).sum(axis=1)
+        indep = model.ground(ground, np.repeat(states, N, 0), a, np.repeat(states, N, 0), b) + c * np.abs(xp - yp).sum(
+            axis=1
+        )
         contrast = max(contrast, float(indep.mean()))
-    return Outcome(worst <= 1e-12, -worst, f"max |sample| = {worst:.3g} over {count} entangled samples; "
-                                           f"independent noise: mean sample at (z, z) up to {contrast:.3g}")
+    return Outcome(
+        worst <= 1e-12,
+        -worst,
+        f"max |sample| = {worst:.3g} over {count} entangled samples; "
+        f"independent noise: mean sample at (z, z) up to {contrast:.3g}",
+    )
 
 
 def check_c8_gaussian(case: GaussianCase) -> Outcome:
@@ -224,16 +276,19 @@ def check_c8_gaussian(case: GaussianCase) -> Outcome:
     w2 = np.sqrt(((m1 - m2) ** 2).sum(1) + ((s1 - s2) ** 2).sum(1))
     dbc = (np.abs(model.reward(x, a) - model.reward(x, b)) + c * w2).reshape(len(states), N)
     # PSM: the mean action term vanishes at (z, z); independent next states, d = l1.
-    psm = (np.abs(model.mean_action(x) - model.mean_action(x)).sum(1)
-           + c * np.abs(xp - yp).sum(1)).reshape(len(states), N)
+    psm = (np.abs(model.mean_action(x) - model.mean_action(x)).sum(1) + c * np.abs(xp - yp).sum(1)).reshape(
+        len(states), N
+    )
     # Every sample is >= 0, so the expectation is positive as soon as the samples are (C8 asks E > 0);
     # the 99.9% lower confidence bounds show by how much.
     means = np.minimum(dbc.mean(1), psm.mean(1))
     lows = [v.mean(1) - Z_999 * v.std(1, ddof=1) / math.sqrt(N) for v in (dbc, psm)]
     margin = float(means.min())
-    detail = (f"{len(states)} states: sampled DBC / PSM estimates at (z, z) >= {float(dbc.mean(1).min()):.3g} / "
-              f"{float(psm.mean(1).min()):.3g} (99.9% lower bounds {float(lows[0].min()):.3g} / "
-              f"{float(lows[1].min()):.3g})")
+    detail = (
+        f"{len(states)} states: sampled DBC / PSM estimates at (z, z) >= {float(dbc.mean(1).min()):.3g} / "
+        f"{float(psm.mean(1).min()):.3g} (99.9% lower bounds {float(lows[0].min()):.3g} / "
+        f"{float(lows[1].min()):.3g})"
+    )
     if isinstance(model, LinearGaussianMDP) and not model.squash:
         series = independent_policy_series(model, states[:1], states[:1])
         detail += f"; exact sampled-PSM fixed point d(z, z) = {series.values[0]:.4g}"
@@ -261,7 +316,7 @@ def check_c5_tight_gaussian(case: GaussianCase) -> Outcome:
 
     def cost(P, Q):
         diff = np.abs(P[..., :] - Q[..., :])
-        return sum((w[:, j] * diff ** p).sum(axis=-1) for j, p in enumerate(powers))
+        return sum((w[:, j] * diff**p).sum(axis=-1) for j, p in enumerate(powers))
 
     C = cost(X[:, None, :], Y[None, :, :])
     mass = np.full(len(X), 1.0 / len(X))
@@ -275,9 +330,12 @@ def check_c5_tight_gaussian(case: GaussianCase) -> Outcome:
     mc_off = abs(float(mc.mean()) - closed)
     held = abs(lp_gap) <= 1e-9 * (1 + entangled_q) and mc_off <= Z_999 * se
     margin = -max(abs(lp_gap), max(mc_off - Z_999 * se, 0.0))
-    return Outcome(held, margin,
-                   f"quantised ({K}^2 atoms): LP {lp:.6g} vs entangled {entangled_q:.6g}; closed form {closed:.6g} "
-                   f"vs shared-noise Monte Carlo {float(mc.mean()):.6g} +- {se:.2g}")
+    return Outcome(
+        held,
+        margin,
+        f"quantised ({K}^2 atoms): LP {lp:.6g} vs entangled {entangled_q:.6g}; closed form {closed:.6g} "
+        f"vs shared-noise Monte Carlo {float(mc.mean()):.6g} +- {se:.2g}",
+    )
 
 
 def check_c5_gap_correlated(case: GaussianCase) -> Outcome:
@@ -286,8 +344,11 @@ def check_c5_gap_correlated(case: GaussianCase) -> Outcome:
     ent = entangled_squared_cost(d["m1"], d["S1"], d["m2"], d["S2"])
     w2 = bures_squared(d["m1"], d["S1"], d["m2"], d["S2"])
     gap = ent - w2
-    return Outcome(gap <= 1e-9 * (1 + ent), -gap,
-                   f"entangled (Cholesky shared noise) {ent:.6g} vs W2^2 (Bures) {w2:.6g}: gap {gap:.3g}")
+    return Outcome(
+        gap <= 1e-9 * (1 + ent),
+        -gap,
+        f"entangled (Cholesky shared noise) {ent:.6g} vs W2^2 (Bures) {w2:.6g}: gap {gap:.3g}",
+    )
 
 
 def check_c5_gap_euclidean(case: GaussianCase) -> Outcome:
@@ -325,23 +386,57 @@ def check_c5_gap_euclidean(case: GaussianCase) -> Outcome:
     diff = np.linalg.norm(x - y_ent, axis=1) - np.linalg.norm(x - y_glued, axis=1)
     gap = float(diff.mean())
     low = gap - Z_999 * float(diff.std(ddof=1)) / math.sqrt(N)
-    return Outcome(low <= 0, -gap,
-                   f"quantised ({K}^2 atoms): entangled - LP = {gap_q:.3g}; continuum: entangled - (a glued "
-                   f"coupling's cost >= W) = {gap:.3g}, 99.9% lower bound {low:.3g}")
+    return Outcome(
+        low <= 0,
+        -gap,
+        f"quantised ({K}^2 atoms): entangled - LP = {gap_q:.3g}; continuum: entangled - (a glued "
+        f"coupling's cost >= W) = {gap:.3g}, 99.9% lower bound {low:.3g}",
+    )
 
 
 GAUSSIAN_CLAIMS: list[Claim] = [
-    Claim("C5", "continuous: coordinate-independent Gaussian transitions and separable convex d: "
-                "W = entangled expectation", "Thm 4.5", check_c5_tight_gaussian, ("gaussian-diagonal",),
-          reading="continuous"),
-    Claim("C5", "continuous: gap entangled - W when coordinate independence or separability fails",
-          "Thm 4.5 (converse, not asserted)", check_c5_gap_correlated, ("gaussian-correlated",), asserted=False,
-          expect="gap", reading="continuous, hypotheses fail"),
-    Claim("C5", "continuous: gap entangled - W when coordinate independence or separability fails",
-          "Thm 4.5 (converse, not asserted)", check_c5_gap_euclidean, ("gaussian-euclidean",), asserted=False,
-          expect="gap", reading="continuous, hypotheses fail"),
-    Claim("C6", "continuous: every entangled sample at (z, z) is 0 along rollouts", "Eq. 12",
-          check_c6_gaussian, ("gaussian-linear", "gaussian-pendulum"), reading="continuous"),
-    Claim("C8", "continuous: sampled DBC and PSM estimates are positive at (z, z)", "Sec. 4",
-          check_c8_gaussian, ("gaussian-linear", "gaussian-pendulum"), reading="continuous"),
+    Claim(
+        "C5",
+        "continuous: coordinate-independent Gaussian transitions and separable convex d: W = entangled expectation",
+        "Thm 4.5",
+        check_c5_tight_gaussian,
+        ("gaussian-diagonal",),
+        reading="continuous",
+    ),
+    Claim(
+        "C5",
+        "continuous: gap entangled - W when coordinate independence or separability fails",
+        "Thm 4.5 (converse, not asserted)",
+        check_c5_gap_correlated,
+        ("gaussian-correlated",),
+        asserted=False,
+        expect="gap",
+        reading="continuous, hypotheses fail",
+    ),
+    Claim(
+        "C5",
+        "continuous: gap entangled - W when coordinate independence or separability fails",
+        "Thm 4.5 (converse, not asserted)",
+        check_c5_gap_euclidean,
+        ("gaussian-euclidean",),
+        asserted=False,
+        expect="gap",
+        reading="continuous, hypotheses fail",
+    ),
+    Claim(
+        "C6",
+        "continuous: every entangled sample at (z, z) is 0 along rollouts",
+        "Eq. 12",
+        check_c6_gaussian,
+        ("gaussian-linear", "gaussian-pendulum"),
+        reading="continuous",
+    ),
+    Claim(
+        "C8",
+        "continuous: sampled DBC and PSM estimates are positive at (z, z)",
+        "Sec. 4",
+        check_c8_gaussian,
+        ("gaussian-linear", "gaussian-pendulum"),
+        reading="continuous",
+    ),
 ]

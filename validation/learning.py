@@ -70,10 +70,16 @@ LOSS_CHECKS: list[LossCheck] = [
     _tabular("L2", "entangled-policy", "entangled loss (Alg. 1, G = policy) learns d_eps-bar, zero diagonal included"),
     _tabular("L3", "psm", "sampled PSM loss learns the psm-sampled fixed point, positive diagonal included"),
     _tabular("L4", "mico", "MICo loss learns the mico fixed point, positive diagonal included"),
-    _tabular("L5", "dbc",
-             "sampled DBC loss (exact finite W2) learns the dbc-sampled fixed point, positive diagonal included"),
-    LossCheck("L6", "entangled-gaussian", "eps-bar", "policy",
-              "entangled loss with the separable head learns the exact d_eps-bar of a linear-Gaussian MDP"),
+    _tabular(
+        "L5", "dbc", "sampled DBC loss (exact finite W2) learns the dbc-sampled fixed point, positive diagonal included"
+    ),
+    LossCheck(
+        "L6",
+        "entangled-gaussian",
+        "eps-bar",
+        "policy",
+        "entangled loss with the separable head learns the exact d_eps-bar of a linear-Gaussian MDP",
+    ),
 ]
 LOSSES = {c.loss: c for c in LOSS_CHECKS}
 #: The losses trained as a table on finite MDPs (all but the linear-Gaussian check).
@@ -135,8 +141,13 @@ def _check(loss: str) -> LossCheck:
     return LOSSES[loss]
 
 
-def train_tabular(mdp: FiniteMDP, loss: str, config: TrainConfig = TrainConfig(),
-                  embedding: np.ndarray | None = None, exact: np.ndarray | None = None) -> Curve:
+def train_tabular(
+    mdp: FiniteMDP,
+    loss: str,
+    config: TrainConfig = TrainConfig(),
+    embedding: np.ndarray | None = None,
+    exact: np.ndarray | None = None,
+) -> Curve:
     """Train a tabular distance with ``loss`` on ``mdp`` by :func:`bisimkit.losses.fit_tabular` and
     record its max error against the exact fixed point (``exact``, solved here if not given)."""
     from bisimkit.losses import fit  # torch, the torch extra: the checks are skipped without it
@@ -144,11 +155,19 @@ def train_tabular(mdp: FiniteMDP, loss: str, config: TrainConfig = TrainConfig()
     fit.check_fit_loss(loss)
     exact = exact_fixed_point(mdp, loss) if exact is None else np.asarray(exact)
     res = fit.fit_tabular(mdp, loss, config, embedding=embedding, exact=exact)
-    return Curve(loss=loss, metric=res.metric, mdp=mdp.label, steps=res.steps, error=res.error,
-                 scale=float(np.max(np.abs(exact))), final_error=res.error[-1],
-                 exact_diagonal=float(np.max(np.diag(exact))),
-                 learned_diagonal=float(np.max(np.abs(np.diag(res.distances)))),
-                 seconds=res.seconds, config=asdict(res.schedule))
+    return Curve(
+        loss=loss,
+        metric=res.metric,
+        mdp=mdp.label,
+        steps=res.steps,
+        error=res.error,
+        scale=float(np.max(np.abs(exact))),
+        final_error=res.error[-1],
+        exact_diagonal=float(np.max(np.diag(exact))),
+        learned_diagonal=float(np.max(np.abs(np.diag(res.distances)))),
+        seconds=res.seconds,
+        config=asdict(res.schedule),
+    )
 
 
 def __getattr__(name: str):
@@ -182,8 +201,9 @@ def linear_gaussian_case(seed: int = 0):
     rng = np.random.default_rng([seed, 707])
     A = np.diag(rng.uniform(0.3, 0.9, 2))
     K = np.diag(rng.uniform(-0.6, -0.1, 2))
-    return LinearGaussianMDP(A, np.eye(2), K, policy_std=[0.3, 0.5], transition_std=[0.2, 0.4], discount=0.9,
-                             name="linear-gaussian-2d")
+    return LinearGaussianMDP(
+        A, np.eye(2), K, policy_std=[0.3, 0.5], transition_std=[0.2, 0.4], discount=0.9, name="linear-gaussian-2d"
+    )
 
 
 def train_linear_gaussian(model, config: "TrainConfig", pairs: int = 256, coupling: str = "entangled") -> Curve:
@@ -215,8 +235,18 @@ def train_linear_gaussian(model, config: "TrainConfig", pairs: int = 256, coupli
     zt_t, zt2_t = torch.tensor(zt), torch.tensor(zt2)
 
     def loss(z, head, target, gen):
-        return sampled_loss(z, distance=head, target_distance=target, policy=policy, transition=transition,
-                            ground=ground, discount=c, coupling=coupling, samples=8, generator=gen)
+        return sampled_loss(
+            z,
+            distance=head,
+            target_distance=target,
+            policy=policy,
+            transition=transition,
+            ground=ground,
+            discount=c,
+            coupling=coupling,
+            samples=8,
+            generator=gen,
+        )
 
     def error(head) -> float:
         return float(np.max(np.abs(head(zt_t, zt2_t).numpy() - exact)))
@@ -226,15 +256,33 @@ def train_linear_gaussian(model, config: "TrainConfig", pairs: int = 256, coupli
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny tensors: as in fit_tabular, threads only contend (20x slower on a busy machine)
     try:
-        res = fit_head(head, loss, sample=lambda g: torch.randn(512, n, generator=g, dtype=torch.float64),
-                       steps=steps, lr=0.02, seed=config.seed, error=error, log_every=max(steps // 50, 1))
+        res = fit_head(
+            head,
+            loss,
+            sample=lambda g: torch.randn(512, n, generator=g, dtype=torch.float64),
+            steps=steps,
+            lr=0.02,
+            seed=config.seed,
+            error=error,
+            log_every=max(steps // 50, 1),
+        )
     finally:
         torch.set_num_threads(threads)
     with torch.no_grad():
         self_distance = float(head(zt_t, zt_t).abs().max())
-    return Curve("entangled-gaussian", "eps-bar", model.name, res["steps"], res["error"], float(np.max(exact)),
-                 res["error"][-1], 0.0, self_distance, res["seconds"], {"steps": steps, "lr": 0.02, "samples": 8,
-                                                                     "batch": 512})
+    return Curve(
+        "entangled-gaussian",
+        "eps-bar",
+        model.name,
+        res["steps"],
+        res["error"],
+        float(np.max(exact)),
+        res["error"][-1],
+        0.0,
+        self_distance,
+        res["seconds"],
+        {"steps": steps, "lr": 0.02, "samples": 8, "batch": 512},
+    )
 
 
 def loss_cases(quick: bool = False, seed: int = 0) -> list[LossCase]:
@@ -244,15 +292,24 @@ def loss_cases(quick: bool = False, seed: int = 0) -> list[LossCase]:
     rng = np.random.default_rng([seed, 606])
     gaussian = LossCase("linear-gaussian", linear_gaussian_case(seed), losses=("entangled-gaussian",))
     if quick:  # one case per operator: the policy-ground and MICo variants wait for the full run
-        return [LossCase("random-sparse", random_mdp(4, 2, rng, discount=0.8, max_support=2),
-                         losses=("entangled-reward", "psm", "dbc")), gaussian]
+        return [
+            LossCase(
+                "random-sparse",
+                random_mdp(4, 2, rng, discount=0.8, max_support=2),
+                losses=("entangled-reward", "psm", "dbc"),
+            ),
+            gaussian,
+        ]
     sparse = random_mdp(6, 2, rng, discount=0.9, max_support=2)
     embedded = random_mdp(5, 3, rng, discount=0.8)
     grid = product_grid_mdp((2, 3), 2, rng, discount=0.8, max_support=2)
-    return [LossCase("random-sparse", sparse),
-            LossCase("embedded", embedded, random_embedding(embedded.n_states, 3, seed)),
-            LossCase("chain", chain(5, discount=0.8), losses=("entangled-policy", "psm")),
-            LossCase("product-grid", grid, losses=("entangled-reward", "entangled-policy")), gaussian]
+    return [
+        LossCase("random-sparse", sparse),
+        LossCase("embedded", embedded, random_embedding(embedded.n_states, 3, seed)),
+        LossCase("chain", chain(5, discount=0.8), losses=("entangled-policy", "psm")),
+        LossCase("product-grid", grid, losses=("entangled-reward", "entangled-policy")),
+        gaussian,
+    ]
 
 
 QUICK_CONFIG = TrainConfig(steps=800, batch=512, samples=2, decay_start=100, log_every=10)
@@ -261,12 +318,17 @@ DEFAULT_CONFIG = TrainConfig(steps=1000, decay_start=150)
 
 def loss_plan(quick: bool = False, seed: int = 0, ids: list[str] | None = None) -> list[tuple[LossCheck, LossCase]]:
     """The (check, case) runs of :func:`run_loss_checks`, in order."""
-    return [(check, case) for case in loss_cases(quick, seed) for check in LOSS_CHECKS
-            if check.loss in case.losses and (ids is None or check.id in ids)]
+    return [
+        (check, case)
+        for case in loss_cases(quick, seed)
+        for check in LOSS_CHECKS
+        if check.loss in case.losses and (ids is None or check.id in ids)
+    ]
 
 
-def run_loss_checks(quick: bool = False, seed: int = 0, ids: list[str] | None = None,
-                    config: TrainConfig | None = None, progress=None) -> list[tuple[LossCheck, LossCase, Curve]]:
+def run_loss_checks(
+    quick: bool = False, seed: int = 0, ids: list[str] | None = None, config: TrainConfig | None = None, progress=None
+) -> list[tuple[LossCheck, LossCase, Curve]]:
     """Train every selected loss on every case; returns (check, case, curve) triples.
 
     The tables are trained first, recording their estimates, and the exact fixed points are
@@ -281,8 +343,9 @@ def run_loss_checks(quick: bool = False, seed: int = 0, ids: list[str] | None = 
         if check.loss == "entangled-gaussian":
             trained.append((check, case, train_linear_gaussian(case.mdp, config)))
         else:
-            trained.append((check, case, fit.fit_tabular(case.mdp, check.loss, config, embedding=case.embedding,
-                                                         record=True)))
+            trained.append(
+                (check, case, fit.fit_tabular(case.mdp, check.loss, config, embedding=case.embedding, record=True))
+            )
         if progress:
             progress(check, case)
     out = []
@@ -290,11 +353,19 @@ def run_loss_checks(quick: bool = False, seed: int = 0, ids: list[str] | None = 
         if not isinstance(res, Curve):
             exact = exact_fixed_point(case.mdp, check.loss)
             res.measure(exact)
-            res = Curve(loss=check.loss, metric=res.metric, mdp=case.mdp.label, steps=res.steps, error=res.error,
-                        scale=float(np.max(np.abs(exact))), final_error=res.error[-1],
-                        exact_diagonal=float(np.max(np.diag(exact))),
-                        learned_diagonal=float(np.max(np.abs(np.diag(res.distances)))),
-                        seconds=res.seconds, config=asdict(res.schedule))
+            res = Curve(
+                loss=check.loss,
+                metric=res.metric,
+                mdp=case.mdp.label,
+                steps=res.steps,
+                error=res.error,
+                scale=float(np.max(np.abs(exact))),
+                final_error=res.error[-1],
+                exact_diagonal=float(np.max(np.diag(exact))),
+                learned_diagonal=float(np.max(np.abs(np.diag(res.distances)))),
+                seconds=res.seconds,
+                config=asdict(res.schedule),
+            )
         out.append((check, case, res))
     return out
 
@@ -310,11 +381,23 @@ def loss_report(quick: bool = False, seed: int = 0, ids: list[str] | None = None
     start = time.perf_counter()
     results = run_loss_checks(quick=quick, seed=seed, ids=ids, progress=progress)
     config = results[0][2].config if results else {}
-    runs = [{"id": check.id, "loss": check.loss, "metric": check.metric, "ground": check.ground,
-             "family": case.family, **{k: v for k, v in curve.to_json().items() if k != "config"}}
-            for check, case, curve in results]
-    return {"runs": runs, "config": config, "relative_tolerance": RELATIVE_TOLERANCE,
-            "seconds": time.perf_counter() - start}
+    runs = [
+        {
+            "id": check.id,
+            "loss": check.loss,
+            "metric": check.metric,
+            "ground": check.ground,
+            "family": case.family,
+            **{k: v for k, v in curve.to_json().items() if k != "config"},
+        }
+        for check, case, curve in results
+    ]
+    return {
+        "runs": runs,
+        "config": config,
+        "relative_tolerance": RELATIVE_TOLERANCE,
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def loss_worker(ids: list[str] | None, quick: bool, seed: int, queue) -> None:
@@ -322,8 +405,9 @@ def loss_worker(ids: list[str] | None, quick: bool, seed: int, queue) -> None:
     ``bisimkit verify``: sends ``("progress", text)`` after each training, then ``("done", report)``
     (or ``("error", traceback)``)."""
     try:
-        report = loss_report(quick, seed, ids,
-                             lambda check, case: queue.put(("progress", f"loss {check.id} {case.family}")))
+        report = loss_report(
+            quick, seed, ids, lambda check, case: queue.put(("progress", f"loss {check.id} {case.family}"))
+        )
         queue.put(("done", report))
     except BaseException:  # the parent reports it; a worker must not die silently
         queue.put(("error", traceback.format_exc()))

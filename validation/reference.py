@@ -40,7 +40,7 @@ def _w1(p, q, d):
 
 
 def _w2(p, q, d):
-    return math.sqrt(max(ot.emd2(p, q, d ** 2), 0.0))
+    return math.sqrt(max(ot.emd2(p, q, d**2), 0.0))
 
 
 class ReferenceModel:
@@ -79,8 +79,12 @@ class ReferenceModel:
         if metric == "dbc":
             return abs(self.Rpi[s] - self.Rpi[t]) + c * _w2(self.Ppi[s], self.Ppi[t], d)
         if metric == "dbc-sampled":
-            return sum(pi[s, a] * pi[t, b] * (abs(R[s, a] - R[t, b]) + c * _w2(P[s, a], P[t, b], d))
-                       for a in range(m) for b in range(m) if pi[s, a] * pi[t, b] > 0)
+            return sum(
+                pi[s, a] * pi[t, b] * (abs(R[s, a] - R[t, b]) + c * _w2(P[s, a], P[t, b], d))
+                for a in range(m)
+                for b in range(m)
+                if pi[s, a] * pi[t, b] > 0
+            )
         if metric in ("eps", "eps-avg", "eps-bar"):
             ge = nw_corner(pi[s], pi[t])
             total = 0.0

@@ -51,9 +51,17 @@ def _policy(draw, n: int, m: int, kind: str) -> np.ndarray:
 
 
 @st.composite
-def finite_mdps(draw, min_states: int = 2, max_states: int = 6, min_actions: int = 1, max_actions: int = 3,
-                max_support: int | None = None, policy: str = "any", deterministic: bool = False,
-                discounts=DISCOUNTS) -> FiniteMDP:
+def finite_mdps(
+    draw,
+    min_states: int = 2,
+    max_states: int = 6,
+    min_actions: int = 1,
+    max_actions: int = 3,
+    max_support: int | None = None,
+    policy: str = "any",
+    deterministic: bool = False,
+    discounts=DISCOUNTS,
+) -> FiniteMDP:
     """Random finite MDPs.
 
     ``policy``: ``any`` (integer weights, zeros allowed), ``stochastic``
@@ -69,8 +77,9 @@ def finite_mdps(draw, min_states: int = 2, max_states: int = 6, min_actions: int
 
 
 @st.composite
-def planted_mdps(draw, max_base_states: int = 3, max_copies: int = 3,
-                 max_actions: int = 2) -> tuple[FiniteMDP, np.ndarray]:
+def planted_mdps(
+    draw, max_base_states: int = 3, max_copies: int = 3, max_actions: int = 2
+) -> tuple[FiniteMDP, np.ndarray]:
     """An MDP built by copying each state of a smaller one (known bisimilar blocks).
 
     Returns ``(mdp, origin)``, ``origin[s]`` being the base state copied by s.
@@ -83,8 +92,9 @@ def planted_mdps(draw, max_base_states: int = 3, max_copies: int = 3,
 
 
 @st.composite
-def product_grid_mdps(draw, max_side: int = 3, max_actions: int = 2, coordinate_independent: bool = True,
-                      policy: str = "any") -> FiniteMDP:
+def product_grid_mdps(
+    draw, max_side: int = 3, max_actions: int = 2, coordinate_independent: bool = True, policy: str = "any"
+) -> FiniteMDP:
     """MDPs on a 2-D grid (``state_shape``); with ``coordinate_independent`` each
     P(s, a) is the product of one law per coordinate."""
     shape = (draw(st.integers(2, max_side)), draw(st.integers(2, max_side)))
@@ -127,12 +137,11 @@ def histogram_pairs(draw, max_atoms: int = 10) -> tuple[np.ndarray, np.ndarray]:
 #: rational reference solves the very MDP the solvers see (:func:`assert_exactly_stochastic`).
 DYADIC_BITS = 12
 #: 2^-53, the spacing of the floats in [1/2, 1): the unit the round-off families move masses by.
-UNIT = 2.0 ** -53
+UNIT = 2.0**-53
 #: Random MDPs, near-duplicate states, (almost) equal rewards, absorbing states.
 ADVERSARIAL_FAMILIES = ("random", "near-duplicate", "equal-reward", "absorbing")
 #: Families built around float64 round-off; :func:`adversarial_mdp` describes each.
-ROUND_OFF_FAMILIES = ("ulp-policy", "ulp-transition", "cancelling-average", "collapsed", "loose-floor",
-                      "many-actions")
+ROUND_OFF_FAMILIES = ("ulp-policy", "ulp-transition", "cancelling-average", "collapsed", "loose-floor", "many-actions")
 ALL_FAMILIES = ADVERSARIAL_FAMILIES + ROUND_OFF_FAMILIES
 ADVERSARIAL_DISCOUNTS = (0.0, 0.5, 0.9, 0.99, 0.999)
 #: The tolerances the certificate property and audit ask for.
@@ -177,7 +186,7 @@ class DrawChoices(Choices):
         return self.draw(st.booleans())
 
     def generator(self) -> np.random.Generator:
-        return np.random.default_rng(self.draw(st.integers(0, 2 ** 32 - 1)))
+        return np.random.default_rng(self.draw(st.integers(0, 2**32 - 1)))
 
 
 class SeededChoices(Choices):
@@ -196,13 +205,13 @@ class SeededChoices(Choices):
         return bool(self.rng.integers(2))
 
     def generator(self) -> np.random.Generator:
-        return np.random.default_rng(int(self.rng.integers(2 ** 32)))
+        return np.random.default_rng(int(self.rng.integers(2**32)))
 
 
 def _dyadic(w: np.ndarray, bits: int = DYADIC_BITS) -> np.ndarray:
     """A histogram proportional to the non-negative weights ``w`` with masses k / 2^bits, summing to 1
     exactly (the rounding remainder goes to the largest atom)."""
-    x = np.floor(w / w.sum() * 2 ** bits) / 2 ** bits
+    x = np.floor(w / w.sum() * 2**bits) / 2**bits
     x[np.argmax(w)] += 1.0 - x.sum()
     return x
 
@@ -227,8 +236,9 @@ def assert_exactly_stochastic(field: str, X: np.ndarray) -> None:
     X = np.asarray(X, dtype=np.float64)
     for idx in np.ndindex(X.shape[:-1]):
         row = [Fraction(x) for x in X[idx].tolist()]
-        assert all(0 <= x <= 1 and (x * 2 ** 53).denominator == 1 for x in row), \
+        assert all(0 <= x <= 1 and (x * 2**53).denominator == 1 for x in row), (
             f"{field}{list(idx)}: a mass is not a multiple of 2^-53 in [0, 1]"
+        )
         assert sum(row) == 1, f"{field}{list(idx)} sums to 1 + {float(sum(row) - 1):.3g}, not exactly 1"
 
 
@@ -244,8 +254,8 @@ def cancelling_average(rng: np.random.Generator, scale: float, tries: int = 10_0
     while the rational average ``p r0 + (1 - p) r1`` is not (it is the round-off of the products).
     ``p`` is a multiple of 2^-53 in (0.3, 0.7), so ``1 - p`` is exact."""
     for _ in range(tries):
-        p = float(rng.integers(round(0.35 * 2 ** DYADIC_BITS), round(0.65 * 2 ** DYADIC_BITS))) / 2 ** DYADIC_BITS
-        p += float(rng.integers(-2 ** 20, 2 ** 20)) * UNIT
+        p = float(rng.integers(round(0.35 * 2**DYADIC_BITS), round(0.65 * 2**DYADIC_BITS))) / 2**DYADIC_BITS
+        p += float(rng.integers(-(2**20), 2**20)) * UNIT
         q = 1.0 - p
         r0 = float(np.round(rng.uniform(0.5, 1.0) * scale))
         guess = -(p * r0) / q
@@ -423,7 +433,7 @@ def _loose_floor(choose: Choices, rng: np.random.Generator):
     n = choose.integer(2, 6)
     m = choose.integer(1, 3)
     j = choose.choice((0, 0, 1, 2, -1))
-    base, spread = 19.0 * 10.0 ** j, 1e-13 * 10.0 ** j * choose.choice((0.3, 1.0, 3.0))
+    base, spread = 19.0 * 10.0**j, 1e-13 * 10.0**j * choose.choice((0.3, 1.0, 3.0))
     R = base + rng.uniform(-1.0, 1.0, size=(n, m)) * spread
     return _random_rows(rng, (n, m), n), R, _random_policy(rng, n, m)
 
@@ -437,13 +447,19 @@ def _many_actions(choose: Choices, rng: np.random.Generator):
     return P, R, pi
 
 
-_ROUND_OFF_BUILDERS = {"ulp-policy": _ulp_policy, "ulp-transition": _ulp_transition,
-                       "cancelling-average": _cancelling, "collapsed": _collapsed, "loose-floor": _loose_floor,
-                       "many-actions": _many_actions}
+_ROUND_OFF_BUILDERS = {
+    "ulp-policy": _ulp_policy,
+    "ulp-transition": _ulp_transition,
+    "cancelling-average": _cancelling,
+    "collapsed": _collapsed,
+    "loose-floor": _loose_floor,
+    "many-actions": _many_actions,
+}
 
 
-def adversarial_mdp(choose: Choices, families: tuple[str, ...] = ALL_FAMILIES, max_states: int = 5,
-                    max_actions: int = 2) -> FiniteMDP:
+def adversarial_mdp(
+    choose: Choices, families: tuple[str, ...] = ALL_FAMILIES, max_states: int = 5, max_actions: int = 2
+) -> FiniteMDP:
     """One small MDP built to stress a certificate, its family recorded in its ``name``
     (``adversarial-<family>``); ``choose`` (:class:`Choices`) makes every choice.
 
@@ -492,14 +508,19 @@ def adversarial_mdp(choose: Choices, families: tuple[str, ...] = ALL_FAMILIES, m
 
 
 @st.composite
-def adversarial_mdps(draw, max_states: int = 5, max_actions: int = 2,
-                     families: tuple[str, ...] = ADVERSARIAL_FAMILIES) -> FiniteMDP:
+def adversarial_mdps(
+    draw, max_states: int = 5, max_actions: int = 2, families: tuple[str, ...] = ADVERSARIAL_FAMILIES
+) -> FiniteMDP:
     """Hypothesis strategy for :func:`adversarial_mdp` (by default the original four families)."""
     return adversarial_mdp(DrawChoices(draw), families, max_states, max_actions)
 
 
-def certificate_case(choose: Choices, metrics: tuple[str, ...], grounds: dict[str, tuple[str, ...]],
-                     families: tuple[str, ...] = ALL_FAMILIES):
+def certificate_case(
+    choose: Choices,
+    metrics: tuple[str, ...],
+    grounds: dict[str, tuple[str, ...]],
+    families: tuple[str, ...] = ALL_FAMILIES,
+):
     """``(mdp, metric, ground, tol, quotient)``: an adversarial MDP, a metric of ``metrics``, a ground
     of ``grounds[metric]`` (None for a metric without one), a tolerance of
     :data:`CERTIFICATE_TOLERANCES`, and whether to solve quotient first."""
@@ -511,7 +532,8 @@ def certificate_case(choose: Choices, metrics: tuple[str, ...], grounds: dict[st
 
 
 @st.composite
-def certificate_cases(draw, metrics: tuple[str, ...], grounds: dict[str, tuple[str, ...]],
-                      families: tuple[str, ...] = ALL_FAMILIES):
+def certificate_cases(
+    draw, metrics: tuple[str, ...], grounds: dict[str, tuple[str, ...]], families: tuple[str, ...] = ALL_FAMILIES
+):
     """Hypothesis strategy for :func:`certificate_case`."""
     return certificate_case(DrawChoices(draw), metrics, grounds, families)

@@ -106,14 +106,62 @@ from .verify_worker import (
 )
 
 __all__ = [  # the job's names, wherever they are defined
-    "ALL_CLAIMS", "CASE_BLOCK", "CLAIMS", "DEFAULT_CASES", "GAUSSIAN_CLAIMS", "LOSS_CLAIMS", "LOSS_READING",
-    "LOSS_SOURCE", "QUICK_CASES", "READINGS", "SHRINK_SECONDS", "SHRINK_SECONDS_QUICK", "TORCH_MISSING",
-    "USER_EXTRA_CLAIMS", "USER_FAMILY", "Case", "Claim", "FigureWriter", "FixedPoints", "LossWorker", "Outcome",
-    "PhaseTimer", "Plan", "Row", "case_dict", "case_from_dict", "check_findings", "checks_order", "console_summary",
-    "family_cases", "family_size", "finding_markdown", "load_state", "loss_markdown", "loss_rows", "make_figures",
-    "markdown", "pending_loss_runs", "plan_run", "run_families", "run_family", "run_losses", "save_counterexample",
-    "save_counterexamples", "save_state", "select_claims", "select_losses", "shrink", "start_losses",
-    "surprises", "table", "user_case", "user_claims", "verdicts", "verify", "write_report",
+    "ALL_CLAIMS",
+    "CASE_BLOCK",
+    "CLAIMS",
+    "DEFAULT_CASES",
+    "GAUSSIAN_CLAIMS",
+    "LOSS_CLAIMS",
+    "LOSS_READING",
+    "LOSS_SOURCE",
+    "QUICK_CASES",
+    "READINGS",
+    "SHRINK_SECONDS",
+    "SHRINK_SECONDS_QUICK",
+    "TORCH_MISSING",
+    "USER_EXTRA_CLAIMS",
+    "USER_FAMILY",
+    "Case",
+    "Claim",
+    "FigureWriter",
+    "FixedPoints",
+    "LossWorker",
+    "Outcome",
+    "PhaseTimer",
+    "Plan",
+    "Row",
+    "case_dict",
+    "case_from_dict",
+    "check_findings",
+    "checks_order",
+    "console_summary",
+    "family_cases",
+    "family_size",
+    "finding_markdown",
+    "load_state",
+    "loss_markdown",
+    "loss_rows",
+    "make_figures",
+    "markdown",
+    "pending_loss_runs",
+    "plan_run",
+    "run_families",
+    "run_family",
+    "run_losses",
+    "save_counterexample",
+    "save_counterexamples",
+    "save_state",
+    "select_claims",
+    "select_losses",
+    "shrink",
+    "start_losses",
+    "surprises",
+    "table",
+    "user_case",
+    "user_claims",
+    "verdicts",
+    "verify",
+    "write_report",
 ]
 
 #: Draws the verify figures into a folder and returns the written paths.
@@ -151,8 +199,15 @@ def _generated_cases(name: str, seed: int, start: int, stop: int) -> list:
     return out
 
 
-def family_cases(name: str, cases: int, seed: int, quick: bool = False, plan: Plan | None = None,
-                  start: int = 0, stop: int | None = None) -> list:
+def family_cases(
+    name: str,
+    cases: int,
+    seed: int,
+    quick: bool = False,
+    plan: Plan | None = None,
+    start: int = 0,
+    stop: int | None = None,
+) -> list:
     """The cases of one family, or those numbered ``start`` to ``stop - 1`` (a shard's)."""
     stop = family_size(name, cases, quick, plan) if stop is None else stop
     if name == USER_FAMILY:
@@ -164,9 +219,15 @@ def family_cases(name: str, cases: int, seed: int, quick: bool = False, plan: Pl
     return _generated_cases(name, seed, start, stop)
 
 
-def run_family(name: str, cases: list, claims: list[Claim], bar: Progress | None = None,
-               keep: list | None = None, tick: Callable[[], None] | None = None,
-               sources: dict[int, str] | None = None) -> list[Row]:
+def run_family(
+    name: str,
+    cases: list,
+    claims: list[Claim],
+    bar: Progress | None = None,
+    keep: list | None = None,
+    tick: Callable[[], None] | None = None,
+    sources: dict[int, str] | None = None,
+) -> list[Row]:
     """Run every applicable claim on every case of one family (finite :class:`Case` objects
     go through a :class:`FixedPoints` cache; continuous cases are checked directly);
     ``tick()`` is called after each case (it forwards the loss worker's progress);
@@ -188,8 +249,12 @@ def run_family(name: str, cases: list, claims: list[Claim], bar: Progress | None
             if not outcome.held and finite:
                 size = case.mdp.n_states * case.mdp.n_actions
                 if row.violation is None or size < row.violation["size"]:
-                    row.violation = {"size": size, "case": case_dict(case), "detail": outcome.detail,
-                                     "margin": float(outcome.margin)}
+                    row.violation = {
+                        "size": size,
+                        "case": case_dict(case),
+                        "detail": outcome.detail,
+                        "margin": float(outcome.margin),
+                    }
         if keep is not None and name in GENERAL_FAMILIES:
             keep.append((name, fp))
         if bar:
@@ -199,8 +264,9 @@ def run_family(name: str, cases: list, claims: list[Claim], bar: Progress | None
     return [r for r in rows if r.cases or name != USER_FAMILY]
 
 
-def run_families(plan: Plan, state: dict, todo: dict[str, list], bar: Progress | None,
-                 tick: Callable[[], None] | None = None) -> tuple[list[Row], list]:
+def run_families(
+    plan: Plan, state: dict, todo: dict[str, list], bar: Progress | None, tick: Callable[[], None] | None = None
+) -> tuple[list[Row], list]:
     """Every family's rows (reused from ``state`` when it finished them), and the fixed
     points of the general families for the figures (the continuous families first)."""
     by_family: dict[str, list[Row]] = {}
@@ -216,14 +282,27 @@ def run_families(plan: Plan, state: dict, todo: dict[str, list], bar: Progress |
     return [row for fam in plan.families for row in by_family[fam]], keep
 
 
-def make_figures(writer: FigureWriter | None, plan: Plan, fixed_points: list, loss_runs: list,
-                 scatter: dict | None = None, order_data: dict | None = None) -> list[str]:
+def make_figures(
+    writer: FigureWriter | None,
+    plan: Plan,
+    fixed_points: list,
+    loss_runs: list,
+    scatter: dict | None = None,
+    order_data: dict | None = None,
+) -> list[str]:
     """Compute the figures' data and have ``writer`` draw them; paths relative to the output folder.
     ``scatter``, ``order_data``: those figures' values from a sharded run's shards."""
     if not writer:
         return []
-    data = verify_figure_data(fixed_points, plan.quick, loss_runs, learning.RELATIVE_TOLERANCE,
-                              order=checks_order(plan), scatter=scatter, order_data=order_data)
+    data = verify_figure_data(
+        fixed_points,
+        plan.quick,
+        loss_runs,
+        learning.RELATIVE_TOLERANCE,
+        order=checks_order(plan),
+        scatter=scatter,
+        order_data=order_data,
+    )
     return [str(Path(p).relative_to(plan.out)) for p in writer(plan.out, data)]
 
 
@@ -247,9 +326,18 @@ class PhaseTimer:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
 
 
-def verify(out: str | Path = "verify-out", cases: int | None = None, seed: int = 0, claims: list[str] | None = None,
-           quick: bool = False, resume: bool = False, shrink_examples: int | None = None,
-           figures: FigureWriter | None = None, progress: bool = True, mdps: list | None = None) -> dict:
+def verify(
+    out: str | Path = "verify-out",
+    cases: int | None = None,
+    seed: int = 0,
+    claims: list[str] | None = None,
+    quick: bool = False,
+    resume: bool = False,
+    shrink_examples: int | None = None,
+    figures: FigureWriter | None = None,
+    progress: bool = True,
+    mdps: list | None = None,
+) -> dict:
     """Run the verification job; returns the report (also written to ``out``).
 
     ``figures``: a :data:`FigureWriter` that draws the figures (e.g.
@@ -262,17 +350,23 @@ def verify(out: str | Path = "verify-out", cases: int | None = None, seed: int =
     t0 = time.perf_counter()
     timer = PhaseTimer()
     if mdps:
-        pairs = [item if isinstance(item, tuple) else (getattr(item, "label", f"mdp {k}"), item)
-                 for k, item in enumerate(mdps)]
+        pairs = [
+            item if isinstance(item, tuple) else (getattr(item, "label", f"mdp {k}"), item)
+            for k, item in enumerate(mdps)
+        ]
         mdps = [user_case(source, mdp) for source, mdp in pairs]
         figures = None
     with timer("cases"):
         plan = plan_run(out, cases, seed, claims, quick, mdps)
         state = load_state(plan, resume)
-        todo = {f: family_cases(f, plan.cases, seed, quick, plan) for f in plan.families
-                if f not in state["families"]}
-        bar = Progress(sum(map(len, todo.values())) + pending_loss_runs(plan, state), "verify", unit="cases",
-                       bar=True, enabled=progress)
+        todo = {f: family_cases(f, plan.cases, seed, quick, plan) for f in plan.families if f not in state["families"]}
+        bar = Progress(
+            sum(map(len, todo.values())) + pending_loss_runs(plan, state),
+            "verify",
+            unit="cases",
+            bar=True,
+            enabled=progress,
+        )
         losses = start_losses(plan, state)  # trains in a child process while the claims are checked here
         rows, fixed_points = run_families(plan, state, todo, bar, lambda: losses.poll(bar))
     with timer("counterexamples"):

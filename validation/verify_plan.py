@@ -73,8 +73,14 @@ class Plan:
 
     @property
     def config(self) -> dict:
-        config = {"cases": self.cases, "seed": self.seed, "claims": sorted({c.label for c in self.claims}),
-                  "families": self.families, "losses": self.loss_ids, "quick": self.quick}
+        config = {
+            "cases": self.cases,
+            "seed": self.seed,
+            "claims": sorted({c.label for c in self.claims}),
+            "families": self.families,
+            "losses": self.loss_ids,
+            "quick": self.quick,
+        }
         if self.user_cases:
             config["mdps"] = [source for source, _ in self.user_cases]
             digest = hashlib.sha256(json.dumps([case_dict(case) for _, case in self.user_cases]).encode())
@@ -111,31 +117,45 @@ def user_case(source: str, mdp, ground=None) -> tuple[str, Case]:
     if isinstance(mdp, Case):
         return source, mdp
     if mdp.policy is None:
-        raise InputError(f"{source}: has no policy, and every claim needs one (add a 'policy' table to the "
-                         f"file; a gym: id gets the uniform policy)", param="mdp")
+        raise InputError(
+            f"{source}: has no policy, and every claim needs one (add a 'policy' table to the "
+            f"file; a gym: id gets the uniform policy)",
+            param="mdp",
+        )
     return source, Case(mdp, resolve_ground(mdp, ground))
 
 
-def plan_run(out: str | Path, cases: int | None, seed: int, claims: list[str] | None, quick: bool,
-             mdps: list[tuple[str, Case]] | None = None) -> Plan:
+def plan_run(
+    out: str | Path,
+    cases: int | None,
+    seed: int,
+    claims: list[str] | None,
+    quick: bool,
+    mdps: list[tuple[str, Case]] | None = None,
+) -> Plan:
     """Check the settings and choose the claims, loss checks and families to run (with ``mdps``,
     the user's (source, case) pairs: only the claims that apply to them, as family ``user``)."""
     if mdps:
         if cases is not None:
-            raise InputError("applies to the generated families only (with mdps the cases are the MDPs given)",
-                             param="cases")
+            raise InputError(
+                "applies to the generated families only (with mdps the cases are the MDPs given)", param="cases"
+            )
         losses = [c for c in claims or [] if c in learning.loss_ids()]
         if losses:
-            raise InputError(f"{losses[0]}: the loss checks train on their own MDPs, not on the ones given "
-                             f"(choose from {', '.join(claim_ids())})", param="claims")
+            raise InputError(
+                f"{losses[0]}: the loss checks train on their own MDPs, not on the ones given "
+                f"(choose from {', '.join(claim_ids())})",
+                param="claims",
+            )
         chosen = user_claims(select_claims(claims))
         return Plan(Path(out), len(mdps), seed, quick, chosen, [], [USER_FAMILY], list(mdps))
     cases = cases if cases is not None else (QUICK_CASES if quick else DEFAULT_CASES)
     if cases < 1:
         raise InputError(f"must be at least 1, got {cases}", param="cases")
     chosen = select_claims(claims)
-    families = [f for f in list(FAMILIES) + ["examples"] + list(GAUSSIAN_FAMILIES)
-                if any(f in c.families for c in chosen)]
+    families = [
+        f for f in list(FAMILIES) + ["examples"] + list(GAUSSIAN_FAMILIES) if any(f in c.families for c in chosen)
+    ]
     return Plan(Path(out), cases, seed, quick, chosen, select_losses(claims), families)
 
 

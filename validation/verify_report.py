@@ -22,22 +22,39 @@ def check_findings(plan: Plan) -> list[WitnessResult]:
 def surprises(rows: list[Row], witnesses: list[WitnessResult]) -> list[str]:
     """One line per verdict that differs from what is recorded: a row that failed and is no
     established finding, or a finding that did not reproduce on its witness."""
-    out = [f"{r.label} on {r.family}: {r.status} ({r.cases - r.held}/{r.cases} cases; {r.worst_detail})"
-           for r in rows if r.surprise]
-    out += [f"{w.finding.label}: the established finding did not reproduce on its witness "
-            f"'{w.finding.witness_name}' ({w.detail})" for w in witnesses if not w.reproduced]
+    out = [
+        f"{r.label} on {r.family}: {r.status} ({r.cases - r.held}/{r.cases} cases; {r.worst_detail})"
+        for r in rows
+        if r.surprise
+    ]
+    out += [
+        f"{w.finding.label}: the established finding did not reproduce on its witness "
+        f"'{w.finding.witness_name}' ({w.detail})"
+        for w in witnesses
+        if not w.reproduced
+    ]
     return out
 
 
-def write_report(plan: Plan, rows: list[Row], losses: dict, figure_paths: list[str], phase_seconds: dict,
-                 seconds: float, witnesses: list[WitnessResult] | None = None, shards: dict | None = None) -> dict:
+def write_report(
+    plan: Plan,
+    rows: list[Row],
+    losses: dict,
+    figure_paths: list[str],
+    phase_seconds: dict,
+    seconds: float,
+    witnesses: list[WitnessResult] | None = None,
+    shards: dict | None = None,
+) -> dict:
     """Write ``report.json`` and ``report.md``; returns the report. ``shards``: how a sharded run
     ran (:mod:`validation.verify_shards`), kept as the report's ``shards``; each shard in its
     ``failed`` list is a surprise (its cases are missing from the rows)."""
     witnesses = check_findings(plan) if witnesses is None else witnesses
     found = surprises(rows, witnesses)
-    found += [f"shard {f['shard']} ({f['what']}) failed {f['attempts']} times, its results are missing: "
-              f"{f['error']}" for f in (shards or {}).get("failed", [])]
+    found += [
+        f"shard {f['shard']} ({f['what']}) failed {f['attempts']} times, its results are missing: {f['error']}"
+        for f in (shards or {}).get("failed", [])
+    ]
     violated = [r for r in rows if r.asserted and r.expect == "holds" and r.held < r.cases]
     report = {
         "config": plan.config,
@@ -58,6 +75,7 @@ def write_report(plan: Plan, rows: list[Row], losses: dict, figure_paths: list[s
     atomic_write_text(plan.out / "report.md", markdown(report))
     return report
 
+
 def _summary(rows: list[Row]) -> str:
     """One clause for the rows of one claim label."""
     total = sum(r.cases for r in rows)
@@ -68,8 +86,9 @@ def _summary(rows: list[Row]) -> str:
         largest = max((-r.worst_margin for r in rows if not math.isinf(r.worst_margin)), default=0.0)
         if rows[0].expect == "gap":
             return f"strict gap in {total - held}/{total} cases ({where or 'none'}); largest gap {largest:.3g}"
-        return (f"varies with the order in {total - held}/{total} cases ({where or 'none'}); "
-                f"largest spread {largest:.3g}")
+        return (
+            f"varies with the order in {total - held}/{total} cases ({where or 'none'}); largest spread {largest:.3g}"
+        )
     if not bad:
         return f"held in all {total} cases"
     word = "fails (established finding)" if rows[0].known else ("VIOLATED" if rows[0].asserted else "fails")
@@ -86,8 +105,9 @@ def verdicts(rows: list[Row]) -> dict[str, str]:
     out = {}
     for cid, groups in labels.items():
         ordered = sorted(groups.items(), key=lambda kv: kv[0] != cid)  # the project's reading first
-        out[cid] = "; ".join((f"[{label[len(cid) + 2:-1]}] " if label != cid else "") + _summary(rs)
-                             for label, rs in ordered)
+        out[cid] = "; ".join(
+            (f"[{label[len(cid) + 2 : -1]}] " if label != cid else "") + _summary(rs) for label, rs in ordered
+        )
         held = {label: all(r.held == r.cases for r in rs) for label, rs in groups.items()}
         for label, rs in ordered:
             note = rs[0].claim.note
@@ -99,9 +119,18 @@ def verdicts(rows: list[Row]) -> dict[str, str]:
 def table(rows: list[dict]) -> str:
     """Plain-text table: claim, family, cases, held, worst margin, seconds, status."""
     head = ("claim", "family", "cases", "held", "worst margin", "seconds", "status")
-    body = [(r["label"], r["family"], str(r["cases"]), str(r["held"]),
-             "-" if r["worst_margin"] is None else f"{r['worst_margin'] + 0.0:.3g}", f"{r['seconds']:.2f}", r["status"])
-            for r in rows]
+    body = [
+        (
+            r["label"],
+            r["family"],
+            str(r["cases"]),
+            str(r["held"]),
+            "-" if r["worst_margin"] is None else f"{r['worst_margin'] + 0.0:.3g}",
+            f"{r['seconds']:.2f}",
+            r["status"],
+        )
+        for r in rows
+    ]
     widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
@@ -157,15 +186,21 @@ def loss_markdown(losses: dict) -> list[str]:
     if "skipped" in losses:
         return lines + [f"Loss checks {losses['skipped']}.", ""]
     cfg = losses.get("config", {})
-    lines += [LOSS_READING, f"Training: {cfg.get('steps')} SGD steps, batch {cfg.get('batch')}, "
-              f"{cfg.get('samples')} target samples, seed {cfg.get('seed')}.", "",
-              "| check | loss | fixed point | MDP | max error | tolerance | max d(s,s) exact / learned | seconds |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        LOSS_READING,
+        f"Training: {cfg.get('steps')} SGD steps, batch {cfg.get('batch')}, "
+        f"{cfg.get('samples')} target samples, seed {cfg.get('seed')}.",
+        "",
+        "| check | loss | fixed point | MDP | max error | tolerance | max d(s,s) exact / learned | seconds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in losses["runs"]:
         metric = r["metric"] + (f" ({r['ground']})" if r["ground"] else "")
-        lines.append(f"| {r['id']} | {r['loss']} | {metric} | {r['family']} ({r['mdp']}) | {r['final_error']:.2e} "
-                     f"| {r['tolerance']:.2e} | {r['exact_diagonal']:.3g} / {r['learned_diagonal']:.3g} "
-                     f"| {r['seconds']:.1f} |")
+        lines.append(
+            f"| {r['id']} | {r['loss']} | {metric} | {r['family']} ({r['mdp']}) | {r['final_error']:.2e} "
+            f"| {r['tolerance']:.2e} | {r['exact_diagonal']:.3g} / {r['learned_diagonal']:.3g} "
+            f"| {r['seconds']:.1f} |"
+        )
     return lines + [""]
 
 
@@ -173,51 +208,85 @@ def finding_markdown(findings: list[dict]) -> list[str]:
     """The established findings (``validation/findings.py``) and whether each reproduced."""
     if not findings:
         return []
-    lines = ["", "## Established findings", "",
-             "Declared in `validation/findings.py`; each must reproduce on its witness MDP "
-             "(sampled rows of these claims may fail or hold).", "",
-             "| claim | expected | witness | reproduced | why |", "|---|---|---|---|---|"]
+    lines = [
+        "",
+        "## Established findings",
+        "",
+        "Declared in `validation/findings.py`; each must reproduce on its witness MDP "
+        "(sampled rows of these claims may fail or hold).",
+        "",
+        "| claim | expected | witness | reproduced | why |",
+        "|---|---|---|---|---|",
+    ]
     for f in findings:
-        lines.append(f"| {f['label']} | {f['expected']} | {f['witness']}: {f['detail']} "
-                     f"| {'yes' if f['reproduced'] else '**no**'} | {f['reason']} |")
+        lines.append(
+            f"| {f['label']} | {f['expected']} | {f['witness']}: {f['detail']} "
+            f"| {'yes' if f['reproduced'] else '**no**'} | {f['reason']} |"
+        )
     return lines
 
 
 def markdown(report: dict) -> str:
     """The human-readable report."""
     cfg = report["config"]
-    scope = (f"The MDPs given ({', '.join(cfg['mdps'])}) as family `{USER_FAMILY}`: every claim that applies "
-             f"to them; no loss checks or figures (they are about the generated families)"
-             if cfg.get("mdps") else f"{cfg['cases']} cases per family, seed {cfg['seed']}")
-    lines = ["# bisimkit verify report", "",
-             f"{scope}, {report['seconds']:.1f} s "
-             f"({', '.join(f'{k} {v:.1f} s' for k, v in report['phase_seconds'].items())}). "
-             f"Exit status {report['exit_status']}"
-             + (f": {len(report['surprises'])} verdict(s) differ from what is recorded (surprises, below)."
-                if report['exit_status'] else ": every verdict matches what is recorded (every claim held except "
-                                              "the established findings, and each of those reproduced)."),
-             "", "## Verdicts", ""]
+    scope = (
+        f"The MDPs given ({', '.join(cfg['mdps'])}) as family `{USER_FAMILY}`: every claim that applies "
+        f"to them; no loss checks or figures (they are about the generated families)"
+        if cfg.get("mdps")
+        else f"{cfg['cases']} cases per family, seed {cfg['seed']}"
+    )
+    lines = [
+        "# bisimkit verify report",
+        "",
+        f"{scope}, {report['seconds']:.1f} s "
+        f"({', '.join(f'{k} {v:.1f} s' for k, v in report['phase_seconds'].items())}). "
+        f"Exit status {report['exit_status']}"
+        + (
+            f": {len(report['surprises'])} verdict(s) differ from what is recorded (surprises, below)."
+            if report['exit_status']
+            else ": every verdict matches what is recorded (every claim held except "
+            "the established findings, and each of those reproduced)."
+        ),
+        "",
+        "## Verdicts",
+        "",
+    ]
     for cid, text in report["verdicts"].items():
         lines.append(f"- **{cid}**: {text}")
     lines += ["", "## Surprises", ""]
     lines += [f"- {text}" for text in report["surprises"]] or ["None: every verdict is as recorded."]
     lines += finding_markdown(report.get("findings", []))
-    lines += ["", READINGS, "## Results", "",
-              "Margin: the worst signed slack of the claim over the cases (negative = violated by that much); "
-              "a distance, except C2 (minus the number of state pairs whose relation and zero set disagree) "
-              "and C7 (spare cells under the bound).", "",
-              "```", table(report["rows"]), "```", ""]
+    lines += [
+        "",
+        READINGS,
+        "## Results",
+        "",
+        "Margin: the worst signed slack of the claim over the cases (negative = violated by that much); "
+        "a distance, except C2 (minus the number of state pairs whose relation and zero set disagree) "
+        "and C7 (spare cells under the bound).",
+        "",
+        "```",
+        table(report["rows"]),
+        "```",
+        "",
+    ]
     lines += loss_markdown(report.get("losses", {}))
     ces = [r for r in report["rows"] if r["counterexample"]]
     if ces:
-        lines += ["## Counterexamples", "",
-                  "Each is an MDP JSON file (`bisimkit info FILE`, `bisimkit solve FILE --metric ...`) holding one "
-                  "case of its row: the one hypothesis shrank, or else the row's smallest failing case, so its "
-                  "margin (shown here, and what `bisimkit verify --mdp FILE` reproduces) can be milder than the "
-                  "row's worst in the table.", ""]
+        lines += [
+            "## Counterexamples",
+            "",
+            "Each is an MDP JSON file (`bisimkit info FILE`, `bisimkit solve FILE --metric ...`) holding one "
+            "case of its row: the one hypothesis shrank, or else the row's smallest failing case, so its "
+            "margin (shown here, and what `bisimkit verify --mdp FILE` reproduces) can be milder than the "
+            "row's worst in the table.",
+            "",
+        ]
         for r in ces:
-            lines.append(f"- {r['label']} on {r['family']}: [{r['counterexample']}]({r['counterexample']})"
-                         f"{' (shrunk by hypothesis)' if r['shrunk'] else ''}: {r['counterexample_detail']}")
+            lines.append(
+                f"- {r['label']} on {r['family']}: [{r['counterexample']}]({r['counterexample']})"
+                f"{' (shrunk by hypothesis)' if r['shrunk'] else ''}: {r['counterexample_detail']}"
+            )
         lines.append("")
     if report["figures"]:
         lines += ["## Figures", ""]
@@ -236,6 +305,7 @@ def console_summary(report: dict, out: str | Path) -> str:
     if known:
         lines.append(f"established findings reproduced: {', '.join(known)} (validation/findings.py)")
     lines += [f"SURPRISE: {text}" for text in report.get("surprises", [])]
-    lines.append(f"\nreport: {Path(out) / 'report.md'} ({report['seconds']:.1f} s); "
-                 f"exit status {report['exit_status']}")
+    lines.append(
+        f"\nreport: {Path(out) / 'report.md'} ({report['seconds']:.1f} s); exit status {report['exit_status']}"
+    )
     return "\n".join(lines)

@@ -82,17 +82,29 @@ class Row:
         self.held += later.held
         if later.worst_margin < self.worst_margin:
             self.worst_margin, self.worst_detail = later.worst_margin, later.worst_detail
-        if later.violation is not None and (self.violation is None
-                                            or later.violation["size"] < self.violation["size"]):
+        if later.violation is not None and (self.violation is None or later.violation["size"] < self.violation["size"]):
             self.violation = later.violation
 
     def to_json(self) -> dict:
         c = self.claim
-        return {"claim": c.id, "label": c.label, "statement": c.statement, "source": c.source, "family": self.family,
-                "asserted": c.asserted, "expect": c.expect, "cases": self.cases, "held": self.held,
-                "worst_margin": None if math.isinf(self.worst_margin) else self.worst_margin,
-                "worst_detail": self.worst_detail, "seconds": self.seconds, "counterexample": self.counterexample,
-                "counterexample_detail": self.counterexample_detail, "shrunk": self.shrunk, "status": self.status}
+        return {
+            "claim": c.id,
+            "label": c.label,
+            "statement": c.statement,
+            "source": c.source,
+            "family": self.family,
+            "asserted": c.asserted,
+            "expect": c.expect,
+            "cases": self.cases,
+            "held": self.held,
+            "worst_margin": None if math.isinf(self.worst_margin) else self.worst_margin,
+            "worst_detail": self.worst_detail,
+            "seconds": self.seconds,
+            "counterexample": self.counterexample,
+            "counterexample_detail": self.counterexample_detail,
+            "shrunk": self.shrunk,
+            "status": self.status,
+        }
 
     def to_state(self) -> dict:
         """What ``--resume`` keeps of the row (the claim by its label)."""
@@ -107,9 +119,19 @@ class Row:
         if claim is None:
             raise KeyError(f"no claim {data['label']} on {data['family']}")
         margin = math.inf if data["worst_margin"] is None else data["worst_margin"]
-        return cls(claim, data["family"], data["cases"], data["held"], margin, data["worst_detail"],
-                   data["seconds"], data["counterexample"], data["shrunk"], data.get("counterexample_detail", ""),
-                   data.get("violation"))
+        return cls(
+            claim,
+            data["family"],
+            data["cases"],
+            data["held"],
+            margin,
+            data["worst_detail"],
+            data["seconds"],
+            data["counterexample"],
+            data["shrunk"],
+            data.get("counterexample_detail", ""),
+            data.get("violation"),
+        )
 
 
 def case_dict(case: Case) -> dict:

@@ -171,8 +171,17 @@ def run_shard(run: ShardRun, shard, attempt: int = 1) -> str:
             families[fam] = [r.to_state() for r in run_family(fam, cases, plan.claims, keep=keep)]
         if keep is not None:
             atomic_write(run.figures_path(shard), lambda fh: np.savez(fh, **_figure_arrays(plan, keep)))
-        atomic_write_json(path, {"key": plan.key, "shard": shard, "jobs": run.jobs, "ranges": ranges,
-                                 "families": families, "seconds": time.perf_counter() - start})
+        atomic_write_json(
+            path,
+            {
+                "key": plan.key,
+                "shard": shard,
+                "jobs": run.jobs,
+                "ranges": ranges,
+                "families": families,
+                "seconds": time.perf_counter() - start,
+            },
+        )
     except BaseException as exc:
         atomic_write_text(run.error_path(shard), _one_line(exc) + "\n")
         raise
@@ -217,8 +226,10 @@ def merged_figure_values(run: ShardRun, plan: Plan, shards: list[int]) -> tuple[
         order = None
         if checks_order(plan):
             parts = [_Part(files[k], f"{f}|order") for f in fams for k in shards]
-            order = {key: np.concatenate([p[key] for p in parts]) for key in
-                     ("family", "index", "contiguous", "state_spread", "action_spread")}
+            order = {
+                key: np.concatenate([p[key] for p in parts])
+                for key in ("family", "index", "contiguous", "state_spread", "action_spread")
+            }
             order["family"] = order["family"].astype(object)
     finally:
         for npz in files.values():
@@ -247,8 +258,9 @@ def make_executor(kind: str, folder: Path, time_min: int, partition: str | None)
     submitit = import_submitit(EXTRA)
     if kind == "slurm":
         executor = submitit.SlurmExecutor(folder=folder / "%j", max_num_timeout=MAX_ATTEMPTS)
-        params = dict(time=time_min, cpus_per_task=1, ntasks_per_node=1, nodes=1, job_name="bisimkit-verify",
-                      signal_delay_s=90)
+        params = dict(
+            time=time_min, cpus_per_task=1, ntasks_per_node=1, nodes=1, job_name="bisimkit-verify", signal_delay_s=90
+        )
         if partition:
             params["partition"] = partition
         executor.update_parameters(**params)
@@ -265,8 +277,9 @@ def _alive(kind: str, job, queued: set[str] | None) -> bool:
     return not job.done()
 
 
-def run_shards(run: ShardRun, plan: Plan, shards: list, kind: str, time_min: int, partition: str | None,
-               bar: Progress | None) -> dict:
+def run_shards(
+    run: ShardRun, plan: Plan, shards: list, kind: str, time_min: int, partition: str | None, bar: Progress | None
+) -> dict:
     """Submit the unfinished ``shards`` and wait for them, submitting a shard whose job ended
     without its result again until it failed :data:`MAX_ATTEMPTS` times. Returns
     ``shard -> {"status": "done" | "reused" | "failed", "attempts": n, "error": ...}``."""
@@ -300,9 +313,11 @@ def run_shards(run: ShardRun, plan: Plan, shards: list, kind: str, time_min: int
                     bar.advance(1, {"": f"shard {s}"})
                 continue
             error = run.error_path(s)
-            status[s]["error"] = (error.read_text().strip() if error.is_file() else
-                                  f"the job ended without a result (killed, out of memory or a node failure; "
-                                  f"see {job.paths.stderr})")
+            status[s]["error"] = (
+                error.read_text().strip()
+                if error.is_file()
+                else f"the job ended without a result (killed, out of memory or a node failure; see {job.paths.stderr})"
+            )
             if status[s]["attempts"] < MAX_ATTEMPTS:
                 again.append(s)
             else:
@@ -328,10 +343,20 @@ def merge_rows(run: ShardRun, plan: Plan, shards: list[int]) -> list[Row]:
     return [row for fam in plan.families for row in merged.get(fam, [])]
 
 
-def verify_sharded(out: str | Path = "verify-out", cases: int | None = None, seed: int = 0,
-                   claims: list[str] | None = None, quick: bool = False, shrink_examples: int | None = None,
-                   figures: FigureWriter | None = None, progress: bool = True, executor: str = "local",
-                   jobs: int = DEFAULT_JOBS, time_min: int = TIME_MIN, partition: str | None = None) -> dict:
+def verify_sharded(
+    out: str | Path = "verify-out",
+    cases: int | None = None,
+    seed: int = 0,
+    claims: list[str] | None = None,
+    quick: bool = False,
+    shrink_examples: int | None = None,
+    figures: FigureWriter | None = None,
+    progress: bool = True,
+    executor: str = "local",
+    jobs: int = DEFAULT_JOBS,
+    time_min: int = TIME_MIN,
+    partition: str | None = None,
+) -> dict:
     """The verify job in ``jobs`` shards on ``executor`` (see the module doc); returns the report,
     written to ``out`` as :func:`validation.verify.verify` writes it."""
     t0 = time.perf_counter()
@@ -349,8 +374,13 @@ def verify_sharded(out: str | Path = "verify-out", cases: int | None = None, see
     loss_job = bool(plan.loss_ids) and learning.torch_available()
     shards = case_shards + ([LOSSES] if loss_job else [])
     with timer("cases"):
-        bar = Progress(sum(read_result(run, s, plan.key) is None for s in shards), "verify", unit="shards",
-                       bar=True, enabled=progress)
+        bar = Progress(
+            sum(read_result(run, s, plan.key) is None for s in shards),
+            "verify",
+            unit="shards",
+            bar=True,
+            enabled=progress,
+        )
         status = run_shards(run, plan, shards, executor, time_min, partition, bar)
         bar.close()
         finished = [s for s in case_shards if status[s]["status"] != "failed"]
@@ -362,8 +392,7 @@ def verify_sharded(out: str | Path = "verify-out", cases: int | None = None, see
     if not loss_job:
         losses = run_losses(plan.loss_ids, plan.quick, plan.seed)
     elif status[LOSSES]["status"] == "failed":
-        losses = {"runs": [], "skipped": f"not run: their job failed {MAX_ATTEMPTS} times "
-                                         f"({status[LOSSES]['error']})"}
+        losses = {"runs": [], "skipped": f"not run: their job failed {MAX_ATTEMPTS} times ({status[LOSSES]['error']})"}
     else:
         losses = read_result(run, LOSSES, plan.key)["losses"]
     rows += loss_rows(losses["runs"])
@@ -374,8 +403,13 @@ def verify_sharded(out: str | Path = "verify-out", cases: int | None = None, see
     phases["losses (alongside the cases)"] = float(losses.get("seconds", 0.0))
     phases["waiting for the losses"] = 0.0
     listed = [{"shard": shard_name(run, s), "what": describe(run, plan, s), **status[s]} for s in shards]
-    record = {"executor": executor, "jobs": jobs, "folder": str(run.folder.relative_to(run.out)),
-              "shards": listed, "failed": [entry for entry in listed if entry["status"] == "failed"]}
+    record = {
+        "executor": executor,
+        "jobs": jobs,
+        "folder": str(run.folder.relative_to(run.out)),
+        "shards": listed,
+        "failed": [entry for entry in listed if entry["status"] == "failed"],
+    }
     return write_report(plan, rows, losses, figure_paths, phases, time.perf_counter() - t0, witnesses, record)
 
 

@@ -37,9 +37,14 @@ def shrink(claim: Claim, family: str, max_examples: int, seconds: float) -> Case
             best.append(case)
         return failed
 
-    conf = settings(max_examples=max_examples, deadline=None, database=None,
-                    phases=[Phase.generate, Phase.shrink], derandomize=True,
-                    suppress_health_check=list(HealthCheck))
+    conf = settings(
+        max_examples=max_examples,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate, Phase.shrink],
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
     try:
         find(FAMILIES[family].strategy(), fails, settings=conf)
     except Exception:  # NoSuchExample, or the replay after the deadline disagreeing (flaky)

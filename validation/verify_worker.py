@@ -18,8 +18,7 @@ LOSS_SOURCE = "paper Alg. 1; docs/losses.md"
 #: The loss checks as claims (checked by training, not by a check function).
 LOSS_CLAIMS: dict[str, Claim] = {c.id: Claim(c.id, c.statement, LOSS_SOURCE, None, ()) for c in learning.LOSS_CHECKS}
 #: The loss section's note when torch is absent.
-TORCH_MISSING = ("skipped: torch is not installed (the learned-loss checks need it: "
-                 "pip install -e '.[torch]')")
+TORCH_MISSING = "skipped: torch is not installed (the learned-loss checks need it: pip install -e '.[torch]')"
 
 
 def run_losses(ids: list[str], quick: bool, seed: int, bar: Progress | None = None) -> dict:
@@ -107,8 +106,10 @@ def loss_rows(runs: list[dict]) -> list[Row]:
     rows: dict[tuple[str, str], Row] = {}
     for run in runs:
         row = rows.setdefault((run["id"], run["family"]), Row(LOSS_CLAIMS[run["id"]], run["family"]))
-        detail = (f"max error {run['final_error']:.2e} <= {run['tolerance']:.2e} "
-                  f"(1% of max d* {run['scale']:.3g}) after {run['steps'][-1]} steps; "
-                  f"max d(s,s): exact {run['exact_diagonal']:.3g}, learned {run['learned_diagonal']:.3g}")
+        detail = (
+            f"max error {run['final_error']:.2e} <= {run['tolerance']:.2e} "
+            f"(1% of max d* {run['scale']:.3g}) after {run['steps'][-1]} steps; "
+            f"max d(s,s): exact {run['exact_diagonal']:.3g}, learned {run['learned_diagonal']:.3g}"
+        )
         row.record(run["held"], run["tolerance"] - run["final_error"], detail, run["seconds"])
     return list(rows.values())

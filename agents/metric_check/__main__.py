@@ -44,13 +44,30 @@ from .results import meets_targets, write_results
 from .settings import MODES, Settings
 
 #: The options that are :class:`Settings` fields of the same name (``--config`` is parsed as JSON first).
-SETTINGS_OPTIONS = ("method", "distractors", "steps", "mode", "batch", "image_size", "seed", "device", "draws",
-                    "schedule", "eval_every", "samples", "warmup", "samples_per_pair", "coupling", "update_rule")
+SETTINGS_OPTIONS = (
+    "method",
+    "distractors",
+    "steps",
+    "mode",
+    "batch",
+    "image_size",
+    "seed",
+    "device",
+    "draws",
+    "schedule",
+    "eval_every",
+    "samples",
+    "warmup",
+    "samples_per_pair",
+    "coupling",
+    "update_rule",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m agents.metric_check", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m agents.metric_check", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--scene", default=None, help=f"a built-in scene: {', '.join(SCENES)} (default ring)")
     p.add_argument("--mdp", default=None, help="a finite MDP or linear-Gaussian JSON file (with --render)")
     p.add_argument("--render", default=None, help="MODULE:FUNCTION drawing a state of --mdp")
@@ -60,31 +77,59 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="folder for the results (new or empty)")
     p.add_argument("--steps", type=int, default=1500, help="updates (default 1500)")
     p.add_argument("--batch", type=int, default=64, help="transitions per update (default 64)")
-    p.add_argument("--samples-per-pair", type=int, default=SAMPLES_PER_PAIR,
-                   help="noise draws averaged per bisimulation target (TrainConfig.bisim_samples; default "
-                        f"{SAMPLES_PER_PAIR}, as training draws)")
-    p.add_argument("--coupling", default=None,
-                   help="eps-r only: 'independent', its reward-ground loss with the two states' noise drawn "
-                        "independently (default: the method's own coupling)")
-    p.add_argument("--update-rule", default="joint",
-                   help="joint, or for drq+dbc dbc: DBC's own update as the dbc preset sets it up (default joint)")
-    p.add_argument("--image-size", type=int, default=IMAGE_SIZE,
-                   help=f"frame side of a built-in scene (default {IMAGE_SIZE})")
-    p.add_argument("--distractors", default="all",
-                   help=f"comma-separated subset of {', '.join(DISTRACTORS)}, 'all' or 'none' (default all)")
+    p.add_argument(
+        "--samples-per-pair",
+        type=int,
+        default=SAMPLES_PER_PAIR,
+        help="noise draws averaged per bisimulation target (TrainConfig.bisim_samples; default "
+        f"{SAMPLES_PER_PAIR}, as training draws)",
+    )
+    p.add_argument(
+        "--coupling",
+        default=None,
+        help="eps-r only: 'independent', its reward-ground loss with the two states' noise drawn "
+        "independently (default: the method's own coupling)",
+    )
+    p.add_argument(
+        "--update-rule",
+        default="joint",
+        help="joint, or for drq+dbc dbc: DBC's own update as the dbc preset sets it up (default joint)",
+    )
+    p.add_argument(
+        "--image-size", type=int, default=IMAGE_SIZE, help=f"frame side of a built-in scene (default {IMAGE_SIZE})"
+    )
+    p.add_argument(
+        "--distractors",
+        default="all",
+        help=f"comma-separated subset of {', '.join(DISTRACTORS)}, 'all' or 'none' (default all)",
+    )
     p.add_argument("--draws", type=int, default=8, help="distractor draws per evaluation state (default 8)")
     p.add_argument("--seed", type=int, default=0, help="seed of networks, transitions and distractors")
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
-    p.add_argument("--schedule", default="decay", help="constant, or decay: the learning rate's cosine to a tenth "
-                   "over the second half (default decay)")
+    p.add_argument(
+        "--schedule",
+        default="decay",
+        help="constant, or decay: the learning rate's cosine to a tenth over the second half (default decay)",
+    )
     p.add_argument("--eval-every", type=int, default=0, help="also measure every N updates (curve.json)")
-    p.add_argument("--samples", type=int, default=MC_SAMPLES,
-                   help=f"Monte Carlo rollout pairs per state pair on a Gaussian scene (default {MC_SAMPLES})")
-    p.add_argument("--warmup", type=int, default=None,
-                   help="updates of the world model alone before the bisimulation loss joins the encoder's loss "
-                        "(TrainConfig.bisim_warmup; default a third of --steps)")
-    p.add_argument("--config", default=None,
-                   help="more agents.config.TrainConfig fields as JSON, e.g. '{\"augment\": false, \"beta\": 1.0}'")
+    p.add_argument(
+        "--samples",
+        type=int,
+        default=MC_SAMPLES,
+        help=f"Monte Carlo rollout pairs per state pair on a Gaussian scene (default {MC_SAMPLES})",
+    )
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=None,
+        help="updates of the world model alone before the bisimulation loss joins the encoder's loss "
+        "(TrainConfig.bisim_warmup; default a third of --steps)",
+    )
+    p.add_argument(
+        "--config",
+        default=None,
+        help="more agents.config.TrainConfig fields as JSON, e.g. '{\"augment\": false, \"beta\": 1.0}'",
+    )
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     return p
@@ -118,15 +163,15 @@ def _user_scene(args):
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return run_command(lambda: _run(args), interrupted="nothing was written",
-                       bad_input=(InputError, ValueError))
+    return run_command(lambda: _run(args), interrupted="nothing was written", bad_input=(InputError, ValueError))
 
 
 def _run(args) -> int:
     out = Path(args.out)
     if args.method not in METRIC_METHODS:
-        raise InputError(f"method: {args.method!r} has no metric loss to check (choose from "
-                         f"{', '.join(METRIC_METHODS)})")
+        raise InputError(
+            f"method: {args.method!r} has no metric loss to check (choose from {', '.join(METRIC_METHODS)})"
+        )
     if args.scene is not None and args.mdp is not None:
         raise InputError("scene: give --scene or --mdp, not both")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
@@ -148,25 +193,43 @@ def _run(args) -> int:
         mdp, render, behaviour = _user_scene(args)
     else:
         mdp, render, behaviour = args.scene or "ring", None, None
-    progress = None if args.quiet else (
-        lambda step, row: print(f"step {step}/{args.steps}: " + ", ".join(
-            f"{k} {v:.4g}" for k, v in row.items() if isinstance(v, float)), flush=True))
+    progress = (
+        None
+        if args.quiet
+        else (
+            lambda step, row: print(
+                f"step {step}/{args.steps}: "
+                + ", ".join(f"{k} {v:.4g}" for k, v in row.items() if isinstance(v, float)),
+                flush=True,
+            )
+        )
+    )
     settings = Settings(**{name: getattr(args, name) for name in SETTINGS_OPTIONS}, config=config)
     check = learn_metric(mdp, render, settings, behaviour=behaviour, progress=progress)
     # everything computed: write into a fresh folder beside OUT, which then takes the (empty) OUT's place
     with staged_folder(out) as staging:
         write_results(check, staging)
-        plot_metric_check(staging / "metric_check.png", [{
-            "learned": check.learned, "exact": check.exact, "summary": check.summary,
-            "title": f"{check.summary['scene']} {check.summary['method']} ({check.summary['mode']})"}])
+        plot_metric_check(
+            staging / "metric_check.png",
+            [
+                {
+                    "learned": check.learned,
+                    "exact": check.exact,
+                    "summary": check.summary,
+                    "title": f"{check.summary['scene']} {check.summary['method']} ({check.summary['mode']})",
+                }
+            ],
+        )
     s = check.summary
     met = meets_targets(s)
-    print(f"{s['scene']} {s['method']} ({s['mode']}): mean error {100 * s['mean_relative_error']:.2f}%, max "
-          f"{100 * s['max_relative_error']:.2f}% of the largest exact distance {s['exact_max']:.4g}; Spearman "
-          f"{s['spearman']:.3f}; distractor invariance {s['distractor_invariance']:.3f} (held-out family "
-          f"{s['held_out']['distractor_invariance']:.3f}); {s['samples_per_pair']} sample(s) per pair; "
-          f"{s['seconds']:.0f} s "
-          f"(targets met: {', '.join(k for k, v in met.items() if v) or 'none'})")
+    print(
+        f"{s['scene']} {s['method']} ({s['mode']}): mean error {100 * s['mean_relative_error']:.2f}%, max "
+        f"{100 * s['max_relative_error']:.2f}% of the largest exact distance {s['exact_max']:.4g}; Spearman "
+        f"{s['spearman']:.3f}; distractor invariance {s['distractor_invariance']:.3f} (held-out family "
+        f"{s['held_out']['distractor_invariance']:.3f}); {s['samples_per_pair']} sample(s) per pair; "
+        f"{s['seconds']:.0f} s "
+        f"(targets met: {', '.join(k for k, v in met.items() if v) or 'none'})"
+    )
     if not s["exact"]["target_exact"]:
         print(f"note: {s['exact']['note']}")
     print(out)

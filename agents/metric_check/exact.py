@@ -25,8 +25,9 @@ from .methods import check_variant, own_fixed_point
 from .references import MC_SAMPLES, reference_metric
 
 
-def as_scene(mdp, render=None, *, behaviour=None, eval_states=None, image_size: int = IMAGE_SIZE,
-             discount: float | None = None) -> Scene:
+def as_scene(
+    mdp, render=None, *, behaviour=None, eval_states=None, image_size: int = IMAGE_SIZE, discount: float | None = None
+) -> Scene:
     """A :class:`Scene` from a built-in name, a Scene, or a user's MDP and renderer.
 
     A :class:`~bisimkit.mdp.FiniteMDP` needs ``behaviour=(mean, std)``: the pre-squash mean and std of the
@@ -44,13 +45,21 @@ def as_scene(mdp, render=None, *, behaviour=None, eval_states=None, image_size: 
         return finite_scene(mdp, render, behaviour[0], behaviour[1])
     if isinstance(mdp, LinearGaussianMDP):
         return gaussian_scene(mdp, render, eval_states)
-    raise InputError(f"mdp: expected a scene name ({', '.join(SCENES)}), a FiniteMDP or a LinearGaussianMDP, got "
-                     f"{type(mdp).__name__}")
+    raise InputError(
+        f"mdp: expected a scene name ({', '.join(SCENES)}), a FiniteMDP or a LinearGaussianMDP, got "
+        f"{type(mdp).__name__}"
+    )
 
 
-def exact_metric(scene: Scene, method: str, policy: tuple[np.ndarray, np.ndarray] | None = None,
-                 samples: int = MC_SAMPLES, seed: int = 0, coupling: str | None = None,
-                 update_rule: str = "joint") -> tuple[np.ndarray, dict]:
+def exact_metric(
+    scene: Scene,
+    method: str,
+    policy: tuple[np.ndarray, np.ndarray] | None = None,
+    samples: int = MC_SAMPLES,
+    seed: int = 0,
+    coupling: str | None = None,
+    update_rule: str = "joint",
+) -> tuple[np.ndarray, dict]:
     """The matrix over ``scene.eval_states`` of the fixed point ``method``'s loss targets (:func:`own_fixed_point`;
     for the deep DBC losses a reference, ``dbc-sampled`` on a finite scene and the independent reward fixed point
     on a Gaussian one), and what it is (``operator``, ``ground``, ``solver``, ``certified_error`` or the Monte
@@ -60,15 +69,30 @@ def exact_metric(scene: Scene, method: str, policy: tuple[np.ndarray, np.ndarray
     own = own_fixed_point(method, coupling, update_rule)
     name = own or ("dbc-sampled" if scene.kind == "finite" else "independent-reward")
     ref = reference_metric(scene, name, policy=policy, samples=samples, seed=seed)
-    info = {"operator": ref.info.get("operator", name if scene.kind == "finite" else (
-                "eps-bar" if name.startswith("eps-bar") else "independent-sampling fixed point")),
-            "ground": ref.info.get("ground"), "target_exact": own is not None, "note": ref.info.get("note", ""),
-            "reference": name}
-    info.update({k: v for k, v in ref.info.items() if k in ("solver", "certified_error", "stderr_max",
-                                                            "truncation_max", "policy_mean_action_gap")})
+    info = {
+        "operator": ref.info.get(
+            "operator",
+            name
+            if scene.kind == "finite"
+            else ("eps-bar" if name.startswith("eps-bar") else "independent-sampling fixed point"),
+        ),
+        "ground": ref.info.get("ground"),
+        "target_exact": own is not None,
+        "note": ref.info.get("note", ""),
+        "reference": name,
+    }
+    info.update(
+        {
+            k: v
+            for k, v in ref.info.items()
+            if k in ("solver", "certified_error", "stderr_max", "truncation_max", "policy_mean_action_gap")
+        }
+    )
     if own is None:
-        info["note"] = ("the deep DBC target uses W2 between latent Gaussians with a Euclidean cost, not the learned "
-                        f"distance: no operator on states is its fixed point, and {name} is a reference")
+        info["note"] = (
+            "the deep DBC target uses W2 between latent Gaussians with a Euclidean cost, not the learned "
+            f"distance: no operator on states is its fixed point, and {name} is a reference"
+        )
     mdp = scene.mdp
     if scene.kind == "finite" and mdp.state_shape is not None and name == "eps-bar-reward":
         sep = separability(mdp, "reward")  # bisimkit info's line: a head fed the grid coordinates

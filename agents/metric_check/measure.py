@@ -24,8 +24,9 @@ from .references import PER_PAIR_FLOOR
 def eval_frames(agent, scene: Scene, kinds, draws: int, seed: int, family: str = "training") -> np.ndarray:
     """``draws`` renderings of every evaluation state under fresh distractor draws of ``family`` (seeded apart
     from training), stacked to the agent's frame count: (N * draws, 3F, H, W)."""
-    dist = make_distractors(kinds, scene.image_shape[0],
-                            np.random.default_rng([seed, 2 if family == "training" else 3]), family)
+    dist = make_distractors(
+        kinds, scene.image_shape[0], np.random.default_rng([seed, 2 if family == "training" else 3]), family
+    )
     states = np.repeat(np.asarray(scene.eval_states), draws, axis=0)
     frames = scene.frames(states, dist, dist.initial(len(states)))
     stack = agent.encoder.frames
@@ -52,8 +53,9 @@ def learned_distance(agent):
     raise InputError(f"method: {agent.config.method} has no distance head to measure")
 
 
-def measure(agent, scene: Scene, distractors="all", draws: int = 8, seed: int = 0, family: str = "training"
-            ) -> tuple[np.ndarray, float]:
+def measure(
+    agent, scene: Scene, distractors="all", draws: int = 8, seed: int = 0, family: str = "training"
+) -> tuple[np.ndarray, float]:
     """The learned distance matrix over ``scene.eval_states`` of a (trained) agent, averaged over ``draws``
     distractor draws per state (every pair of draws; different draws on the diagonal), and the distractor
     invariance: the mean distance between renderings of the same state under different distractors over the
@@ -82,8 +84,9 @@ def measure(agent, scene: Scene, distractors="all", draws: int = 8, seed: int = 
     return learned, invariance
 
 
-def agent_policy(agent, scene: Scene, distractors="all", draws: int = 8, seed: int = 0
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def agent_policy(
+    agent, scene: Scene, distractors="all", draws: int = 8, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """A finite scene's per-state pre-squash mean and std of the agent's actor, averaged over draws."""
     import torch  # the agents extra, as in learn_metric
 
@@ -109,13 +112,21 @@ def summarise(learned: np.ndarray, exact: np.ndarray, invariance: float, floor: 
     diag = np.abs(np.diag(learned) - np.diag(exact)) / (scale if scale > 0 else 1.0)
     keep = exact[i, j] >= floor * scale
     per_pair = (np.abs(learned[i, j] - exact[i, j])[keep] / exact[i, j][keep]) if keep.any() else np.array([math.nan])
-    return {"mean_relative_error": float(err.mean()), "max_relative_error": float(err.max()),
-            "per_pair_mean_relative_error": float(per_pair.mean()),
-            "per_pair_max_relative_error": float(per_pair.max()), "per_pair_floor": floor,
-            "per_pair_pairs": int(keep.sum()),
-            "spearman": float(rho), "distractor_invariance": float(invariance),
-            "diagonal_max_relative_error": float(diag.max()), "exact_max": scale,
-            "learned_max": float(np.max(learned[i, j])), "states": int(n), "pairs": int(len(i))}
+    return {
+        "mean_relative_error": float(err.mean()),
+        "max_relative_error": float(err.max()),
+        "per_pair_mean_relative_error": float(per_pair.mean()),
+        "per_pair_max_relative_error": float(per_pair.max()),
+        "per_pair_floor": floor,
+        "per_pair_pairs": int(keep.sum()),
+        "spearman": float(rho),
+        "distractor_invariance": float(invariance),
+        "diagonal_max_relative_error": float(diag.max()),
+        "exact_max": scale,
+        "learned_max": float(np.max(learned[i, j])),
+        "states": int(n),
+        "pairs": int(len(i)),
+    }
 
 
 def l1_head_floor(distances: np.ndarray, max_states: int = 12) -> float | None:
@@ -134,7 +145,12 @@ def l1_head_floor(distances: np.ndarray, max_states: int = 12) -> float | None:
     ones = np.ones((len(target), 1))
     cost = np.zeros(cuts.shape[1] + 1)
     cost[-1] = 1.0
-    res = linprog(cost, A_ub=np.block([[cuts, -ones], [-cuts, -ones]]), b_ub=np.concatenate([target, -target]),
-                  bounds=[(0, None)] * len(cost), method="highs")
+    res = linprog(
+        cost,
+        A_ub=np.block([[cuts, -ones], [-cuts, -ones]]),
+        b_ub=np.concatenate([target, -target]),
+        bounds=[(0, None)] * len(cost),
+        method="highs",
+    )
     scale = float(target.max())
     return float(res.x[-1] / scale) if res.success and scale > 0 else None

@@ -31,8 +31,7 @@ DBC_FIELDS = tuple(k for k in PRESETS["dbc"].values if k not in ("method", "batc
 def check_method(method: str) -> str:
     """``method`` if it has a metric loss; sac and drq have none."""
     if method not in METRIC_METHODS:
-        raise InputError(f"method: {method!r} has no metric loss to check (choose from "
-                         f"{', '.join(METRIC_METHODS)})")
+        raise InputError(f"method: {method!r} has no metric loss to check (choose from {', '.join(METRIC_METHODS)})")
     return method
 
 
@@ -42,8 +41,10 @@ def check_variant(method: str, coupling: str | None = None, update_rule: str = "
     or ``dbc`` (drq+dbc only)."""
     check_method(method)
     if coupling not in (None, COUPLINGS[method]) and not (coupling == "independent" and method == "eps-r"):
-        raise InputError(f"coupling: {coupling!r} with {method}: only eps-r has a variant here, 'independent' "
-                         "(eps-pi's independent variant is drq+pse)")
+        raise InputError(
+            f"coupling: {coupling!r} with {method}: only eps-r has a variant here, 'independent' "
+            "(eps-pi's independent variant is drq+pse)"
+        )
     if update_rule not in UPDATE_RULES:
         raise InputError(f"update_rule: {update_rule!r} is not one of {', '.join(UPDATE_RULES)}")
     if update_rule == "dbc" and method != "drq+dbc":
@@ -92,10 +93,16 @@ def independent_reward_agent():
         ``coupling="independent"`` in place of ``entangled_loss`` (everything else is eps-r's)."""
 
         def bisimulation_term(self, z, distance):
-            return sampled_loss(z, distance=distance, policy=gaussian_policy(self.actor, self.action_dim, squash=True),
-                                transition=gaussian_transition(self.transition, self.latent_dim),
-                                ground=reward_ground(self.next_reward), discount=self.config.discount,
-                                coupling="independent", samples=self.config.bisim_samples)
+            return sampled_loss(
+                z,
+                distance=distance,
+                policy=gaussian_policy(self.actor, self.action_dim, squash=True),
+                transition=gaussian_transition(self.transition, self.latent_dim),
+                ground=reward_ground(self.next_reward),
+                discount=self.config.discount,
+                coupling="independent",
+                samples=self.config.bisim_samples,
+            )
 
     IndependentRewardAgent.__qualname__ = "IndependentRewardAgent"
     return IndependentRewardAgent

@@ -132,14 +132,20 @@ def mean_action_mdp(mdp: FiniteMDP, mean_action: np.ndarray) -> FiniteMDP:
     if np.any(np.abs(abar) > 1.0):
         raise InputError(f"mean_action[{int(np.argmax(np.any(np.abs(abar) > 1, axis=1)))}]: outside [-1, 1]")
     k = abar.shape[1]
-    corners = np.array([[1.0 if (c >> i) & 1 else -1.0 for i in range(k)] for c in range(2 ** k)])  # (2^k, k)
+    corners = np.array([[1.0 if (c >> i) & 1 else -1.0 for i in range(k)] for c in range(2**k)])  # (2^k, k)
     up = (1 + abar) / 2
     policy = np.prod(np.where(corners[None] > 0, up[:, None, :], 1 - up[:, None, :]), axis=2)  # (n, 2^k)
     p_pi = np.einsum("sa,sat->st", mdp.policy, mdp.transitions)
     r_pi = np.einsum("sa,sa->s", mdp.policy, mdp.rewards)
     m = len(corners)
-    return FiniteMDP(np.repeat(p_pi[:, None, :], m, axis=1), np.repeat(r_pi[:, None], m, axis=1), mdp.discount,
-                     policy, corners, name=f"{mdp.label} (mean action given)")
+    return FiniteMDP(
+        np.repeat(p_pi[:, None, :], m, axis=1),
+        np.repeat(r_pi[:, None], m, axis=1),
+        mdp.discount,
+        policy,
+        corners,
+        name=f"{mdp.label} (mean action given)",
+    )
 
 
 def _finite(scene: Scene, name: str, policy) -> Reference:
@@ -203,10 +209,18 @@ class SquashedMeanGround(LinearGaussianMDP):
 def squashed_mean_model(model: LinearGaussianMDP) -> SquashedMeanGround:
     """``model`` with the agents' policy ground ``tanh(K s)``."""
     zero = np.zeros((1, model.state_dim))
-    return SquashedMeanGround(model.A, model.B, model.K, model.policy_std(zero)[0],
-                              model.transition_std(zero, np.zeros((1, model.action_dim)))[0],
-                              model.to_dict().get("reward", {}), model.discount, squash=True,
-                              action_scale=model.action_scale, name=model.name)
+    return SquashedMeanGround(
+        model.A,
+        model.B,
+        model.K,
+        model.policy_std(zero)[0],
+        model.transition_std(zero, np.zeros((1, model.action_dim)))[0],
+        model.to_dict().get("reward", {}),
+        model.discount,
+        squash=True,
+        action_scale=model.action_scale,
+        name=model.name,
+    )
 
 
 def _monte_carlo(model, states, ground: str, coupling: str, samples: int, seed: int) -> tuple[np.ndarray, dict]:
@@ -216,12 +230,16 @@ def _monte_carlo(model, states, ground: str, coupling: str, samples: int, seed: 
     D = np.zeros((n, n))
     D[i, j] = est.mean
     D[j, i] = est.mean
-    return D, {"solver": f"Monte Carlo, {samples} rollout pairs x {est.horizon} steps, {coupling} coupling",
-               "stderr_max": float(np.max(est.stderr)), "truncation_max": float(np.max(est.truncation))}
+    return D, {
+        "solver": f"Monte Carlo, {samples} rollout pairs x {est.horizon} steps, {coupling} coupling",
+        "stderr_max": float(np.max(est.stderr)),
+        "truncation_max": float(np.max(est.truncation)),
+    }
 
 
-def reward_bracket(model: LinearGaussianMDP, states: np.ndarray, samples: int = MC_SAMPLES, seed: int = 0,
-                   tail: float = 1e-3) -> tuple[np.ndarray, np.ndarray, dict]:
+def reward_bracket(
+    model: LinearGaussianMDP, states: np.ndarray, samples: int = MC_SAMPLES, seed: int = 0, tail: float = 1e-3
+) -> tuple[np.ndarray, np.ndarray, dict]:
     """``(lower, upper, info)``: ``|sum_k c^k E delta_k|`` and ``sum_k c^k E|delta_k|`` over every pair of
     ``states``, ``delta_k`` the reward difference at step k of two rollouts that share their noise, from the same
     ``samples`` rollouts per pair (module doc: the value difference and the entangled metric, between which
@@ -253,9 +271,17 @@ def reward_bracket(model: LinearGaussianMDP, states: np.ndarray, samples: int = 
     U[i, j] = U[j, i] = high
     trunc = truncation_bound(model, "reward", z, z2, horizon, "entangled")
     se = absolute.std(axis=1, ddof=1) / math.sqrt(samples)
-    return L, U, {"solver": f"Monte Carlo, {samples} shared-noise rollout pairs x {horizon} steps",
-                  "stderr_max": float(np.max(se)), "truncation_max": float(np.max(trunc)),
-                  "exact_pairs": int(same_sign.sum()), "pairs": int(len(i))}
+    return (
+        L,
+        U,
+        {
+            "solver": f"Monte Carlo, {samples} shared-noise rollout pairs x {horizon} steps",
+            "stderr_max": float(np.max(se)),
+            "truncation_max": float(np.max(trunc)),
+            "exact_pairs": int(same_sign.sum()),
+            "pairs": int(len(i)),
+        },
+    )
 
 
 def _gaussian(scene: Scene, name: str, samples: int, seed: int) -> Reference:
@@ -264,12 +290,17 @@ def _gaussian(scene: Scene, name: str, samples: int, seed: int) -> Reference:
         raise InputError("reference: dbc-sampled is a finite operator; a Gaussian scene has no such metric")
     if name == "pi":
         lower, upper, info = reward_bracket(model, states, samples, seed)
-        info.update(ground="reward", note="π-bisimulation lies in [|V(s) - V(t)|, eps-bar]; the two meet on "
-                    f"{info['exact_pairs']} of {info['pairs']} pairs")
+        info.update(
+            ground="reward",
+            note="π-bisimulation lies in [|V(s) - V(t)|, eps-bar]; the two meet on "
+            f"{info['exact_pairs']} of {info['pairs']} pairs",
+        )
         return Reference(name, lower, upper, {"name": name, **info})
     if name == "psm" and not separable_monotone(model):
-        raise InputError("reference: psm has no exact form on this Gaussian scene (it equals eps-bar with the "
-                         "policy ground only when the coordinates move separately and monotonically)")
+        raise InputError(
+            "reference: psm has no exact form on this Gaussian scene (it equals eps-bar with the "
+            "policy ground only when the coordinates move separately and monotonically)"
+        )
     ground = "reward" if name in ("eps-bar-reward", "independent-reward") else "policy"
     coupling = "independent" if name in ("psm-sampled", "independent-reward") else "entangled"
     target = model if ground == "reward" else squashed_mean_model(model)
@@ -280,8 +311,13 @@ def _gaussian(scene: Scene, name: str, samples: int, seed: int) -> Reference:
     return _point(name, D, info)
 
 
-def reference_metric(scene: Scene, name: str, policy: tuple[np.ndarray, np.ndarray] | None = None,
-                     samples: int = MC_SAMPLES, seed: int = 0) -> Reference:
+def reference_metric(
+    scene: Scene,
+    name: str,
+    policy: tuple[np.ndarray, np.ndarray] | None = None,
+    samples: int = MC_SAMPLES,
+    seed: int = 0,
+) -> Reference:
     """The exact metric ``name`` (:data:`REFERENCES`, module doc) over ``scene.eval_states`` under the scene's
     behaviour, or on a finite scene under ``policy`` (per-state pre-squash mean and std of a squashed Gaussian,
     e.g. a trained agent's). ``samples`` and ``seed``: the Monte Carlo of a Gaussian scene."""
@@ -315,11 +351,19 @@ def compare(learned: np.ndarray, reference: Reference, floor: float = PER_PAIR_F
     keep = tight & (hi >= floor * scale)
     per_pair = np.abs(value[keep] - hi[keep]) / hi[keep] if keep.any() else np.array([math.nan])
     rho = spearmanr(value[tight], hi[tight]).statistic if tight.sum() > 2 else math.nan
-    return {"mean_relative_error": float(least.mean()), "max_relative_error": float(least.max()),
-            "mean_relative_error_upper": float(most.mean()), "max_relative_error_upper": float(most.max()),
-            "per_pair_mean_relative_error": float(per_pair.mean()),
-            "per_pair_max_relative_error": float(per_pair.max()), "per_pair_floor": floor,
-            "per_pair_pairs": int(keep.sum()), "spearman": float(rho), "exact_pairs": int(tight.sum()),
-            "pairs": int(len(i)), "exact_max": scale, "learned_max": float(np.max(value)),
-            "learned_to_exact_slope": float(np.dot(value[tight], hi[tight]) / max(np.dot(hi[tight], hi[tight]),
-                                                                                  1e-300))}
+    return {
+        "mean_relative_error": float(least.mean()),
+        "max_relative_error": float(least.max()),
+        "mean_relative_error_upper": float(most.mean()),
+        "max_relative_error_upper": float(most.max()),
+        "per_pair_mean_relative_error": float(per_pair.mean()),
+        "per_pair_max_relative_error": float(per_pair.max()),
+        "per_pair_floor": floor,
+        "per_pair_pairs": int(keep.sum()),
+        "spearman": float(rho),
+        "exact_pairs": int(tight.sum()),
+        "pairs": int(len(i)),
+        "exact_max": scale,
+        "learned_max": float(np.max(value)),
+        "learned_to_exact_slope": float(np.dot(value[tight], hi[tight]) / max(np.dot(hi[tight], hi[tight]), 1e-300)),
+    }

@@ -44,11 +44,16 @@ def meets_targets(summary: dict) -> dict[str, bool]:
 
 def markdown_table(summaries: list[dict]) -> str:
     """One row per run: scene, method, mode, the four numbers and the seconds."""
-    head = ("| scene | method | mode | mean rel. error | max rel. error | Spearman | distractor invariance | "
-            "target exact | seconds |\n|---|---|---|---|---|---|---|---|---|\n")
-    rows = [f"| {s['scene']} | {s['method']} | {s['mode']} | {100 * s['mean_relative_error']:.1f}% | "
-            f"{100 * s['max_relative_error']:.1f}% | {s['spearman']:.3f} | {s['distractor_invariance']:.3f} | "
-            f"{'yes' if s['exact']['target_exact'] else 'no'} | {s['seconds']:.0f} |" for s in summaries]
+    head = (
+        "| scene | method | mode | mean rel. error | max rel. error | Spearman | distractor invariance | "
+        "target exact | seconds |\n|---|---|---|---|---|---|---|---|---|\n"
+    )
+    rows = [
+        f"| {s['scene']} | {s['method']} | {s['mode']} | {100 * s['mean_relative_error']:.1f}% | "
+        f"{100 * s['max_relative_error']:.1f}% | {s['spearman']:.3f} | {s['distractor_invariance']:.3f} | "
+        f"{'yes' if s['exact']['target_exact'] else 'no'} | {s['seconds']:.0f} |"
+        for s in summaries
+    ]
     return head + "\n".join(rows) + "\n"
 
 
@@ -81,6 +86,9 @@ def _npy_bytes(array: np.ndarray) -> bytes:
 def load_results(folder: str | Path) -> dict:
     """The summary and matrices a :func:`write_results` folder holds."""
     folder = Path(folder)
-    return {"summary": json.loads((folder / "summary.json").read_text()),
-            "learned": np.load(folder / "learned.npy"), "exact": np.load(folder / "exact.npy"),
-            "states": np.load(folder / "states.npy")}
+    return {
+        "summary": json.loads((folder / "summary.json").read_text()),
+        "learned": np.load(folder / "learned.npy"),
+        "exact": np.load(folder / "exact.npy"),
+        "states": np.load(folder / "states.npy"),
+    }

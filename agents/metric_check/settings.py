@@ -76,14 +76,21 @@ class Settings:
             raise InputError(f"mode: {self.mode!r} is not one of {', '.join(MODES)}")
         if self.schedule not in SCHEDULES:
             raise InputError(f"schedule: {self.schedule!r} is not constant or decay")
-        for name, value, low in (("steps", self.steps, 1), ("batch", self.batch, 2), ("draws", self.draws, 2),
-                                 ("image_size", self.image_size, 16), ("eval_every", self.eval_every, 0),
-                                 ("warmup", self.bisim_warmup, 0), ("samples_per_pair", self.samples_per_pair, 1)):
+        for name, value, low in (
+            ("steps", self.steps, 1),
+            ("batch", self.batch, 2),
+            ("draws", self.draws, 2),
+            ("image_size", self.image_size, 16),
+            ("eval_every", self.eval_every, 0),
+            ("warmup", self.bisim_warmup, 0),
+            ("samples_per_pair", self.samples_per_pair, 1),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise InputError(f"{name}: expected an integer >= {low}, got {value!r}")
         if self.warmup is not None and self.warmup >= self.steps:
-            raise InputError(f"warmup: {self.warmup} updates leave none of the {self.steps} steps to the "
-                             "bisimulation loss")
+            raise InputError(
+                f"warmup: {self.warmup} updates leave none of the {self.steps} steps to the bisimulation loss"
+            )
         return replace(self, coupling=coupling, update_rule=update_rule)
 
     def train_config(self, scene: Scene) -> TrainConfig:
@@ -92,9 +99,19 @@ class Settings:
         ``update_rule="dbc"`` the dbc preset's update fields (:data:`~agents.metric_check.methods.DBC_FIELDS`);
         ``config`` last."""
         height, width = scene.image_shape
-        fields = dict(method=self.method, image_size=height if height == width else (height, width), frame_stack=1,
-                      capacity="low", batch_size=self.batch, discount=scene.discount, seed=self.seed,
-                      device=self.device, background=False, camera=False, bisim_samples=self.samples_per_pair)
+        fields = dict(
+            method=self.method,
+            image_size=height if height == width else (height, width),
+            frame_stack=1,
+            capacity="low",
+            batch_size=self.batch,
+            discount=scene.discount,
+            seed=self.seed,
+            device=self.device,
+            background=False,
+            camera=False,
+            bisim_samples=self.samples_per_pair,
+        )
         if self.update_rule == "dbc":  # DBC's update as its preset sets it up, at the check's batch and frames
             fields.update({k: PRESETS["dbc"].values[k] for k in DBC_FIELDS})
         fields.update({"bisim_warmup": self.bisim_warmup, **(self.config or {})})

@@ -33,9 +33,13 @@ def behaviour_batch(scene: Scene, dist: Distractors, rows: int, rng: np.random.G
     u = mu + sd * rng.standard_normal(mu.shape)
     nxt, r, a = scene.step(s, u, rng)
     before = dist.initial(rows)
-    return u, {"obs": scene.frames(s, dist, before), "next_obs": scene.frames(nxt, dist, dist.step(before)),
-               "action": a.astype(np.float32), "reward": np.asarray(r, np.float32),
-               "discount": np.ones(rows, np.float32)}
+    return u, {
+        "obs": scene.frames(s, dist, before),
+        "next_obs": scene.frames(nxt, dist, dist.step(before)),
+        "action": a.astype(np.float32),
+        "reward": np.asarray(r, np.float32),
+        "discount": np.ones(rows, np.float32),
+    }
 
 
 def learning_rate(step: int, steps: int, base: float, schedule: str) -> float:
@@ -75,8 +79,9 @@ class Training:
         torch.manual_seed(settings.seed)
         rng = np.random.default_rng(settings.seed)
         dist = Distractors(kinds, height, np.random.default_rng([settings.seed, 1]))
-        agent = agent_class(settings.coupling, settings.update_rule)((3, height, width), scene.action_dim, cfg,
-                                                                     pick_device(settings.device))
+        agent = agent_class(settings.coupling, settings.update_rule)(
+            (3, height, width), scene.action_dim, cfg, pick_device(settings.device)
+        )
         return cls(settings, scene, kinds, agent, dist, rng, progress=progress)
 
     def isolated(self, exact: np.ndarray) -> None:
@@ -91,8 +96,12 @@ class Training:
         for step in range(s.steps):
             u, data = behaviour_batch(self.scene, self.distractors, s.batch, self.rng)
             lr = learning_rate(step, s.steps, cfg.lr, s.schedule)
-            for group in (g for opt in (agent.model_opt, agent.encoder_opt, agent.world_opt) if opt is not None
-                          for g in opt.param_groups):
+            for group in (
+                g
+                for opt in (agent.model_opt, agent.encoder_opt, agent.world_opt)
+                if opt is not None
+                for g in opt.param_groups
+            ):
                 group["lr"] = lr
             stats, z = agent.metric_step(data)  # the update's metric learning without the critic
             # the actor the loss samples from follows the behaviour: maximum likelihood of its pre-squash actions
@@ -139,8 +148,9 @@ class Training:
         """After ``done`` updates: a curve row every ``eval_every`` updates and at the end (the learned matrix,
         the invariance and, against ``exact``, the errors), and the ``progress`` call."""
         s = self.settings
-        if not (s.eval_every and (done % s.eval_every == 0 or done == s.steps)) and not (self.progress and
-                                                                                          done == s.steps):
+        if not (s.eval_every and (done % s.eval_every == 0 or done == s.steps)) and not (
+            self.progress and done == s.steps
+        ):
             return
         row = {"step": done, **{k: float(v) for k, v in stats.items()}}
         if s.eval_every:

@@ -33,41 +33,80 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> Parser:
-    p = Parser(prog="python -m agents.sweep", usage=USAGE,
-               description="Grids of training runs on SLURM (through submitit) or this machine: launch, resume, "
-                           "status, gather into the paper's tables.")
+    p = Parser(
+        prog="python -m agents.sweep",
+        usage=USAGE,
+        description="Grids of training runs on SLURM (through submitit) or this machine: launch, resume, "
+        "status, gather into the paper's tables.",
+    )
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
-    la = sub.add_parser("launch", prog="python -m agents.sweep launch",
-                        help="validate every run's configuration and submit the unfinished runs")
+    la = sub.add_parser(
+        "launch",
+        prog="python -m agents.sweep launch",
+        help="validate every run's configuration and submit the unfinished runs",
+    )
     la.add_argument("spec", nargs="?", help="sweep spec, .toml or .json (see docs/agents.md, Sweeps)")
     la.add_argument("--root", help="sweep root (default: sweeps/NAME of the spec)")
-    la.add_argument("--grid", action="append", default=[], metavar="FIELD=V1,V2",
-                    help="an axis of the grid (a TrainConfig field); replaces the spec's")
-    la.add_argument("--set", action="append", default=[], metavar="FIELD=V", dest="fixed",
-                    help="a TrainConfig field fixed for every run")
-    la.add_argument("--executor", choices=EXECUTORS, default="local",
-                    help="slurm (submitit's SlurmExecutor) or local (submitit's LocalExecutor)")
+    la.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="FIELD=V1,V2",
+        help="an axis of the grid (a TrainConfig field); replaces the spec's",
+    )
+    la.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=V",
+        dest="fixed",
+        help="a TrainConfig field fixed for every run",
+    )
+    la.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="slurm (submitit's SlurmExecutor) or local (submitit's LocalExecutor)",
+    )
     la.add_argument("--dry-run", action="store_true", help="build and validate every configuration; submit nothing")
-    la.add_argument("--retry-failed", action="store_true",
-                    help=f"submit runs marked failed ({MAX_FAILURES} failures) again, with a fresh count")
-    la.add_argument("--wait", action=argparse.BooleanOptionalAction, default=None,
-                    help="wait until the submitted runs end (default: on for local, off for slurm)")
+    la.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help=f"submit runs marked failed ({MAX_FAILURES} failures) again, with a fresh count",
+    )
+    la.add_argument(
+        "--wait",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="wait until the submitted runs end (default: on for local, off for slurm)",
+    )
     la.add_argument("--parallel", type=int, metavar="N", help=f"local: runs at a time (default {DEFAULTS['parallel']})")
     la.add_argument("--partition", help="slurm: partition")
     la.add_argument("--gpus-per-run", type=int, metavar="N", help=f"GPUs per run (default {DEFAULTS['gpus_per_run']})")
-    la.add_argument("--cpus-per-run", type=int, metavar="N",
-                    help=f"slurm: CPUs per run (default {DEFAULTS['cpus_per_run']})")
+    la.add_argument(
+        "--cpus-per-run", type=int, metavar="N", help=f"slurm: CPUs per run (default {DEFAULTS['cpus_per_run']})"
+    )
     la.add_argument("--mem-gb", type=int, metavar="N", help="slurm: memory per run in GB")
-    la.add_argument("--time-min", type=int, metavar="N",
-                    help=f"time limit per job in minutes (default {DEFAULTS['time_min']})")
+    la.add_argument(
+        "--time-min", type=int, metavar="N", help=f"time limit per job in minutes (default {DEFAULTS['time_min']})"
+    )
     la.add_argument("--array-parallelism", type=int, metavar="N", help="slurm: array elements running at a time")
-    la.add_argument("--sbatch", action="append", default=[], metavar="KEY[=VALUE]",
-                    help="slurm: an extra sbatch option (e.g. account=proj, constraint=a100, requeue)")
+    la.add_argument(
+        "--sbatch",
+        action="append",
+        default=[],
+        metavar="KEY[=VALUE]",
+        help="slurm: an extra sbatch option (e.g. account=proj, constraint=a100, requeue)",
+    )
     st = sub.add_parser("status", prog="python -m agents.sweep status", help="one line per run and a summary count")
     st.add_argument("root", help="sweep root")
-    sub.add_parser("gather", prog="python -m agents.sweep gather", add_help=False,
-                   help="the paper's tables per condition, learning curves and a tidy CSV of every evaluation "
-                        "(python -m agents.sweep gather ROOT --out DIR; see figures.sweep_report)")
+    sub.add_parser(
+        "gather",
+        prog="python -m agents.sweep gather",
+        add_help=False,
+        help="the paper's tables per condition, learning curves and a tidy CSV of every evaluation "
+        "(python -m agents.sweep gather ROOT --out DIR; see figures.sweep_report)",
+    )
     return p
 
 

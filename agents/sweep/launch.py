@@ -57,8 +57,10 @@ def check_root(root: Path, spec: Spec) -> dict | None:
         if sweep.get("grid", {}).get("fingerprint") != spec.fingerprint():
             old = sweep.get("grid", {})
             differ = [k for k in ("config", "grid", "conditions") if old.get(k) != spec.grid_record()[k]]
-            raise InputError(f"root: {root} belongs to a different grid (sweep {old.get('name')!r}; "
-                             f"{', '.join(differ) or 'grid'} differ); choose another --root")
+            raise InputError(
+                f"root: {root} belongs to a different grid (sweep {old.get('name')!r}; "
+                f"{', '.join(differ) or 'grid'} differ); choose another --root"
+            )
         return sweep
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise InputError(f"root: {root} is not empty and holds no {SWEEP_FILE}: not a sweep root")
@@ -136,8 +138,14 @@ def make_executor(kind: str, root: Path, options: dict):
     time_min = int(options.get("time_min", DEFAULTS["time_min"]))
     if kind == "slurm":
         executor = submitit.SlurmExecutor(folder=folder, max_num_timeout=MAX_TIMEOUTS)
-        params = dict(time=time_min, cpus_per_task=int(options.get("cpus_per_run", DEFAULTS["cpus_per_run"])),
-                      ntasks_per_node=1, nodes=1, job_name=f"sweep-{root.name}", signal_delay_s=90)
+        params = dict(
+            time=time_min,
+            cpus_per_task=int(options.get("cpus_per_run", DEFAULTS["cpus_per_run"])),
+            ntasks_per_node=1,
+            nodes=1,
+            job_name=f"sweep-{root.name}",
+            signal_delay_s=90,
+        )
         if options.get("partition"):
             params["partition"] = options["partition"]
         if int(options.get("gpus_per_run", 0)):
@@ -167,8 +175,15 @@ def job_batches(kind: str, names: list[str], options: dict) -> list[list[str]]:
     return [b for b in batches if b]
 
 
-def launch(spec: Spec, root: Path, executor: str = "local", options: dict | None = None, dry_run: bool = False,
-           retry_failed: bool = False, log=print) -> dict:
+def launch(
+    spec: Spec,
+    root: Path,
+    executor: str = "local",
+    options: dict | None = None,
+    dry_run: bool = False,
+    retry_failed: bool = False,
+    log=print,
+) -> dict:
     """Validate, plan and submit (see the module doc); returns the plan and, unless ``dry_run``, the jobs."""
     options = dict(options or {})
     check_executor(executor)
@@ -177,11 +192,16 @@ def launch(spec: Spec, root: Path, executor: str = "local", options: dict | None
     sweep = check_root(root, spec)
     validated = time.perf_counter() - start
     queued = slurm_queue() if sweep is not None else None
-    todo = plan(root, runs, retry_failed, queued) if sweep is not None else \
-        {"submit": [r.name for r in runs], "done": [], "failed": [], "active": []}
+    todo = (
+        plan(root, runs, retry_failed, queued)
+        if sweep is not None
+        else {"submit": [r.name for r in runs], "done": [], "failed": [], "active": []}
+    )
     summary = {"runs": len(runs), "validate_s": round(validated, 3), **{k: len(v) for k, v in todo.items()}}
-    counts = f"{len(runs)} runs: {len(todo['submit'])} to submit, {len(todo['done'])} done, " \
-             f"{len(todo['active'])} queued or running, {len(todo['failed'])} failed"
+    counts = (
+        f"{len(runs)} runs: {len(todo['submit'])} to submit, {len(todo['done'])} done, "
+        f"{len(todo['active'])} queued or running, {len(todo['failed'])} failed"
+    )
     if dry_run:
         log(f"dry run: {counts}; every configuration validated in {validated:.2f} s; nothing submitted")
         return {**summary, "plan": todo}
@@ -190,8 +210,13 @@ def launch(spec: Spec, root: Path, executor: str = "local", options: dict | None
     import_submitit("agents")
     if sweep is None:
         root.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(root / SWEEP_FILE, {"grid": spec.grid_record(), "runs": [
-            {"name": r.name, "values": r.values, "config": r.config} for r in runs]})
+        atomic_write_json(
+            root / SWEEP_FILE,
+            {
+                "grid": spec.grid_record(),
+                "runs": [{"name": r.name, "values": r.values, "config": r.config} for r in runs],
+            },
+        )
     (root / RUNS_DIR).mkdir(exist_ok=True)
     (root / STATE_DIR).mkdir(exist_ok=True)
     if not todo["submit"]:
@@ -212,8 +237,15 @@ def launch(spec: Spec, root: Path, executor: str = "local", options: dict | None
     callable_ = SweepJob(root)
     batches = job_batches(executor, todo["submit"], options)
     for name in todo["submit"]:  # before submitting: a fast job's own "running" must come after this
-        write_state(root, name, read_state(root, name), status="submitted", executor=executor, job_id=None,
-                    host=socket.gethostname())
+        write_state(
+            root,
+            name,
+            read_state(root, name),
+            status="submitted",
+            executor=executor,
+            job_id=None,
+            host=socket.gethostname(),
+        )
     with ex.batch():
         pending = [ex.submit(callable_, batch) for batch in batches]
     jobs = []
@@ -228,11 +260,14 @@ def launch(spec: Spec, root: Path, executor: str = "local", options: dict | None
                 write_state(root, name, state, job_id=str(job.job_id), **extra)
     record_path = root / SUBMISSIONS_FILE
     records = json.loads(record_path.read_text()) if record_path.is_file() else []
-    records.append({"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "executor": executor, "options": options,
-                    "jobs": jobs})
+    records.append(
+        {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "executor": executor, "options": options, "jobs": jobs}
+    )
     atomic_write_json(record_path, records)
-    log(f"submitted {len(todo['submit'])} run(s) in {len(jobs)} {executor} job(s) "
-        f"({', '.join(j['job_id'] for j in jobs[:5])}{', ...' if len(jobs) > 5 else ''}); {counts}")
+    log(
+        f"submitted {len(todo['submit'])} run(s) in {len(jobs)} {executor} job(s) "
+        f"({', '.join(j['job_id'] for j in jobs[:5])}{', ...' if len(jobs) > 5 else ''}); {counts}"
+    )
     return {**summary, "plan": todo, "jobs": jobs, "submitit_jobs": pending}
 
 
@@ -275,8 +310,11 @@ def status_lines(root: Path) -> tuple[list[str], dict[str, int]]:
         if state.get("status") == "done" and state.get("env_steps") is not None:
             steps = int(state["env_steps"])
         evaluation = _last_row(folder / EVAL_FILE)
-        eval_text = f"eval {float(evaluation['mean_return']):.1f} @ {int(float(evaluation['env_step'])):,}" \
-            if evaluation and evaluation.get("mean_return") else "eval -"
+        eval_text = (
+            f"eval {float(evaluation['mean_return']):.1f} @ {int(float(evaluation['env_step'])):,}"
+            if evaluation and evaluation.get("mean_return")
+            else "eval -"
+        )
         notes = []
         if state.get("job_id"):
             notes.append(f"job {state['job_id']}")
@@ -289,8 +327,10 @@ def status_lines(root: Path) -> tuple[list[str], dict[str, int]]:
         if status == "queued":  # shown as pending, with its job
             status, notes = "pending", ["queued"] + notes
         counts[status] = counts.get(status, 0) + 1
-        lines.append(f"{name:<{width}}  {status:<8} {steps:>10,}/{total:,} env steps  {eval_text}"
-                     + (f"  ({'; '.join(notes)})" if notes else ""))
+        lines.append(
+            f"{name:<{width}}  {status:<8} {steps:>10,}/{total:,} env steps  {eval_text}"
+            + (f"  ({'; '.join(notes)})" if notes else "")
+        )
     order = ("done", "running", "pending", "failed")
     summary = ", ".join(f"{counts[k]} {k}" for k in order if counts.get(k))
     lines.append(f"{len(sweep['runs'])} runs: {summary}")

@@ -71,8 +71,10 @@ class SweepJob:
         self.current = None
         failed = [n for n, s in outcome.items() if s == "failed"]
         if failed:
-            raise RuntimeError(f"{len(failed)} run(s) failed {MAX_FAILURES} times: {', '.join(failed)} "
-                               f"(see python -m agents.sweep status {self.root})")
+            raise RuntimeError(
+                f"{len(failed)} run(s) failed {MAX_FAILURES} times: {', '.join(failed)} "
+                f"(see python -m agents.sweep status {self.root})"
+            )
         return outcome
 
     def checkpoint(self, names: list[str]):
@@ -83,8 +85,9 @@ class SweepJob:
         if self.current is not None:
             state = read_state(Path(self.root), self.current)
             if state.get("status") == "running":
-                write_state(Path(self.root), self.current, state, status="requeued",
-                            preemptions=state.get("preemptions", 0) + 1)
+                write_state(
+                    Path(self.root), self.current, state, status="requeued", preemptions=state.get("preemptions", 0) + 1
+                )
         return submitit.helpers.DelayedSubmission(SweepJob(self.root), names)
 
 
@@ -101,10 +104,15 @@ def count_vanished(root: Path, name: str, state: dict) -> dict:
     """Count a ``running`` attempt whose process is gone (SIGKILL, out of memory, node failure) as a failure;
     the state is then ``failed`` (the third failure) or ``submitted`` (to be run again)."""
     failures = state.get("failures", 0) + 1
-    return write_state(root, name, state, failures=failures,
-                       status="failed" if failures >= MAX_FAILURES else "submitted",
-                       last_error=f"attempt {state.get('attempts', 0)} ended without a record (killed: out of "
-                                  f"memory, node failure or a cancel without requeue)")
+    return write_state(
+        root,
+        name,
+        state,
+        failures=failures,
+        status="failed" if failures >= MAX_FAILURES else "submitted",
+        last_error=f"attempt {state.get('attempts', 0)} ended without a record (killed: out of "
+        f"memory, node failure or a cancel without requeue)",
+    )
 
 
 def run_one(root: Path, name: str, config: dict, trainer=None) -> str:
@@ -123,9 +131,18 @@ def run_one(root: Path, name: str, config: dict, trainer=None) -> str:
     cfg = TrainConfig.from_dict(config)
     out = root / RUNS_DIR / name
     while True:
-        state = write_state(root, name, state, status="running", attempts=state.get("attempts", 0) + 1,
-                            job_id=_job_id(), host=socket.gethostname(), pid=os.getpid(), parent_pid=os.getppid(),
-                            started=time.time())
+        state = write_state(
+            root,
+            name,
+            state,
+            status="running",
+            attempts=state.get("attempts", 0) + 1,
+            job_id=_job_id(),
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            parent_pid=os.getppid(),
+            started=time.time(),
+        )
         try:
             summary = trainer(cfg, out, resume=True, progress=False, tensorboard=False)
         except KeyboardInterrupt:  # a cancelled local job: not a failure
@@ -136,11 +153,24 @@ def run_one(root: Path, name: str, config: dict, trainer=None) -> str:
                 write_state(root, name, state, status="stopped", last_error=one_line(exc))
                 raise
             failures += 1
-            state = write_state(root, name, state, failures=failures, last_error=one_line(exc),
-                                status="failed" if failures >= MAX_FAILURES else "retrying")
+            state = write_state(
+                root,
+                name,
+                state,
+                failures=failures,
+                last_error=one_line(exc),
+                status="failed" if failures >= MAX_FAILURES else "retrying",
+            )
             if failures >= MAX_FAILURES:
                 return "failed"
             continue
-        write_state(root, name, state, status="done", env_steps=summary.get("env_steps"),
-                    final_eval=summary.get("final_eval"), seconds=summary.get("seconds"))
+        write_state(
+            root,
+            name,
+            state,
+            status="done",
+            env_steps=summary.get("env_steps"),
+            final_eval=summary.get("final_eval"),
+            seconds=summary.get("seconds"),
+        )
         return "done"

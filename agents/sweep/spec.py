@@ -45,8 +45,15 @@ LEADING = ("task", "method")
 #: The pseudo-axis of named field bundles (``[conditions.NAME]``).
 CONDITION = "condition"
 SECTIONS = {"name", "config", "grid", "conditions", "slurm", "local"}
-SLURM_KEYS = {"partition": str, "gpus_per_run": int, "cpus_per_run": int, "time_min": int,
-              "array_parallelism": int, "mem_gb": int, "sbatch": dict}
+SLURM_KEYS = {
+    "partition": str,
+    "gpus_per_run": int,
+    "cpus_per_run": int,
+    "time_min": int,
+    "array_parallelism": int,
+    "mem_gb": int,
+    "sbatch": dict,
+}
 LOCAL_KEYS = {"parallel": int, "time_min": int}
 
 
@@ -55,8 +62,8 @@ class RunSpec:
     """One grid point: its folder name, the grid values that name it, and its resolved configuration."""
 
     name: str
-    values: dict            # axis -> value (task, method, condition, other axes, seed)
-    config: dict            # the resolved TrainConfig as a dict
+    values: dict  # axis -> value (task, method, condition, other axes, seed)
+    config: dict  # the resolved TrainConfig as a dict
 
 
 @dataclass
@@ -64,9 +71,9 @@ class Spec:
     """A parsed sweep specification."""
 
     name: str | None = None
-    config: dict = field(default_factory=dict)          # fixed fields
-    grid: dict = field(default_factory=dict)            # field -> list of values
-    conditions: dict = field(default_factory=dict)      # condition name -> fixed fields
+    config: dict = field(default_factory=dict)  # fixed fields
+    grid: dict = field(default_factory=dict)  # field -> list of values
+    conditions: dict = field(default_factory=dict)  # condition name -> fixed fields
     slurm: dict = field(default_factory=dict)
     local: dict = field(default_factory=dict)
 
@@ -80,14 +87,19 @@ class Spec:
 
     def fingerprint(self) -> str:
         """A hash of what defines the runs (fixed fields, grid, conditions), not how they are submitted."""
-        text = json.dumps({"config": self.config, "grid": self.grid, "conditions": self.conditions},
-                          sort_keys=True)
+        text = json.dumps({"config": self.config, "grid": self.grid, "conditions": self.conditions}, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def grid_record(self) -> dict:
         """What ``sweep.json`` keeps of the grid."""
-        return {"name": self.name, "config": self.config, "grid": self.grid, "conditions": self.conditions,
-                "axes": self.axes(), "fingerprint": self.fingerprint()}
+        return {
+            "name": self.name,
+            "config": self.config,
+            "grid": self.grid,
+            "conditions": self.conditions,
+            "axes": self.axes(),
+            "fingerprint": self.fingerprint(),
+        }
 
     def runs(self) -> list[RunSpec]:
         """Every grid point, validated (:class:`InputError` naming the run and the field on the first bad one)."""
@@ -142,8 +154,9 @@ class Spec:
 
 def _field(name: str, where: str) -> None:
     if name not in FIELDS:
-        raise InputError(f"{where}: unknown field {name!r} (not a TrainConfig field; see python -m agents.train "
-                         f"--help)")
+        raise InputError(
+            f"{where}: unknown field {name!r} (not a TrainConfig field; see python -m agents.train --help)"
+        )
 
 
 def show_value(value) -> str:
@@ -186,8 +199,9 @@ def load_spec(path: str | Path) -> Spec:
         raise InputError(f"spec: {path} does not hold a table")
     unknown = sorted(set(data) - SECTIONS)
     if unknown:
-        raise InputError(f"spec: unknown section(s) {', '.join(unknown)} in {path} "
-                         f"(known: {', '.join(sorted(SECTIONS))})")
+        raise InputError(
+            f"spec: unknown section(s) {', '.join(unknown)} in {path} (known: {', '.join(sorted(SECTIONS))})"
+        )
     spec = Spec(name=data.get("name") or path.stem)
     for section in ("config", "grid", "conditions", "slurm", "local"):
         value = data.get(section, {})
@@ -204,8 +218,9 @@ def _check_options(options: dict, known: dict, section: str) -> None:
         if key not in known:
             raise InputError(f"{section}: unknown option {key!r} (known: {', '.join(sorted(known))})")
         if not isinstance(value, known[key]) or isinstance(value, bool):
-            raise InputError(f"{section}: {key} must be {'a table' if known[key] is dict else known[key].__name__}, "
-                             f"got {value!r}")
+            raise InputError(
+                f"{section}: {key} must be {'a table' if known[key] is dict else known[key].__name__}, got {value!r}"
+            )
 
 
 def parse_value(name: str, text: str):

@@ -18,20 +18,59 @@ from .. import lazy_attributes
 #: Each public name and the module that defines it, imported on first use (module ``__getattr__``):
 #: the closed forms load scipy.special, which ``bisimkit solve`` on a finite MDP does not need (start-up cost).
 _PUBLIC = {
-    **dict.fromkeys(("abs_moment", "bures_squared", "bures_wasserstein", "entangled_squared_cost", "folded_normal_mean",
-                     "gaussian_monge_map", "separable_cost", "wasserstein_gaussian_1d", "wasserstein_to_discrete"),
-                    "closed_forms"),
+    **dict.fromkeys(
+        (
+            "abs_moment",
+            "bures_squared",
+            "bures_wasserstein",
+            "entangled_squared_cost",
+            "folded_normal_mean",
+            "gaussian_monge_map",
+            "separable_cost",
+            "wasserstein_gaussian_1d",
+            "wasserstein_to_discrete",
+        ),
+        "closed_forms",
+    ),
     **dict.fromkeys(("Estimate", "estimate_distance", "truncation_bound"), "estimators"),
     **dict.fromkeys(("Series", "distance", "exact_form", "independent_policy_series"), "exact"),
-    **dict.fromkeys(("GaussianMDP", "LinearGaussianMDP", "PendulumMDP", "QuadraticReward", "linear_gaussian_from_dict",
-                     "load_gaussian", "save_gaussian"), "model"),
+    **dict.fromkeys(
+        (
+            "GaussianMDP",
+            "LinearGaussianMDP",
+            "PendulumMDP",
+            "QuadraticReward",
+            "linear_gaussian_from_dict",
+            "load_gaussian",
+            "save_gaussian",
+        ),
+        "model",
+    ),
 }
 
 __all__ = [
-    "Estimate", "GaussianMDP", "LinearGaussianMDP", "PendulumMDP", "QuadraticReward", "Series", "abs_moment",
-    "bures_squared", "bures_wasserstein", "distance", "entangled_squared_cost", "estimate_distance", "exact_form",
-    "folded_normal_mean", "gaussian_monge_map", "independent_policy_series", "linear_gaussian_from_dict",
-    "load_gaussian", "save_gaussian", "separable_cost", "truncation_bound", "wasserstein_gaussian_1d",
+    "Estimate",
+    "GaussianMDP",
+    "LinearGaussianMDP",
+    "PendulumMDP",
+    "QuadraticReward",
+    "Series",
+    "abs_moment",
+    "bures_squared",
+    "bures_wasserstein",
+    "distance",
+    "entangled_squared_cost",
+    "estimate_distance",
+    "exact_form",
+    "folded_normal_mean",
+    "gaussian_monge_map",
+    "independent_policy_series",
+    "linear_gaussian_from_dict",
+    "load_gaussian",
+    "save_gaussian",
+    "separable_cost",
+    "truncation_bound",
+    "wasserstein_gaussian_1d",
     "wasserstein_to_discrete",
 ]
 

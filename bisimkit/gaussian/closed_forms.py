@@ -59,8 +59,13 @@ def abs_moment(mean, std, p: float = 1.0) -> np.ndarray:
     if p == 2:
         return mean * mean + std * std
     safe = np.where(std > 0, std, 1.0)
-    value = safe ** p * 2 ** (p / 2) * gamma((p + 1) / 2) / math.sqrt(math.pi) * \
-        hyp1f1(-p / 2, 0.5, -mean * mean / (2 * safe * safe))
+    value = (
+        safe**p
+        * 2 ** (p / 2)
+        * gamma((p + 1) / 2)
+        / math.sqrt(math.pi)
+        * hyp1f1(-p / 2, 0.5, -mean * mean / (2 * safe * safe))
+    )
     return np.where(std > 0, value, np.abs(mean) ** p)
 
 
@@ -138,21 +143,22 @@ def entangled_squared_cost(m1, S1, m2, S2) -> float:
     L1 = np.linalg.cholesky(np.asarray(S1, dtype=np.float64))
     L2 = np.linalg.cholesky(np.asarray(S2, dtype=np.float64))
     dm = np.asarray(m1, dtype=np.float64) - np.asarray(m2, dtype=np.float64)
-    return float(np.sum(dm ** 2) + np.sum((L1 - L2) ** 2))
+    return float(np.sum(dm**2) + np.sum((L1 - L2) ** 2))
 
 
 # ------------------------------------------------- Gaussian vs discrete law
 def _partial_moments(a: np.ndarray, b: np.ndarray, order: int) -> list[np.ndarray]:
     """``M_j = int_a^b t^j phi(t) dt`` for j = 0..order (a, b may be infinite)."""
+
     def tail(x, j):  # x^j phi(x), 0 at +-inf
         finite = np.isfinite(x)
         xs = np.where(finite, x, 0.0)
-        return np.where(finite, xs ** j * _normal_pdf(xs), 0.0)
+        return np.where(finite, xs**j * _normal_pdf(xs), 0.0)
 
     M = [ndtr(b) - ndtr(a), tail(a, 0) - tail(b, 0)]
     for j in range(2, order + 1):
         M.append((j - 1) * M[j - 2] + tail(a, j - 1) - tail(b, j - 1))
-    return M[:order + 1]
+    return M[: order + 1]
 
 
 def _power_integral(lo: np.ndarray, hi: np.ndarray, tau: np.ndarray, p: int) -> np.ndarray:
@@ -192,4 +198,4 @@ def wasserstein_to_discrete(mean: float, std: float, atoms, weights=None, p: int
     up = np.where(hi > above_lo, _power_integral(above_lo, np.maximum(hi, above_lo), tau, p), 0.0)
     down = np.where(below_hi > lo, _power_integral(lo, np.maximum(below_hi, lo), tau, p), 0.0)
     down = down * (-1.0) ** p
-    return float(std ** p * np.sum(np.clip(up, 0, None) + np.clip(down, 0, None)))
+    return float(std**p * np.sum(np.clip(up, 0, None) + np.clip(down, 0, None)))

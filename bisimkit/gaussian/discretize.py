@@ -130,8 +130,14 @@ def discretize(model: GaussianMDP, box, cells, nodes: int = 5, name: str | None 
     P = law.reshape(N, m, N)
     R = model.reward(zs, a).reshape(N, m)
     pi = np.tile(weights, (N, 1))
-    mdp = FiniteMDP(P, R, model.discount, pi, state_shape=shape if n > 1 else None,
-                    name=name or f"{model.label} on a {'x'.join(map(str, shape))} grid, {m} actions")
+    mdp = FiniteMDP(
+        P,
+        R,
+        model.discount,
+        pi,
+        state_shape=shape if n > 1 else None,
+        name=name or f"{model.label} on a {'x'.join(map(str, shape))} grid, {m} actions",
+    )
     return GridMDP(mdp, model, shape, edges, centers, xi, weights, a.reshape(N, m, k), float(np.max(1 - inside)))
 
 
@@ -169,8 +175,16 @@ def refinement_study(model: GaussianMDP, metric: str, grids, ground: str = "rewa
         start = time.perf_counter()
         d = solve(grid.mdp, metric, ground=ground, tol=tol).distances
         seconds = time.perf_counter() - start
-        rows.append({"box": np.asarray(box, dtype=float).tolist(), "cells": list(grid.shape), "nodes": int(nodes),
-                     "width": float(min(e[1] - e[0] for e in grid.edges)), "outside_mass": grid.outside_mass,
-                     "max_error": float(np.max(np.abs(d - exact))),
-                     "bound": residual_bound(grid, metric, exact, ground) + tol, "seconds": seconds})
+        rows.append(
+            {
+                "box": np.asarray(box, dtype=float).tolist(),
+                "cells": list(grid.shape),
+                "nodes": int(nodes),
+                "width": float(min(e[1] - e[0] for e in grid.edges)),
+                "outside_mass": grid.outside_mass,
+                "max_error": float(np.max(np.abs(d - exact))),
+                "bound": residual_bound(grid, metric, exact, ground) + tol,
+                "seconds": seconds,
+            }
+        )
     return rows

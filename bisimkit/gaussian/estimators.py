@@ -57,16 +57,27 @@ class Estimate:
 
     def to_json(self) -> dict:
         """Plain lists and numbers."""
+
         def clean(x):
             return [None if not math.isfinite(v) else float(v) for v in np.asarray(x, dtype=float)]
-        return {"mean": clean(self.mean), "stderr": clean(self.stderr), "truncation": clean(self.truncation),
-                "lower": clean(self.lower), "upper": clean(self.upper), "samples": self.samples,
-                "horizon": self.horizon, "confidence": self.confidence, "coupling": self.coupling,
-                "ground": self.ground}
+
+        return {
+            "mean": clean(self.mean),
+            "stderr": clean(self.stderr),
+            "truncation": clean(self.truncation),
+            "lower": clean(self.lower),
+            "upper": clean(self.upper),
+            "samples": self.samples,
+            "horizon": self.horizon,
+            "confidence": self.confidence,
+            "coupling": self.coupling,
+            "ground": self.ground,
+        }
 
 
-def truncation_bound(model: GaussianMDP, ground: str, z: np.ndarray, z2: np.ndarray, horizon: int,
-                     coupling: str = "entangled") -> np.ndarray:
+def truncation_bound(
+    model: GaussianMDP, ground: str, z: np.ndarray, z2: np.ndarray, horizon: int, coupling: str = "entangled"
+) -> np.ndarray:
     """Certified bound on ``sum_{t>=horizon} c^t E G_t`` per pair (inf where none is known).
 
     * unsquashed linear-Gaussian, entangled: the exact tail of :mod:`.exact`;
@@ -76,7 +87,7 @@ def truncation_bound(model: GaussianMDP, ground: str, z: np.ndarray, z2: np.ndar
     The smallest applicable bound is returned.
     """
     c = model.discount
-    best = np.full(len(z), c ** horizon * model.ground_bound(ground) / (1 - c) if c < 1 else math.inf)
+    best = np.full(len(z), c**horizon * model.ground_bound(ground) / (1 - c) if c < 1 else math.inf)
     if not isinstance(model, LinearGaussianMDP) or coupling != "entangled":
         return best
     if not model.squash:
@@ -109,7 +120,7 @@ def squashed_contraction(model: LinearGaussianMDP) -> tuple[float, np.ndarray]:
     """
     k = model.action_dim
     vertices = []
-    for bits in range(2 ** k):
+    for bits in range(2**k):
         d = np.array([(bits >> i) & 1 for i in range(k)], dtype=float) * model.action_scale
         vertices.append(model.A + (model.B * d) @ model.K)
     candidates = [np.eye(model.state_dim)]
@@ -127,8 +138,15 @@ def squashed_contraction(model: LinearGaussianMDP) -> tuple[float, np.ndarray]:
     return best
 
 
-def choose_horizon(model: GaussianMDP, ground: str, z: np.ndarray, z2: np.ndarray, target: float,
-                   coupling: str = "entangled", cap: int = 10_000) -> int:
+def choose_horizon(
+    model: GaussianMDP,
+    ground: str,
+    z: np.ndarray,
+    z2: np.ndarray,
+    target: float,
+    coupling: str = "entangled",
+    cap: int = 10_000,
+) -> int:
     """Smallest H whose truncation bound is at most ``target`` for every pair
     (or, when no bound is known, the H with ``c^H <= target``)."""
     c = model.discount
@@ -139,14 +157,22 @@ def choose_horizon(model: GaussianMDP, ground: str, z: np.ndarray, z2: np.ndarra
         tail = truncation_bound(model, ground, z, z2, H, coupling)
         if np.all(np.isfinite(tail)) and np.all(tail <= target):
             return H
-        if not np.all(np.isfinite(tail)) and c ** H <= target:
+        if not np.all(np.isfinite(tail)) and c**H <= target:
             return H
         H = H + max(1, H // 4)
     return cap
 
 
-def rollout_sums(model: GaussianMDP, z: np.ndarray, z2: np.ndarray, ground: str, horizon: int, samples: int,
-                 rng: np.random.Generator, coupling: str = "entangled") -> np.ndarray:
+def rollout_sums(
+    model: GaussianMDP,
+    z: np.ndarray,
+    z2: np.ndarray,
+    ground: str,
+    horizon: int,
+    samples: int,
+    rng: np.random.Generator,
+    coupling: str = "entangled",
+) -> np.ndarray:
     """``sum_{t<H} c^t G_t`` for ``samples`` coupled rollout pairs from each ``(z[i], z2[i])``: (pairs, samples)."""
     P = len(z)
     out = np.zeros((P, samples))
@@ -167,10 +193,18 @@ def rollout_sums(model: GaussianMDP, z: np.ndarray, z2: np.ndarray, ground: str,
     return out
 
 
-def estimate_distance(model: GaussianMDP, z, z2, ground: str = "reward", samples: int = DEFAULT_SAMPLES,
-                      horizon: int | None = None, seed: int | np.random.Generator | None = 0,
-                      confidence: float = DEFAULT_CONFIDENCE, coupling: str = "entangled",
-                      tail: float = DEFAULT_TAIL) -> Estimate:
+def estimate_distance(
+    model: GaussianMDP,
+    z,
+    z2,
+    ground: str = "reward",
+    samples: int = DEFAULT_SAMPLES,
+    horizon: int | None = None,
+    seed: int | np.random.Generator | None = 0,
+    confidence: float = DEFAULT_CONFIDENCE,
+    coupling: str = "entangled",
+    tail: float = DEFAULT_TAIL,
+) -> Estimate:
     """Monte Carlo estimate of d_eps-bar(z_i, z2_i) per row (``coupling="entangled"``),
     or of the independent-sampling fixed point (``coupling="independent"``).
 
@@ -178,8 +212,7 @@ def estimate_distance(model: GaussianMDP, z, z2, ground: str = "reward", samples
     most ``tail``; ``seed`` fixes the noise (an int, a Generator, or None).
     """
     if ground not in GROUNDS:
-        raise InputError(f"unknown ground metric '{ground}' for a Gaussian MDP (use reward or policy)",
-                         param="ground")
+        raise InputError(f"unknown ground metric '{ground}' for a Gaussian MDP (use reward or policy)", param="ground")
     if coupling not in COUPLINGS:
         raise InputError(f"unknown coupling '{coupling}' (choose from {', '.join(COUPLINGS)})", param="coupling")
     if not (isinstance(samples, int | np.integer) and samples >= 2):
@@ -199,5 +232,15 @@ def estimate_distance(model: GaussianMDP, z, z2, ground: str = "reward", samples
     se = sums.std(axis=1, ddof=1) / math.sqrt(samples)
     trunc = truncation_bound(model, ground, z, z2, int(horizon), coupling)
     q = float(ndtri(0.5 + confidence / 2))
-    return Estimate(mean, se, trunc, mean - q * se, mean + q * se + trunc, int(samples), int(horizon),
-                    float(confidence), coupling, ground)
+    return Estimate(
+        mean,
+        se,
+        trunc,
+        mean - q * se,
+        mean + q * se + trunc,
+        int(samples),
+        int(horizon),
+        float(confidence),
+        coupling,
+        ground,
+    )

@@ -75,37 +75,49 @@ def exact_form(model: GaussianMDP, metric: str, ground: str = "reward") -> str:
     ``"linear"`` or ``"quadratic"``; raises :class:`InputError` saying why when
     there is no exact form."""
     if metric not in EXACT_METRICS:
-        raise InputError(f"'{metric}' has no exact form on Gaussian MDPs "
-                         f"(exact: {', '.join(EXACT_METRICS)}; Monte Carlo: eps-bar)", param="metric")
+        raise InputError(
+            f"'{metric}' has no exact form on Gaussian MDPs (exact: {', '.join(EXACT_METRICS)}; Monte Carlo: eps-bar)",
+            param="metric",
+        )
     if not isinstance(model, LinearGaussianMDP):
-        raise InputError(f"{metric}: exact fixed points are known only for linear-Gaussian MDPs; "
-                         "use the Monte Carlo estimator (eps-bar)", param="metric")
+        raise InputError(
+            f"{metric}: exact fixed points are known only for linear-Gaussian MDPs; "
+            "use the Monte Carlo estimator (eps-bar)",
+            param="metric",
+        )
     if model.squash:
-        raise InputError(f"{metric}: no exact form with a tanh-squashed policy (entangled pairs no "
-                         "longer move by a deterministic difference); use the Monte Carlo estimator (eps-bar)",
-                         param="metric")
+        raise InputError(
+            f"{metric}: no exact form with a tanh-squashed policy (entangled pairs no "
+            "longer move by a deterministic difference); use the Monte Carlo estimator (eps-bar)",
+            param="metric",
+        )
     if metric == "psm" or (metric in ("eps", "eps-bar") and ground == "policy"):
         return "policy"
     if ground not in ("reward", "policy"):
-        raise InputError(f"unknown ground metric '{ground}' for a Gaussian MDP (use reward or policy)",
-                         param="ground")
+        raise InputError(f"unknown ground metric '{ground}' for a Gaussian MDP (use reward or policy)", param="ground")
     if model.reward_terms.is_linear:
         return "linear"
     if metric == "eps-bar":
         return "quadratic"
-    raise InputError(f"{metric}: no exact form with a quadratic reward (the fixed point is not "
-                     "translation invariant, so the shift coupling need not be optimal); eps-bar has one",
-                     param="metric")
+    raise InputError(
+        f"{metric}: no exact form with a quadratic reward (the fixed point is not "
+        "translation invariant, so the shift coupling need not be optimal); eps-bar has one",
+        param="metric",
+    )
 
 
 def _check_stable(model: LinearGaussianMDP, strict: bool) -> None:
     c, rho = model.discount, model.spectral_radius
     if strict and rho >= 1:
-        raise InputError(f"A, B, K: the closed loop A + BK has spectral radius {rho:.6g} >= 1; the quadratic-reward "
-                         "series needs a stable closed loop")
+        raise InputError(
+            f"A, B, K: the closed loop A + BK has spectral radius {rho:.6g} >= 1; the quadratic-reward "
+            "series needs a stable closed loop"
+        )
     if c * rho >= 1:
-        raise InputError(f"A, B, K, discount: c * rho(A + BK) = {c * rho:.6g} >= 1, so the series diverges "
-                         "(the distances are infinite for some pairs)")
+        raise InputError(
+            f"A, B, K, discount: c * rho(A + BK) = {c * rho:.6g} >= 1, so the series diverges "
+            "(the distances are infinite for some pairs)"
+        )
 
 
 def geometric_norm_bound(M: np.ndarray, c: float, max_power: int = 100_000) -> float:
@@ -151,8 +163,9 @@ def _linear_ground(model: LinearGaussianMDP, form: str) -> tuple[callable, float
     return (lambda D: np.abs(D @ w)), float(np.linalg.norm(w))
 
 
-def distance(model: LinearGaussianMDP, metric: str, ground: str, z, z2, rtol: float = RTOL,
-             terms: int | None = None) -> Series:
+def distance(
+    model: LinearGaussianMDP, metric: str, ground: str, z, z2, rtol: float = RTOL, terms: int | None = None
+) -> Series:
     """Exact ``d_metric(z_i, z2_i)`` for each row, with a certified error bound.
 
     With ``terms`` the series is cut after exactly that many terms (the partial
@@ -202,10 +215,11 @@ def _quadratic_parts(model: LinearGaussianMDP) -> _QuadraticParts:
     S_inf = solve_discrete_lyapunov(M, model.step_covariance)
     E = np.vstack([np.eye(model.state_dim), model.K])
     C_inf = E @ S_inf @ E.T
-    C_inf[model.state_dim:, model.state_dim:] += np.diag(model.policy_std_vector ** 2)
+    C_inf[model.state_dim :, model.state_dim :] += np.diag(model.policy_std_vector**2)
     lam = float(np.max(np.linalg.eigvalsh((C_inf + C_inf.T) / 2)))
-    return _QuadraticParts(M, E, model.reward_terms.H, model.reward_terms.h, kappa, theta,
-                           math.sqrt(max(lam, 0.0)) * (1 + 1e-9) + 1e-300)
+    return _QuadraticParts(
+        M, E, model.reward_terms.H, model.reward_terms.h, kappa, theta, math.sqrt(max(lam, 0.0)) * (1 + 1e-9) + 1e-300
+    )
 
 
 def _quadratic_tail(parts: _QuadraticParts, c: float, mu: np.ndarray, D: np.ndarray) -> np.ndarray:
@@ -221,17 +235,18 @@ def _quadratic_tail(parts: _QuadraticParts, c: float, mu: np.ndarray, D: np.ndar
     nH, nh = np.linalg.norm(parts.H, 2), np.linalg.norm(parts.h)
     d, m = np.linalg.norm(D, axis=1), np.linalg.norm(mu, axis=1)
     a1 = nE * d * (nh + 2 * nH * parts.root_cov)
-    a2 = nH * nE ** 2 * d * (d + 2 * m)
-    return a1 / (1 - c * parts.theta) + a2 / (1 - c * parts.theta ** 2)
+    a2 = nH * nE**2 * d * (d + 2 * m)
+    return a1 / (1 - c * parts.theta) + a2 / (1 - c * parts.theta**2)
 
 
-def _quadratic_series(model: LinearGaussianMDP, z: np.ndarray, z2: np.ndarray, rtol: float,
-                      limit: int = MAX_TERMS) -> Series:
+def _quadratic_series(
+    model: LinearGaussianMDP, z: np.ndarray, z2: np.ndarray, rtol: float, limit: int = MAX_TERMS
+) -> Series:
     """``sum_t c^t E|R(z'_t, a'_t) - R(z_t, a_t)|`` along entangled rollouts (quadratic reward)."""
     parts = _quadratic_parts(model)
     c, n = model.discount, model.state_dim
     M, E, H, h = parts.M, parts.E, parts.H, parts.h
-    Spi = np.diag(model.policy_std_vector ** 2)
+    Spi = np.diag(model.policy_std_vector**2)
     mu, D = z.copy(), z2 - z  # mean of the first chain's state; deterministic difference
     Sigma = np.zeros((n, n))
     total = np.zeros(len(z))
@@ -265,10 +280,10 @@ def tail_bound(model: LinearGaussianMDP, ground: str, z, z2, horizon: int) -> np
     D = (z2 - z) @ Mh.T
     if form == "quadratic":
         parts = _quadratic_parts(model)
-        return c ** horizon * _quadratic_tail(parts, c, z @ Mh.T, D)
+        return c**horizon * _quadratic_tail(parts, c, z @ Mh.T, D)
     _check_stable(model, strict=False)
     _, gnorm = _linear_ground(model, form)
-    return c ** horizon * gnorm * geometric_norm_bound(M, c) * np.linalg.norm(D, axis=1)
+    return c**horizon * gnorm * geometric_norm_bound(M, c) * np.linalg.norm(D, axis=1)
 
 
 def independent_policy_series(model: LinearGaussianMDP, z, z2, rtol: float = 1e-12) -> Series:

@@ -126,8 +126,9 @@ class GaussianMDP:
             return np.abs(self.reward(z, a) - self.reward(z2, a2))
         if name == "policy":
             return np.abs(self.mean_action(z) - self.mean_action(z2)).sum(axis=-1)
-        raise InputError(f"unknown ground metric '{name}' for a Gaussian MDP (use {' or '.join(GROUNDS)})",
-                         param="ground")
+        raise InputError(
+            f"unknown ground metric '{name}' for a Gaussian MDP (use {' or '.join(GROUNDS)})", param="ground"
+        )
 
     def ground_bound(self, name: str) -> float:
         """Upper bound on the ground metric over all arguments (inf if none is known)."""
@@ -200,9 +201,19 @@ class LinearGaussianMDP(GaussianMDP):
     raises :class:`InputError` naming the field and index.
     """
 
-    def __init__(self, A, B, K, policy_std, transition_std, reward: QuadraticReward | dict | None = None,
-                 discount: float = 0.9, squash: bool = False, action_scale: float = 1.0,
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        A,
+        B,
+        K,
+        policy_std,
+        transition_std,
+        reward: QuadraticReward | dict | None = None,
+        discount: float = 0.9,
+        squash: bool = False,
+        action_scale: float = 1.0,
+        name: str | None = None,
+    ) -> None:
         A = _matrix("A", A, None)
         n = A.shape[0]
         if A.shape != (n, n):
@@ -260,17 +271,24 @@ class LinearGaussianMDP(GaussianMDP):
     def step_covariance(self) -> np.ndarray:
         """Covariance of ``z+`` given z under the (unsquashed) policy:
         ``B diag(policy_std^2) B' + diag(transition_std^2)``."""
-        return (self.B * self.policy_std_vector ** 2) @ self.B.T + np.diag(self.transition_std_vector ** 2)
+        return (self.B * self.policy_std_vector**2) @ self.B.T + np.diag(self.transition_std_vector**2)
 
     def to_dict(self) -> dict:
         """The JSON description (``kind: linear-gaussian``)."""
         out: dict[str, Any] = {"kind": "linear-gaussian"}
         if self.name is not None:
             out["name"] = self.name
-        out.update({"A": self.A.tolist(), "B": self.B.tolist(), "K": self.K.tolist(),
-                    "policy_std": self.policy_std_vector.tolist(),
-                    "transition_std": self.transition_std_vector.tolist(),
-                    "reward": self.reward_terms.to_dict(), "discount": self.discount})
+        out.update(
+            {
+                "A": self.A.tolist(),
+                "B": self.B.tolist(),
+                "K": self.K.tolist(),
+                "policy_std": self.policy_std_vector.tolist(),
+                "transition_std": self.transition_std_vector.tolist(),
+                "reward": self.reward_terms.to_dict(),
+                "discount": self.discount,
+            }
+        )
         if self.squash:
             out["squash"] = True
             out["action_scale"] = self.action_scale
@@ -291,13 +309,31 @@ class PendulumMDP(GaussianMDP):
     is bounded, which gives Monte Carlo estimates a rigorous truncation bound.
     """
 
-    def __init__(self, discount: float = 0.9, dt: float = 0.1, gravity: float = 9.81, damping: float = 0.5,
-                 max_torque: float = 2.0, gain_angle: float = 2.0, gain_velocity: float = 0.5,
-                 policy_noise: float = 0.5, angle_noise: float = 0.02, velocity_noise: float = 0.05,
-                 name: str | None = "pendulum") -> None:
-        values = dict(dt=dt, gravity=gravity, damping=damping, max_torque=max_torque, gain_angle=gain_angle,
-                      gain_velocity=gain_velocity, policy_noise=policy_noise, angle_noise=angle_noise,
-                      velocity_noise=velocity_noise)
+    def __init__(
+        self,
+        discount: float = 0.9,
+        dt: float = 0.1,
+        gravity: float = 9.81,
+        damping: float = 0.5,
+        max_torque: float = 2.0,
+        gain_angle: float = 2.0,
+        gain_velocity: float = 0.5,
+        policy_noise: float = 0.5,
+        angle_noise: float = 0.02,
+        velocity_noise: float = 0.05,
+        name: str | None = "pendulum",
+    ) -> None:
+        values = dict(
+            dt=dt,
+            gravity=gravity,
+            damping=damping,
+            max_torque=max_torque,
+            gain_angle=gain_angle,
+            gain_velocity=gain_velocity,
+            policy_noise=policy_noise,
+            angle_noise=angle_noise,
+            velocity_noise=velocity_noise,
+        )
         for key, value in values.items():
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
                 raise InputError(f"{key}: expected a non-negative number, got {value!r}")
@@ -371,21 +407,35 @@ REWARD_FIELDS = ("state", "action", "state_quadratic", "action_quadratic", "cros
 
 def _reward_from_dict(data: Any, n: int, k: int) -> QuadraticReward:
     if not isinstance(data, dict):
-        raise InputError(f"reward: expected an object with fields {', '.join(REWARD_FIELDS)}, "
-                         f"got {type(data).__name__}")
+        raise InputError(
+            f"reward: expected an object with fields {', '.join(REWARD_FIELDS)}, got {type(data).__name__}"
+        )
     unknown = sorted(set(data) - set(REWARD_FIELDS))
     if unknown:
         raise InputError(f"reward: unknown field '{unknown[0]}' (allowed: {', '.join(REWARD_FIELDS)})")
     shapes = {"state_quadratic": (n, n), "action_quadratic": (k, k), "cross": (n, k)}
-    parts = {"state": _vector("reward.state", data["state"], n) if "state" in data else np.zeros(n),
-             "action": _vector("reward.action", data["action"], k) if "action" in data else np.zeros(k)}
+    parts = {
+        "state": _vector("reward.state", data["state"], n) if "state" in data else np.zeros(n),
+        "action": _vector("reward.action", data["action"], k) if "action" in data else np.zeros(k),
+    }
     for key, shape in shapes.items():
         parts[key] = _matrix(f"reward.{key}", data[key], shape) if key in data else np.zeros(shape)
     return QuadraticReward(**parts)
 
 
-LINEAR_FIELDS = ("kind", "name", "A", "B", "K", "policy_std", "transition_std", "reward", "discount", "squash",
-                 "action_scale")
+LINEAR_FIELDS = (
+    "kind",
+    "name",
+    "A",
+    "B",
+    "K",
+    "policy_std",
+    "transition_std",
+    "reward",
+    "discount",
+    "squash",
+    "action_scale",
+)
 LINEAR_REQUIRED = ("A", "B", "K", "policy_std", "transition_std", "discount")
 
 
@@ -404,9 +454,18 @@ def linear_gaussian_from_dict(data: Any, source: str = "input") -> LinearGaussia
     if data.get("kind") != "linear-gaussian":
         raise InputError(f"{source}: kind: expected 'linear-gaussian', got {json.dumps(data.get('kind'))[:40]}")
     check_keys(data, LINEAR_FIELDS, LINEAR_REQUIRED, source)
-    return LinearGaussianMDP(data["A"], data["B"], data["K"], data["policy_std"], data["transition_std"],
-                             data.get("reward", {}), data["discount"], data.get("squash", False),
-                             data.get("action_scale", 1.0), data.get("name"))
+    return LinearGaussianMDP(
+        data["A"],
+        data["B"],
+        data["K"],
+        data["policy_std"],
+        data["transition_std"],
+        data.get("reward", {}),
+        data["discount"],
+        data.get("squash", False),
+        data.get("action_scale", 1.0),
+        data.get("name"),
+    )
 
 
 def is_gaussian_file(path: str | os.PathLike) -> bool:

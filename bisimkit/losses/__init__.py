@@ -17,8 +17,9 @@ distance to the exact fixed point of the matching operator (checks L1-L6).
 try:
     import torch  # noqa: F401
 except ModuleNotFoundError as exc:  # the extra is missing: say which one, not a traceback from deep inside
-    raise ModuleNotFoundError("bisimkit.losses needs torch, which is not installed: pip install -e '.[torch]'",
-                              name=exc.name) from None
+    raise ModuleNotFoundError(
+        "bisimkit.losses needs torch, which is not installed: pip install -e '.[torch]'", name=exc.name
+    ) from None
 
 from .core import (
     COUPLINGS,
@@ -50,10 +51,42 @@ from .fit import FIT_LOSSES, FIXED_POINTS, FitSchedule, HeadFit, TabularFit, fit
 from .heads import L1Distance, LatentL1Distance, SeparableDistance
 
 __all__ = [
-    "COUPLINGS", "DeferredChecks", "FIT_LOSSES", "FIXED_POINTS", "FiniteModel", "FitSchedule", "HeadFit", "L1Distance",
-    "LatentL1Distance", "NOISE_LAWS", "Reparam", "Sampler", "SeparableDistance", "TabularDistance", "TabularFit",
-    "bisimulation_targets", "check_finite", "dbc_coordinate_loss", "dbc_loss", "dbc_targets", "diagonal_gaussian_w2",
-    "draw_noise", "entangled_loss", "fit_head", "fit_tabular", "fixed_point", "gaussian_policy", "gaussian_transition",
-    "gaussian_w2", "inverse_cdf", "mico_loss", "policy_ground", "psm_loss", "regression_loss", "reward_ground",
-    "rosenblatt_sample", "sampled_loss", "state_reward_ground",
+    "COUPLINGS",
+    "DeferredChecks",
+    "FIT_LOSSES",
+    "FIXED_POINTS",
+    "FiniteModel",
+    "FitSchedule",
+    "HeadFit",
+    "L1Distance",
+    "LatentL1Distance",
+    "NOISE_LAWS",
+    "Reparam",
+    "Sampler",
+    "SeparableDistance",
+    "TabularDistance",
+    "TabularFit",
+    "bisimulation_targets",
+    "check_finite",
+    "dbc_coordinate_loss",
+    "dbc_loss",
+    "dbc_targets",
+    "diagonal_gaussian_w2",
+    "draw_noise",
+    "entangled_loss",
+    "fit_head",
+    "fit_tabular",
+    "fixed_point",
+    "gaussian_policy",
+    "gaussian_transition",
+    "gaussian_w2",
+    "inverse_cdf",
+    "mico_loss",
+    "policy_ground",
+    "psm_loss",
+    "regression_loss",
+    "reward_ground",
+    "rosenblatt_sample",
+    "sampled_loss",
+    "state_reward_ground",
 ]

@@ -141,8 +141,10 @@ class DeferredChecks:
         flag = self.flags.get(name)
         if flag is None:
             if ok.is_cuda and torch.cuda.is_current_stream_capturing():  # the clone would rerun on each replay
-                raise RuntimeError(f"{name}: first deferred check during CUDA graph capture; record every name "
-                                   "once before capturing (the usual warm-up run does)")
+                raise RuntimeError(
+                    f"{name}: first deferred check during CUDA graph capture; record every name "
+                    "once before capturing (the usual warm-up run does)"
+                )
             self.flags[name] = ok.clone()
         else:
             flag.logical_and_(ok)
@@ -181,8 +183,7 @@ def check_finite(tensors: dict[str, Tensor]) -> None:
     for (name, value), ok in zip(items, flags.tolist()):
         if not ok:
             bad = (~torch.isfinite(value)).nonzero()[0].tolist()
-            raise ValueError(f"{name}: not finite at index {tuple(bad)} "
-                             f"({value[tuple(bad)].item()})")
+            raise ValueError(f"{name}: not finite at index {tuple(bad)} ({value[tuple(bad)].item()})")
 
 
 def _check_output(name: str, x: Tensor, rows: int) -> Tensor:
@@ -208,8 +209,10 @@ def _noise_spec(name: str, sampler) -> tuple[int, str]:
     dim = getattr(sampler, "noise_dim", None)
     law = getattr(sampler, "noise_law", "normal")
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-        raise ValueError(f"{name}: needs an integer attribute noise_dim >= 1 (wrap a function with "
-                         f"Reparam(fn, noise_dim, noise_law)), got {dim!r}")
+        raise ValueError(
+            f"{name}: needs an integer attribute noise_dim >= 1 (wrap a function with "
+            f"Reparam(fn, noise_dim, noise_law)), got {dim!r}"
+        )
     if law not in NOISE_LAWS:
         raise ValueError(f"{name}: noise_law must be one of {', '.join(NOISE_LAWS)}, got {law!r}")
     return dim, law
@@ -245,8 +248,17 @@ def draw_noise(law: str, shape: tuple[int, ...], like: Tensor, generator: torch.
     return u.clamp_min(torch.finfo(like.dtype).tiny)  # (0, 1): u = 0 would pick a zero-mass first atom
 
 
-def _pair_noise(name: str, law: str, dim: int, coupling: str, samples: int, rows: int, like: Tensor,
-                generator: torch.Generator | None, given: Tensor | None) -> Tensor:
+def _pair_noise(
+    name: str,
+    law: str,
+    dim: int,
+    coupling: str,
+    samples: int,
+    rows: int,
+    like: Tensor,
+    generator: torch.Generator | None,
+    given: Tensor | None,
+) -> Tensor:
     """Noise for the stacked batch [z; z'] (K x 2B x dim): shared halves when entangled."""
     if given is None:
         if coupling == "entangled":
@@ -267,50 +279,59 @@ def _pair_noise(name: str, law: str, dim: int, coupling: str, samples: int, rows
 # ---------------------------------------------------------- ground metrics
 def reward_ground(reward: Callable[[Tensor, Tensor], Tensor]) -> Ground:
     """``G(z, a, z', a') = |r(z, a) - r(z', a')|`` from a reward model ``reward(z, a) -> (B,)``."""
+
     def ground(z: Tensor, a: Tensor, z2: Tensor, a2: Tensor) -> Tensor:
         rows = z.shape[0]
         r1 = _scalar_rows("reward(z, a)", reward(z, a), rows)
         r2 = _scalar_rows("reward(z', a')", reward(z2, a2), rows)
         return (r1 - r2).abs()
+
     return ground
 
 
 def state_reward_ground(reward: Callable[[Tensor], Tensor]) -> Ground:
     """``G = |r(z) - r(z')|`` from a state reward model (e.g. the policy-averaged reward; MICo)."""
+
     def ground(z: Tensor, a: Tensor, z2: Tensor, a2: Tensor) -> Tensor:
         rows = z.shape[0]
         return (_scalar_rows("reward(z)", reward(z), rows) - _scalar_rows("reward(z')", reward(z2), rows)).abs()
+
     return ground
 
 
 def policy_ground(mean_action: Callable[[Tensor], Tensor]) -> Ground:
     """``G = ||abar(z) - abar(z')||_1`` from the policy's mean action ``mean_action(z) -> (B, k)``."""
+
     def ground(z: Tensor, a: Tensor, z2: Tensor, a2: Tensor) -> Tensor:
         rows = z.shape[0]
         m1 = _check_output("mean_action(z)", mean_action(z), rows)
         m2 = _check_output("mean_action(z')", mean_action(z2), rows)
         return (m1 - m2).abs().reshape(rows, -1).sum(dim=1)
+
     return ground
 
 
 # ----------------------------------------------------- Gaussian samplers
-def gaussian_policy(model: Callable[[Tensor], tuple[Tensor, Tensor]], action_dim: int,
-                    squash: bool = False) -> Reparam:
+def gaussian_policy(model: Callable[[Tensor], tuple[Tensor, Tensor]], action_dim: int, squash: bool = False) -> Reparam:
     """The reparametrised policy ``a = mu(z) + sigma(z) * xi`` (``tanh`` of it with ``squash``),
     from ``model(z) -> (mu, sigma)``, each (B, action_dim)."""
+
     def act(z: Tensor, xi: Tensor) -> Tensor:
         mu, sigma = model(z)
         a = mu + sigma * xi
         return torch.tanh(a) if squash else a
+
     return Reparam(act, action_dim, "normal")
 
 
 def gaussian_transition(model: Callable[[Tensor, Tensor], tuple[Tensor, Tensor]], latent_dim: int) -> Reparam:
     """The reparametrised latent transition ``z+ = mu(z, a) + sigma(z, a) * eta`` (coordinate
     independent), from ``model(z, a) -> (mu, sigma)``, each (B, latent_dim)."""
+
     def step(z: Tensor, a: Tensor, eta: Tensor) -> Tensor:
         mu, sigma = model(z, a)
         return mu + sigma * eta
+
     return Reparam(step, latent_dim, "normal")
 
 
@@ -329,10 +350,12 @@ def diagonal_gaussian_w2(mu1: Tensor, sigma1: Tensor, mu2: Tensor, sigma2: Tenso
 
 def gaussian_w2(model: Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]) -> NextW2:
     """DBC's next-state term: W2 between the Gaussians ``model(z, a)`` and ``model(z', a')``."""
+
     def w2(z: Tensor, a: Tensor, z2: Tensor, a2: Tensor) -> Tensor:
         mu1, s1 = model(z, a)
         mu2, s2 = model(z2, a2)
         return diagonal_gaussian_w2(mu1, s1, mu2, s2)
+
     return w2
 
 
@@ -343,8 +366,10 @@ def _pairing(z: Tensor, perm: Tensor | None, generator: torch.Generator | None) 
     if perm is None:
         return torch.randperm(rows, generator=generator, device=z.device)
     if not isinstance(perm, torch.Tensor) or perm.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"perm: expected an integer torch tensor, got {type(perm).__name__}"
-                         f"{'' if not isinstance(perm, torch.Tensor) else ' of dtype ' + str(perm.dtype)}")
+        raise ValueError(
+            f"perm: expected an integer torch tensor, got {type(perm).__name__}"
+            f"{'' if not isinstance(perm, torch.Tensor) else ' of dtype ' + str(perm.dtype)}"
+        )
     if tuple(perm.shape) != (rows,):
         raise ValueError(f"perm: expected shape ({rows},) (the batch size), got {tuple(perm.shape)}")
     if not torch.equal(torch.sort(perm).values.cpu(), torch.arange(rows, dtype=perm.dtype)):
@@ -363,10 +388,21 @@ def _start(z: Tensor, z2: Tensor, discount: float, samples: int, generator) -> t
     return z.shape[0], _check_discount(discount), _check_samples(samples)
 
 
-def bisimulation_targets(z: Tensor, z2: Tensor, *, policy: Sampler, transition: Sampler, ground: Ground,
-                         distance: Distance, discount: float, coupling: str = "entangled", samples: int = 1,
-                         generator: torch.Generator | None = None, action_noise: Tensor | None = None,
-                         state_noise: Tensor | None = None) -> Tensor:
+def bisimulation_targets(
+    z: Tensor,
+    z2: Tensor,
+    *,
+    policy: Sampler,
+    transition: Sampler,
+    ground: Ground,
+    distance: Distance,
+    discount: float,
+    coupling: str = "entangled",
+    samples: int = 1,
+    generator: torch.Generator | None = None,
+    action_noise: Tensor | None = None,
+    state_noise: Tensor | None = None,
+) -> Tensor:
     """Every sampled target ``G(z, a, z', a') + c d(z+, z'+)`` of the pairs (z[i], z'[i]), as K x B.
 
     ``coupling="entangled"`` shares each noise draw between z and z' (paper Alg. 1);
@@ -386,8 +422,9 @@ def bisimulation_targets(z: Tensor, z2: Tensor, *, policy: Sampler, transition: 
         both = torch.cat([z, z2]).detach()  # one forward pass for z and z' (K draws stacked)
         zz = both.repeat(K, 1)
         a = _check_output("policy(z, noise)", policy(zz, xi.reshape(K * 2 * rows, a_dim)), K * 2 * rows)
-        nxt = _check_output("transition(z, a, noise)", transition(zz, a, eta.reshape(K * 2 * rows, s_dim)),
-                            K * 2 * rows)
+        nxt = _check_output(
+            "transition(z, a, noise)", transition(zz, a, eta.reshape(K * 2 * rows, s_dim)), K * 2 * rows
+        )
         first = torch.arange(K * 2 * rows, device=z.device).reshape(K, 2, rows)
         i, j = first[:, 0].reshape(-1), first[:, 1].reshape(-1)
         g = _scalar_rows("ground(z, a, z', a')", ground(zz[i], a[i], zz[j], a[j]), K * rows)
@@ -397,9 +434,18 @@ def bisimulation_targets(z: Tensor, z2: Tensor, *, policy: Sampler, transition: 
     return target
 
 
-def dbc_targets(z: Tensor, z2: Tensor, *, policy: Sampler, reward: Callable[[Tensor, Tensor], Tensor],
-                next_w2: NextW2, discount: float, samples: int = 1, generator: torch.Generator | None = None,
-                action_noise: Tensor | None = None) -> Tensor:
+def dbc_targets(
+    z: Tensor,
+    z2: Tensor,
+    *,
+    policy: Sampler,
+    reward: Callable[[Tensor, Tensor], Tensor],
+    next_w2: NextW2,
+    discount: float,
+    samples: int = 1,
+    generator: torch.Generator | None = None,
+    action_noise: Tensor | None = None,
+) -> Tensor:
     """Every sampled DBC target ``|r(z, a) - r(z', a')| + c W2(z, a, z', a')`` as K x B,
     with independently drawn actions (``action_noise``: K x 2 x B x dim if given)."""
     rows, c, K = _start(z, z2, discount, samples, generator)
@@ -431,65 +477,163 @@ def _predict(distance: Distance, z: Tensor, z2: Tensor) -> Tensor:
     return _scalar_rows("distance(z, z')", distance(z, z2), z.shape[0])
 
 
-def sampled_loss(z: Tensor, *, distance: Distance, policy: Sampler, transition: Sampler, ground: Ground,
-                 discount: float, coupling: str = "entangled", perm: Tensor | None = None, samples: int = 1,
-                 target_distance: Distance | None = None, generator: torch.Generator | None = None,
-                 action_noise: Tensor | None = None, state_noise: Tensor | None = None) -> Tensor:
+def sampled_loss(
+    z: Tensor,
+    *,
+    distance: Distance,
+    policy: Sampler,
+    transition: Sampler,
+    ground: Ground,
+    discount: float,
+    coupling: str = "entangled",
+    perm: Tensor | None = None,
+    samples: int = 1,
+    target_distance: Distance | None = None,
+    generator: torch.Generator | None = None,
+    action_noise: Tensor | None = None,
+    state_noise: Tensor | None = None,
+) -> Tensor:
     """The bisimulation loss ``mean (d(z, z') - mean_K target)^2`` over the pairs (z, z[perm]),
     with targets from :func:`bisimulation_targets` (``target_distance`` defaults to ``distance``)."""
     check_batch("z", z)
     _check_generator(generator, z)
     perm = _pairing(z, perm, generator)
     z2 = z[perm]
-    target = bisimulation_targets(z, z2, policy=policy, transition=transition, ground=ground,
-                                  distance=distance if target_distance is None else target_distance,
-                                  discount=discount, coupling=coupling, samples=samples, generator=generator,
-                                  action_noise=action_noise, state_noise=state_noise)
+    target = bisimulation_targets(
+        z,
+        z2,
+        policy=policy,
+        transition=transition,
+        ground=ground,
+        distance=distance if target_distance is None else target_distance,
+        discount=discount,
+        coupling=coupling,
+        samples=samples,
+        generator=generator,
+        action_noise=action_noise,
+        state_noise=state_noise,
+    )
     return regression_loss(_predict(distance, z, z2), target.mean(dim=0))
 
 
-def entangled_loss(z: Tensor, *, distance: Distance, policy: Sampler, transition: Sampler, ground: Ground,
-                   discount: float, perm: Tensor | None = None, samples: int = 1,
-                   target_distance: Distance | None = None, generator: torch.Generator | None = None,
-                   action_noise: Tensor | None = None, state_noise: Tensor | None = None) -> Tensor:
+def entangled_loss(
+    z: Tensor,
+    *,
+    distance: Distance,
+    policy: Sampler,
+    transition: Sampler,
+    ground: Ground,
+    discount: float,
+    perm: Tensor | None = None,
+    samples: int = 1,
+    target_distance: Distance | None = None,
+    generator: torch.Generator | None = None,
+    action_noise: Tensor | None = None,
+    state_noise: Tensor | None = None,
+) -> Tensor:
     """The entangled bisimulation loss of paper Alg. 1 (shared action and next-state noise).
 
     In expectation its target is the eps-bar operator applied to ``target_distance``;
     ``ground`` is :func:`reward_ground` (eps-R) or :func:`policy_ground` (eps-pi).
     """
-    return sampled_loss(z, distance=distance, policy=policy, transition=transition, ground=ground,
-                        discount=discount, coupling="entangled", perm=perm, samples=samples,
-                        target_distance=target_distance, generator=generator, action_noise=action_noise,
-                        state_noise=state_noise)
+    return sampled_loss(
+        z,
+        distance=distance,
+        policy=policy,
+        transition=transition,
+        ground=ground,
+        discount=discount,
+        coupling="entangled",
+        perm=perm,
+        samples=samples,
+        target_distance=target_distance,
+        generator=generator,
+        action_noise=action_noise,
+        state_noise=state_noise,
+    )
 
 
-def psm_loss(z: Tensor, *, distance: Distance, policy: Sampler, transition: Sampler,
-             mean_action: Callable[[Tensor], Tensor], discount: float, perm: Tensor | None = None,
-             samples: int = 1, target_distance: Distance | None = None, generator: torch.Generator | None = None,
-             action_noise: Tensor | None = None, state_noise: Tensor | None = None) -> Tensor:
+def psm_loss(
+    z: Tensor,
+    *,
+    distance: Distance,
+    policy: Sampler,
+    transition: Sampler,
+    mean_action: Callable[[Tensor], Tensor],
+    discount: float,
+    perm: Tensor | None = None,
+    samples: int = 1,
+    target_distance: Distance | None = None,
+    generator: torch.Generator | None = None,
+    action_noise: Tensor | None = None,
+    state_noise: Tensor | None = None,
+) -> Tensor:
     """The PSM / PSE-style loss: ``||abar(z) - abar(z')||_1 + c d(z+, z'+)`` with independently
     sampled actions and next states; in expectation the ``psm-sampled`` operator."""
-    return sampled_loss(z, distance=distance, policy=policy, transition=transition,
-                        ground=policy_ground(mean_action), discount=discount, coupling="independent", perm=perm,
-                        samples=samples, target_distance=target_distance, generator=generator,
-                        action_noise=action_noise, state_noise=state_noise)
+    return sampled_loss(
+        z,
+        distance=distance,
+        policy=policy,
+        transition=transition,
+        ground=policy_ground(mean_action),
+        discount=discount,
+        coupling="independent",
+        perm=perm,
+        samples=samples,
+        target_distance=target_distance,
+        generator=generator,
+        action_noise=action_noise,
+        state_noise=state_noise,
+    )
 
 
-def mico_loss(z: Tensor, *, distance: Distance, policy: Sampler, transition: Sampler,
-              reward: Callable[[Tensor], Tensor], discount: float, perm: Tensor | None = None, samples: int = 1,
-              target_distance: Distance | None = None, generator: torch.Generator | None = None,
-              action_noise: Tensor | None = None, state_noise: Tensor | None = None) -> Tensor:
+def mico_loss(
+    z: Tensor,
+    *,
+    distance: Distance,
+    policy: Sampler,
+    transition: Sampler,
+    reward: Callable[[Tensor], Tensor],
+    discount: float,
+    perm: Tensor | None = None,
+    samples: int = 1,
+    target_distance: Distance | None = None,
+    generator: torch.Generator | None = None,
+    action_noise: Tensor | None = None,
+    state_noise: Tensor | None = None,
+) -> Tensor:
     """The MICo loss: ``|r(z) - r(z')| + c d(z+, z'+)`` with independent sampling; with ``reward``
     the policy-averaged reward r_pi(z) it is in expectation the ``mico`` operator."""
-    return sampled_loss(z, distance=distance, policy=policy, transition=transition,
-                        ground=state_reward_ground(reward), discount=discount, coupling="independent", perm=perm,
-                        samples=samples, target_distance=target_distance, generator=generator,
-                        action_noise=action_noise, state_noise=state_noise)
+    return sampled_loss(
+        z,
+        distance=distance,
+        policy=policy,
+        transition=transition,
+        ground=state_reward_ground(reward),
+        discount=discount,
+        coupling="independent",
+        perm=perm,
+        samples=samples,
+        target_distance=target_distance,
+        generator=generator,
+        action_noise=action_noise,
+        state_noise=state_noise,
+    )
 
 
-def dbc_loss(z: Tensor, *, distance: Distance, policy: Sampler, reward: Callable[[Tensor, Tensor], Tensor],
-             next_w2: NextW2, discount: float, perm: Tensor | None = None, samples: int = 1,
-             generator: torch.Generator | None = None, action_noise: Tensor | None = None) -> Tensor:
+def dbc_loss(
+    z: Tensor,
+    *,
+    distance: Distance,
+    policy: Sampler,
+    reward: Callable[[Tensor, Tensor], Tensor],
+    next_w2: NextW2,
+    discount: float,
+    perm: Tensor | None = None,
+    samples: int = 1,
+    generator: torch.Generator | None = None,
+    action_noise: Tensor | None = None,
+) -> Tensor:
     """The DBC loss: ``mean (d(z, z') - |r(z,a) - r(z',a')| - c W2)^2`` with independent actions.
 
     Deep form (Zhang et al. 2020, paper Eq. 5): ``distance`` = :class:`LatentL1Distance`,
@@ -503,13 +647,30 @@ def dbc_loss(z: Tensor, *, distance: Distance, policy: Sampler, reward: Callable
     _check_generator(generator, z)
     perm = _pairing(z, perm, generator)
     z2 = z[perm]
-    target = dbc_targets(z, z2, policy=policy, reward=reward, next_w2=next_w2, discount=discount,
-                         samples=samples, generator=generator, action_noise=action_noise)
+    target = dbc_targets(
+        z,
+        z2,
+        policy=policy,
+        reward=reward,
+        next_w2=next_w2,
+        discount=discount,
+        samples=samples,
+        generator=generator,
+        action_noise=action_noise,
+    )
     return regression_loss(_predict(distance, z, z2), target.mean(dim=0))
 
 
-def dbc_coordinate_loss(z: Tensor, *, reward: Tensor, next_mean: Tensor, next_sigma: Tensor, discount: float,
-                        perm: Tensor | None = None, generator: torch.Generator | None = None) -> Tensor:
+def dbc_coordinate_loss(
+    z: Tensor,
+    *,
+    reward: Tensor,
+    next_mean: Tensor,
+    next_sigma: Tensor,
+    discount: float,
+    perm: Tensor | None = None,
+    generator: torch.Generator | None = None,
+) -> Tensor:
     """DBC's loss as its code computes it (facebookresearch/deep_bisim4control, agent/bisim_agent.py,
     ``update_encoder``): coordinate by coordinate, with the batch's own rewards.
 

@@ -50,8 +50,10 @@ def inverse_cdf(weights: Tensor, u: Tensor) -> Tensor:
 def rosenblatt_sample(laws: Tensor, shape: tuple[int, ...], u: Tensor) -> Tensor:
     """Flat indices drawn from laws (B x n) on the C-order cells of a grid ``shape``,
     coordinate by coordinate with one uniform each (u: B x len(shape))."""
-    tables = [torch.as_tensor(t, dtype=laws.dtype, device=laws.device)
-              for t in rosenblatt_breakpoints(laws.detach().to("cpu", torch.float64).numpy(), shape)]
+    tables = [
+        torch.as_tensor(t, dtype=laws.dtype, device=laws.device)
+        for t in rosenblatt_breakpoints(laws.detach().to("cpu", torch.float64).numpy(), shape)
+    ]
     return _rosenblatt_index(tables, torch.arange(laws.shape[0], device=laws.device), shape, u)
 
 
@@ -129,8 +131,9 @@ class FiniteModel:
         dtype = torch.float64 if exact else like.dtype
         key = (name, like.device, dtype)
         if key not in self._cache:
-            self._cache[key] = torch.tensor(np.array(self._source(name), dtype=np.float64), dtype=dtype,
-                                            device=like.device)
+            self._cache[key] = torch.tensor(
+                np.array(self._source(name), dtype=np.float64), dtype=dtype, device=like.device
+            )
         return self._cache[key]
 
     def _source(self, name: str) -> np.ndarray:
@@ -143,9 +146,16 @@ class FiniteModel:
             rows = mdp.transitions.reshape(mdp.n_states * mdp.n_actions, mdp.n_states)
             if self.shape is None:
                 return dense_breakpoints(rows)
-            return rosenblatt_breakpoints(rows, self.shape)[int(name[len("breaks-P"):])]
-        return {"E": self.embedding, "w": self._keys[0], "keys": self._keys[1], "order": self._keys[2],
-                "R": mdp.rewards, "Rpi": mdp.reward_pi, "abar": mdp.mean_action}[name]
+            return rosenblatt_breakpoints(rows, self.shape)[int(name[len("breaks-P") :])]
+        return {
+            "E": self.embedding,
+            "w": self._keys[0],
+            "keys": self._keys[1],
+            "order": self._keys[2],
+            "R": mdp.rewards,
+            "Rpi": mdp.reward_pi,
+            "abar": mdp.mean_action,
+        }[name]
 
     def states(self, index: Tensor, like: Tensor | None = None) -> Tensor:
         """The vectors of states ``index`` (B,) (float64 on the CPU unless ``like`` says otherwise)."""
@@ -222,6 +232,7 @@ class FiniteModel:
             if key not in cache:
                 cache[key] = torch.as_tensor(W, dtype=z.dtype, device=z.device)
             return cache[key][self.index(z) * m + a, self.index(z2) * m + a2]
+
         return w2
 
 

@@ -32,8 +32,17 @@ from ..mdp import FiniteMDP
 from . import core as L
 from .finite import FiniteModel, TabularDistance
 
-__all__ = ["DBC_TARGET_EVERY", "FIT_LOSSES", "FIXED_POINTS", "FitSchedule", "HeadFit", "TabularFit", "fit_head",
-           "fit_tabular", "fixed_point"]
+__all__ = [
+    "DBC_TARGET_EVERY",
+    "FIT_LOSSES",
+    "FIXED_POINTS",
+    "FitSchedule",
+    "HeadFit",
+    "TabularFit",
+    "fit_head",
+    "fit_tabular",
+    "fixed_point",
+]
 
 
 @dataclass
@@ -113,9 +122,15 @@ class _Objective:
         return L.mico_loss(z, reward=m.mean_reward, **common)
 
 
-def fit_tabular(mdp: FiniteMDP, loss: str, schedule: FitSchedule | None = None, *,
-                embedding: np.ndarray | None = None, exact: np.ndarray | bool = False,
-                record: bool = False) -> TabularFit:
+def fit_tabular(
+    mdp: FiniteMDP,
+    loss: str,
+    schedule: FitSchedule | None = None,
+    *,
+    embedding: np.ndarray | None = None,
+    exact: np.ndarray | bool = False,
+    record: bool = False,
+) -> TabularFit:
     r"""Learn the fixed point of ``loss`` on ``mdp`` as a free table, with the validated schedule.
 
     The states enter the loss as one-hot vectors (or the rows of ``embedding``) through
@@ -160,8 +175,9 @@ def fit_tabular(mdp: FiniteMDP, loss: str, schedule: FitSchedule | None = None, 
     else:
         target = np.asarray(exact, dtype=np.float64)
         if target.shape != (mdp.n_states, mdp.n_states) or not np.all(np.isfinite(target)):
-            raise InputError(f"expected a finite {mdp.n_states} x {mdp.n_states} matrix, got shape {target.shape}",
-                             param="exact")
+            raise InputError(
+                f"expected a finite {mdp.n_states} x {mdp.n_states} matrix, got shape {target.shape}", param="exact"
+            )
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -170,8 +186,14 @@ def fit_tabular(mdp: FiniteMDP, loss: str, schedule: FitSchedule | None = None, 
         torch.set_num_threads(threads)
 
 
-def _fit(mdp: FiniteMDP, loss: str, schedule: FitSchedule, embedding: np.ndarray | None,
-         exact: np.ndarray | None, record: bool = False) -> TabularFit:
+def _fit(
+    mdp: FiniteMDP,
+    loss: str,
+    schedule: FitSchedule,
+    embedding: np.ndarray | None,
+    exact: np.ndarray | None,
+    record: bool = False,
+) -> TabularFit:
     start = time.perf_counter()
     s = replace(schedule, target_every=schedule.target_period(loss))
     model = FiniteModel(mdp, embedding)
@@ -213,9 +235,19 @@ def _fit(mdp: FiniteMDP, loss: str, schedule: FitSchedule, embedding: np.ndarray
             if record:
                 history.append(average.copy())
     ground = FIXED_POINTS[loss][1]
-    return TabularFit(distances=average, loss=loss, metric=FIXED_POINTS[loss][0], ground=ground, schedule=s,
-                      steps=steps, loss_values=values, error=errors, exact=exact,
-                      seconds=time.perf_counter() - start, history=history)
+    return TabularFit(
+        distances=average,
+        loss=loss,
+        metric=FIXED_POINTS[loss][0],
+        ground=ground,
+        schedule=s,
+        steps=steps,
+        loss_values=values,
+        error=errors,
+        exact=exact,
+        seconds=time.perf_counter() - start,
+        history=history,
+    )
 
 
 class HeadFit(TypedDict):
@@ -227,9 +259,18 @@ class HeadFit(TypedDict):
     seconds: float
 
 
-def fit_head(head: nn.Module, loss_fn: Callable[..., torch.Tensor], sample: Callable[[torch.Generator], torch.Tensor],
-             *, steps: int = 1000, lr: float = 1e-2, target_every: int = 1, seed: int = 0,
-             error: Callable[[nn.Module], float] | None = None, log_every: int = 50) -> HeadFit:
+def fit_head(
+    head: nn.Module,
+    loss_fn: Callable[..., torch.Tensor],
+    sample: Callable[[torch.Generator], torch.Tensor],
+    *,
+    steps: int = 1000,
+    lr: float = 1e-2,
+    target_every: int = 1,
+    seed: int = 0,
+    error: Callable[[nn.Module], float] | None = None,
+    log_every: int = 50,
+) -> HeadFit:
     """Train a distance head (any ``nn.Module``) with one of the losses on sampled states.
 
     Each step draws ``z = sample(generator)`` and minimises ``loss_fn(z, head, target, generator)``

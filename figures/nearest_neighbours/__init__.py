@@ -18,8 +18,7 @@ def _last_frame(obs: np.ndarray) -> np.ndarray:
     return obs[-3:].transpose(1, 2, 0)
 
 
-def plot_neighbours(data, matches: list[dict], out_png: str | os.PathLike, title: str,
-                    distance_name: str) -> Path:
+def plot_neighbours(data, matches: list[dict], out_png: str | os.PathLike, title: str, distance_name: str) -> Path:
     """One row per query: its last frame, then its neighbours labelled with distance and video. ``data`` holds the
     observations (``obs``, (N, 3F, H, W) uint8) with the ``episode`` and ``step`` of each and the ``videos`` of each
     episode (an :class:`agents.neighbours.Observations`); each of ``matches`` a ``query`` index with its
@@ -29,8 +28,10 @@ def plot_neighbours(data, matches: list[dict], out_png: str | os.PathLike, title
     for row, match in zip(axes, matches):
         q = match["query"]
         cells = [(q, f"query\nep {data.episode[q]} t={data.step[q]}\n{data.videos[data.episode[q]]}")]
-        cells += [(j, f"d = {dist:.3g}\nep {data.episode[j]} t={data.step[j]}\n{data.videos[data.episode[j]]}")
-                  for j, dist in zip(match["neighbours"], match["distances"])]
+        cells += [
+            (j, f"d = {dist:.3g}\nep {data.episode[j]} t={data.step[j]}\n{data.videos[data.episode[j]]}")
+            for j, dist in zip(match["neighbours"], match["distances"])
+        ]
         for ax, (index, label) in zip(row, cells):
             ax.imshow(_last_frame(data.obs[index]), interpolation="nearest")
             ax.set_title(label, fontsize=8)

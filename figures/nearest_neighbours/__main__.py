@@ -18,9 +18,17 @@ from bisimkit.extras import report_missing
 from figures.nearest_neighbours import plot_neighbours
 
 
-def nearest_neighbours(checkpoint: str | os.PathLike, out_png: str | os.PathLike, episodes: int = 10,
-                       queries: int = 5, neighbours: int = 3, episode_steps: int | None = None, keep: int = 40,
-                       seed: int = 0, device: str = "auto") -> dict:
+def nearest_neighbours(
+    checkpoint: str | os.PathLike,
+    out_png: str | os.PathLike,
+    episodes: int = 10,
+    queries: int = 5,
+    neighbours: int = 3,
+    episode_steps: int | None = None,
+    keep: int = 40,
+    seed: int = 0,
+    device: str = "auto",
+) -> dict:
     """Make the figure from :func:`agents.neighbours.neighbour_data` and return what it shows: ``path``,
     ``distance`` (which distance), ``videos`` per episode, ``episode``/``step`` of every kept observation
     and ``matches``."""
@@ -29,8 +37,14 @@ def nearest_neighbours(checkpoint: str | os.PathLike, out_png: str | os.PathLike
     found = neighbour_data(checkpoint, episodes, queries, neighbours, episode_steps, keep, seed, device)
     data = found.data
     path = plot_neighbours(data, found.matches, out_png, found.title, found.distance_name)
-    return {"path": str(path), "distance": found.distance, "videos": data.videos,
-            "episode": data.episode.tolist(), "step": data.step.tolist(), "matches": found.matches}
+    return {
+        "path": str(path),
+        "distance": found.distance,
+        "videos": data.videos,
+        "episode": data.episode.tolist(),
+        "step": data.step.tolist(),
+        "matches": found.matches,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,15 +55,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=10, help="episodes rolled out (K)")
     parser.add_argument("--queries", type=int, default=5, help="random query observations (Q)")
     parser.add_argument("--neighbours", type=int, default=3, help="neighbours shown per query (N)")
-    parser.add_argument("--episode-steps", type=int, default=None,
-                        help="control steps per episode (default: the run's)")
+    parser.add_argument(
+        "--episode-steps", type=int, default=None, help="control steps per episode (default: the run's)"
+    )
     parser.add_argument("--keep", type=int, default=40, help="observations kept per episode (evenly spaced)")
     parser.add_argument("--seed", type=int, default=0, help="episode and query seed")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
     args = parser.parse_args(argv)
     try:
-        result = nearest_neighbours(args.checkpoint, args.out, args.episodes, args.queries, args.neighbours,
-                                    args.episode_steps, args.keep, args.seed, args.device)
+        result = nearest_neighbours(
+            args.checkpoint,
+            args.out,
+            args.episodes,
+            args.queries,
+            args.neighbours,
+            args.episode_steps,
+            args.keep,
+            args.seed,
+            args.device,
+        )
     except (InputError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -44,9 +44,20 @@ def tiny_run(tmp_path_factory) -> Path:
     from agents.train import train
 
     out = tmp_path_factory.mktemp("runs") / "walker-walk" / "eps-r" / "seed0"
-    cfg = TrainConfig(task="walker-walk", method="eps-r", env_steps=24, episode_steps=12, batch_size=4, seed_steps=8,
-                      eval_every=12, eval_episodes=1, checkpoint_every=12, capacity="low", image_size=32,
-                      device="cpu")
+    cfg = TrainConfig(
+        task="walker-walk",
+        method="eps-r",
+        env_steps=24,
+        episode_steps=12,
+        batch_size=4,
+        seed_steps=8,
+        eval_every=12,
+        eval_episodes=1,
+        checkpoint_every=12,
+        capacity="low",
+        image_size=32,
+        device="cpu",
+    )
     train(cfg, out, progress=False, tensorboard=False)
     return out
 
@@ -68,8 +79,12 @@ def test_evaluate_checkpoint_reproduces_the_runs_last_evaluation(tiny_run):
     assert int(last["env_step"]) == 24 == result["env_steps"]
     # same seeds, same deterministic policy, same held-out videos: the same return as training's evaluation
     assert result["mean_return"] == pytest.approx(float(last["mean_return"]), rel=1e-5, abs=1e-5)
-    assert (result["task"], result["method"], result["run_seed"], result["split"]) == ("walker-walk", "eps-r", 0,
-                                                                                        "eval")
+    assert (result["task"], result["method"], result["run_seed"], result["split"]) == (
+        "walker-walk",
+        "eps-r",
+        0,
+        "eval",
+    )
     assert result["checkpoint"] == str(tiny_run / "checkpoint.pt")
 
 
@@ -90,9 +105,24 @@ def test_evaluate_checkpoint_summary_and_splits(tiny_run):
 
 def test_evaluate_cli_success(tiny_run, tmp_path):
     out = tmp_path / "ev.json"
-    proc = subprocess.run([sys.executable, "-m", "agents.evaluate", str(tiny_run), "--episodes", "2",
-                           "--device", "cpu", "--json", str(out)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agents.evaluate",
+            str(tiny_run),
+            "--episodes",
+            "2",
+            "--device",
+            "cpu",
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     saved = json.loads(out.read_text())
     assert saved["episodes"] == 2 and len(saved["returns"]) == 2
@@ -102,17 +132,20 @@ def test_evaluate_cli_success(tiny_run, tmp_path):
     assert all(v in second for v in saved["videos"])
 
 
-@pytest.mark.parametrize("args, field", [
-    (["{missing}"], "checkpoint"),
-    (["{run}/eval.csv"], "checkpoint"),
-    (["{junk}"], "checkpoint"),
-    (["{parent}"], "checkpoint"),
-    (["{tensor}"], "checkpoint"),
-    (["{run}", "--episodes", "0"], "episodes"),
-    (["{run}", "--episodes", "many"], "--episodes"),
-    (["{run}", "--split", "test"], "split"),
-    (["{run}", "--device", "tpu"], "device"),
-])
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["{missing}"], "checkpoint"),
+        (["{run}/eval.csv"], "checkpoint"),
+        (["{junk}"], "checkpoint"),
+        (["{parent}"], "checkpoint"),
+        (["{tensor}"], "checkpoint"),
+        (["{run}", "--episodes", "0"], "episodes"),
+        (["{run}", "--episodes", "many"], "--episodes"),
+        (["{run}", "--split", "test"], "split"),
+        (["{run}", "--device", "tpu"], "device"),
+    ],
+)
 def test_evaluate_cli_bad_input(tiny_run, tmp_path, capsys, args, field):
     import torch
 
@@ -122,8 +155,13 @@ def test_evaluate_cli_bad_input(tiny_run, tmp_path, capsys, args, field):
     junk.write_bytes(os.urandom(64))
     tensor = tmp_path / "tensor.pt"
     torch.save({"weights": torch.zeros(3)}, tensor)  # a readable torch file, but not a training checkpoint
-    names = {"missing": tmp_path / "nope.pt", "run": tiny_run, "junk": junk, "parent": tiny_run.parent,
-             "tensor": tensor}
+    names = {
+        "missing": tmp_path / "nope.pt",
+        "run": tiny_run,
+        "junk": junk,
+        "parent": tiny_run.parent,
+        "tensor": tensor,
+    }
     status = main([a.format(**names) for a in args])
     err = capsys.readouterr().err
     assert status == 2
@@ -132,8 +170,13 @@ def test_evaluate_cli_bad_input(tiny_run, tmp_path, capsys, args, field):
 
 
 def test_evaluate_cli_bad_input_in_a_real_process(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "agents.evaluate", str(tmp_path / "none")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agents.evaluate", str(tmp_path / "none")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: checkpoint: no such file") and "Traceback" not in proc.stderr
 
@@ -146,29 +189,53 @@ def test_runs_of_one_seed_with_different_budgets_are_two_lines_and_two_rows(tmp_
     from figures.learning_curves import curves, main as curves_main
     from figures.results_table import main as table_main, results_table
 
-    short = write_run(tmp_path, "cartpole-swingup", "eps-r", 0, [(0, 0), (1000, 10), (2000, 20)], "short",
-                      env_steps=2000, batch_size=512)
-    long = write_run(tmp_path, "cartpole-swingup", "eps-r", 0, [(0, 0), (2000, 40), (4000, 80)], "long",
-                     env_steps=4000, batch_size=512)
+    short = write_run(
+        tmp_path,
+        "cartpole-swingup",
+        "eps-r",
+        0,
+        [(0, 0), (1000, 10), (2000, 20)],
+        "short",
+        env_steps=2000,
+        batch_size=512,
+    )
+    long = write_run(
+        tmp_path,
+        "cartpole-swingup",
+        "eps-r",
+        0,
+        [(0, 0), (2000, 40), (4000, 80)],
+        "long",
+        env_steps=4000,
+        batch_size=512,
+    )
     groups = group_runs(find_runs(tmp_path))
     assert [(g.label, g.seeds, [r.folder for r in g.runs]) for g in groups] == [
-        ("ε-R (env_steps=2000)", (0,), [short]), ("ε-R (env_steps=4000)", (0,), [long])]
+        ("ε-R (env_steps=2000)", (0,), [short]),
+        ("ε-R (env_steps=4000)", (0,), [long]),
+    ]
     assert not any(g.duplicates for g in groups)
     two = curves(find_runs(tmp_path))
-    assert [(c.label, c.seeds, c.steps[-1], c.mean[-1]) for c in two] == [("ε-R (env_steps=2000)", 1, 2000, 20),
-                                                                          ("ε-R (env_steps=4000)", 1, 4000, 80)]
+    assert [(c.label, c.seeds, c.steps[-1], c.mean[-1]) for c in two] == [
+        ("ε-R (env_steps=2000)", 1, 2000, 20),
+        ("ε-R (env_steps=4000)", 1, 4000, 80),
+    ]
     rows = results_table(tmp_path).splitlines()
     assert rows[5] == "| ε-R (env_steps=2000) | n/a | 20.0 ± 0.0 | n/a | n/a | n/a | n/a |"
     assert rows[6] == "| ε-R (env_steps=4000) | n/a | **80.0 ± 0.0** | n/a | n/a | n/a | n/a |"
     assert rows[2] == "| SAC | n/a | n/a | n/a | n/a | n/a | n/a |"  # the other methods keep their labels
-    assert "seeds per cell: 1;" in rows[-1] and "environment steps: 2,000 (except ε-R (env_steps=4000)/CS: 4,000)" \
-        in rows[-1]
+    assert (
+        "seeds per cell: 1;" in rows[-1]
+        and "environment steps: 2,000 (except ε-R (env_steps=4000)/CS: 4,000)" in rows[-1]
+    )
     capsys.readouterr()
     assert curves_main([str(tmp_path), "--out", str(tmp_path / "c.png")]) == 0
     listing = (tmp_path / "c.runs.txt").read_text()
-    assert listing == (f"cartpole-swingup (fields that differ between its lines: env_steps)\n"
-                       f"  ε-R (env_steps=2000): 1 seed (0); env_steps=2000\n    seed 0: {short}\n"
-                       f"  ε-R (env_steps=4000): 1 seed (0); env_steps=4000\n    seed 0: {long}\n")
+    assert listing == (
+        f"cartpole-swingup (fields that differ between its lines: env_steps)\n"
+        f"  ε-R (env_steps=2000): 1 seed (0); env_steps=2000\n    seed 0: {short}\n"
+        f"  ε-R (env_steps=4000): 1 seed (0); env_steps=4000\n    seed 0: {long}\n"
+    )
     assert listing in capsys.readouterr().err
     assert table_main([str(tmp_path), "--out", str(tmp_path / "t.md")]) == 0
     assert (tmp_path / "t.runs.txt").read_text() == listing
@@ -184,12 +251,11 @@ def test_seeds_of_one_configuration_are_one_group_and_a_repeated_seed_is_reporte
     from figures.results_table import results_table
 
     same = dict(env_steps=200, batch_size=512)
-    a = write_run(tmp_path, "walker-walk", "drq", 0, [(0, 0), (100, 10), (200, 20)], "a", device="cpu",
-                  eval_every=100, **same)
-    b = write_run(tmp_path, "walker-walk", "drq", 1, [(0, 0), (200, 40)], "b", device="cuda", eval_every=200,
-                  **same)
-    c = write_run(tmp_path, "walker-walk", "drq", 0, [(0, 0), (100, 30)], "c", device="cpu", eval_every=100,
-                  **same)
+    a = write_run(
+        tmp_path, "walker-walk", "drq", 0, [(0, 0), (100, 10), (200, 20)], "a", device="cpu", eval_every=100, **same
+    )
+    b = write_run(tmp_path, "walker-walk", "drq", 1, [(0, 0), (200, 40)], "b", device="cuda", eval_every=200, **same)
+    c = write_run(tmp_path, "walker-walk", "drq", 0, [(0, 0), (100, 30)], "c", device="cpu", eval_every=100, **same)
     (group,) = group_runs(find_runs(tmp_path))
     assert group.label == "DrQ" and group.seeds == (0, 1) and [r.folder for r in group.runs] == [a, b]
     assert [(d.folder, kept.folder) for d, kept in group.duplicates] == [(c, a)]
@@ -214,8 +280,10 @@ def test_learning_curves_png(synthetic, tiny_run, tmp_path):
     assert 800 <= width <= 2500 and 300 <= height <= 1500  # three panels side by side
     # a list of run folders (here the real run and one synthetic seed)
     listed = [tiny_run, synthetic / "walker-walk" / "eps-pi" / "seed0"]
-    assert [(c.task, c.method) for c in curves(find_runs(listed))] == [("walker-walk", "eps-r"),
-                                                                       ("walker-walk", "eps-pi")]
+    assert [(c.task, c.method) for c in curves(find_runs(listed))] == [
+        ("walker-walk", "eps-r"),
+        ("walker-walk", "eps-pi"),
+    ]
     png2 = plot_learning_curves(listed, tmp_path / "two.png")
     assert png_size(png2)[0] >= 400 and png2.stat().st_size > 10_000
 
@@ -241,8 +309,10 @@ def test_learning_curves_draw_drqs_own_runs_where_a_task_has_them(synthetic, tmp
     assert round(at16.min()) == 97 and round(at16.max()) == 248
     assert drq_band(drq_runs("cartpole-swingup"), 10**7)[0][-1] == 496_000  # the shortest run's end
     capsys.readouterr()
-    assert main([str(synthetic), "--out", str(tmp_path / "x.png"), "--reference", "drq",
-                 "--metric", "episode_return"]) == 2
+    assert (
+        main([str(synthetic), "--out", str(tmp_path / "x.png"), "--reference", "drq", "--metric", "episode_return"])
+        == 2
+    )
     assert capsys.readouterr().err.startswith("error: reference: DrQ's curves are evaluation returns")
     assert main([str(synthetic), "--out", str(tmp_path / "x.png"), "--reference", "curl"]) == 2
     assert capsys.readouterr().err.strip() == "error: reference: 'curl' is not one of drq"
@@ -256,8 +326,9 @@ def test_nearest_neighbours_figure(tiny_run, tmp_path):
     from figures.nearest_neighbours.__main__ import nearest_neighbours
 
     out = tmp_path / "nn.png"
-    result = nearest_neighbours(tiny_run, out, episodes=3, queries=2, neighbours=3, episode_steps=10, keep=4,
-                                seed=1, device="cpu")
+    result = nearest_neighbours(
+        tiny_run, out, episodes=3, queries=2, neighbours=3, episode_steps=10, keep=4, seed=1, device="cpu"
+    )
     assert result["path"] == str(out)
     width, height = png_size(out)
     assert 500 <= width <= 1500 and 400 <= height <= 1200  # 2 rows x 4 images
@@ -294,8 +365,10 @@ def test_nearest_neighbours_bad_input(tiny_run, tmp_path, capsys):
 
     assert main([str(tiny_run), "--out", str(tmp_path / "nn.png"), "--episodes", "1"]) == 2
     assert capsys.readouterr().err.startswith("error: episodes:")
-    assert main([str(tiny_run), "--out", str(tmp_path / "nn.png"), "--neighbours", "9", "--episodes", "2",
-                 "--keep", "4"]) == 2
+    assert (
+        main([str(tiny_run), "--out", str(tmp_path / "nn.png"), "--neighbours", "9", "--episodes", "2", "--keep", "4"])
+        == 2
+    )
     assert capsys.readouterr().err.startswith("error: neighbours:")
     assert main([str(tmp_path / "missing.pt"), "--out", str(tmp_path / "nn.png")]) == 2
     assert capsys.readouterr().err.startswith("error: checkpoint:")

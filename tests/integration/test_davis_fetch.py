@@ -63,7 +63,7 @@ class Server:
                 self.end_headers()
                 if outer.truncate > 0:
                     outer.truncate -= 1
-                    self.wfile.write(body[:len(body) // 3])
+                    self.wfile.write(body[: len(body) // 3])
                     self.close_connection = True
                     return
                 self.wfile.write(body)
@@ -96,15 +96,32 @@ def leftovers(dest: Path) -> list[str]:
 def test_fetch_resumes_a_broken_transfer_verifies_and_extracts_only_the_used_videos(server, tmp_path):
     server.truncate = 1
     dest = tmp_path / "data"
-    proc = subprocess.run([sys.executable, "-m", "agents.videos", "fetch", "--to", str(dest), "--url", server.url,
-                           "--sha256", digest(server.data), "--quiet"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agents.videos",
+            "fetch",
+            "--to",
+            str(dest),
+            "--url",
+            server.url,
+            "--sha256",
+            digest(server.data),
+            "--quiet",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     cut = (len(server.data)) // 3
     assert server.ranges == [None, f"bytes={cut}-"]  # the second request continued where the first broke off
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith("DAVIS-2017: the frames of 2 training and 30 held-out videos are in "
-                               f"{dest / 'DAVIS' / 'JPEGImages' / '480p'}")
+    assert lines[0].startswith(
+        f"DAVIS-2017: the frames of 2 training and 30 held-out videos are in {dest / 'DAVIS' / 'JPEGImages' / '480p'}"
+    )
     assert lines[1] == f"train on them with --davis {dest / 'DAVIS'} (or export BISIMKIT_DAVIS={dest / 'DAVIS'})"
     frames = dest / "DAVIS" / "JPEGImages" / "480p"
     assert sorted(p.name for p in frames.iterdir()) == sorted(USED)  # not 'boat'
@@ -124,7 +141,8 @@ def test_wrong_checksum_is_one_line_exit_2_and_nothing_extracted(server, tmp_pat
     assert main(["fetch", "--to", str(dest), "--url", server.url, "--sha256", "0" * 64, "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(
-        f"error: --sha256: DAVIS-2017-trainval-480p.zip has SHA-256 {digest(server.data)}, expected {'0' * 64}")
+        f"error: --sha256: DAVIS-2017-trainval-480p.zip has SHA-256 {digest(server.data)}, expected {'0' * 64}"
+    )
     assert leftovers(dest) == []  # no archive, no DAVIS/, no temporary folder
     # without --sha256 a mirror is checked against the official archive's pinned checksum
     assert main(["fetch", "--to", str(dest), "--url", server.url, "--quiet"]) == 2
@@ -168,11 +186,14 @@ def test_an_archive_without_a_used_video_extracts_nothing(tmp_path, capsys):
     assert "DAVIS" not in leftovers(dest) and not any(n.startswith(".DAVIS") for n in leftovers(dest))
 
 
-@pytest.mark.parametrize("args, start", [
-    (["--sha256", "xyz"], "error: --sha256: 'xyz' is not a SHA-256"),
-    (["--retries", "-1"], "error: --retries: -1 is not a non-negative integer"),
-    (["--url", "http://127.0.0.1:9/none.zip"], "error: --url: cannot reach http://127.0.0.1:9/none.zip"),
-])
+@pytest.mark.parametrize(
+    "args, start",
+    [
+        (["--sha256", "xyz"], "error: --sha256: 'xyz' is not a SHA-256"),
+        (["--retries", "-1"], "error: --retries: -1 is not a non-negative integer"),
+        (["--url", "http://127.0.0.1:9/none.zip"], "error: --url: cannot reach http://127.0.0.1:9/none.zip"),
+    ],
+)
 def test_bad_arguments_are_one_line(tmp_path, capsys, args, start):
     assert main(["fetch", "--to", str(tmp_path / "d"), "--quiet", *args]) == 2
     err = capsys.readouterr().err

@@ -49,8 +49,8 @@ LINKED = ("examples", "agents", "tests")
 
 @dataclass(frozen=True)
 class Snippet:
-    page: str     # relative to the root
-    line: int     # of the opening fence, 1-based
+    page: str  # relative to the root
+    line: int  # of the opening fence, 1-based
     language: str  # "python" or "shell"
     code: str
     needs: str | None
@@ -67,11 +67,12 @@ def snippets(text: str, page: str) -> list[Snippet]:
         indent, ticks, language = m.groups()
         end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == ticks), len(lines))
         if language in LANGUAGES:
-            body = [x[len(indent):] if x.startswith(indent) else x.lstrip() for x in lines[i + 1:end]]
+            body = [x[len(indent) :] if x.startswith(indent) else x.lstrip() for x in lines[i + 1 : end]]
             above = next((lines[j].strip() for j in range(i - 1, -1, -1) if lines[j].strip()), "")
             marker = MARKER.match(above)
-            found.append(Snippet(page, i + 1, LANGUAGES[language], "\n".join(body) + "\n",
-                                 marker.group(1) if marker else None))
+            found.append(
+                Snippet(page, i + 1, LANGUAGES[language], "\n".join(body) + "\n", marker.group(1) if marker else None)
+            )
         i = end + 1
     return found
 
@@ -92,11 +93,16 @@ def params():
 
 
 def test_the_parser_reads_blocks_markers_and_indented_fences():
-    text = ("# t\n\n```python\nx = 1\n```\n\n<!-- needs: gpu -->\n```bash\nnvidia-smi\n```\n\n```text\nno\n```\n"
-            "* item\n\n  ```sh\n  echo a\n    echo b\n  ```\n")
+    text = (
+        "# t\n\n```python\nx = 1\n```\n\n<!-- needs: gpu -->\n```bash\nnvidia-smi\n```\n\n```text\nno\n```\n"
+        "* item\n\n  ```sh\n  echo a\n    echo b\n  ```\n"
+    )
     found = snippets(text, "p.md")
-    assert [(s.line, s.language, s.needs) for s in found] == [(3, "python", None), (8, "shell", "gpu"),
-                                                               (17, "shell", None)]
+    assert [(s.line, s.language, s.needs) for s in found] == [
+        (3, "python", None),
+        (8, "shell", "gpu"),
+        (17, "shell", None),
+    ]
     assert found[0].code == "x = 1\n" and found[2].code == "echo a\n  echo b\n"
 
 
@@ -112,7 +118,7 @@ def test_every_marker_sits_above_a_runnable_block():
         lines = page.read_text().splitlines()
         for i, line in enumerate(lines):
             if MARKER.match(line.strip()):
-                nxt = next((x for x in lines[i + 1:] if x.strip()), "")
+                nxt = next((x for x in lines[i + 1 :] if x.strip()), "")
                 m = FENCE.match(nxt)
                 if not m or m.group(3) not in LANGUAGES:
                     stray.append(f"{page.relative_to(ROOT)}:{i + 1}")
@@ -136,12 +142,19 @@ def folders(tmp_path_factory):
 
 @pytest.mark.parametrize("snippet", params())
 def test_snippet_runs(snippet: Snippet, folders):
-    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    env = dict(
+        os.environ,
+        MPLBACKEND="Agg",
+        PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    )
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    command = ([sys.executable, "-c", snippet.code] if snippet.language == "python"
-               else ["bash", "-euo", "pipefail", "-c", snippet.code])
-    proc = subprocess.run(command, cwd=folders(snippet.page), env=env, capture_output=True, text=True,
-                          timeout=1800)
-    assert proc.returncode == 0, (f"{snippet.page}:{snippet.line} exited {proc.returncode}\n"
-                                  f"--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}")
+    command = (
+        [sys.executable, "-c", snippet.code]
+        if snippet.language == "python"
+        else ["bash", "-euo", "pipefail", "-c", snippet.code]
+    )
+    proc = subprocess.run(command, cwd=folders(snippet.page), env=env, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, (
+        f"{snippet.page}:{snippet.line} exited {proc.returncode}\n"
+        f"--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}"
+    )

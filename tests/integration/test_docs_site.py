@@ -18,9 +18,25 @@ pytestmark = pytest.mark.docs
 def test_the_site_builds_without_a_warning(tmp_path):
     for module in ("sphinx", "myst_parser", "furo"):
         pytest.importorskip(module, reason=f"the 'docs' extra is not installed ({module} is missing)")
-    proc = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-                           "-d", str(tmp_path / "doctrees"), str(ROOT / "docs"), str(tmp_path / "html")],
-                          capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sphinx",
+            "-W",
+            "--keep-going",
+            "-q",
+            "-b",
+            "html",
+            "-d",
+            str(tmp_path / "doctrees"),
+            str(ROOT / "docs"),
+            str(tmp_path / "html"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert proc.returncode == 0, proc.stderr[-6000:]
     html = tmp_path / "html"
     for page in ("index", "guide/install", "guide/own_mdp", "results/drq_fidelity", "agents", "changelog"):

@@ -32,6 +32,7 @@ def _actions(env, n, seed=0):
 
 # --------------------------------------------------------------------------- environments
 
+
 @pytest.mark.parametrize("distractions", [True, False], ids=["distracted", "plain"])
 @pytest.mark.parametrize("task", list(TASKS))
 def test_smoke_every_task(task, distractions):
@@ -63,6 +64,7 @@ def test_same_seed_same_observations_other_seed_others():
         out = [env.reset()] + [env.step(a)[0] for a in _actions(env, 4)]
         env.close()
         return np.stack(out)
+
     a, b, c = run(3), run(3), run(4)
     assert np.array_equal(a, b)
     assert not np.array_equal(a, c)
@@ -98,6 +100,7 @@ def test_eval_split_plays_held_out_videos():
 def test_matches_the_shipped_package_frame_for_frame(video_cache):
     """With dm_control's visuals and an 800x800 texture ours renders what the package renders."""
     from benchmarks.bench_env import shipped_env
+
     shipped = shipped_env("cheetah-run", video_cache, seed=5)
     ours = make_env("cheetah-run", seed=5, action_repeat=1, frame_stack=1, fast_render=False, texture_size=800)
     fast = make_env("cheetah-run", seed=5, action_repeat=1, frame_stack=1)

@@ -64,8 +64,10 @@ def test_a_file_that_is_not_a_torch_file_is_one_line_saying_so(tmp_path, capsys)
 def test_a_checkpoint_config_with_an_unknown_field_or_a_wrong_type_is_one_line(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
-    for config, needle in (({**TrainConfig().to_dict(), "k_views": 2}, "config: unknown field(s) k_views"),
-                           ({**TrainConfig().to_dict(), "batch_size": "512"}, "batch_size: '512' is not a positive")):
+    for config, needle in (
+        ({**TrainConfig().to_dict(), "k_views": 2}, "config: unknown field(s) k_views"),
+        ({**TrainConfig().to_dict(), "batch_size": "512"}, "batch_size: '512' is not a positive"),
+    ):
         sample_checkpoint(config=config).save(run / CHECKPOINT)
         assert evaluate_main([str(run), "--device", "cpu"]) == 2
         one_error(capsys, str(run / CHECKPOINT), needle)
@@ -74,8 +76,9 @@ def test_a_checkpoint_config_with_an_unknown_field_or_a_wrong_type_is_one_line(t
 def run_folder(tmp_path, eval_text: str, config: dict | None = None):
     run = tmp_path / "run"
     run.mkdir()
-    (run / "config.json").write_text(json.dumps({"config": config or {"task": "walker-walk", "method": "drq",
-                                                                       "seed": 0}}))
+    (run / "config.json").write_text(
+        json.dumps({"config": config or {"task": "walker-walk", "method": "drq", "seed": 0}})
+    )
     (run / "eval.csv").write_text(eval_text)
     return run
 
@@ -89,8 +92,9 @@ def test_an_empty_eval_csv_is_one_line_naming_it(tmp_path, capsys):
 
 
 def test_a_config_json_of_another_shape_is_one_line_naming_it(tmp_path, capsys):
-    run = run_folder(tmp_path, "env_step,mean_return\n0,1.0\n", {"task": "walker-walk", "method": "drq",
-                                                                "seed": "first"})
+    run = run_folder(
+        tmp_path, "env_step,mean_return\n0,1.0\n", {"task": "walker-walk", "method": "drq", "seed": "first"}
+    )
     assert curves_main([str(run), "--out", str(tmp_path / "c.png")]) == 2
     one_error(capsys, "config.json", str(run / "config.json"))
     (run / "config.json").write_text("{not json")

@@ -33,8 +33,20 @@ def environment(tmp_path_factory):
 
 def tiny(**changes) -> TrainConfig:
     """eps-r on reacher-easy (action repeat 4): 8 agent steps in episodes of 2, evaluations every 8 env steps."""
-    fields = dict(task="reacher-easy", method="eps-r", env_steps=32, episode_steps=8, batch_size=4, seed_steps=2,
-                  eval_every=16, eval_episodes=1, capacity="low", image_size=32, checkpoint_every=16, device="cpu")
+    fields = dict(
+        task="reacher-easy",
+        method="eps-r",
+        env_steps=32,
+        episode_steps=8,
+        batch_size=4,
+        seed_steps=2,
+        eval_every=16,
+        eval_episodes=1,
+        capacity="low",
+        image_size=32,
+        checkpoint_every=16,
+        device="cpu",
+    )
     return TrainConfig(**{**fields, **changes})
 
 
@@ -79,8 +91,9 @@ def test_scalars_read_back_equal_the_csv_rows(run):
         assert [s for s, _ in logged] == [s for s, _ in expected] and expected
         np.testing.assert_allclose([v for _, v in logged], [v for _, v in expected], rtol=1e-5)
     events = acc.Scalars("eval/mean_return")
-    assert [(e.step, pytest.approx(e.value, rel=1e-5)) for e in events] == \
-        [(int(r["env_step"]), float(r["mean_return"])) for r in evals]
+    assert [(e.step, pytest.approx(e.value, rel=1e-5)) for e in events] == [
+        (int(r["env_step"]), float(r["mean_return"])) for r in evals
+    ]
     # the learned-metric group: eps-r's losses, against the same steps as the training rows that have them
     metric = {t for t in tags if t.startswith("metric/")}
     assert metric == {"metric/bisim_loss", "metric/transition_loss", "metric/reward_loss", "metric/inverse_loss"}
@@ -97,7 +110,7 @@ def test_frames_are_the_agents_observations_with_their_backgrounds(run):
 
     out, _ = run
     images = read_events(out / "tb").Images("frames/train")
-    assert [im.step for im in images] == [0, 16, 32][:len(images)] and len(images) >= 2
+    assert [im.step for im in images] == [0, 16, 32][: len(images)] and len(images) >= 2
     decoded = cv2.imdecode(np.frombuffer(images[0].encoded_image_string, np.uint8), cv2.IMREAD_COLOR)[..., ::-1]
     assert decoded.shape == (32, 96, 3)
     cfg = tiny().resolved()
@@ -109,19 +122,23 @@ def test_frames_are_the_agents_observations_with_their_backgrounds(run):
     finally:
         env.close()
         plain.close()
-    strip = np.concatenate([obs[3 * k:3 * k + 3].transpose(1, 2, 0) for k in range(3)], axis=1)
+    strip = np.concatenate([obs[3 * k : 3 * k + 3].transpose(1, 2, 0) for k in range(3)], axis=1)
     np.testing.assert_array_equal(decoded, strip)
-    bare = np.concatenate([without[3 * k:3 * k + 3].transpose(1, 2, 0) for k in range(3)], axis=1)
+    bare = np.concatenate([without[3 * k : 3 * k + 3].transpose(1, 2, 0) for k in range(3)], axis=1)
     assert np.abs(decoded.astype(int) - bare).mean() > 10  # grey levels: the video background shows
 
 
 def test_off_is_said_in_the_first_line(tmp_path, capsys, monkeypatch):
-    train_module.train(tiny(env_steps=16, eval_every=16, method="drq"), tmp_path / "off", progress=True,
-                       tensorboard=False)
+    train_module.train(
+        tiny(env_steps=16, eval_every=16, method="drq"), tmp_path / "off", progress=True, tensorboard=False
+    )
     assert capsys.readouterr().err.splitlines()[0].endswith("TensorBoard off (--no-tensorboard)")
     assert not (tmp_path / "off" / "tb").exists()
     monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # the package missing
     train_module.train(tiny(env_steps=16, eval_every=16, method="drq"), tmp_path / "missing", progress=True)
-    assert capsys.readouterr().err.splitlines()[0].endswith(
-        "TensorBoard off (the tensorboard package is not installed: pip install -e '.[tensorboard]')")
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[0]
+        .endswith("TensorBoard off (the tensorboard package is not installed: pip install -e '.[tensorboard]')")
+    )
     assert not (tmp_path / "missing" / "tb").exists()

@@ -28,8 +28,10 @@ def test_verify_mdp_reproduces_a_saved_counterexample(quick_run, tmp_path, capsy
     listed = {r["counterexample"]: r for r in json.loads((quick_run / "report.json").read_text())["rows"]}
     rel = str(path.relative_to(quick_run))
     assert listed[rel]["counterexample_detail"] == detail
-    assert f"]({rel}){' (shrunk by hypothesis)' if listed[rel]['shrunk'] else ''}: {detail}" in (
-        quick_run / "report.md").read_text()
+    assert (
+        f"]({rel}){' (shrunk by hypothesis)' if listed[rel]['shrunk'] else ''}: {detail}"
+        in (quick_run / "report.md").read_text()
+    )
     out = tmp_path / "mine"
     status = main(["verify", "--mdp", str(path), "--claims", "C10", "--out", str(out), "--quiet"])
     capsys.readouterr()
@@ -75,12 +77,18 @@ def test_verify_mdp_several_files_and_gym_like_inputs(tmp_path, capsys):
     assert "user" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("content, expected", [
-    ('{"transitions": [[[0.5, 0.4]], [[0.0, 1.0]]], "rewards": [[1.0], [0.0]], "policy": [[1], [1]], '
-     '"discount": 0.9}', "sums to 0.9"),
-    ('{"transitions": [[[1.0]]], "rewards": [[0.0]], "discount": 0.9}', "has no policy"),
-    ("{not json", "invalid JSON"),
-])
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        (
+            '{"transitions": [[[0.5, 0.4]], [[0.0, 1.0]]], "rewards": [[1.0], [0.0]], "policy": [[1], [1]], '
+            '"discount": 0.9}',
+            "sums to 0.9",
+        ),
+        ('{"transitions": [[[1.0]]], "rewards": [[0.0]], "discount": 0.9}', "has no policy"),
+        ("{not json", "invalid JSON"),
+    ],
+)
 def test_verify_mdp_bad_file(tmp_path, capsys, content, expected):
     path = tmp_path / "bad.json"
     path.write_text(content)
@@ -104,8 +112,7 @@ METRICS = ["bisim", "pi", "eps-bar", "mico"]
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory):
     out = tmp_path_factory.mktemp("compare") / "rooms"
-    assert main(["compare", "mirrored-rooms-policy", "--metrics", ",".join(METRICS), "--out", str(out),
-                 "--quiet"]) == 0
+    assert main(["compare", "mirrored-rooms-policy", "--metrics", ",".join(METRICS), "--out", str(out), "--quiet"]) == 0
     return out
 
 

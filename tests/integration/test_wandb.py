@@ -56,23 +56,38 @@ def environment(tmp_path_factory):
 
 def tiny(**changes) -> TrainConfig:
     """Reacher (action repeat 4): 4 agent steps in episodes of 2, tiny frames."""
-    return TrainConfig(task="reacher-easy", method="drq", env_steps=16, episode_steps=8, batch_size=4, seed_steps=2,
-                       eval_every=8, eval_episodes=1, capacity="low", image_size=32, checkpoint_every=8,
-                       device="cpu", **changes)
+    return TrainConfig(
+        task="reacher-easy",
+        method="drq",
+        env_steps=16,
+        episode_steps=8,
+        batch_size=4,
+        seed_steps=2,
+        eval_every=8,
+        eval_episodes=1,
+        capacity="low",
+        image_size=32,
+        checkpoint_every=8,
+        device="cpu",
+        **changes,
+    )
 
 
 def test_wandb_gets_the_tensorboard_scalars(tmp_path, fake_wandb, monkeypatch):
     board = []
-    monkeypatch.setattr(train_module.TensorBoard, "add",
-                        lambda self, prefix, row, step: board.append((prefix, dict(row), step)))
+    monkeypatch.setattr(
+        train_module.TensorBoard, "add", lambda self, prefix, row, step: board.append((prefix, dict(row), step))
+    )
     train_module.train(tiny(), tmp_path / "run", progress=False, tensorboard=False, wandb="my-project")
     (run,) = fake_wandb.runs
     assert run.init["project"] == "my-project" and run.init["dir"] == str(tmp_path / "run")
     assert "mode" not in run.init  # WANDB_MODE (offline) is wandb's to read
     assert run.init["config"]["task"] == "reacher-easy" and run.finished
     assert ("*", "env_step") in run.metrics
-    expected = [{**{f"{p}/{k}": v for k, v in row.items() if isinstance(v, (int, float)) and k != "env_step"},
-                 "env_step": step} for p, row, step in board]
+    expected = [
+        {**{f"{p}/{k}": v for k, v in row.items() if isinstance(v, (int, float)) and k != "env_step"}, "env_step": step}
+        for p, row, step in board
+    ]
     assert run.logged == expected and len(expected) >= 3  # evaluations and training episodes
     assert {"train/episode_return", "train/critic_loss", "eval/mean_return"} <= set().union(*run.logged)
     assert (tmp_path / "run" / "wandb_run_id").read_text() == run.init["id"]
@@ -87,8 +102,15 @@ def test_no_wandb_unless_asked(tmp_path, fake_wandb):
 def test_wandb_not_imported_by_the_training_modules():
     import subprocess
 
-    code = ("import sys, agents.train, agents.config, agents.gym_env; "
-            "print('wandb' in sys.modules, 'gymnasium' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         cwd=Path(__file__).resolve().parents[2])
+    code = (
+        "import sys, agents.train, agents.config, agents.gym_env; "
+        "print('wandb' in sys.modules, 'gymnasium' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert out.stdout.split() == ["False", "False"], out.stderr

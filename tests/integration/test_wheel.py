@@ -45,8 +45,7 @@ def dist(tmp_path_factory) -> Path:
 
 def version_of_tree() -> str:
     """``__version__`` as bisimkit/__init__.py writes it (the one place the version is written)."""
-    line = next(x for x in (ROOT / "bisimkit" / "__init__.py").read_text().splitlines()
-                if x.startswith("__version__"))
+    line = next(x for x in (ROOT / "bisimkit" / "__init__.py").read_text().splitlines() if x.startswith("__version__"))
     return line.split("=", 1)[1].strip().strip("\"'")
 
 
@@ -75,8 +74,11 @@ def test_the_installed_wheel_solves_and_verifies(dist, tmp_path):
     venv.create(env, with_pip=True)
     python, bisimkit = env / "bin" / "python", env / "bin" / "bisimkit"
     # Nothing of the checkout or of the test's own environment reaches the fresh one.
-    clean = {k: v for k, v in os.environ.items()
-             if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "SKBUILD_EDITABLE_SKIP")}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "SKBUILD_EDITABLE_SKIP")
+    }
     clean["PATH"] = os.pathsep.join([str(env / "bin"), clean.get("PATH", "")])
     run([python, "-m", "pip", "install", "-q", wheel], cwd=tmp_path, env=clean)
     code = "import bisimkit, bisimkit_native; print(bisimkit.__file__); print(bisimkit.__version__)"
@@ -84,8 +86,11 @@ def test_the_installed_wheel_solves_and_verifies(dist, tmp_path):
     assert Path(where[0]).is_relative_to(env) and where[1] == version_of_tree()
     assert run([bisimkit, "--version"], cwd=tmp_path, env=clean).stdout.strip() == f"bisimkit {version_of_tree()}"
 
-    run([bisimkit, "solve", "four-state", "--metric", "pi", "--out", tmp_path / "d.json", "--quiet"], cwd=tmp_path,
-        env=clean)
+    run(
+        [bisimkit, "solve", "four-state", "--metric", "pi", "--out", tmp_path / "d.json", "--quiet"],
+        cwd=tmp_path,
+        env=clean,
+    )
     record = json.loads((tmp_path / "d.json").read_text())
     here = solve(example("four-state"), "pi")  # the source tree's solve, in this process
     assert record["converged"] and record["certified_error"] <= record["tolerance"]

@@ -56,6 +56,18 @@ class FiniteMDP:
     distances of labelled Markov chains. Instances are read-only and compare by identity.
     """
 
+    # the fields, set once by __init__ (the instance is read-only)
+    _transitions: np.ndarray | None
+    _rows: sp.csr_matrix | None
+    rewards: np.ndarray
+    discount: float
+    policy: np.ndarray | None
+    action_values: np.ndarray
+    state_shape: tuple[int, ...] | None
+    name: str | None
+    initial_state: int | None
+    labels: tuple[frozenset, ...] | None
+
     __slots__ = (
         "_transitions",
         "_rows",

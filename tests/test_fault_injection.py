@@ -22,13 +22,14 @@ def test_checks_pass_without_faults():
 def test_wrong_action_coupling_turns_c1_red(monkeypatch):
     """The eps operators couple actions independently instead of entangled."""
 
-    def independent_policy_cells(mdp, pairs):
+    def independent_action_cells(a, s, b=None, t=None):
         import scipy.sparse as sp
 
-        pi = sp.csr_matrix(mdp.policy)
-        return independent_cells(pi, pairs.s, pi, pairs.t)
+        if t is None:  # action_cells(mdp, s, t)
+            b, t = a, b
+        return independent_cells(sp.csr_matrix(a.policy), s, sp.csr_matrix(b.policy), t)
 
-    monkeypatch.setattr(ops, "policy_cells", independent_policy_cells)
+    monkeypatch.setattr(ops, "action_cells", independent_action_cells)
     # The solvers store only s < t; the diagonal check against the operator exposes it.
     assert not held(check_c1, CASES)
 
@@ -63,8 +64,8 @@ def test_dropped_discount_in_eps_bar_turns_c5_red(monkeypatch):
     """eps-bar's next-state term loses its factor c: F(d) = b + T d."""
     real = ops.eps_bar_form
 
-    def dropped(mdp, ground="reward", pairs=None):
-        form = real(mdp, ground, pairs)
+    def dropped(mdp, ground="reward", pairs=None, other=None):
+        form = real(mdp, ground, pairs, other)
         form.T = form.T / mdp.discount
         return form
 

@@ -31,7 +31,7 @@ from bisimkit.files import atomic_write, atomic_write_json, atomic_write_text, c
 from bisimkit.gaussian.model import is_gaussian_file, load_gaussian
 from bisimkit.ground import resolve_ground
 from bisimkit.gym import load_gym_spec
-from bisimkit.mdp import MODEL_DISCOUNT, ROW_TOLERANCE, FiniteMDP, coordinate_independent, load_mdp, load_model
+from bisimkit.mdp import ROW_TOLERANCE, FiniteMDP, coordinate_independent, load_mdp
 from bisimkit.operators import (
     ACTION_ORDER_METRICS,
     BETWEEN_METRICS,
@@ -92,16 +92,12 @@ def load_mdp_or_example(spec: str, args=None) -> FiniteMDP:
         return example(spec)
     if not Path(spec).exists():
         raise InputError(f"{spec}: no such file (bundled examples: {', '.join(EXAMPLES)})")
-    if Path(spec).suffix.lower() not in MODEL_FILE_SUFFIXES:
-        return load_mdp(spec)
-    policy = given.get("policy")
-    if policy is not None and policy != "uniform":
-        policy = _policy_file(policy)
-    reward, kind = given.get("reward"), None
-    if reward is not None and reward.partition(":")[0] in ("label", "reward") and ":" in reward:
-        kind, _, reward = reward.partition(":")
-    discount = given.get("discount", MODEL_DISCOUNT)
-    return load_model(spec, reward, discount, policy, kind)
+    if given.get("policy") not in (None, "uniform"):
+        given["policy"] = _policy_file(given["policy"])
+    reward = given.get("reward")
+    if reward is not None and ":" in reward and reward.partition(":")[0] in ("label", "reward"):
+        given["kind"], _, given["reward"] = reward.partition(":")
+    return load_mdp(spec, **given)
 
 
 def model_options(spec: str, args) -> dict:

@@ -1,20 +1,7 @@
-"""The paper's results table: evaluation return per method (rows) and task (columns), in markdown.
-
-Rows are SAC, DrQ, DrQ+DBC, ε-R, DrQ+PSE, ε-π; columns BiC, CS, CR, FS, RE, WW
-(ball_in_cup-catch, cartpole-swingup, cheetah-run, finger-spin, reacher-easy,
-walker-walk). A cell is ``mean ± std`` over seeds (population std) of each
-seed's final evaluation return (the last row of its ``eval.csv``), or of the
-evaluation at exactly ``--step`` environment steps (seeds without one are left
-out); ``n/a`` where there is no run. The best mean of each column is in bold. A
-footnote line gives the seeds per cell and the environment steps, and names
-any duplicate seed left out.
-
-The seeds of a cell share their whole configuration (:func:`bisimkit_runs.runs.group_runs`:
-every learning field of ``config.json`` but the seed). A method run under
-several configurations gets one row per configuration, labelled by the fields
-that differ (``ε-R (env_steps=4000)``); a seed met twice in one configuration
-counts once (the run evaluated furthest). The run folders behind every cell are
-listed on stderr and, with ``--out table.md``, in ``table.runs.txt``.
+"""The paper's results table, evaluation return per method and task in markdown, as a command: the table
+itself (its rows, columns, cells and footnote) is :mod:`bisimkit_runs.results_table`'s. It prints the
+table; the run folders behind every cell are listed on stderr and, with ``--out table.md``, in
+``table.runs.txt``.
 
     python -m figures.results_table runs/ [--step 500000] [--out table.md] [--aggregates]
 
@@ -26,8 +13,6 @@ refused with one line naming it.
 ``--carla`` gives the paper's CARLA table instead (:func:`carla_table`): the carla-highway
 runs only, rows SAC, DBC, ε-R, PSE, ε-π (``drq+dbc`` and ``drq+pse`` run without DrQ there,
 see ``agents.config``), one column of ours and one of the paper's values.
-
-The table is :mod:`bisimkit_runs.results_table`'s; this module is its command.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Run folders written by hand for the tests of the run-reading and table modules: ``TASK/METHOD/seedN`` with
-a ``config.json`` and an ``eval.csv`` of known returns."""
+"""Run folders for the tests of the run-reading and table modules: written by hand (``TASK/METHOD/seedN`` with
+a ``config.json`` and an ``eval.csv`` of known returns), or one tiny real training run."""
 
 from __future__ import annotations
 
@@ -54,3 +54,27 @@ def synthetic_runs(root: Path) -> Path:
     (root / "not-a-run").mkdir()
     (root / "not-a-run" / "eval.csv").write_text("env_step,mean_return\n0,1\n")  # no config.json: ignored
     return root
+
+
+def train_tiny_run(out: Path) -> Path:
+    """A real eps-r run on walker-walk into ``out``: 24 env steps, 32x32 pixels, batch 4, a few updates
+    (a few seconds; needs the agents extra)."""
+    from agents.config import TrainConfig
+    from agents.train import train
+
+    cfg = TrainConfig(
+        task="walker-walk",
+        method="eps-r",
+        env_steps=24,
+        episode_steps=12,
+        batch_size=4,
+        seed_steps=8,
+        eval_every=12,
+        eval_episodes=1,
+        checkpoint_every=12,
+        capacity="low",
+        image_size=32,
+        device="cpu",
+    )
+    train(cfg, out, progress=False, tensorboard=False)
+    return out

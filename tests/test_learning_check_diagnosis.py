@@ -8,6 +8,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("dm_control")
 
+from run_folders import train_tiny_run  # noqa: E402
+
 from benchmarks import learning_check_diagnosis as diagnosis  # noqa: E402
 
 
@@ -25,26 +27,7 @@ def test_ridge_r2_reads_a_linear_state_and_not_noise():
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     """A real eps-r run on walker-walk: 24 env steps, 32x32 pixels, batch 4 (a few seconds)."""
-    from agents.config import TrainConfig
-    from agents.train import train
-
-    out = tmp_path_factory.mktemp("runs") / "eps-r"
-    cfg = TrainConfig(
-        task="walker-walk",
-        method="eps-r",
-        env_steps=24,
-        episode_steps=12,
-        batch_size=4,
-        seed_steps=8,
-        eval_every=12,
-        eval_episodes=1,
-        checkpoint_every=12,
-        capacity="low",
-        image_size=32,
-        device="cpu",
-    )
-    train(cfg, out, progress=False, tensorboard=False)
-    return out
+    return train_tiny_run(tmp_path_factory.mktemp("runs") / "eps-r")
 
 
 def test_the_record_of_a_real_run(tiny_run, tmp_path, capsys):

@@ -21,9 +21,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("dm_control")
 
-from run_folders import synthetic_runs, write_run  # noqa: E402
+from run_folders import synthetic_runs, train_tiny_run, write_run  # noqa: E402
 
-from agents.config import TrainConfig  # noqa: E402
 from agents.videos import EVAL_VIDEOS, TRAIN_VIDEOS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,25 +40,7 @@ def png_size(path: Path) -> tuple[int, int]:
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> Path:
     """A real eps-r run on walker-walk: 24 env steps, 32x32 pixels, batch 4, a few updates (~5 s)."""
-    from agents.train import train
-
-    out = tmp_path_factory.mktemp("runs") / "walker-walk" / "eps-r" / "seed0"
-    cfg = TrainConfig(
-        task="walker-walk",
-        method="eps-r",
-        env_steps=24,
-        episode_steps=12,
-        batch_size=4,
-        seed_steps=8,
-        eval_every=12,
-        eval_episodes=1,
-        checkpoint_every=12,
-        capacity="low",
-        image_size=32,
-        device="cpu",
-    )
-    train(cfg, out, progress=False, tensorboard=False)
-    return out
+    return train_tiny_run(tmp_path_factory.mktemp("runs") / "walker-walk" / "eps-r" / "seed0")
 
 
 # ------------------------------------------------------------------ synthetic runs tree

@@ -289,5 +289,5 @@ def disjoint_union(mdp_a: FiniteMDP, mdp_b: FiniteMDP) -> FiniteMDP:
     P[:na, :, :na] = mdp_a.transitions
     P[na:, :, na:] = mdp_b.transitions
     R = np.vstack([mdp_a.rewards, mdp_b.rewards])
-    pi = None if mdp_a.policy is None else np.vstack([mdp_a.policy, mdp_b.policy])
+    pi = None if mdp_a.policy is None or mdp_b.policy is None else np.vstack([mdp_a.policy, mdp_b.policy])
     return FiniteMDP(P, R, mdp_a.discount, pi, mdp_a.action_values, name=f"{mdp_a.label} + {mdp_b.label}")

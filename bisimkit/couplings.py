@@ -80,6 +80,7 @@ class Cells:
     def problem(self) -> np.ndarray:
         """Problem index of every cell."""
         if self._problem is None:
+            assert self.offsets is not None  # cells are built with problem or offsets
             sizes = np.diff(self.offsets)
             self._problem = np.repeat(np.arange(len(sizes)), sizes)
         return self._problem

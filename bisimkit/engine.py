@@ -361,7 +361,7 @@ def stein_doubling(form: SteinForm, tol: float, report=None) -> tuple[np.ndarray
     a_max = float(np.max(np.abs(A), initial=0.0))
     scale = a_max / (1.0 - c)
     D, M, coef, k = A.copy(), P.copy(), c, 0
-    N = M if one_sided else form.Q.copy()
+    N = M if form.Q is None else form.Q.copy()
     err = coef * scale
     while err > tol:
         closed = _rank_one_tail(A, M, N, coef, c, a_max, tol)

@@ -157,7 +157,10 @@ def _certificate(form: SteinForm, A: torch.Tensor, P: torch.Tensor, D: torch.Ten
     def tensor(x):
         return torch.as_tensor(np.asarray(x, dtype=np.float64)).to(A.device) if isinstance(x, np.ndarray) else x
 
-    on_device = SteinForm(A, P, c, A_error=tuple(tensor(x) for x in form.A_error), P_relative=tensor(form.P_relative))
+    assert form.A_error is not None  # the registry's Stein forms carry the error of A
+    # the device copy holds torch tensors, which stein_error reads as it does numpy arrays
+    a_error = tuple(tensor(x) for x in form.A_error)
+    on_device = SteinForm(A, P, c, A_error=a_error, P_relative=tensor(form.P_relative))  # type: ignore[arg-type]
     error = stein_error(on_device, Y, size)
     del Y, size
     return bound_from_norms(c, step, error, returned="at")

@@ -209,6 +209,7 @@ class TransportTerms:
             reach = self.pair_ground_max
             if self.left_state_rows is not None:
                 costs = at**self.p
+                assert self.right_state_rows is not None  # given with left_state_rows
                 left = state_maxima(self.left, costs.max(axis=1, initial=0.0), self.left_state_rows)
                 right = state_maxima(self.right, costs.max(axis=0, initial=0.0), self.right_state_rows)
                 reach = reach + c * np.minimum(left[self.pairs.s], right[self.pairs.t]) ** (1.0 / self.p)
@@ -408,6 +409,9 @@ class PairLinearForm:
             error = error + self.b_error
         if self.pair_coupling is not None:
             rows, cols = self.pairs.side_maxima(x)
+            # the coupling charges come together: state rows and the next-state measure
+            assert self.left_state_rows is not None and self.right_state_rows is not None
+            assert self.pair_next is not None
             left = state_maxima(self.left_rows, rows, self.left_state_rows)
             right = state_maxima(self.right_rows, cols, self.right_state_rows)
             reach = np.minimum(left[self.pairs.s], right[self.pairs.t])

@@ -156,6 +156,7 @@ def non_interchangeable_mdp(n: int, m: int, seed=None, discount: float = 0.9) ->
     policy-averaged ones."""
     rng = _rng(seed)
     base = random_mdp(n, m, rng, discount, max_support=3, reward_levels=3)
+    assert base.policy is not None  # random_mdp draws a policy
     P, R, pi = base.transitions.copy(), base.rewards.copy(), base.policy.copy()
     for s in range(n):
         perm = rng.permutation(m)

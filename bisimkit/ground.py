@@ -9,6 +9,7 @@ it is checked to be a pseudometric before use.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Union
 
@@ -60,6 +61,9 @@ def validate_ground_matrix(G, mdp: FiniteMDP, source: str = "ground", atol: floa
         def pair(x):
             return f"(s={x // m}, a={x % m})"
 
+        # the worst offenders' indices are set for any non-empty matrix
+        assert report.negative_index is not None and report.asymmetry_pair is not None
+        assert report.triangle_triple is not None
         if report.min_value < -atol:
             x, y = report.negative_index
             raise InputError(f"{source}: not a pseudometric: G{pair(x)},{pair(y)} = {report.min_value:.6g} is negative")
@@ -85,7 +89,7 @@ def load_ground(path: str | Path, mdp: FiniteMDP) -> np.ndarray:
     return validate_ground_matrix(read_ground_file(path), mdp, source=str(path))
 
 
-def read_ground_file(path: str | Path):
+def read_ground_file(path: str | os.PathLike):
     """The array in a ground-metric file (``.npy``, ``.npz`` key ``ground``, ``.json``), unchecked."""
     path = Path(path)
     if not path.exists():

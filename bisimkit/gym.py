@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -122,7 +122,7 @@ def _reachable(P: np.ndarray, terminal: np.ndarray, initial: Any) -> np.ndarray:
     if start is None or start.shape != terminal.shape or not start.any():
         return live
     seen, frontier = start & live, start & live
-    step = (P > 0).any(axis=1)  # s -> s' under some action
+    step = cast(np.ndarray, (P > 0).any(axis=1))  # s -> s' under some action (an (n, n) array)
     while frontier.any():
         nxt = step[frontier].any(axis=0) & live & ~seen
         seen |= nxt
@@ -159,7 +159,10 @@ def from_gymnasium(
     base = getattr(env, "unwrapped", env)
     label = label or (getattr(getattr(env, "spec", None), "id", None) or type(base).__name__)
     where = f"gym:{label}"
-    spaces = {"observation": getattr(env, "observation_space", None), "action": getattr(env, "action_space", None)}
+    spaces: dict[str, Any] = {
+        "observation": getattr(env, "observation_space", None),
+        "action": getattr(env, "action_space", None),
+    }
     for kind, space in spaces.items():
         if not isinstance(getattr(space, "n", None), (int, np.integer)) or getattr(space, "shape", None) != ():
             raise InputError(
@@ -201,10 +204,10 @@ def from_gymnasium(
         raise InputError(
             f"{where}: state {int(both[0])} is entered both with and without termination; it cannot be made absorbing"
         )
-    for t in np.nonzero(entered_terminal)[0]:
-        P[t] = 0.0
-        P[t, :, t] = 1.0
-        R[t] = 0.0
+    for end in np.nonzero(entered_terminal)[0]:
+        P[end] = 0.0
+        P[end, :, end] = 1.0
+        R[end] = 0.0
     pi = _policy(policy, q, n, m)
     return FiniteMDP(
         P,

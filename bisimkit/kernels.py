@@ -30,7 +30,7 @@ import threading
 import types
 import warnings
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -165,7 +165,7 @@ class Kernel:
     def __init__(self, py_func: Callable, parallel: bool = False, name: str | None = None) -> None:
         self.py_func = py_func
         self.parallel = parallel
-        self._native = _UNRESOLVED
+        self._native: Any = _UNRESOLVED  # the compiled twin or None, once looked up
         self._refused = False
         self.__name__ = name or py_func.__name__
         self.__qualname__, self.__doc__ = py_func.__qualname__, py_func.__doc__

@@ -65,7 +65,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Sequence
+from typing import Sequence, cast
 
 import numpy as np
 
@@ -416,7 +416,7 @@ def _fractions_for(values: np.ndarray) -> tuple[list[Fraction], np.ndarray]:
         prod = v[:, None] * _SMALL_DENOMINATORS[None, :]
         # within about 2 * RATIONAL_ULPS units in the last place (a filter: the choice is checked exactly below)
         near = np.abs(prod - np.round(prod)) <= (4 * RATIONAL_ULPS * 2.0**-52) * np.abs(prod)
-        has = near.any(axis=1)
+        has = cast(np.ndarray, near.any(axis=1))  # a 2-D array reduced along axis 1
         first = np.argmax(near, axis=1)
         for i, x in enumerate(v.tolist()):
             q = None
@@ -500,7 +500,7 @@ def _canonical(blocks: np.ndarray) -> np.ndarray:
     return rank[inverse.reshape(-1)]
 
 
-def _fingerprint_weights(num: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _fingerprint_weights(num: np.ndarray) -> tuple[np.ndarray, ...]:
     if num.dtype == object:
         return tuple(np.array([int(x) % p for x in num], dtype=np.int64) for p in _PRIMES)
     return tuple(num % p for p in _PRIMES)
@@ -751,6 +751,7 @@ class _Ground:
     def __call__(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         if self.matrix is not None:
             return self.matrix[i, j]
+        assert self.labels is not None  # a ground has labels or a matrix
         return (self.labels[i] != self.labels[j]).astype(np.float64)
 
     def candidates(self, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -758,6 +759,7 @@ class _Ground:
         if self.matrix is not None:
             i, j = np.nonzero(np.triu(self.matrix < 1.0, 1))
             return i.astype(np.int64), j.astype(np.int64)
+        assert self.labels is not None  # a ground has labels or a matrix
         order = np.argsort(self.labels, kind="stable")
         bounds = np.flatnonzero(np.diff(self.labels[order])) + 1
         Is, Js = [], []
@@ -780,6 +782,7 @@ class _Ground:
             i, j = np.nonzero(mask)
             return len(i), int(np.sum(degrees[i] * degrees[j]))
         pairs = cells = 0
+        assert self.labels is not None  # a ground has labels or a matrix
         for lab in np.unique(self.labels):
             d = degrees[self.labels == lab].astype(np.float64)
             pairs += len(d) * (len(d) - 1) // 2
@@ -1383,7 +1386,7 @@ def _topological_labels(count: int, src: np.ndarray, dst: np.ndarray) -> np.ndar
     np.cumsum(np.bincount(d, minlength=count), out=pred_ptr[1:])
     preds = s[order]
     new = np.empty(count, dtype=np.int64)
-    ready = list(np.flatnonzero(out_deg == 0))
+    ready: list[int | np.integer] = list(np.flatnonzero(out_deg == 0))
     nxt = 0
     while ready:
         c = ready.pop()
@@ -1410,10 +1413,10 @@ def _block_solve(T, rhs: np.ndarray, comps, start: np.ndarray | None = None) -> 
     sizes = np.diff(scc_ptr)
     big = np.flatnonzero(sizes > DENSE_SCC_MAX)
     indptr, indices, data = T.indptr, T.indices, np.asarray(T.data, np.float64)
-    start = 0
+    begin = 0
     for comp in list(big) + [len(sizes)]:
-        if comp > start:
-            _scc_sweep(scc_ptr, members, int(start), int(comp), indptr, indices, data, rhs, x, local)
+        if comp > begin:
+            _scc_sweep(scc_ptr, members, int(begin), int(comp), indptr, indices, data, rhs, x, local)
         if comp < len(sizes):
             S = members[scc_ptr[comp] : scc_ptr[comp + 1]]
             # Gauss-Seidel first (cheap where coupled runs separate quickly), a sparse LU if it stalls
@@ -1433,7 +1436,7 @@ def _block_solve(T, rhs: np.ndarray, comps, start: np.ndarray | None = None) -> 
                 x[S] = 0.0
                 right = rhs[S] + T[S] @ x
                 x[S] = splu((sp.identity(len(S), format="csc") - block).tocsc()).solve(right)
-        start = comp + 1
+        begin = comp + 1
     return x
 
 
@@ -1618,6 +1621,7 @@ class LMCResult:
             bad = np.flatnonzero((arr < 0) | (arr >= n))
             if len(bad):
                 raise InputError(f"state {int(arr[bad[0]])} is out of range ({n} states)", param=name)
+        assert self._table is not None  # lmc_distances sets the class table
         return self._table.bounds(self.classes[s], self.classes[t])
 
 
@@ -1844,6 +1848,7 @@ def _ground_one_pairs(ground: _Ground, sizes: np.ndarray, n: int) -> int:
     if ground.matrix is not None:
         i, j = np.nonzero(np.triu(ground.matrix >= 1.0, 1))
         return int(np.sum(sizes[i] * sizes[j]))
+    assert ground.labels is not None  # a ground has labels or a matrix
     per_label = np.bincount(ground.labels, weights=sizes).astype(np.int64)
     return int(n * (n - 1) // 2 - np.sum(per_label * (per_label - 1) // 2))
 
@@ -1876,6 +1881,7 @@ class LMCSolution(Solution):
         """The ``--out FILE.json`` object: :meth:`Solution.to_json`'s, with the bracket, the discount and the
         queried pairs."""
         out = super().to_json()
+        assert self.lower is not None and self.upper is not None  # lmc_solution sets the bracket
         out.update(
             discount=self.discount,
             lower=self.lower.tolist(),
@@ -1921,6 +1927,7 @@ def lmc_solution(
         )
     r = lmc_distances(mdp, c, ground=g, pairs=pairs, tol=tol, max_memory=budget, dense_states=n)
     converged = r.certified and r.certified_error <= tol
+    assert r.distances is not None  # dense_states=n: the (n, n) matrix or the queried pairs'
     return LMCSolution(
         metric="lmc",
         distances=r.distances,

@@ -19,7 +19,7 @@ import os
 import zipfile
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -168,6 +168,7 @@ class FiniteMDP:
             return np.stack(
                 [np.count_nonzero(self._transitions[:, a, :], axis=1) for a in range(self.n_actions)], axis=1
             )
+        assert self._rows is not None  # a model holds dense or sparse transitions
         return np.diff(self._rows.indptr).reshape(self.n_states, self.n_actions)
 
     @property
@@ -181,6 +182,7 @@ class FiniteMDP:
     @cached_property
     def _dense_transitions(self) -> np.ndarray:
         n, m = self.n_states, self.n_actions
+        assert self._rows is not None  # built for sparse models only
         _check_dense_view("transitions", n * m * n, self._rows.nnz, n)
         P = self._rows.toarray().reshape(n, m, n)
         P.setflags(write=False)
@@ -243,7 +245,9 @@ class FiniteMDP:
             bound = np.abs(pi) * (defect / np.maximum(1.0 - defect, 0.5))[:, None] * (1 + 4 * np.finfo(float).eps)
             return np.array(pi), np.zeros_like(pi), bound
         parts = [policy_average(pi, self.action_values[None, :, k], defect) for k in range(self.action_values.shape[1])]
-        return tuple(np.column_stack([p[i] for p in parts]) for i in range(3))
+        return cast(
+            "tuple[np.ndarray, np.ndarray, np.ndarray]", tuple(np.column_stack([p[i] for p in parts]) for i in range(3))
+        )
 
     @cached_property
     def roundoff(self) -> MDPRoundOff:
@@ -271,6 +275,7 @@ class FiniteMDP:
             return self._rows
         import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
 
+        assert self._transitions is not None  # a model holds dense or sparse transitions
         return sp.csr_matrix(self._transitions.reshape(-1, self.n_states))
 
     @cached_property
@@ -282,6 +287,7 @@ class FiniteMDP:
         # the mixture sum_a diag(pi[:, a]) P_a, each action's rows taken every m-th, rows cleaned
         pi = self.require_policy("the policy-averaged transition")
         m = self.n_actions
+        assert self._rows is not None  # a model holds dense or sparse transitions
         mixture = sum(sp.diags(pi[:, a]) @ self._rows[a::m] for a in range(m))
         mixture = sp.csr_matrix(mixture)
         mixture.sum_duplicates()
@@ -495,7 +501,7 @@ def mdp_from_dict(data: Any, source: str = "input") -> FiniteMDP:
             f"{source}: expected a JSON object with fields {', '.join(REQUIRED)}, got {type(data).__name__}"
         )
     check_keys(data, FIELDS, REQUIRED, source)
-    name = data.get("name")
+    name: Any = data.get("name")  # checked by FiniteMDP
     if isinstance(name, np.ndarray):
         name = str(name.item()) if name.shape == () else name
     return FiniteMDP(
@@ -639,7 +645,7 @@ def save_mdp(mdp: FiniteMDP, path: str | os.PathLike) -> Path:
     arrays = {k: np.asarray(v) for k, v in data.items()}
 
     def write(fh):
-        np.savez_compressed(fh, **arrays)
+        np.savez_compressed(fh, **arrays)  # type: ignore[arg-type]  # numpy's stub: a key could be allow_pickle
 
     return atomic_write(path, write)
 

@@ -465,8 +465,10 @@ def _assemble(
     label_ptr = np.zeros(len(names) + 1, dtype=np.int64)
     np.cumsum(np.bincount(label_of, minlength=len(names)), out=label_ptr[1:])
     if initial is None:
-        i = rank.get("init")
-        initial = label_states[label_ptr[i] : label_ptr[i + 1]].copy() if i is not None else np.zeros(0, np.int64)
+        init = rank.get("init")
+        initial = (
+            label_states[label_ptr[init] : label_ptr[init + 1]].copy() if init is not None else np.zeros(0, np.int64)
+        )
         if len(initial) == 0:
             initial = np.zeros(1, np.int64)
 
@@ -1196,6 +1198,7 @@ def _prism_rewards(srews: list[Path], trews: list[Path], n: int, n_choices: int,
             vec = np.zeros(n)
         state_vecs.append(vec)
         if r < len(trews):
+            assert model is not None  # given whenever there are .trew files
             t_name, avec = _read_trew(trews[r], model)
         else:
             avec = np.zeros(n_choices)

@@ -18,6 +18,7 @@ matrix.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -107,7 +108,7 @@ class Operator:
         """The unknowns on one MDP: pairs s < t for the pseudometrics, s <= t otherwise."""
         return PairSpace(mdp.n_states, diagonal=not self.pseudometric)
 
-    def build(self, a: FiniteMDP, b: FiniteMDP, pairs: PairSpace, ground: Ground, zero_diagonal: bool):
+    def build(self, a: FiniteMDP, b: FiniteMDP, pairs: PairSpace | None, ground: Ground | None, zero_diagonal: bool):
         """The computable form on ``pairs`` of (a, b) (``b is a`` on one MDP), with its charges."""
         raise InputError(f"'{self.name}' is derived from another fixed point and is not an operator", param="metric")
 
@@ -190,7 +191,8 @@ def action_cells(a: FiniteMDP, s: np.ndarray, b: FiniteMDP | None = None, t: np.
     """Entangled couplings of pi_A(s[k]) and pi_B(t[k]) (problem k; cells over actions); with one MDP,
     ``action_cells(mdp, s, t)`` couples pi(s[k]) with pi(t[k])."""
     if t is None:  # action_cells(mdp, s, t)
-        b, t = a, b
+        b, t = a, cast(np.ndarray, b)
+    assert b is not None and t is not None  # b and t, or t in b's place
     pa = histogram_rows(a.require_policy("the entangled policy coupling"))
     pb = pa if b is a else histogram_rows(b.require_policy("the entangled policy coupling"))
     return entangled_cells(pa, s, pb, t)
@@ -796,7 +798,7 @@ def _stacked(a: FiniteMDP, b: FiniteMDP, pairs: PairSpace):
         ],
         format="csr",
     )
-    return np.vstack([a.policy, b.policy]), rows, pairs.s, na + pairs.t, index
+    return np.vstack([a.require_policy("eps-bar"), b.require_policy("eps-bar")]), rows, pairs.s, na + pairs.t, index
 
 
 # ---------------------------------------------------------------- dispatch

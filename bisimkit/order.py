@@ -64,9 +64,10 @@ def validate_permutation(values, n: int, param: str = "order", what: str = "stat
     out = np.empty(n, dtype=np.int64)
     seen: dict[int, int] = {}
     for k, x in enumerate(arr.tolist()):
-        if isinstance(x, bool) or not isinstance(x, numbers.Real) or float(x) != int(x):
+        # typeshed's numbers.Real declares no __int__ (int, float, Fraction and numpy's reals have one)
+        if isinstance(x, bool) or not isinstance(x, numbers.Real) or float(x) != int(x):  # type: ignore[call-overload]
             raise InputError(f"[{k}] = {x!r} is not an integer", param=param)
-        v = int(x)
+        v = int(x)  # type: ignore[call-overload]
         if not 0 <= v < n:
             raise InputError(f"[{k}] = {v} is out of range 0..{n - 1}", param=param)
         if v in seen:
@@ -92,7 +93,7 @@ def read_permutation_file(path: str | Path, param: str = "order") -> list:
                 raise InputError(f"{path}: expected a JSON list of integers (or {{\"order\": [...]}})", param=param)
             return data
         tokens = text.replace(",", " ").split()
-        out = []
+        out: list[int | float] = []
         for k, tok in enumerate(tokens):
             try:
                 out.append(int(tok))

@@ -53,6 +53,7 @@ class PseudometricReport:
         if self.asymmetry > self.atol:
             lines.append(f"asymmetry {self.asymmetry:.6g} at {self.asymmetry_pair}")
         if self.triangle > self.atol:
+            assert self.triangle_triple is not None  # None only for an empty matrix, which violates nothing
             i, j, k = self.triangle_triple
             lines.append(f"triangle inequality fails by {self.triangle:.6g}: d[{i},{k}] > d[{i},{j}] + d[{j},{k}]")
         return "; ".join(lines)

@@ -184,6 +184,7 @@ class Quotient:
         if op.compares_mean_actions(self.ground):
             return float(np.ptp(q.mean_action, axis=0).sum())
         if op.term == "ground" and not isinstance(self.ground, str):
+            assert self.ground is not None  # kept for every metric with a ground
             return max(float(np.max(self.ground)), 0.0)
         return float(np.ptp(q.rewards))  # the rewards of paired actions, or the reward ground
 

@@ -188,7 +188,7 @@ def _refine_blocks(indptr, indices, data, m, initial, atol, labels):
     n_blocks = 1
     has_columns = np.zeros(n, dtype=np.int64)  # whether block k's columns exist: column[k * m + a]
     column = np.full(n * m, -1, dtype=np.int64)
-    columns = []  # per column: the mass counts, the sorted masses, the masses followed by a gap wider than atol
+    columns: list[tuple] = []  # per column: mass counts, sorted masses, the masses followed by a gap wider than atol
     changed = np.zeros(n, dtype=np.int64)  # the blocks the last round changed (all of them at first)
     next_changed = np.zeros(n, dtype=np.int64)
     changed_round = np.full(n, -1, dtype=np.int64)  # the round in which a block was last changed

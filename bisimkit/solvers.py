@@ -310,6 +310,7 @@ def _reduced(mdp: FiniteMDP, op: Operator, opts: SolveOptions) -> Solution:
     mico fixed point U, refined and certified in its own scale by :func:`reduced_fixed_point` (numpy
     backend); with the torch backend ``|D - D*| <= 2 err(U)``."""
     start = time.perf_counter()
+    assert op.base is not None  # a reduced metric names the metric it reduces
     sol = _pipeline(mdp, operator(op.base), None, dataclasses.replace(opts, tol=opts.tol / 2))
     U = sol.distances
     diag = np.diag(U)

@@ -124,6 +124,7 @@ def optimal_transport(
         stop = min(start + CHUNK, N)
         view = None
         if plans:
+            assert out is not None  # allocated above for plans
             a, b = off[start], off[stop]
             view = (out[0][a:b], out[1][a:b], out[2][a:b])
         values[start:stop], gap[start:stop], exact[start:stop] = _transport_chunk(
@@ -152,6 +153,7 @@ def optimal_transport(
         gaps[:] = gap
     if not plans:
         return values, None
+    assert out is not None  # allocated above for plans
     return values, Cells.from_slots(off, *out)
 
 
@@ -262,7 +264,7 @@ def _pot(ch: _Chunk, todo: np.ndarray, bases, block: int = 2_000_000) -> None:
     (converted to bases in batches of about ``block`` plan entries, to bound memory)."""
     big = np.nonzero(todo)[0]
     keep = bases is not None
-    pending: list[int] = []
+    pending: list[int | np.integer] = []
     plans: list[tuple[np.ndarray, np.ndarray]] = []
     size = 0
     for x, k in enumerate(big):

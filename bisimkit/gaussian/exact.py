@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from scipy.linalg import solve_discrete_lyapunov
@@ -140,7 +141,7 @@ def _decay(M: np.ndarray, max_power: int = 100_000) -> tuple[float, float]:
     P, alpha = np.eye(M.shape[0]), 1.0
     for L in range(1, max_power + 1):
         P = P @ M
-        norm = np.linalg.norm(P, 2)
+        norm = float(np.linalg.norm(P, 2))
         if norm <= 0.5:
             return 2.0 * alpha * (1 + 1e-12), 2.0 ** (-1.0 / L)
         alpha = max(alpha, norm)
@@ -154,7 +155,7 @@ def _pairs(model: GaussianMDP, z, z2) -> tuple[np.ndarray, np.ndarray]:
     return z, z2
 
 
-def _linear_ground(model: LinearGaussianMDP, form: str) -> tuple[callable, float]:
+def _linear_ground(model: LinearGaussianMDP, form: str) -> tuple[Callable[[np.ndarray], np.ndarray], float]:
     """``g(Delta)`` (rows) and its operator norm for the deterministic forms."""
     K = model.K
     if form == "policy":
@@ -164,7 +165,7 @@ def _linear_ground(model: LinearGaussianMDP, form: str) -> tuple[callable, float
 
 
 def distance(
-    model: LinearGaussianMDP, metric: str, ground: str, z, z2, rtol: float = RTOL, terms: int | None = None
+    model: GaussianMDP, metric: str, ground: str, z, z2, rtol: float = RTOL, terms: int | None = None
 ) -> Series:
     """Exact ``d_metric(z_i, z2_i)`` for each row, with a certified error bound.
 
@@ -172,6 +173,7 @@ def distance(
     sum of a horizon; its ``error`` is then the certified tail).
     """
     form = exact_form(model, metric, ground)
+    assert isinstance(model, LinearGaussianMDP)  # exact_form refuses the other models
     z, z2 = _pairs(model, z, z2)
     limit = MAX_TERMS if terms is None else int(terms)
     if terms is not None:

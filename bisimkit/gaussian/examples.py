@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .model import GaussianMDP, LinearGaussianMDP, PendulumMDP
 
-_DYNAMICS_2D = dict(
+_DYNAMICS_2D: dict[str, Any] = dict(
     A=[[0.9, 0.2], [-0.1, 0.8]],
     B=[[0.0], [1.0]],
     K=[[-0.3, -0.6]],

@@ -309,6 +309,17 @@ class PendulumMDP(GaussianMDP):
     is bounded, which gives Monte Carlo estimates a rigorous truncation bound.
     """
 
+    # the physical parameters, set from the constructor's checked values
+    dt: float
+    gravity: float
+    damping: float
+    max_torque: float
+    gain_angle: float
+    gain_velocity: float
+    policy_noise: float
+    angle_noise: float
+    velocity_noise: float
+
     def __init__(
         self,
         discount: float = 0.9,

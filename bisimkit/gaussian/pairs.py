@@ -227,6 +227,7 @@ def format_pairs(model: GaussianMDP, result: PairDistances, limit: int = 50) -> 
         )
     else:
         e = result.estimate
+        assert e is not None  # a result holds the exact series or the Monte Carlo estimate
         lines.append(
             f"method: Monte Carlo, {e.samples} entangled rollout pairs x {e.horizon} steps (seed fixed); "
             f"interval = {100 * e.confidence:g}% CI + truncation bound (max {np.max(e.truncation):.2g}); "

@@ -70,19 +70,21 @@ def _rosenblatt_index(tables: list[Tensor], rows: Tensor, shape: tuple[int, ...]
 def _projection_keys(E: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A direction w whose projections ``E @ w`` separate the states well: (w, sorted keys, state order)."""
     n = E.shape[0]
+    w: np.ndarray | None
     if np.array_equal(E, np.eye(n)):
         w = np.arange(n, dtype=np.float64)
     else:
         rng = np.random.default_rng(0)
         best, w = -1.0, None
         for _ in range(64):  # the projection with the widest relative gap between neighbouring states
-            cand = rng.normal(size=E.shape[1])
+            cand = rng.normal(size=(E.shape[1],))
             keys = np.sort(E @ cand)
             gap = np.min(np.diff(keys), initial=np.inf) / (np.max(np.abs(keys)) + 1e-300)
             if gap > best:
                 best, w = gap, cand
         if n > 1 and best < 1e-9:
             raise ValueError("embedding: cannot tell the states apart by a projection")
+    assert w is not None  # E is finite, so the first projection's gap beats -1
     proj = E @ w
     order = np.argsort(proj, kind="stable")
     keys = proj[order]
@@ -142,7 +144,7 @@ class FiniteModel:
         mdp = self.mdp
         if name.startswith("breaks-"):
             if name == "breaks-pi":
-                return dense_breakpoints(mdp.policy)
+                return dense_breakpoints(mdp.require_policy("the learned losses"))
             rows = mdp.transitions.reshape(mdp.n_states * mdp.n_actions, mdp.n_states)
             if self.shape is None:
                 return dense_breakpoints(rows)

@@ -20,7 +20,7 @@ import copy
 import math
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, TypedDict
+from typing import Any, Callable, TypedDict
 
 import numpy as np
 import torch
@@ -109,8 +109,11 @@ class _Objective:
 
     def __call__(self, z: torch.Tensor, samples: int, generator: torch.Generator) -> torch.Tensor:
         m, c = self.model, self.model.mdp.discount
-        common = dict(distance=self.head, policy=m.policy, discount=c, samples=samples, generator=generator)
+        common: dict[str, Any] = dict(
+            distance=self.head, policy=m.policy, discount=c, samples=samples, generator=generator
+        )
         if self.loss == "dbc":
+            assert self.next_w2 is not None  # set by sync() for dbc
             return L.dbc_loss(z, reward=m.reward, next_w2=self.next_w2, **common)
         common.update(transition=m.transition, target_distance=self.target)
         if self.loss == "entangled-reward":
@@ -196,6 +199,7 @@ def _fit(
 ) -> TabularFit:
     start = time.perf_counter()
     s = replace(schedule, target_every=schedule.target_period(loss))
+    assert s.target_every is not None  # resolved just above
     model = FiniteModel(mdp, embedding)
     head, target = TabularDistance(model), TabularDistance(model)
     objective = _Objective(loss, model, head, target)

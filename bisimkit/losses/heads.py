@@ -38,6 +38,8 @@ def _inverse_softplus(y: float) -> float:
 class SeparableDistance(nn.Module):
     """``d(z, z') = sum_i sum_j w_ij |z_i - z'_i|^p_j``, w = softplus(raw) >= 0 (D x len(powers))."""
 
+    powers: Tensor  # the exponents p_j, a non-persistent buffer
+
     def __init__(self, dim: int, powers: Sequence[float] = (1.0,), init: float = 1.0) -> None:
         super().__init__()
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:

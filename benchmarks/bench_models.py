@@ -18,11 +18,15 @@ timings taken in turn in every repeat and their medians reported, wall-clock and
 
 ``--solve-sizes`` adds ``solve(mdp, "pi")`` on all pairs (its certificate, or the one line that refuses it
 before any work, :mod:`bisimkit.memory`), ``--frozen-lake`` an in-process ``pi`` solve of
-``gym:FrozenLake8x8-v1`` (the ``gym`` extra). One JSON object per line; ``--out`` writes them all
+``gym:FrozenLake8x8-v1`` (the ``gym`` extra), ``--query-sizes`` the query ``solve(mdp, "pi", pairs=...)`` of
+the distances from the initial state to ``--queries`` states drawn without replacement (seed 0): the pairs
+the queries reach, the time and the certificate, or the one line that refuses the closure. One JSON object
+per line; ``--out`` writes them all
 (atomically).
 
     python -m benchmarks.bench_models [--sizes 16,64,256,1024] [--repeat 9] [--solve-sizes 16]
-                                      [--frozen-lake] [--out benchmarks/results/models.json]
+                                      [--frozen-lake] [--query-sizes 16,64] [--queries 100]
+                                      [--out benchmarks/results/models.json]
 
 Needs the ``storm`` extra (stormpy). Never run as a test.
 """
@@ -140,6 +144,32 @@ def run_size(N: int, repeat: int, solve_it: bool) -> dict:
     return record
 
 
+def run_queries(N: int, count: int) -> dict:
+    """``solve(mdp, "pi", pairs=...)`` for (initial state, s), ``count`` states s drawn with seed 0."""
+    import numpy as np
+
+    mdp = from_stormpy(brp(N), reward="target", discount=DISCOUNT)
+    init = next(s for s, names in enumerate(mdp.labels) if "init" in names)
+    others = np.random.default_rng(0).choice(mdp.n_states, size=min(count, mdp.n_states), replace=False)
+    pairs = np.stack([np.full(len(others), init), others], axis=1)
+    record = {"model": "brp", "N": N, "MAX": MAX, "states": mdp.n_states, "queries": len(pairs), "metric": "pi"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        start = time.perf_counter()
+        try:
+            sol = solve(mdp, "pi", pairs=pairs)
+            record.update(
+                query_seconds=time.perf_counter() - start,
+                explored_pairs=sol.explored,
+                certified_error=sol.certified_error,
+                converged=sol.converged,
+                method=sol.method,
+            )
+        except InputError as exc:
+            record.update(query_refused=str(exc), query_seconds=time.perf_counter() - start)
+    return record
+
+
 def run_frozen_lake(repeat: int) -> dict:
     from bisimkit.gym import load_gym_spec
 
@@ -166,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=9, help="runs per timing, the median reported (default 9)")
     parser.add_argument("--solve-sizes", default="", help="the sizes also solved for pi on all pairs (default none)")
     parser.add_argument("--frozen-lake", action="store_true", help="add FrozenLake8x8's in-process solve")
+    parser.add_argument(
+        "--query-sizes", default="", help="the sizes also queried from the initial state (default none)"
+    )
+    parser.add_argument("--queries", type=int, default=100, help="states queried against the initial one (default 100)")
     parser.add_argument("--out", default=None, help="write the records to this JSON file (default: print only)")
     args = parser.parse_args(argv)
     sizes = [int(x) for x in args.sizes.split(",") if x]
@@ -174,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     for N in sizes:
         records.append(run_size(N, args.repeat, N in solve_sizes))
         print(json.dumps({k: v for k, v in records[-1].items() if k not in ("seconds", "cpu_seconds_all")}), flush=True)
+    for N in (int(x) for x in args.query_sizes.split(",") if x):
+        records.append(run_queries(N, args.queries))
+        print(json.dumps(records[-1]), flush=True)
     if args.frozen_lake:
         records.append(run_frozen_lake(args.repeat))
         print(json.dumps(records[-1]), flush=True)

@@ -74,6 +74,7 @@ from .errors import InputError
 from .ground import read_ground_file
 from .kernels import kernel
 from .mdp import ROW_TOLERANCE, FiniteMDP
+from .pairs import check_state_pairs, successor_closure, successor_pairs
 from .simplex import BASIS_DTYPE, basis_offsets, solve_padded
 
 #: Labels left out of the ground by default: ``init`` marks where runs start, not how a state behaves.
@@ -349,25 +350,6 @@ def _ground_classes(g: np.ndarray) -> np.ndarray:
         cls[members] = k
         k += 1
     return cls
-
-
-def _check_pairs(pairs, n: int) -> np.ndarray:
-    try:
-        arr = np.asarray(pairs)
-    except (TypeError, ValueError):
-        raise InputError("expected a sequence of (s, t) state pairs", param="pairs") from None
-    if arr.size == 0:
-        return np.zeros((0, 2), dtype=np.int64)
-    if arr.ndim != 2 or arr.shape[1] != 2 or not np.issubdtype(arr.dtype, np.integer):
-        raise InputError(
-            f"expected (s, t) pairs of state indices, got an array of shape {arr.shape} and type {arr.dtype}",
-            param="pairs",
-        )
-    bad = np.argwhere((arr < 0) | (arr >= n))
-    if len(bad):
-        i, j = (int(x) for x in bad[0])
-        raise InputError(f"entry {i}: state {int(arr[i, j])} is out of range ({n} states)", param="pairs")
-    return arr.astype(np.int64)
 
 
 # ------------------------------------------------------------------------------ the exact chain
@@ -790,29 +772,6 @@ class _Ground:
         return pairs, cells
 
 
-def _successors(I, J, qptr, qcols, chunk_cells: int = 1 << 20):
-    """Yield ``(pair, u, v)`` for every cell of the pairs ``(I, J)`` in row-major order, in chunks."""
-    deg = np.diff(qptr)
-    di, dj = deg[I], deg[J]
-    nc = di * dj
-    ends = np.cumsum(nc)
-    start = 0
-    while start < len(I):
-        stop = int(np.searchsorted(ends, (ends[start - 1] if start else 0) + chunk_cells, side="right"))
-        stop = max(stop, start + 1)
-        sl = slice(start, stop)
-        counts = nc[sl]
-        p = np.repeat(np.arange(start, stop, dtype=np.int64), counts)
-        off = np.repeat(np.cumsum(counts) - counts, counts)
-        local = np.arange(len(p), dtype=np.int64) - off
-        b_deg = dj[p]
-        a, b = local // b_deg, local % b_deg
-        u = qcols[qptr[I[p]] + a]
-        v = qcols[qptr[J[p]] + b]
-        yield p, u, v
-        start = stop
-
-
 def _cell_targets(u, v, ground: _Ground, lookup) -> np.ndarray:
     lo, hi = np.minimum(u, v), np.maximum(u, v)
     tgt = np.full(len(u), _DIAG, dtype=np.int64)
@@ -848,7 +807,7 @@ def build_pairs(I, J, quotient: Quotient, ground: _Ground) -> PairSpace:
     np.cumsum(nc, out=cell_ptr[1:])
     tgt = np.empty(int(cell_ptr[-1]), dtype=_index_dtype(len(I) + 2))
     pos = 0
-    for _, u, v in _successors(I, J, quotient.row_ptr, quotient.columns):
+    for _, u, v in successor_pairs(I, J, quotient.row_ptr, quotient.columns):
         tgt[pos : pos + len(u)] = _cell_targets(u, v, ground, lookup)
         pos += len(u)
     g = ground(I, J) if len(I) else np.zeros(0)
@@ -858,36 +817,23 @@ def build_pairs(I, J, quotient: Quotient, ground: _Ground) -> PairSpace:
 def closure(seeds_i, seeds_j, quotient: Quotient, ground: _Ground, max_pairs: int) -> tuple[np.ndarray, np.ndarray]:
     """The pairs ``i < j`` with ground below 1 reachable from the seed pairs through successor pairs
     (stopping at the diagonal and at ground 1), sorted by ``i * k + j``."""
-    k = quotient.k
-    lo, hi = np.minimum(seeds_i, seeds_j), np.maximum(seeds_i, seeds_j)
-    keep = lo != hi
-    lo, hi = lo[keep], hi[keep]
-    keep = ground(lo, hi) < 1.0 if len(lo) else np.zeros(0, bool)
-    frontier = np.unique(lo[keep] * k + hi[keep])
-    seen = set(frontier.tolist())
-    found = [frontier]
-    while len(frontier):
-        fi, fj = frontier // k, frontier % k
-        nxt = []
-        for _, u, v in _successors(fi, fj, quotient.row_ptr, quotient.columns):
-            a, b = np.minimum(u, v), np.maximum(u, v)
-            off = a != b
-            a, b = a[off], b[off]
-            live = ground(a, b) < 1.0
-            nxt.append(np.unique(a[live] * k + b[live]))
-        cand = np.unique(np.concatenate(nxt)) if nxt else np.zeros(0, np.int64)
-        new = [x for x in cand.tolist() if x not in seen]
-        seen.update(new)
-        if len(seen) > max_pairs:
-            raise InputError(
-                f"the queried pairs reach more than {max_pairs} pairs of bisimulation classes, more "
-                f"than max_memory allows; query fewer pairs or raise max_memory",
-                param="pairs",
-            )
-        frontier = np.asarray(new, dtype=np.int64)
-        found.append(frontier)
-    keys = np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
-    return keys // k, keys % k
+    I, J = successor_closure(
+        quotient.row_ptr,
+        quotient.columns,
+        seeds_i,
+        seeds_j,
+        quotient.k,
+        max_pairs,
+        live=lambda i, j: ground(i, j) < 1.0,
+    )
+    if I is None:
+        raise InputError(
+            f"the queried pairs reach more than {max_pairs} pairs of bisimulation classes, more "
+            f"than max_memory allows; query fewer pairs or raise max_memory",
+            param="pairs",
+        )
+    assert J is not None  # found together with I
+    return I, J
 
 
 def reach_diagonal(space: PairSpace) -> np.ndarray:
@@ -1731,7 +1677,7 @@ def lmc_distances(
     else:
         g_full = None
         initial = np.asarray(chain.classes, dtype=np.int64)
-    queries = None if pairs is None else _check_pairs(pairs, n)
+    queries = None if pairs is None else check_state_pairs(pairs, n)
     t = lap("checks", start)
 
     exact = exact_rows(chain.row_ptr, chain.probabilities)

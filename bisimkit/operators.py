@@ -94,6 +94,12 @@ class Operator:
         return self.formula
 
     @property
+    def queries(self) -> bool:
+        """Whether queried pairs can be solved on the fly (:mod:`bisimkit.query`): one W1 transport problem per
+        pair between the policy's next-state laws, with a zero diagonal (pi, psm, eps-avg)."""
+        return self.kind == "transport" and self.rows == "one" and self.p == 1 and self.pseudometric
+
+    @property
     def exact(self) -> bool:
         """Whether an exact method exists (coupling iteration, a linear solve, Smith's doubling): not for
         W2, which is not linear in the coupling."""
@@ -618,6 +624,8 @@ ACTION_ORDER_METRICS = tuple(name for name, op in OPERATORS.items() if op.action
 TORCH_METRICS = tuple(name for name, op in OPERATORS.items() if op.torch)
 #: The bisimilarity distances of labelled Markov chains (:mod:`bisimkit.lmc`; ``discount=`` and ``pairs=``).
 LABELLED_CHAIN_METRICS = tuple(name for name, op in OPERATORS.items() if op.kind == "labelled-chain")
+#: The operators whose queried pairs are solved on the fly (:mod:`bisimkit.query`).
+QUERY_METRICS = tuple(name for name, op in OPERATORS.items() if op.queries)
 #: The metrics with distances between two MDPs.
 BETWEEN_METRICS = tuple(name for name, op in OPERATORS.items() if op.between)
 #: The relations that read a ground metric (``bisimkit relation --ground``).

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import InputError
+
 
 class PairSpace:
     """Index of the pairs of states, on one MDP (``{s, t}`` of ``n`` states, with or without ``s == t``) or
@@ -30,10 +32,39 @@ class PairSpace:
             self.s, self.t = np.triu_indices(n, 0 if diagonal else 1)
         else:
             self.s, self.t = np.asarray(s, dtype=np.int64), np.asarray(t, dtype=np.int64)
-        self.index = np.full((n, n), -1, dtype=np.int64)
+        self._keys: np.ndarray | None = None
+        self._index = np.full((n, n), -1, dtype=np.int64)
         ids = np.arange(len(self.s), dtype=np.int64)
-        self.index[self.s, self.t] = ids
-        self.index[self.t, self.s] = ids
+        self._index[self.s, self.t] = ids
+        self._index[self.t, self.s] = ids
+
+    @classmethod
+    def listed(cls, n: int, s: np.ndarray, t: np.ndarray) -> "PairSpace":
+        """The pairs ``(s[k], t[k])``, ``s < t``, sorted by ``s n + t``, of ``n`` states, without the dense
+        (n, n) index: a few pairs of a large model (:mod:`bisimkit.query`). :meth:`lookup` finds a pair;
+        :attr:`index` and :meth:`to_matrix` are not available."""
+        self = cls.__new__(cls)
+        self.n = n
+        self.diagonal = False
+        self.symmetric = True
+        self.shape = (n, n)
+        self.s, self.t = np.asarray(s, dtype=np.int64), np.asarray(t, dtype=np.int64)
+        self._keys = self.s * n + self.t
+        if np.any(self.s >= self.t) or np.any(np.diff(self._keys) <= 0):
+            raise ValueError("listed pairs must have s < t and be sorted by s n + t, without repeats")
+        return self
+
+    def lookup(self, i: np.ndarray, j: np.ndarray, missing: int = -1) -> np.ndarray:
+        """The pair of ``(i[k], j[k])`` in either order, ``missing`` where it is not stored (the diagonal of a
+        space without it included)."""
+        i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
+        if self._keys is None:
+            out = self.index[i, j]
+            return np.where(out >= 0, out, missing)
+        keys = np.minimum(i, j) * self.n + np.maximum(i, j)
+        pos = np.minimum(np.searchsorted(self._keys, keys), max(len(self._keys) - 1, 0))
+        found = (self._keys[pos] == keys) if len(self._keys) else np.zeros(len(keys), dtype=bool)
+        return np.where(found & (i != j), pos, missing)
 
     @classmethod
     def diagonal_only(cls, n: int) -> "PairSpace":
@@ -51,8 +82,16 @@ class PairSpace:
         self.shape = (n_a, n_b)
         self.s = np.repeat(np.arange(n_a, dtype=np.int64), n_b)
         self.t = np.tile(np.arange(n_b, dtype=np.int64), n_a)
-        self.index = np.arange(n_a * n_b, dtype=np.int64).reshape(n_a, n_b)
+        self._keys = None
+        self._index = np.arange(n_a * n_b, dtype=np.int64).reshape(n_a, n_b)
         return self
+
+    @property
+    def index(self) -> np.ndarray:
+        """``index[i, j]``: the pair of ``(i, j)``, -1 for none (not for a :meth:`listed` space: :meth:`lookup`)."""
+        if self._keys is not None:
+            raise ValueError("a listed pair space has no dense index (PairSpace.lookup finds its pairs)")
+        return self._index
 
     def __len__(self) -> int:
         return int(self.s.size)
@@ -60,6 +99,8 @@ class PairSpace:
     def to_matrix(self, x: np.ndarray) -> np.ndarray:
         """The matrix with these pair values: symmetric n x n on one MDP (diagonal 0 if not stored),
         n_A x n_B between two."""
+        if self._keys is not None:
+            raise ValueError("a listed pair space has no dense matrix (bisimkit.query solves it pair by pair)")
         D = np.zeros(self.shape)
         D[self.s, self.t] = x
         if self.symmetric:
@@ -87,3 +128,85 @@ class PairSpace:
                 np.maximum.at(rows, self.t, x)
                 np.maximum.at(cols, self.s, x)
         return rows, cols
+
+
+def check_state_pairs(pairs, n: int) -> np.ndarray:
+    """The queried ``pairs`` as a ``(q, 2)`` int64 array of state indices below ``n``; otherwise
+    :class:`~bisimkit.errors.InputError` naming the entry."""
+    try:
+        arr = np.asarray(pairs)
+    except (TypeError, ValueError):
+        raise InputError("expected a sequence of (s, t) state pairs", param="pairs") from None
+    if arr.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    if arr.ndim != 2 or arr.shape[1] != 2 or not np.issubdtype(arr.dtype, np.integer):
+        raise InputError(
+            f"expected (s, t) pairs of state indices, got an array of shape {arr.shape} and type {arr.dtype}",
+            param="pairs",
+        )
+    bad = np.argwhere((arr < 0) | (arr >= n))
+    if len(bad):
+        i, j = (int(x) for x in bad[0])
+        raise InputError(f"entry {i}: state {int(arr[i, j])} is out of range ({n} states)", param="pairs")
+    return arr.astype(np.int64)
+
+
+def successor_pairs(left: np.ndarray, right: np.ndarray, ptr: np.ndarray, cols: np.ndarray, chunk_cells: int = 1 << 20):
+    """Yield ``(pair, u, v)`` for every cell ``(u, v)`` of ``supp(left[p]) x supp(right[p])`` (CSR rows ``ptr``,
+    ``cols``), pair by pair in row-major order, in chunks of about ``chunk_cells`` cells."""
+    deg = np.diff(ptr)
+    di, dj = deg[left], deg[right]
+    nc = di * dj
+    ends = np.cumsum(nc)
+    start = 0
+    while start < len(left):
+        stop = int(np.searchsorted(ends, (ends[start - 1] if start else 0) + chunk_cells, side="right"))
+        stop = max(stop, start + 1)
+        counts = nc[start:stop]
+        p = np.repeat(np.arange(start, stop, dtype=np.int64), counts)
+        off = np.repeat(np.cumsum(counts) - counts, counts)
+        local = np.arange(len(p), dtype=np.int64) - off
+        b_deg = dj[p]
+        a, b = local // b_deg, local % b_deg
+        yield p, cols[ptr[left[p]] + a], cols[ptr[right[p]] + b]
+        start = stop
+
+
+def successor_closure(
+    ptr: np.ndarray, cols: np.ndarray, seeds_i, seeds_j, k: int, max_pairs: int, live=None
+) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]:
+    """The unordered pairs ``i < j`` of ``k`` states reachable from the seed pairs through successor pairs
+    (every cell of ``supp(i) x supp(j)`` of the CSR rows), stopping at the diagonal and, when ``live`` is
+    given, at the pairs where ``live(i, j)`` is False; sorted by ``i k + j``. ``(None, None)`` as soon as more
+    than ``max_pairs`` are found."""
+    lo, hi = np.minimum(seeds_i, seeds_j).astype(np.int64), np.maximum(seeds_i, seeds_j).astype(np.int64)
+    keep = lo != hi
+    lo, hi = lo[keep], hi[keep]
+    if live is not None and len(lo):
+        keep = live(lo, hi)
+        lo, hi = lo[keep], hi[keep]
+    frontier = np.unique(lo * k + hi)
+    if len(frontier) > max_pairs:
+        return None, None
+    seen = set(frontier.tolist())
+    found = [frontier]
+    while len(frontier):
+        fi, fj = frontier // k, frontier % k
+        nxt = []
+        for _, u, v in successor_pairs(fi, fj, ptr, cols):
+            a, b = np.minimum(u, v), np.maximum(u, v)
+            off = a != b
+            a, b = a[off], b[off]
+            if live is not None:
+                keep = live(a, b)
+                a, b = a[keep], b[keep]
+            nxt.append(np.unique(a * k + b))
+        cand = np.unique(np.concatenate(nxt)) if nxt else np.zeros(0, np.int64)
+        new = [x for x in cand.tolist() if x not in seen]
+        seen.update(new)
+        if len(seen) > max_pairs:
+            return None, None
+        frontier = np.asarray(new, dtype=np.int64)
+        found.append(frontier)
+    keys = np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
+    return keys // k, keys % k

@@ -47,7 +47,15 @@ from .ground import Ground, ground_label, resolve_ground, zero_ground_message, z
 from .kernels import problem_cells, small_path, small_problem
 from .mdp import FiniteMDP
 from .memory import check_memory
-from .operators import LABELLED_CHAIN_METRICS, TORCH_METRICS, Operator, operator, point_mass_transitions, stein_form
+from .operators import (
+    LABELLED_CHAIN_METRICS,
+    QUERY_METRICS,
+    TORCH_METRICS,
+    Operator,
+    operator,
+    point_mass_transitions,
+    stein_form,
+)
 from .order import OrderSpec, resolve_order
 from .quotient import DEVIATION_SHARE, RELATION_ATOL, quotient as find_quotient
 from .roundoff import U as U_ROUND, gamma
@@ -101,8 +109,12 @@ class SolveOptions:
     force : solve even when the memory estimate (:mod:`bisimkit.memory`) says the solve will not fit;
         without it such a solve stops before anything is allocated, with
         :class:`bisimkit.memory.NotEnoughMemory` naming the estimate, the limit and what would fit.
-    discount, pairs : the labelled-chain distance (``lmc``) only: c in (0, 1], overriding the MDP's own
-        discount, and the ``(s, t)`` state pairs to solve (default all); :func:`bisimkit.lmc.lmc_solution`.
+    discount : the labelled-chain distance (``lmc``) only: c in (0, 1], overriding the MDP's own discount
+        (:func:`bisimkit.lmc.lmc_solution`).
+    pairs : the ``(s, t)`` state pairs to solve (default all), for ``lmc`` and for the operators of
+        :data:`~bisimkit.operators.QUERY_METRICS` (pi, psm, eps-avg): only the pairs the queried ones reach
+        through their successors are solved (:mod:`bisimkit.query`), and the result's ``distances`` are the
+        ``(q,)`` values of the queried pairs.
     """
 
     tol: float = DEFAULT_TOL
@@ -154,13 +166,14 @@ def solve(
     op = operator(metric)
     if op.kind == "labelled-chain":
         return _labelled_chain(mdp, op, ground, opts)
-    for name in ("discount", "pairs"):
-        if getattr(opts, name) is not None:
-            raise InputError(
-                f"applies to the labelled-chain distance only ({', '.join(LABELLED_CHAIN_METRICS)}); "
-                f"'{op.name}' solves every pair at the MDP's own discount",
-                param=name,
-            )
+    if opts.discount is not None:
+        raise InputError(
+            f"applies to the labelled-chain distance only ({', '.join(LABELLED_CHAIN_METRICS)}); "
+            f"'{op.name}' is solved at the MDP's own discount",
+            param="discount",
+        )
+    if opts.pairs is not None:
+        return _queried_pairs(mdp, op, ground, opts)
     g = _checked(mdp, op, ground, opts)
     _checked_backend(mdp, op, opts)
     if not opts.force:
@@ -174,6 +187,78 @@ def solve(
             warnings.warn(message, ZeroGroundWarning, stacklevel=2)
     if not sol.converged and sol.floor > opts.tol:
         warnings.warn(precision_note(metric, opts.tol, sol.floor), PrecisionWarning, stacklevel=2)
+    return sol
+
+
+#: The settings of :class:`SolveOptions` a solve of queried pairs does not take, with their defaults.
+NOT_FOR_QUERIES = {
+    "method": ("auto", "exact"),
+    "max_iterations": (None,),
+    "full_diagonal": (False,),
+    "order": ("index",),
+    "action_order": ("index",),
+    "backend": ("numpy",),
+    "device": (None,),
+}
+
+
+def _queried_pairs(mdp: FiniteMDP, op: Operator, ground, opts: SolveOptions) -> Solution:
+    """Only the queried pairs and those they reach (:mod:`bisimkit.query`), for the operators that allow it."""
+    if not op.queries:
+        raise InputError(
+            f"'{op.name}' solves every pair; queried pairs are solved on the fly for "
+            f"{', '.join(QUERY_METRICS + LABELLED_CHAIN_METRICS)}",
+            param="pairs",
+        )
+    for name, allowed in NOT_FOR_QUERIES.items():
+        if not any(getattr(opts, name) == value for value in allowed):
+            raise InputError(
+                f"{getattr(opts, name)!r} does not apply to queried pairs (solved by on-the-fly coupling iteration)",
+                param=name,
+            )
+    from .query import query_solution  # the on-the-fly solve: loaded when pairs are queried
+
+    g = _checked(mdp, op, ground, opts)
+    budget = None if not opts.force else 2**62
+    sol = None
+    if opts.quotient and op.relation is not None and not (op.uses_policy and mdp.policy is None):
+        sol = _queried_on_quotient(mdp, op, g, opts, budget)
+    if sol is None:
+        sol = query_solution(mdp, op, g, opts.pairs, opts.tol, max_memory=budget, progress=opts.progress)
+    if not sol.converged and sol.floor > opts.tol:
+        warnings.warn(precision_note(op.name, opts.tol, sol.floor), PrecisionWarning, stacklevel=3)
+    return sol
+
+
+def _queried_on_quotient(mdp: FiniteMDP, op: Operator, g, opts: SolveOptions, budget):
+    """The queried pairs solved between the blocks of the largest relation, when it merges states and its lift
+    can be certified a priori within ``tol`` (``docs/operators.md#quotient-first``): the lift adds its a-priori
+    bound, taken with the bound ``C / (1 - c)`` on every distance, since only some pairs are solved."""
+    from .pairs import check_state_pairs
+    from .query import query_solution
+
+    queries = check_state_pairs(opts.pairs, mdp.n_states)
+    start = time.perf_counter()
+    q = find_quotient(mdp, op.name, g if g is not None else "reward", RELATION_ATOL)
+    if q is None:
+        return None
+    a_priori = q.a_priori_error(opts.tol)
+    if not a_priori <= DEVIATION_SHARE * opts.tol:
+        return None
+    found = time.perf_counter() - start
+    sol = query_solution(
+        q.mdp, op, q.ground, q.labels[queries], opts.tol - a_priori, max_memory=budget, progress=opts.progress
+    )
+    sol.certified_error += a_priori
+    sol.converged = sol.converged and sol.certified_error <= opts.tol
+    sol.tolerance = opts.tol
+    sol.history = [h + a_priori for h in sol.history]
+    sol.history_seconds = [t + found for t in sol.history_seconds]
+    sol.seconds += found
+    sol.pairs = queries
+    sol.lower = np.maximum(sol.distances - sol.certified_error, 0.0)
+    sol.upper = sol.distances + sol.certified_error
+    sol.method = f"{sol.method}, between the blocks of the largest relation ({q.n_blocks} of {mdp.n_states} states)"
     return sol
 
 

@@ -40,6 +40,7 @@ from bisimkit.operators import (
     LABELLED_CHAIN_METRICS,
     METRIC_NAMES,
     OPERATORS,
+    QUERY_METRICS,
     STATE_ORDER_METRICS,
     operator_info,
 )
@@ -261,9 +262,14 @@ def cmd_solve(args) -> int:
     model_options(args.mdp, args)
     if is_gaussian_file(args.mdp):
         return cmd_solve_gaussian(args)
+    queried = args.pairs is not None and operator_info(args.metric).queries
     for option in GAUSSIAN_ONLY:
-        if getattr(args, option) is not None:
-            raise InputError(f"--{option}: applies to Gaussian MDP files only ({args.mdp} is a finite MDP)")
+        if getattr(args, option) is not None and not (option == "pairs" and queried):
+            hint = f"; on a finite MDP for --metric {', '.join(QUERY_METRICS + LABELLED_CHAIN_METRICS)}"
+            raise InputError(
+                f"--{option}: applies to Gaussian MDP files only ({args.mdp} is a finite MDP)"
+                + (hint if option == "pairs" else "")
+            )
     if args.method == "mc":
         raise InputError("--method mc: applies to Gaussian MDP files only (finite MDPs are solved exactly or by vi)")
     mdp = load_mdp_or_example(args.mdp, args)
@@ -273,6 +279,8 @@ def cmd_solve(args) -> int:
         mdp.require_policy(f"metric '{args.metric}'")
     ground = resolve_ground(mdp, args.ground) if info.uses_ground else None
     resolve_order(mdp, args.order, args.action_order, ground if ground is not None else "reward")
+    if queried:
+        return _solve_queries(args, mdp)
     _checked_out(args.out)
     return solve_and_report(
         args,
@@ -295,6 +303,50 @@ def cmd_solve(args) -> int:
         f"n={mdp.n_states}",
         lambda sol: summarize(mdp, sol),
     )
+
+
+def _solve_queries(args, mdp: FiniteMDP) -> int:
+    """``bisimkit solve FILE --metric pi|psm|eps-avg --pairs FILE``: only the queried pairs and the pairs they reach
+    (:mod:`bisimkit.query`)."""
+    pairs = _state_pairs(args.pairs)
+    _checked_out(args.out)
+    return solve_and_report(
+        args,
+        lambda report: solve(
+            mdp,
+            args.metric,
+            ground=args.ground,
+            tol=args.tol,
+            method=args.method,
+            progress=report,
+            max_iterations=args.max_iterations,
+            order=args.order,
+            action_order=args.action_order,
+            quotient=not args.no_quotient,
+            backend=args.backend,
+            device=args.device,
+            force=args.force,
+            pairs=pairs,
+        ),
+        (PrecisionWarning,),
+        f"{len(pairs)} pairs",
+        summarize_queries,
+    )
+
+
+def summarize_queries(sol) -> str:
+    """Readable summary of queried pairs (:class:`bisimkit.query.QuerySolution`): how many pairs they reach, the
+    certificate, and the first 50 distances."""
+    lines = [
+        f"{sol.metric}: {len(sol.pairs)} queried pairs reach {sol.explored} pairs; certified error "
+        f"{sol.certified_error:.3g}{'' if sol.converged else ' (NOT within tol)'}; {sol.seconds:.3g} s",
+        f"method: {sol.method}",
+    ]
+    for (s, t), d in list(zip(sol.pairs.tolist(), sol.distances))[:50]:
+        lines.append(f"d({s}, {t}) = {d:.10g}")
+    if len(sol.pairs) > 50:
+        lines.append(f"... {len(sol.pairs) - 50} more (--out FILE.json or .csv has them all)")
+    return "\n".join(lines)
 
 
 #: Options of ``solve`` that do not apply to the labelled-chain distance, and their defaults.
@@ -762,8 +814,8 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
         default=None,
         metavar="FILE",
         help="state pairs: .json list of [z, z'] or .npy of shape (P, 2, n) (required); --metric "
-        f"{', '.join(LABELLED_CHAIN_METRICS)}: a .json list of [s, t] state indices or a .npy of "
-        "shape (q, 2) (default all pairs)",
+        f"{', '.join(QUERY_METRICS + LABELLED_CHAIN_METRICS)} on a finite model: a .json list of [s, t] state "
+        "indices or a .npy of shape (q, 2), only those pairs and the pairs they reach solved (default all pairs)",
     )
     g.add_argument(
         "--samples",

@@ -29,3 +29,20 @@ def test_the_records_file_is_written(tmp_path):
     assert bench_models.main(["--sizes", "4", "--repeat", "1", "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     assert [r["N"] for r in data["records"]] == [4] and data["machine"]["stormpy"]
+
+
+def test_a_query_record_matches_the_all_pairs_solve():
+    import numpy as np
+
+    from bisimkit.mdp import from_stormpy
+    from bisimkit.solvers import solve
+
+    record = bench_models.run_queries(4, count=5)
+    assert record["queries"] == 5 and record["converged"] and record["certified_error"] < 1e-9
+    assert 0 < record["explored_pairs"] <= record["states"] * (record["states"] - 1) // 2
+    mdp = from_stormpy(bench_models.brp(4), reward="target", discount=bench_models.DISCOUNT)
+    full = solve(mdp, "pi")
+    init = next(s for s, names in enumerate(mdp.labels) if "init" in names)
+    others = np.random.default_rng(0).choice(mdp.n_states, size=5, replace=False)
+    queried = solve(mdp, "pi", pairs=np.stack([np.full(5, init), others], axis=1))
+    assert np.allclose(queried.distances, full.distances[init, others], atol=2e-9)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from bisimkit.pairs import PairSpace
 
@@ -40,3 +41,42 @@ def test_side_maxima_match_the_matrix():
         D = np.abs(pairs.to_matrix(x))
         assert np.array_equal(rows, D.max(axis=1)) and np.array_equal(cols, D.max(axis=0))
     assert [m.tolist() for m in PairSpace(1, diagonal=False).side_maxima(np.zeros(0))] == [[0.0], [0.0]]
+
+
+def test_a_listed_space_finds_its_pairs_in_either_order_and_nothing_else():
+    from bisimkit.pairs import PairSpace
+
+    space = PairSpace.listed(5, np.array([0, 1, 3]), np.array([2, 4, 4]))
+    assert len(space) == 3
+    assert space.lookup(np.array([2, 0, 4, 1, 1, 3]), np.array([0, 2, 3, 2, 1, 4])).tolist() == [0, 0, 2, -1, -1, 2]
+    assert space.lookup(np.array([1]), np.array([1]), missing=7).tolist() == [7]
+    with pytest.raises(ValueError):
+        space.to_matrix(np.zeros(3))
+    with pytest.raises(ValueError):
+        space.index
+    with pytest.raises(ValueError):
+        PairSpace.listed(5, np.array([2]), np.array([1]))
+
+
+def test_the_successor_closure_follows_every_support_cell_stops_at_the_diagonal_and_at_dead_pairs():
+    from bisimkit.pairs import successor_closure
+
+    # 0 -> {1, 2}, 1 -> {1}, 2 -> {3}, 3 -> {3}, 4 -> {4}
+    ptr = np.array([0, 2, 3, 4, 5, 6])
+    cols = np.array([1, 2, 1, 3, 3, 4])
+    s, t = successor_closure(ptr, cols, np.array([0]), np.array([4]), 5, 100)
+    assert list(zip(s.tolist(), t.tolist())) == [(0, 4), (1, 4), (2, 4), (3, 4)]
+    s, t = successor_closure(ptr, cols, np.array([2]), np.array([0]), 5, 100)
+    assert list(zip(s.tolist(), t.tolist())) == [(0, 2), (1, 3), (2, 3)]  # (3, 3) is the diagonal
+    s, t = successor_closure(ptr, cols, np.array([0]), np.array([4]), 5, 100, live=lambda i, j: i != 2)
+    assert list(zip(s.tolist(), t.tolist())) == [(0, 4), (1, 4)]
+    assert successor_closure(ptr, cols, np.array([0]), np.array([4]), 5, 2) == (None, None)
+
+
+def test_queried_pairs_are_checked_entry_by_entry():
+    from bisimkit.errors import InputError
+    from bisimkit.pairs import check_state_pairs
+
+    assert check_state_pairs([(1, 2)], 3).dtype == np.int64
+    with pytest.raises(InputError, match="entry 1: state -1"):
+        check_state_pairs([(1, 2), (0, -1)], 3)

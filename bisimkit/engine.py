@@ -418,6 +418,13 @@ def _rank_one_tail(
 # ------------------------------------------------------ linear pair systems
 #: Pair systems up to this many unknowns are factorised directly.
 DIRECT_LIMIT = 800
+#: Larger pair systems whose Gauss-Seidel solve should take at most this many visits of a stored entry
+#: (the entries of T times the sweeps that shrink a residual by 1e-12 at rate c) are solved by compiled
+#: Gauss-Seidel sweeps inside the refinement; the others by GMRES, whose interpreted iterations cost more
+#: than the sweeps on such systems (about 7 ms against 1.6 ms at 1,431 unknowns and c = 0.9).
+GAUSS_SEIDEL_WORK = 2e7
+#: Sweeps per refinement pass of the Gauss-Seidel solve (each shrinks the residual by at least c).
+GAUSS_SEIDEL_PASS = 200
 
 
 def solve_fixed_point(
@@ -450,8 +457,11 @@ def solve_fixed_point(
     import scipy.sparse.linalg as spla
 
     direct = N <= DIRECT_LIMIT and product is None
+    sweeps = math.log(1e-12) / math.log(c) if 0.0 < c < 1.0 else math.inf
     if direct:
         step = spla.splu((sp.identity(N, format="csr") - c * T).tocsc()).solve
+    elif product is None and T.nnz * sweeps <= GAUSS_SEIDEL_WORK:
+        step = _gauss_seidel_step(T, c)
     else:
         T32 = matvec(T, np.float32)
         A = spla.LinearOperator((N, N), matvec=lambda v: v - np.float32(c) * T32(v), dtype=np.float32)
@@ -462,6 +472,27 @@ def solve_fixed_point(
             return dx.astype(np.float64) * scale
 
     return _refine(matvec(T) if product is None else product, step, b, c, x0, tol, direct=direct)
+
+
+def _gauss_seidel_step(T: sp.csr_matrix, c: float) -> Callable[[np.ndarray], np.ndarray]:
+    """``r -> dx``, an approximate solve of ``(I - cT) dx = r`` by :data:`GAUSS_SEIDEL_PASS` compiled
+    Gauss-Seidel sweeps from 0 (fewer when the sweeps stop changing dx by more than 1e-15 of ``r``)."""
+    from .lmc import gauss_seidel  # the compiled sweeps of the labelled-chain solver
+
+    cT = (c * T).tocsr()
+    N = cT.shape[0]
+    members = np.arange(N, dtype=np.int64)
+    indptr, indices, data = cT.indptr, cT.indices, np.asarray(cT.data, dtype=np.float64)
+    local = np.full(N, -1, dtype=np.int64)
+
+    def step(r: np.ndarray) -> np.ndarray:
+        dx = np.zeros((N, 1))
+        rhs = np.ascontiguousarray(r, dtype=np.float64).reshape(N, 1)
+        target = 1e-15 * float(np.max(np.abs(r), initial=0.0))
+        gauss_seidel(members, indptr, indices, data, rhs, dx, local, GAUSS_SEIDEL_PASS, target)
+        return dx[:, 0]
+
+    return step
 
 
 def _refine(

@@ -1302,6 +1302,11 @@ def _scc_gauss_seidel(members, indptr, indices, data, rhs, x, local, max_sweeps,
     return sweeps, resid
 
 
+#: The Gauss-Seidel kernel under its public name, for the pair systems of the other solvers
+#: (:func:`bisimkit.engine.solve_fixed_point`).
+gauss_seidel = _scc_gauss_seidel
+
+
 def _components(T) -> tuple[np.ndarray, np.ndarray]:
     """The strongly connected components of the graph of ``T`` in solving order (successors first):
     ``(scc_ptr, members)``."""

@@ -92,3 +92,26 @@ def test_a_solution_writes_its_json_and_says_whether_order_matters():
     assert np.array_equal(np.array(record["distances"]), solution.distances)
     assert solution.order_matters and not Solution("mico", np.zeros((1, 1)), 1, 0.0, 0.0, "x", 1e-9).order_matters
     assert precision_note("pi", 1e-15, 2e-13).startswith("pi: tol 1e-15 is below what float64 can certify")
+
+
+def test_mid_size_sparse_pair_systems_are_solved_by_gauss_seidel_sweeps_as_accurately_as_by_gmres(monkeypatch):
+    import scipy.sparse as sp
+
+    from bisimkit import engine
+
+    rng = np.random.default_rng(0)
+    N = engine.DIRECT_LIMIT + 400
+    rows = np.repeat(np.arange(N), 3)
+    cols = rng.integers(0, N, size=3 * N)
+    T = sp.csr_matrix((rng.dirichlet(np.ones(3), size=N).ravel() * 0.999, (rows, cols)), shape=(N, N))
+    b = rng.random(N)
+    used = []
+    step = engine._gauss_seidel_step
+    monkeypatch.setattr(engine, "_gauss_seidel_step", lambda *a: used.append(1) or step(*a))
+    x_gs, bound_gs = engine.solve_fixed_point(T, b, 0.9, tol=1e-12)
+    assert used and bound_gs <= 1e-12
+    monkeypatch.setattr(engine, "GAUSS_SEIDEL_WORK", 0.0)
+    x_gm, bound_gm = engine.solve_fixed_point(T, b, 0.9, tol=1e-12)
+    assert len(used) == 1 and bound_gm <= 1e-12
+    assert np.max(np.abs(x_gs - x_gm)) <= bound_gs + bound_gm
+    assert np.max(np.abs(b + 0.9 * (T @ x_gs) - x_gs)) <= 1e-12 * 0.1

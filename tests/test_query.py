@@ -4,17 +4,23 @@ certificates, on exactly the pairs the queries reach; bad queries refused in one
 from __future__ import annotations
 
 import json
+import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
+from exact_reference import GROUNDS, exact_fixed_point_fractions
+from hypothesis import HealthCheck, given, note, settings, strategies as st
 
 from bisimkit import solve
+from bisimkit.engine import PrecisionWarning
 from bisimkit.errors import InputError
 from bisimkit.examples import mirrored_rooms
 from bisimkit.generators import random_mdp
 from bisimkit.mdp import FiniteMDP, save_mdp
 from bisimkit.operators import QUERY_METRICS, operator
 from bisimkit.query import QuerySolution, query_solution
+from validation.strategies import certificate_cases
 
 
 def _reference_closure(mdp: FiniteMDP, pairs) -> set[tuple[int, int]]:
@@ -143,3 +149,25 @@ def test_the_command_line_writes_one_row_per_queried_pair(tmp_path, capsys):
     assert abs(float(rows[1].split(",")[2]) - full.distances[0, 5]) <= 1e-9
     assert main(["solve", str(tmp_path / "m.npz"), "--metric", "bisim", "--pairs", str(tmp_path / "p.json")]) == 2
     assert "--pairs" in capsys.readouterr().err
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(certificate_cases(QUERY_METRICS, GROUNDS), st.randoms(use_true_random=False))
+def test_queried_values_are_within_their_certificate_of_the_exact_rational_fixed_point(case, rnd):
+    """The adversarial MDPs of the certificate audit (round-off, near-ties, large and tiny rewards), solved in
+    rational arithmetic by the independent reference: every queried value is within its certificate."""
+    mdp, metric, ground, tol, quotient = case
+    note(f"the MDP in full precision: {mdp.to_dict()}")
+    n = mdp.n_states
+    pairs = [(rnd.randrange(n), rnd.randrange(n)) for _ in range(3)]
+    exact = exact_fixed_point_fractions(mdp, metric, ground or "reward")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrecisionWarning)
+        sol = solve(mdp, metric, ground=ground, tol=tol, quotient=quotient, pairs=pairs)
+    for (s, t), d in zip(pairs, sol.distances):
+        error = abs(Fraction(float(d)) - exact[s][t])
+        assert error <= Fraction(sol.certified_error) + Fraction(abs(float(d))) * Fraction(2) ** -53, (
+            f"{metric} d({s}, {t}) = {d!r}: off by {float(error):.3g}, certificate {sol.certified_error:.3g}"
+        )
+    if sol.converged:
+        assert sol.certified_error <= tol

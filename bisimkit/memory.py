@@ -457,6 +457,25 @@ def check_memory(
     )
 
 
+def check_memory_blocks(
+    mdp: FiniteMDP, metric: str, blocks: int, method: str = "auto", available: Available | None = None
+) -> Estimate:
+    """:func:`check_memory` for a solve on the ``blocks`` blocks of the metric's largest relation
+    (:mod:`bisimkit.quotient`): the engine's estimate at ``blocks`` states with the MDP's own supports, plus
+    the lifted ``n x n`` distances."""
+    shape = Shape.of(mdp)
+    inner = estimate_shape(shape.scaled(blocks), metric, method)
+    lifted = 8.0 * mdp.n_states**2
+    estimate = Estimate(
+        inner.bytes + lifted,
+        f"{inner.path} on the quotient",
+        f"{blocks} blocks of {mdp.n_states} states: {inner.sizes}; the lifted {mdp.n_states}² distances",
+    )
+    return _refuse_unless_fits(
+        estimate, f"{metric} on {blocks} blocks of {mdp.n_states} states", available, lambda room: []
+    )
+
+
 def check_memory_between(
     mdp_a: FiniteMDP, mdp_b: FiniteMDP, metric: str, method: str = "auto", available: Available | None = None
 ) -> Estimate:

@@ -46,7 +46,7 @@ from .forms import SteinForm, stein_a_error
 from .ground import Ground, ground_label, resolve_ground, zero_ground_message, zero_ground_note
 from .kernels import problem_cells, small_path, small_problem
 from .mdp import FiniteMDP
-from .memory import check_memory
+from .memory import NotEnoughMemory, check_memory, check_memory_blocks, estimate_solve
 from .operators import (
     LABELLED_CHAIN_METRICS,
     QUERY_METRICS,
@@ -176,11 +176,10 @@ def solve(
         return _queried_pairs(mdp, op, ground, opts)
     g = _checked(mdp, op, ground, opts)
     _checked_backend(mdp, op, opts)
-    if not opts.force:
-        check_memory(mdp, metric, opts.method, opts.full_diagonal, opts.quotient)
+    blocks_only = False if opts.force else _fits_in_memory(mdp, op, g, opts)
     zero = zero_ground_note(mdp, op, g)
     with small_path(small_solve(mdp, metric, opts.method)):
-        sol = _pipeline(mdp, op, g, opts)
+        sol = _pipeline(mdp, op, g, opts, blocks_only)
     if zero is not None:
         message = zero_ground_message(metric, *zero, float(np.max(sol.distances, initial=0.0)), sol.certified_error)
         if message:
@@ -330,8 +329,45 @@ def _checked(mdp: FiniteMDP, op: Operator, ground: Ground | None, opts: SolveOpt
     return resolve_ground(mdp, ground) if op.uses_ground else None
 
 
-def _pipeline(mdp: FiniteMDP, op: Operator, g: Ground | None, opts: SolveOptions) -> Solution:
-    """Stages relabel -> reduce -> quotient -> engine, each handing the rest to the next."""
+def _fits_in_memory(mdp: FiniteMDP, op: Operator, g: Ground | None, opts: SolveOptions) -> bool:
+    """Stage *check*, memory: nothing (False) when the MDP's own solve fits; True when only the solve on the
+    blocks of the largest relation fits (the quotient path, which the pipeline must then take); otherwise
+    :class:`~bisimkit.memory.NotEnoughMemory`, before any work but the relation's refinement."""
+    try:
+        check_memory(mdp, op.name, opts.method, opts.full_diagonal, opts.quotient)
+        return False
+    except NotEnoughMemory:
+        plain = _is_index(opts.order) and _is_index(opts.action_order) and op.base is None
+        if not (plain and _quotient_applies(mdp, op, opts)):
+            raise
+        from .relations import relation_labels
+
+        assert op.relation is not None  # _quotient_applies
+        labels = relation_labels(mdp, op.relation, g if g is not None else "reward", RELATION_ATOL)
+        blocks = int(np.max(labels)) + 1
+        if blocks == mdp.n_states:
+            raise
+        check_memory_blocks(mdp, op.name, blocks, opts.method)
+        return True
+
+
+def _quotient_applies(mdp: FiniteMDP, op: Operator, opts: SolveOptions) -> bool:
+    """Whether the quotient stage runs: asked for, a metric with a relation, no full diagonal, and the policy
+    the metric needs."""
+    return (
+        opts.quotient
+        and op.relation is not None
+        and not opts.full_diagonal
+        and opts.backend == "numpy"
+        and not (op.uses_policy and mdp.policy is None)
+    )
+
+
+def _pipeline(
+    mdp: FiniteMDP, op: Operator, g: Ground | None, opts: SolveOptions, blocks_only: bool = False
+) -> Solution:
+    """Stages relabel -> reduce -> quotient -> engine, each handing the rest to the next; ``blocks_only``: only
+    the quotient's solve fits in memory, so a quotient that cannot be certified ends the solve."""
     if not (_is_index(opts.order) and _is_index(opts.action_order)):
         return _relabelled(mdp, op, g, opts)
     if op.base is not None:
@@ -340,6 +376,12 @@ def _pipeline(mdp: FiniteMDP, op: Operator, g: Ground | None, opts: SolveOptions
         sol = solve_on_quotient(mdp, op.name, g, opts.tol, opts.method, opts.progress, opts.max_iterations)
         if sol is not None:
             return sol
+    if blocks_only:
+        estimate = estimate_solve(mdp, op.name, opts.method, opts.full_diagonal)
+        raise NotEnoughMemory(
+            f"memory: {op.name} fits on the blocks of its largest relation but their lift cannot be certified "
+            f"within tol = {opts.tol:g}, and the {mdp.n_states} states themselves need about {estimate}"
+        )
     if opts.backend == "torch":
         from .engine_torch import fixed_point_torch  # the optional torch extra, loaded only for backend="torch"
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -266,3 +267,28 @@ def test_the_between_estimate_is_within_the_factor_of_the_measured_peak(metric, 
     )
     record = json.loads(out.stdout.strip().splitlines()[-1])
     assert 1 / FACTOR <= record["estimate"] / record["measured"] <= FACTOR, json.dumps(record)
+
+
+def test_a_solve_that_fits_only_on_its_blocks_is_solved_there_and_refused_when_their_lift_fails(monkeypatch):
+    import bisimkit.memory as memory
+    import bisimkit.solvers as solvers
+    from bisimkit.generators import planted_bisimulation
+    from bisimkit.memory import check_memory_blocks
+
+    base = random_mdp(10, 2, seed=3)
+    mdp, _ = planted_bisimulation(base, 4, seed=3)  # 40 states, 10 blocks
+    full = estimate_solve(mdp, "pi").bytes
+    blocks = check_memory_blocks(mdp, "pi", 10, available=Available(math.inf, None, None)).bytes
+    assert blocks < full / 4
+    room = MARGIN * (blocks + full) / 2
+    monkeypatch.setattr(memory, "available_memory", lambda: Available(room, None, None))
+    sol = solve(mdp, "pi")
+    assert sol.converged and "quotient (10 of 40 states)" in sol.method
+    reference = solve(mdp, "pi", force=True, quotient=False)
+    assert np.max(np.abs(sol.distances - reference.distances)) <= sol.certified_error + reference.certified_error
+    monkeypatch.setattr(solvers, "solve_on_quotient", lambda *args, **kwargs: None)
+    with pytest.raises(NotEnoughMemory, match="their lift cannot be certified"):
+        solve(mdp, "pi")
+    monkeypatch.setattr(memory, "available_memory", lambda: Available(0.5 * MARGIN * blocks, None, None))
+    with pytest.raises(NotEnoughMemory, match="on 10 blocks of 40 states"):
+        solve(mdp, "pi")

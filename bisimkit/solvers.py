@@ -218,6 +218,8 @@ def _queried_pairs(mdp: FiniteMDP, op: Operator, ground, opts: SolveOptions) -> 
     from .query import query_solution  # the on-the-fly solve: loaded when pairs are queried
 
     g = _checked(mdp, op, ground, opts)
+    if op.uses_policy:
+        mdp.require_policy(f"metric '{op.name}'")
     budget = None if not opts.force else 2**62
     sol = None
     if opts.quotient and op.relation is not None and not (op.uses_policy and mdp.policy is None):

@@ -122,6 +122,10 @@ def test_operators_without_on_the_fly_queries_and_settings_that_do_not_apply_are
     with pytest.raises(InputError) as err:
         solve(mdp, "pi", pairs=[(0, 1)], discount=0.5)
     assert err.value.param == "discount"
+    P = np.zeros((3, 2, 3))
+    P[:, :, 0] = 1.0
+    with pytest.raises(InputError, match="metric 'psm' needs a policy"):
+        solve(FiniteMDP(P, np.zeros((3, 2)), 0.9), "psm", pairs=[(0, 1)])
 
 
 def test_the_json_record_carries_the_pairs_and_the_bracket():

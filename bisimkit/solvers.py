@@ -189,8 +189,9 @@ def solve(
     return sol
 
 
-#: The settings of :class:`SolveOptions` a solve of queried pairs does not take, with their defaults.
-NOT_FOR_QUERIES = {
+#: The settings of :class:`SolveOptions` that only the engine's all-pairs solve takes, with their defaults: the
+#: labelled-chain distance and queried pairs have solvers of their own and refuse other values.
+ENGINE_SETTINGS = {
     "method": ("auto", "exact"),
     "max_iterations": (None,),
     "full_diagonal": (False,),
@@ -209,7 +210,7 @@ def _queried_pairs(mdp: FiniteMDP, op: Operator, ground, opts: SolveOptions) -> 
             f"{', '.join(QUERY_METRICS + LABELLED_CHAIN_METRICS)}",
             param="pairs",
         )
-    for name, allowed in NOT_FOR_QUERIES.items():
+    for name, allowed in ENGINE_SETTINGS.items():
         if not any(getattr(opts, name) == value for value in allowed):
             raise InputError(
                 f"{getattr(opts, name)!r} does not apply to queried pairs (solved by on-the-fly coupling iteration)",
@@ -263,21 +264,9 @@ def _queried_on_quotient(mdp: FiniteMDP, op: Operator, g, opts: SolveOptions, bu
     return sol
 
 
-#: The settings of :class:`SolveOptions` the labelled-chain distance does not take, with their defaults.
-NOT_FOR_LABELLED_CHAINS = {
-    "method": ("auto", "exact"),
-    "max_iterations": (None,),
-    "full_diagonal": (False,),
-    "order": ("index",),
-    "action_order": ("index",),
-    "backend": ("numpy",),
-    "device": (None,),
-}
-
-
 def _labelled_chain(mdp: FiniteMDP, op: Operator, ground, opts: SolveOptions) -> Solution:
     """The labelled-chain distance (:mod:`bisimkit.lmc`): its own algorithm, with the settings it takes."""
-    for name, allowed in NOT_FOR_LABELLED_CHAINS.items():
+    for name, allowed in ENGINE_SETTINGS.items():
         if not any(getattr(opts, name) == value for value in allowed):
             raise InputError(
                 f"{getattr(opts, name)!r} does not apply to '{op.name}' (solved by refinement, the pair "

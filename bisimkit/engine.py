@@ -421,7 +421,7 @@ DIRECT_LIMIT = 800
 #: Larger pair systems whose Gauss-Seidel solve should take at most this many visits of a stored entry
 #: (the entries of T times the sweeps that shrink a residual by 1e-12 at rate c) are solved by compiled
 #: Gauss-Seidel sweeps inside the refinement; the others by GMRES, whose interpreted iterations cost more
-#: than the sweeps on such systems (about 7 ms against 1.6 ms at 1,431 unknowns and c = 0.9).
+#: than the sweeps on such systems.
 GAUSS_SEIDEL_WORK = 2e7
 #: Sweeps per refinement pass of the Gauss-Seidel solve (each shrinks the residual by at least c).
 GAUSS_SEIDEL_PASS = 200

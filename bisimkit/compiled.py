@@ -5,7 +5,9 @@
 * :func:`eps_bar_matrix`: the eps-bar operator's matrix, built pair by pair with
   the entangled couplings of :func:`bisimkit.couplings.merge_breakpoints`
   computed on the fly: no intermediate cell arrays, so n = 2000 fits in a few GiB;
-* :func:`matvec`: a multi-threaded CSR product for the Krylov solves.
+* :func:`matvec`: a multi-threaded CSR product for the Krylov solves;
+* :func:`scc_gauss_seidel`: Gauss-Seidel sweeps of ``x = rhs + T x`` over a set of pairs (the labelled-chain
+  solver's strongly connected components, the engine's mid-size pair systems).
 
 The transportation simplex lives in :mod:`bisimkit.simplex`.
 """
@@ -249,3 +251,63 @@ def matvec(T: sp.csr_matrix, dtype=np.float64):
         return out
 
     return product
+
+
+@kernel
+def scc_gauss_seidel(members, indptr, indices, data, rhs, x, local, max_sweeps, target):
+    """Gauss-Seidel sweeps of ``x_S = rhs_S + T x`` over one component ``S = members`` (the states outside S
+    already solved) until the largest residual is at most ``target`` or ``max_sweeps`` have run.
+
+    Parameters
+    ----------
+    members : the states of the component.
+    indptr, indices, data : ``T`` in CSR form.
+    rhs, x : (N, r) right-hand sides and values (x read outside S, written on S; its entries on S are the
+        start).
+    local : int64 (N,) scratch, -1 outside S on entry and exit.
+    max_sweeps : the most sweeps; target : the residual at which to stop.
+
+    Returns the sweeps run and the largest change in the last sweep.
+    """
+    r = rhs.shape[1]
+    size = len(members)
+    for i in range(size):
+        local[members[i]] = i
+    # the part of the right-hand side from outside S is fixed
+    fixed = np.empty((size, r))
+    for i in range(size):
+        p = members[i]
+        for j in range(r):
+            fixed[i, j] = rhs[p, j]
+        for e in range(indptr[p], indptr[p + 1]):
+            q = indices[e]
+            if local[q] < 0:
+                for j in range(r):
+                    fixed[i, j] += data[e] * x[q, j]
+    sweeps = 0
+    resid = np.inf
+    while sweeps < max_sweeps:
+        sweeps += 1
+        resid = 0.0
+        for i in range(size):
+            p = members[i]
+            diag = 0.0
+            for e in range(indptr[p], indptr[p + 1]):
+                if indices[e] == p:
+                    diag += data[e]
+            for j in range(r):
+                acc = fixed[i, j]
+                for e in range(indptr[p], indptr[p + 1]):
+                    q = indices[e]
+                    if q != p and local[q] >= 0:
+                        acc += data[e] * x[q, j]
+                new = acc / (1.0 - diag)
+                change = abs(new - x[p, j])
+                if change > resid:
+                    resid = change
+                x[p, j] = new
+        if resid <= target:
+            break
+    for i in range(size):
+        local[members[i]] = -1
+    return sweeps, resid

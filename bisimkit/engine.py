@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from .compiled import matvec
+from .compiled import matvec, scc_gauss_seidel
 from .couplings import Cells
 from .errors import InputError, check_count
 from .forms import Evaluation, PairLinearForm, SteinForm, TransportTerms, pair_system
@@ -477,8 +477,6 @@ def solve_fixed_point(
 def _gauss_seidel_step(T: sp.csr_matrix, c: float) -> Callable[[np.ndarray], np.ndarray]:
     """``r -> dx``, an approximate solve of ``(I - cT) dx = r`` by :data:`GAUSS_SEIDEL_PASS` compiled
     Gauss-Seidel sweeps from 0 (fewer when the sweeps stop changing dx by more than 1e-15 of ``r``)."""
-    from .lmc import gauss_seidel  # the compiled sweeps of the labelled-chain solver
-
     cT = (c * T).tocsr()
     N = cT.shape[0]
     members = np.arange(N, dtype=np.int64)
@@ -489,7 +487,7 @@ def _gauss_seidel_step(T: sp.csr_matrix, c: float) -> Callable[[np.ndarray], np.
         dx = np.zeros((N, 1))
         rhs = np.ascontiguousarray(r, dtype=np.float64).reshape(N, 1)
         target = 1e-15 * float(np.max(np.abs(r), initial=0.0))
-        gauss_seidel(members, indptr, indices, data, rhs, dx, local, GAUSS_SEIDEL_PASS, target)
+        scc_gauss_seidel(members, indptr, indices, data, rhs, dx, local, GAUSS_SEIDEL_PASS, target)
         return dx[:, 0]
 
     return step

@@ -69,6 +69,7 @@ from typing import Sequence, cast
 
 import numpy as np
 
+from .compiled import scc_gauss_seidel
 from .engine import Solution
 from .errors import InputError
 from .ground import read_ground_file
@@ -1242,71 +1243,6 @@ def _scc_sweep(scc_ptr, members, first, last, indptr, indices, data, rhs, x, loc
             local[p] = -1
 
 
-@kernel
-def _scc_gauss_seidel(members, indptr, indices, data, rhs, x, local, max_sweeps, target):
-    """Gauss-Seidel sweeps of ``x_S = rhs_S + T x`` over one component ``S = members`` (the states outside S
-    already solved) until the largest residual is at most ``target`` or ``max_sweeps`` have run.
-
-    Parameters
-    ----------
-    members : the states of the component.
-    indptr, indices, data : ``T`` in CSR form.
-    rhs, x : (N, r) right-hand sides and values (x read outside S, written on S; its entries on S are the
-        start).
-    local : int64 (N,) scratch, -1 outside S on entry and exit.
-    max_sweeps : the most sweeps; target : the residual at which to stop.
-
-    Returns the sweeps run and the largest change in the last sweep.
-    """
-    r = rhs.shape[1]
-    size = len(members)
-    for i in range(size):
-        local[members[i]] = i
-    # the part of the right-hand side from outside S is fixed
-    fixed = np.empty((size, r))
-    for i in range(size):
-        p = members[i]
-        for j in range(r):
-            fixed[i, j] = rhs[p, j]
-        for e in range(indptr[p], indptr[p + 1]):
-            q = indices[e]
-            if local[q] < 0:
-                for j in range(r):
-                    fixed[i, j] += data[e] * x[q, j]
-    sweeps = 0
-    resid = np.inf
-    while sweeps < max_sweeps:
-        sweeps += 1
-        resid = 0.0
-        for i in range(size):
-            p = members[i]
-            diag = 0.0
-            for e in range(indptr[p], indptr[p + 1]):
-                if indices[e] == p:
-                    diag += data[e]
-            for j in range(r):
-                acc = fixed[i, j]
-                for e in range(indptr[p], indptr[p + 1]):
-                    q = indices[e]
-                    if q != p and local[q] >= 0:
-                        acc += data[e] * x[q, j]
-                new = acc / (1.0 - diag)
-                change = abs(new - x[p, j])
-                if change > resid:
-                    resid = change
-                x[p, j] = new
-        if resid <= target:
-            break
-    for i in range(size):
-        local[members[i]] = -1
-    return sweeps, resid
-
-
-#: The Gauss-Seidel kernel under its public name, for the pair systems of the other solvers
-#: (:func:`bisimkit.engine.solve_fixed_point`).
-gauss_seidel = _scc_gauss_seidel
-
-
 def _components(T) -> tuple[np.ndarray, np.ndarray]:
     """The strongly connected components of the graph of ``T`` in solving order (successors first):
     ``(scc_ptr, members)``."""
@@ -1371,7 +1307,7 @@ def _block_solve(T, rhs: np.ndarray, comps, start: np.ndarray | None = None) -> 
         if comp < len(sizes):
             S = members[scc_ptr[comp] : scc_ptr[comp + 1]]
             # Gauss-Seidel first (cheap where coupled runs separate quickly), a sparse LU if it stalls
-            sweeps, resid = _scc_gauss_seidel(
+            sweeps, resid = scc_gauss_seidel(
                 S,
                 indptr,
                 indices,
@@ -1391,7 +1327,7 @@ def _block_solve(T, rhs: np.ndarray, comps, start: np.ndarray | None = None) -> 
     return x
 
 
-def _evaluate(b, T, comps=None, start=None):
+def coupling_value(b, T, comps=None, start=None):
     """The value ``x`` of the couplings and ``z`` with ``(I - T) z = 1``, by block back-substitution over the
     strongly connected components of the couplings' pair graph (or the coarser ``comps``), with one step of
     refinement; ``start`` (N, 2): the last couplings' ``x, z``, a first guess for the large components."""
@@ -1453,7 +1389,7 @@ def policy_iteration(space: PairSpace, quotient: Quotient, c: float, comps=None)
     x = z = np.zeros(N)  # read from the second evaluation on, as its warm start
     while True:
         b, T = _assemble(couplings, space, c)
-        x, z, rx, rz = _evaluate(b, T, comps, None if not evaluations else np.stack([x, z], axis=1))
+        x, z, rx, rz = coupling_value(b, T, comps, None if not evaluations else np.stack([x, z], axis=1))
         evaluations += 1
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(z))):  # pragma: no cover - I - T is non-singular
             note = "a coupling system could not be solved"

@@ -15,7 +15,7 @@ is the fixed point of ``F`` restricted to it, a c-contraction in the sup norm ov
 
 On that closure the solve is the engine's coupling iteration (:mod:`bisimkit.engine`): fix a coupling per
 pair, solve ``x = g + c T x`` (block back-substitution over the strongly connected components of the
-coupling graph, :func:`bisimkit.lmc._evaluate`), re-optimise every coupling under ``x`` with the compiled
+coupling graph, :func:`bisimkit.lmc.coupling_value`), re-optimise every coupling under ``x`` with the compiled
 network simplex (:func:`bisimkit.simplex.solve_padded`), until the certificate reaches ``tol``. The
 certificate is the engine's: with ``y`` the computed ``F(x)`` and ``e`` a bound on ``|y - F(x)|`` per pair
 (the operator's own one-step charges from :meth:`~bisimkit.operators.Operator.build`, each transport
@@ -35,13 +35,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .couplings import load_pot
 from .engine import Solution
 from .errors import InputError
 from .ground import Ground
+from .lmc import coupling_value
 from .mdp import FiniteMDP
 from .pairs import PairSpace, check_state_pairs, successor_closure
 from .roundoff import U, gamma
 from .simplex import BASIS_DTYPE, basis_offsets, solve_padded
+from .transport import plan_gap
 
 #: Bytes the closure may take by default (pairs, their cells, the coupling system).
 DEFAULT_QUERY_MEMORY = 4 * 2**30
@@ -151,9 +154,6 @@ def _transport(grp: _Group, ext: np.ndarray, solve: bool):
         cost, plan, ok, _, grp.basis, gap = solve_padded(grp.a, grp.b, C, rows, columns, grp.basis, grp.warm)
         grp.warm = ok.copy()
         for p in np.flatnonzero(~ok):  # pragma: no cover - the simplex's pivot cap: POT's solver instead
-            from .couplings import load_pot
-            from .transport import plan_gap
-
             Gp, log = load_pot().emd(grp.a[p], grp.b[p], C[p], numItermax=10_000_000, log=True)
             plan[p] = Gp
             cost[p] = float(np.sum(Gp * C[p]))
@@ -164,7 +164,7 @@ def _transport(grp: _Group, ext: np.ndarray, solve: bool):
 def _system(groups: list[_Group], plans: list[np.ndarray], N: int, c: float):
     """``c T`` (CSR, N x N) of the couplings ``plans``: pair p's row holds c times the mass its coupling puts
     on each successor pair (the diagonal, where d = 0, left out)."""
-    import scipy.sparse as sp
+    import scipy.sparse as sp  # start-up cost: scipy's sparse modules load when pairs are queried
 
     rows, cols, vals = [], [], []
     for grp, plan in zip(groups, plans):
@@ -241,8 +241,6 @@ def query_solution(
         e = (e + gamma(3) * np.abs(y)) * (1 + 4 * U)
         return y, e, plans
 
-    from .lmc import _evaluate
-
     x = np.zeros(N)
     history: list[float] = []
     seconds: list[float] = []
@@ -252,7 +250,7 @@ def query_solution(
     converged = False
     while N and rounds < MAX_ROUNDS:
         rounds += 1
-        x, _, _, _ = _evaluate(g, _system(groups, plans, N, c))
+        x, _, _, _ = coupling_value(g, _system(groups, plans, N, c))
         y, e, new_plans = evaluate(x)
         err = (c * float(np.max(np.abs(y - x), initial=0.0)) + float(np.max(e, initial=0.0))) / (1 - c)
         history.append(err)

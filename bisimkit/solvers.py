@@ -57,7 +57,9 @@ from .operators import (
     stein_form,
 )
 from .order import OrderSpec, resolve_order
+from .pairs import check_state_pairs
 from .quotient import DEVIATION_SHARE, RELATION_ATOL, quotient as find_quotient
+from .relations import relation_labels
 from .roundoff import U as U_ROUND, gamma
 
 __all__ = [
@@ -236,8 +238,7 @@ def _queried_on_quotient(mdp: FiniteMDP, op: Operator, g, opts: SolveOptions, bu
     """The queried pairs solved between the blocks of the largest relation, when it merges states and its lift
     can be certified a priori within ``tol`` (``docs/operators.md#quotient-first``): the lift adds its a-priori
     bound, taken with the bound ``C / (1 - c)`` on every distance, since only some pairs are solved."""
-    from .pairs import check_state_pairs
-    from .query import query_solution
+    from .query import query_solution  # the on-the-fly solve: loaded when pairs are queried
 
     queries = check_state_pairs(opts.pairs, mdp.n_states)
     start = time.perf_counter()
@@ -331,8 +332,6 @@ def _fits_in_memory(mdp: FiniteMDP, op: Operator, g: Ground | None, opts: SolveO
         plain = _is_index(opts.order) and _is_index(opts.action_order) and op.base is None
         if not (plain and _quotient_applies(mdp, op, opts)):
             raise
-        from .relations import relation_labels
-
         assert op.relation is not None  # _quotient_applies
         labels = relation_labels(mdp, op.relation, g if g is not None else "reward", RELATION_ATOL)
         blocks = int(np.max(labels)) + 1

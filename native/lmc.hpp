@@ -1,6 +1,6 @@
 // The kernels of bisimkit/lmc.py, statement for statement (same arithmetic, same order: bit for bit the
 // Python functions' results): the dual lower bounds of the simplex's bases, and the block
-// back-substitution and Gauss-Seidel sweeps of the coupling systems ``x = rhs + T x``.
+// back-substitution of the coupling systems ``x = rhs + T x`` (its Gauss-Seidel sweeps are compiled.hpp's).
 #pragma once
 
 #include <cmath>
@@ -169,55 +169,6 @@ void scc_sweep(Vec<i64> scc_ptr, Vec<i64> members, i64 first, i64 last, Vec<P> i
             local[p] = -1;
         }
     }
-}
-
-template <class P, class J>
-std::tuple<i64, double> scc_gauss_seidel(Vec<i64> members, Vec<P> indptr, Vec<J> indices, Vec<double> data,
-                                         Mat<double> rhs, Mat<double> x, Vec<i64> local, i64 max_sweeps,
-                                         double target) {
-    const i64 r = rhs.cols;
-    const i64 size = members.size;
-    for (i64 i = 0; i < size; ++i) local[members[i]] = i;
-    // the part of the right-hand side from outside S is fixed
-    Buffer<double> fixed_(size * r);
-    const Mat<double> fixed = fixed_.matrix(size, r);
-    for (i64 i = 0; i < size; ++i) {
-        const i64 p = members[i];
-        for (i64 j = 0; j < r; ++j) fixed(i, j) = rhs(p, j);
-        for (i64 e = indptr[p]; e < indptr[p + 1]; ++e) {
-            const i64 q = indices[e];
-            if (local[q] < 0) {
-                for (i64 j = 0; j < r; ++j) fixed(i, j) += data[e] * x(q, j);
-            }
-        }
-    }
-    i64 sweeps = 0;
-    double resid = std::numeric_limits<double>::infinity();
-    while (sweeps < max_sweeps) {
-        sweeps += 1;
-        resid = 0.0;
-        for (i64 i = 0; i < size; ++i) {
-            const i64 p = members[i];
-            double diag = 0.0;
-            for (i64 e = indptr[p]; e < indptr[p + 1]; ++e) {
-                if (indices[e] == p) diag += data[e];
-            }
-            for (i64 j = 0; j < r; ++j) {
-                double acc = fixed(i, j);
-                for (i64 e = indptr[p]; e < indptr[p + 1]; ++e) {
-                    const i64 q = indices[e];
-                    if (q != p && local[q] >= 0) acc += data[e] * x(q, j);
-                }
-                const double next = acc / (1.0 - diag);
-                const double change = std::fabs(next - x(p, j));
-                if (change > resid) resid = change;
-                x(p, j) = next;
-            }
-        }
-        if (resid <= target) break;
-    }
-    for (i64 i = 0; i < size; ++i) local[members[i]] = -1;
-    return {sweeps, resid};
 }
 
 }  // namespace bisimkit::lmc

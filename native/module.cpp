@@ -131,6 +131,21 @@ void bind_compiled(nb::module_ m) {
                   });
               });
     }
+    m.def("scc_gauss_seidel", [](In members, In indptr, In indices_, In data, In rhs, Out x, Out local,
+                                  i64 max_sweeps, double target) {
+        return indices(indptr, "indptr", [&](auto pointer_type) {
+            return indices(indices_, "indices", [&](auto index_type) {
+                using P = decltype(pointer_type);
+                using J = decltype(index_type);
+                const auto args = std::make_tuple(
+                    vec<i64>(members, "members"), vec<P>(indptr, "indptr"), vec<J>(indices_, "indices"),
+                    vec<double>(data, "data"), mat<double>(rhs, "rhs"), mat<double>(x, "x"), vec<i64>(local, "local"),
+                    max_sweeps, target);
+                nb::gil_scoped_release release;
+                return std::apply(cc::scc_gauss_seidel<P, J>, args);
+            });
+        });
+    });
 }
 
 // ---------------------------------------------------------------------------------------- relations
@@ -184,21 +199,6 @@ void bind_lmc(nb::module_ m) {
                     mat<double>(x, "x"), vec<i64>(local, "local"));
                 nb::gil_scoped_release release;
                 std::apply(lm::scc_sweep<P, J>, args);
-            });
-        });
-    });
-    m.def("_scc_gauss_seidel", [](In members, In indptr, In indices_, In data, In rhs, Out x, Out local,
-                                  i64 max_sweeps, double target) {
-        return indices(indptr, "indptr", [&](auto pointer_type) {
-            return indices(indices_, "indices", [&](auto index_type) {
-                using P = decltype(pointer_type);
-                using J = decltype(index_type);
-                const auto args = std::make_tuple(
-                    vec<i64>(members, "members"), vec<P>(indptr, "indptr"), vec<J>(indices_, "indices"),
-                    vec<double>(data, "data"), mat<double>(rhs, "rhs"), mat<double>(x, "x"), vec<i64>(local, "local"),
-                    max_sweeps, target);
-                nb::gil_scoped_release release;
-                return std::apply(lm::scc_gauss_seidel<P, J>, args);
             });
         });
     });

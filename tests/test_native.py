@@ -759,7 +759,7 @@ def test_block_back_substitution_and_gauss_seidel(index_type):
         S = members[scc_ptr[big] : scc_ptr[big + 1]]
         for sweeps, target in ((400, 2.0**-50), (3, 0.0), (0, 1.0)):
             out, _ = both(
-                lmc._scc_gauss_seidel,
+                compiled.scc_gauss_seidel,
                 S,
                 T.indptr,
                 T.indices,

@@ -279,36 +279,7 @@ def cmd_solve(args) -> int:
         mdp.require_policy(f"metric '{args.metric}'")
     ground = resolve_ground(mdp, args.ground) if info.uses_ground else None
     resolve_order(mdp, args.order, args.action_order, ground if ground is not None else "reward")
-    if queried:
-        return _solve_queries(args, mdp)
-    _checked_out(args.out)
-    return solve_and_report(
-        args,
-        lambda report: solve(
-            mdp,
-            args.metric,
-            ground=args.ground,
-            tol=args.tol,
-            method=args.method,
-            progress=report,
-            max_iterations=args.max_iterations,
-            order=args.order,
-            action_order=args.action_order,
-            quotient=not args.no_quotient,
-            backend=args.backend,
-            device=args.device,
-            force=args.force,
-        ),
-        (ZeroGroundWarning, PrecisionWarning),
-        f"n={mdp.n_states}",
-        lambda sol: summarize(mdp, sol),
-    )
-
-
-def _solve_queries(args, mdp: FiniteMDP) -> int:
-    """``bisimkit solve FILE --metric pi|psm|eps-avg --pairs FILE``: only the queried pairs and the pairs they reach
-    (:mod:`bisimkit.query`)."""
-    pairs = _state_pairs(args.pairs)
+    pairs = _state_pairs(args.pairs) if queried else None  # only the queried pairs (bisimkit.query)
     _checked_out(args.out)
     return solve_and_report(
         args,
@@ -328,9 +299,9 @@ def _solve_queries(args, mdp: FiniteMDP) -> int:
             force=args.force,
             pairs=pairs,
         ),
-        (PrecisionWarning,),
-        f"{len(pairs)} pairs",
-        summarize_queries,
+        (ZeroGroundWarning, PrecisionWarning),
+        f"n={mdp.n_states}" if pairs is None else f"{len(pairs)} pairs",
+        (lambda sol: summarize(mdp, sol)) if pairs is None else summarize_queries,
     )
 
 

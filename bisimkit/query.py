@@ -228,30 +228,31 @@ def query_solution(
     groups = _groups(space, ptr, cols, probs, law_error)
 
     def evaluate(x: np.ndarray):
-        """``(y, e, plans)``: F(x) with its per-pair error bound and the optimal couplings."""
+        """``(y, e, plans, costs)``: F(x) with its per-pair error bound, the optimal couplings and their costs."""
         ext = np.concatenate([x, [0.0]])
         y = g.copy()
         e = g_error.copy()
-        plans = []
+        plans, costs = [], []
         for grp in groups:
             cost, plan, gap = _transport(grp, ext, True)
             plans.append(plan)
+            costs.append(cost)
             y[grp.pairs] = g[grp.pairs] + c * cost
             e[grp.pairs] += c * gap
         e = (e + gamma(3) * np.abs(y)) * (1 + 4 * U)
-        return y, e, plans
+        return y, e, plans, costs
 
     x = np.zeros(N)
     history: list[float] = []
     seconds: list[float] = []
-    y, e, plans = evaluate(g.copy())  # first couplings: optimal under the one-step distances
+    y, e, plans, _ = evaluate(g.copy())  # first couplings: optimal under the one-step distances
     err = np.inf
     rounds = 0
     converged = False
     while N and rounds < MAX_ROUNDS:
         rounds += 1
         x, _, _, _ = coupling_value(g, _system(groups, plans, N, c))
-        y, e, new_plans = evaluate(x)
+        y, e, new_plans, new_costs = evaluate(x)
         err = (c * float(np.max(np.abs(y - x), initial=0.0)) + float(np.max(e, initial=0.0))) / (1 - c)
         history.append(err)
         seconds.append(time.perf_counter() - start)
@@ -261,13 +262,12 @@ def query_solution(
             converged = True
             break
         improved = False
-        for i, (grp, old, new) in enumerate(zip(groups, plans, new_plans)):
+        ext = np.concatenate([x, [0.0]])
+        for i, (grp, old, new, cost) in enumerate(zip(groups, plans, new_plans, new_costs)):
             if grp.fixed:
                 continue
-            ext = np.concatenate([x, [0.0]])
-            C = ext[grp.target]
-            current = np.einsum("gab,gab->g", old, C)
-            better = np.einsum("gab,gab->g", new, C) < current - 16 * new[0].size * U * (current + 1e-300)
+            current = np.einsum("gab,gab->g", old, ext[grp.target])
+            better = cost < current - 16 * new[0].size * U * (current + 1e-300)
             if np.any(better):
                 plans[i] = np.where(better[:, None, None], new, old)
                 improved = True

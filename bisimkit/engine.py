@@ -461,7 +461,7 @@ def solve_fixed_point(
     if direct:
         step = spla.splu((sp.identity(N, format="csr") - c * T).tocsc()).solve
     elif product is None and T.nnz * sweeps <= GAUSS_SEIDEL_WORK:
-        step = _gauss_seidel_step(T, c)
+        step = _gauss_seidel_step(T, c, tol)
     else:
         T32 = matvec(T, np.float32)
         A = spla.LinearOperator((N, N), matvec=lambda v: v - np.float32(c) * T32(v), dtype=np.float32)
@@ -474,9 +474,12 @@ def solve_fixed_point(
     return _refine(matvec(T) if product is None else product, step, b, c, x0, tol, direct=direct)
 
 
-def _gauss_seidel_step(T: sp.csr_matrix, c: float) -> Callable[[np.ndarray], np.ndarray]:
-    """``r -> dx``, an approximate solve of ``(I - cT) dx = r`` by :data:`GAUSS_SEIDEL_PASS` compiled
-    Gauss-Seidel sweeps from 0 (fewer when the sweeps stop changing dx by more than 1e-15 of ``r``)."""
+def _gauss_seidel_step(T: sp.csr_matrix, c: float, tol: float) -> Callable[[np.ndarray], np.ndarray]:
+    """``r -> dx``, an approximate solve of ``(I - cT) dx = r`` by at most :data:`GAUSS_SEIDEL_PASS` compiled
+    Gauss-Seidel sweeps from 0. The sweeps stop once none changes dx by more than
+    ``max(1e-15 max|r|, tol (1 - c) / 2)``: after a sweep, row i's equation is off only by the later
+    changes of the entries it reads, at most c times the largest change, so the new residual's bound
+    ``c · change / (1 - c)`` is then within ``tol`` (the caller's refinement checks it either way)."""
     cT = (c * T).tocsr()
     N = cT.shape[0]
     members = np.arange(N, dtype=np.int64)
@@ -486,7 +489,7 @@ def _gauss_seidel_step(T: sp.csr_matrix, c: float) -> Callable[[np.ndarray], np.
     def step(r: np.ndarray) -> np.ndarray:
         dx = np.zeros((N, 1))
         rhs = np.ascontiguousarray(r, dtype=np.float64).reshape(N, 1)
-        target = 1e-15 * float(np.max(np.abs(r), initial=0.0))
+        target = max(1e-15 * float(np.max(np.abs(r), initial=0.0)), 0.5 * tol * (1.0 - c))
         scc_gauss_seidel(members, indptr, indices, data, rhs, dx, local, GAUSS_SEIDEL_PASS, target)
         return dx[:, 0]
 

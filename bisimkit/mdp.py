@@ -284,17 +284,26 @@ class FiniteMDP:
 
         if self._transitions is not None:
             return sp.csr_matrix(self.transition_pi)
-        # the mixture sum_a diag(pi[:, a]) P_a, each action's rows taken every m-th, rows cleaned
+        # the mixture sum_a pi(s, a) P(s, a): row s*m + a's entries weighted by pi(s, a), summed per state
+        # (duplicate columns summed, exact zeros dropped), clipped at zero and divided by the row sums
         pi = self.require_policy("the policy-averaged transition")
-        m = self.n_actions
-        assert self._rows is not None  # a model holds dense or sparse transitions
-        mixture = sum(sp.diags(pi[:, a]) @ self._rows[a::m] for a in range(m))
-        mixture = sp.csr_matrix(mixture)
-        mixture.sum_duplicates()
-        mixture.data = np.clip(mixture.data, 0.0, None)
-        totals = np.asarray(mixture.sum(axis=1)).ravel()
-        mixture = sp.csr_matrix(sp.diags(1.0 / totals) @ mixture)
+        n, m = self.n_states, self.n_actions
+        rows = self._rows
+        assert rows is not None  # a model holds dense or sparse transitions
+        counts = np.diff(rows.indptr)
+        weights = np.repeat(pi.reshape(-1), counts) * rows.data
+        if m == 1:
+            mixture = sp.csr_matrix((weights, rows.indices.copy(), rows.indptr.copy()), shape=(n, n))
+            mixture.sum_duplicates()
+        else:
+            states = np.repeat(np.arange(n), counts.reshape(n, m).sum(axis=1))
+            mixture = sp.csr_matrix((weights, (states, rows.indices)), shape=(n, n))
+        np.clip(mixture.data, 0.0, None, out=mixture.data)
+        mixture.eliminate_zeros()
         mixture.sort_indices()
+        lengths = np.diff(mixture.indptr)
+        totals = np.bincount(np.repeat(np.arange(n), lengths), weights=mixture.data, minlength=n)
+        mixture.data /= np.repeat(totals, lengths)
         return mixture
 
     # ---------------------------------------------------------- conversion

@@ -111,20 +111,16 @@ operators (mico, psm-sampled, dbc-sampled: ``d(s, s) > 0``), nor dbc (W2) or eps
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .couplings import entangled_cells, histogram_rows
 from .ground import Ground
-from .kernels import on_small_path
+from .kernels import DenseRows, kernel, on_small_path
 from .mdp import FiniteMDP
 from .operators import QUOTIENT_METRICS, Operator, mean_action_terms, mean_reward_terms, operator
 from .relations import RELATION_ATOL, relation_labels
 from .roundoff import U, gamma
-
-if TYPE_CHECKING:
-    import scipy.sparse as sp
 
 #: The deviation term may use at most this fraction of the requested tolerance.
 DEVIATION_SHARE = 0.5
@@ -236,10 +232,8 @@ def quotient(mdp: FiniteMDP, metric: str, ground: Ground = "reward", atol: float
         return None
     # canonical labels: block b's smallest state is the first whose label exceeds every label before it
     reps = np.flatnonzero(np.diff(np.maximum.accumulate(labels), prepend=-1) > 0)
-    onehot = _onehot(labels, k)
     rep_rows = (reps[:, None] * m + np.arange(m)).ravel()
-    P = _transition_matrix(mdp, False)[rep_rows] @ onehot  # (k m) x k: dense on the small path, else CSR
-    P = P.reshape(k, m, k) if isinstance(P, np.ndarray) else P
+    P = _block_rows(_transition_matrix(mdp, False), rep_rows, labels, k)  # (k m) x k: dense on the small path
     policy = None if mdp.policy is None else mdp.policy[reps]
     q_mdp = FiniteMDP(
         P, mdp.rewards[reps], mdp.discount, policy, mdp.action_values, name=f"quotient[{mdp.label}, {k} of {n} states]"
@@ -247,20 +241,26 @@ def quotient(mdp: FiniteMDP, metric: str, ground: Ground = "reward", atol: float
     q_ground = None
     if op.uses_ground:
         q_ground = ground if isinstance(ground, str) else np.asarray(ground)[np.ix_(rep_rows, rep_rows)]
-    g_dev, t_dev = _deviation_parts(mdp, q_mdp, op, ground, labels, reps, onehot)
+    g_dev, t_dev = _deviation_parts(mdp, q_mdp, op, ground, labels, reps)
     return Quotient(metric, mdp, q_mdp, q_ground, labels, reps, g_dev, t_dev)
 
 
-def _onehot(labels: np.ndarray, k: int):
-    """The n x k indicator matrix of the blocks: dense on the small-problem path, else CSR."""
-    n = len(labels)
-    if on_small_path():  # bisimkit.kernels: numpy only
-        onehot = np.zeros((n, k))
-        onehot[np.arange(n), labels] = 1.0
-        return onehot
+def _block_rows(X, rows: np.ndarray, labels: np.ndarray, k: int):
+    """The rows ``rows`` of X with their masses gathered onto the k blocks (``X[rows] @ onehot(labels)``): a
+    (k, m, k) array on the small-problem path (X dense), else CSR, the masses of a block summed in their
+    stored order."""
+    if isinstance(X, np.ndarray):  # bisimkit.kernels: numpy only
+        onehot = np.zeros((X.shape[1], k))
+        onehot[np.arange(X.shape[1]), labels] = 1.0
+        return (X[rows] @ onehot).reshape(k, -1, k)
     import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
 
-    return sp.csr_matrix((np.ones(n), np.asarray(labels), np.arange(n + 1)), shape=(n, k))  # one entry a row
+    indptr = np.asarray(X.indptr, dtype=np.int64)
+    counts = indptr[rows + 1] - indptr[rows]
+    ends = np.cumsum(counts)
+    entries = np.repeat(indptr[rows] - (ends - counts), counts) + np.arange(int(ends[-1]) if len(ends) else 0)
+    owner = np.repeat(np.arange(len(rows)), counts)
+    return sp.csr_matrix((X.data[entries], (owner, labels[X.indices[entries]])), shape=(len(rows), k))
 
 
 def _transition_matrix(mdp: FiniteMDP, policy: bool):
@@ -270,21 +270,71 @@ def _transition_matrix(mdp: FiniteMDP, policy: bool):
     return mdp.transition_pi_rows if policy else mdp.transition_rows
 
 
-def _aggregate(X, onehot):
-    """``X @ onehot`` (class masses of every row), CSR unless on the small-problem path."""
-    if isinstance(onehot, np.ndarray):
-        return X @ onehot
-    import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
+@kernel
+def _block_tv(indptr, indices, data, labels, q_indptr, q_indices, q_data, rows_x, rows_y, mass, out):
+    """``out[i] = TV(B#X[rows_x[i]], Y[rows_y[i]])``: row ``rows_x[i]`` of the CSR matrix X (indptr, indices,
+    data) over states, its masses gathered onto blocks (``labels[state]``, k blocks), against row
+    ``rows_y[i]`` of the CSR matrix Y over blocks (q_indptr, q_indices, q_data; no repeated columns). ``mass``
+    is k zeros of scratch, left as zeros. Each block's aggregated mass is a sum of the row's masses in its
+    stored order; the TV is one rounded subtraction per block and a sum of the absolute differences, halved
+    (so the exact half-sum of the computed rows is at most ``1 + gamma(k + 2)`` times it)."""
+    for i in range(len(rows_x)):
+        x = rows_x[i]
+        y = rows_y[i]
+        for e in range(indptr[x], indptr[x + 1]):
+            mass[labels[indices[e]]] += data[e]
+        total = 0.0
+        for e in range(q_indptr[y], q_indptr[y + 1]):
+            b = q_indices[e]
+            total += abs(mass[b] - q_data[e])
+            mass[b] = -1.0  # counted (an aggregated mass is never negative)
+        for e in range(indptr[x], indptr[x + 1]):
+            b = labels[indices[e]]
+            if mass[b] != -1.0:
+                total += abs(mass[b])
+                mass[b] = -1.0
+        for e in range(indptr[x], indptr[x + 1]):
+            mass[labels[indices[e]]] = 0.0
+        for e in range(q_indptr[y], q_indptr[y + 1]):
+            mass[q_indices[e]] = 0.0
+        out[i] = 0.5 * total
 
-    return sp.csr_matrix(X @ onehot)
 
-
-def _row_tv(X: sp.csr_matrix, rows_x: np.ndarray, Y: sp.csr_matrix, rows_y: np.ndarray) -> np.ndarray:
-    """``TV(X[rows_x[i]], Y[rows_y[i]])`` for every i (sparse, O(nnz)), as computed: one rounded subtraction
-    per entry and a sum of them, so the exact half-sum of the computed rows is at most ``(1 + gamma(k + 2))``
+def _row_tv(X, rows_x: np.ndarray, Y, rows_y: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``TV(B#X[rows_x[i]], Y[rows_y[i]])`` for every i, O(nnz): X's rows over states gathered onto the blocks
+    ``labels``, Y's over blocks (CSR, or :class:`~bisimkit.kernels.DenseRows` on the small-problem path), as
+    computed by :func:`_block_tv`: the exact half-sum of the computed rows is at most ``(1 + gamma(k + 2))``
     times this, k the number of blocks."""
-    diff = X[rows_x] - Y[rows_y]
-    return 0.5 * np.asarray(abs(diff).sum(axis=1)).ravel()
+    out = np.zeros(len(rows_x))
+    if not len(rows_x):
+        return out
+    k = Y.shape[1]
+    X, Y = _csr_of(X), _csr_of(Y)
+    _block_tv(
+        np.asarray(X.indptr, dtype=np.int64),
+        np.asarray(X.indices, dtype=np.int64),
+        np.asarray(X.data, dtype=np.float64),
+        np.asarray(labels, dtype=np.int64),
+        np.asarray(Y.indptr, dtype=np.int64),
+        np.asarray(Y.indices, dtype=np.int64),
+        np.asarray(Y.data, dtype=np.float64),
+        np.asarray(rows_x, dtype=np.int64),
+        np.asarray(rows_y, dtype=np.int64),
+        np.zeros(k),
+        out,
+    )
+    return out
+
+
+def _csr_of(X):
+    """X's rows in CSR layout with no repeated column in a row: a dense array (the small-problem path) as
+    :class:`~bisimkit.kernels.DenseRows`, a CSR matrix as it is once its duplicates are summed."""
+    if isinstance(X, np.ndarray):
+        return DenseRows(X)
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    return X
 
 
 def _deviation_parts(
@@ -294,7 +344,6 @@ def _deviation_parts(
     ground: Ground,
     labels: np.ndarray,
     reps: np.ndarray,
-    onehot: sp.csr_matrix,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(ground part, transport part) of delta(s), compared with the quotient's own arrays, each an upper bound
     on the exact quantity of the module docstring: what is computed, scaled for the rounding of its own
@@ -309,23 +358,23 @@ def _deviation_parts(
     aggregate = 0.5 * gamma(n) + U  # the aggregated masses' rounding, in total variation
     tv_scale = 1.0 + gamma(k + 2)
     if op.term in ("reward-mean", "action-mean"):  # the policy's averages: one law per state
-        agg = _aggregate(_transition_matrix(mdp, True), onehot)
-        tv = _row_tv(agg, np.arange(n), _transition_matrix(q, True), labels) * tv_scale
+        tv = _row_tv(_transition_matrix(mdp, True), np.arange(n), _transition_matrix(q, True), labels, labels)
+        tv = tv * tv_scale
         tv = tv + ro.pi_law_error + qo.pi_law_error[labels] + aggregate
         terms = mean_reward_terms if op.term == "reward-mean" else mean_action_terms
         g, g_error = terms(ro, np.arange(n), qo, labels)
         return (g + g_error)[:, None], tv[:, None]
-    agg = _aggregate(_transition_matrix(mdp, False), onehot)
+    P = _transition_matrix(mdp, False)
     if op.term == "reward":  # every action, paired with itself
         q_rows = (labels[:, None] * m + np.arange(m)).ravel()
-        tv = _row_tv(agg, np.arange(n * m), _transition_matrix(q, False), q_rows).reshape(n, m) * tv_scale
+        tv = _row_tv(P, np.arange(n * m), _transition_matrix(q, False), q_rows, labels).reshape(n, m) * tv_scale
         tv = tv + (ro.transition_law_error + qo.transition_law_error[q_rows]).reshape(n, m) + aggregate
         return np.abs(mdp.rewards - q.rewards[labels]) * (1 + U), tv
     # eps: the entangled coupling of pi(s) and pi~(B(s)), cell by cell (the merged breakpoint segments).
     cells = entangled_cells(histogram_rows(mdp.policy), np.arange(n), histogram_rows(q.policy), labels)
     s, a, b = cells.problem, cells.i, cells.j
     block = labels[s]
-    tv = _row_tv(agg, s * m + a, _transition_matrix(q, False), block * m + b) * tv_scale
+    tv = _row_tv(P, s * m + a, _transition_matrix(q, False), block * m + b, labels) * tv_scale
     tv = tv + ro.transition_law_error[s * m + a] + qo.transition_law_error[block * m + b] + aggregate
     if isinstance(ground, str) and ground == "reward":
         g = np.abs(mdp.rewards[s, a] - q.rewards[block, b]) * (1 + U)

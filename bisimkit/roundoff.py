@@ -459,7 +459,10 @@ def mixture_errors(policy: np.ndarray, rows, m: int) -> tuple[np.ndarray, np.nda
     sparse = hasattr(rows, "indptr")
     widest = int(np.max(np.diff(rows.indptr), initial=1)) if sparse else rows.shape[1]
     support = min(widest * m, n)  # the longest mixture row's terms
-    if grid_bits(policy) + grid_bits(rows.data if sparse else rows) <= 53:
+    # a policy of 0s and 1s (one action, or deterministic) qualifies with any rows: its products are the
+    # masses themselves or 0, and each mixture sum adds zeros to one row, exactly
+    policy_bits = grid_bits(policy)
+    if policy_bits == 0 or policy_bits + grid_bits(rows.data if sparse else rows) <= 53:
         pi_defect = row_defects(policy)  # on a grid: exact sums, cheaply
         P_defect = (row_defects_csr(rows) if sparse else row_defects(rows)).reshape(n, m).max(axis=1)
         mixture = np.zeros(n)  # the products and sums are exact

@@ -103,5 +103,6 @@ void bind_compiled(nb::module_ m);
 void bind_relations(nb::module_ m);
 void bind_roundoff(nb::module_ m);
 void bind_lmc(nb::module_ m);
+void bind_quotient(nb::module_ m);
 
 }  // namespace bisimkit::bindings

@@ -1,8 +1,8 @@
 // bisimkit_native: the kernels of bisimkit, compiled when the package is installed.
 //
-// One submodule per Python module that defines kernels (simplex, couplings, compiled, relations, roundoff, lmc); each
-// function has the name and the arguments of its kernel there (numpy arrays in, outputs written in
-// place, the same return value). bisimkit.kernels calls these in place of the Python bodies. The
+// One submodule per Python module that defines kernels (simplex, couplings, compiled, relations, roundoff, lmc,
+// quotient); each function has the name and the arguments of its kernel there (numpy arrays in, outputs written
+// in place, the same return value). bisimkit.kernels calls these in place of the Python bodies. The
 // bindings of the simplex are in bind_simplex.cpp, those of the other kernels here.
 #include <nanobind/stl/tuple.h>
 
@@ -13,6 +13,7 @@
 #include "compiled.hpp"
 #include "couplings.hpp"
 #include "lmc.hpp"
+#include "quotient.hpp"
 #include "relations.hpp"
 #include "roundoff.hpp"
 
@@ -204,6 +205,20 @@ void bind_lmc(nb::module_ m) {
     });
 }
 
+// ----------------------------------------------------------------------------------------- quotient
+void bind_quotient(nb::module_ m) {
+    m.def("_block_tv", [](In indptr, In indices_, In data, In labels, In q_indptr, In q_indices, In q_data, In rows_x,
+                          In rows_y, Out mass, Out out) {
+        const auto args = std::make_tuple(
+            vec<i64>(indptr, "indptr"), vec<i64>(indices_, "indices"), vec<double>(data, "data"),
+            vec<i64>(labels, "labels"), vec<i64>(q_indptr, "q_indptr"), vec<i64>(q_indices, "q_indices"),
+            vec<double>(q_data, "q_data"), vec<i64>(rows_x, "rows_x"), vec<i64>(rows_y, "rows_y"),
+            vec<double>(mass, "mass"), vec<double>(out, "out"));
+        nb::gil_scoped_release release;
+        std::apply(bisimkit::quotient::block_tv, args);
+    });
+}
+
 }  // namespace bisimkit::bindings
 
 NB_MODULE(bisimkit_native, m) {
@@ -215,6 +230,7 @@ NB_MODULE(bisimkit_native, m) {
     bk::bind_relations(m.def_submodule("relations", "Kernels of bisimkit.relations."));
     bk::bind_roundoff(m.def_submodule("roundoff", "Kernels of bisimkit.roundoff."));
     bk::bind_lmc(m.def_submodule("lmc", "Kernels of bisimkit.lmc."));
+    bk::bind_quotient(m.def_submodule("quotient", "Kernels of bisimkit.quotient."));
 #ifdef _OPENMP
     m.attr("OPENMP") = true;
 #else

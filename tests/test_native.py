@@ -17,11 +17,11 @@ import pytest
 import scipy.sparse as sp
 
 import bisimkit.kernels as kernels
-from bisimkit import compiled, couplings, lmc, relations, roundoff, simplex
+from bisimkit import compiled, couplings, lmc, quotient, relations, roundoff, simplex
 from bisimkit.kernels import Kernel, NativeKernelWarning, interpreted
 
 ROOT = Path(__file__).resolve().parent.parent
-MODULES = (simplex, couplings, compiled, relations, roundoff, lmc)
+MODULES = (simplex, couplings, compiled, relations, roundoff, lmc, quotient)
 
 
 def same(x, y) -> bool:
@@ -71,7 +71,7 @@ def test_every_kernel_has_its_compiled_twin_and_no_other_exists():
         assert callable(getattr(getattr(bisimkit_native, module), name)), (module, name)
     compiled_names = {
         (group, name)
-        for group in ("simplex", "couplings", "compiled", "relations", "roundoff", "lmc")
+        for group in ("simplex", "couplings", "compiled", "relations", "roundoff", "lmc", "quotient")
         for name in dir(getattr(bisimkit_native, group))
         if not name.startswith("__") and callable(getattr(getattr(bisimkit_native, group), name))
     }
@@ -410,6 +410,35 @@ def test_breakpoints_and_their_errors():
     out, _ = both(couplings._csr_breakpoints, indptr, X.data, np.zeros(X.nnz))
     both(couplings._row_breakpoints, X.data, int(indptr[5]), int(indptr[6]), np.zeros(X.nnz))
     both(roundoff._breakpoint_errors, indptr, X.data, np.zeros(X.shape[0]))
+
+
+def test_block_tv_against_dense_aggregates():
+    rng = np.random.default_rng(11)
+    n, k = 40, 7
+    X = random_rows(rng, 60, n)  # rows over states, some with repeated blocks
+    Y = random_rows(rng, 12, k, density=0.6)  # rows over blocks, canonical
+    labels = rng.integers(0, k, n).astype(np.int64)
+    rows_x, rows_y = rng.integers(0, 60, 90), rng.integers(0, 12, 90)
+    _, ran = both(
+        quotient._block_tv,
+        X.indptr.astype(np.int64),
+        X.indices.astype(np.int64),
+        X.data,
+        labels,
+        Y.indptr.astype(np.int64),
+        Y.indices.astype(np.int64),
+        Y.data,
+        rows_x.astype(np.int64),
+        rows_y.astype(np.int64),
+        np.zeros(k),
+        np.zeros(90),
+    )
+    assert np.all(ran[9] == 0.0)  # the scratch is left as zeros
+    onehot = np.zeros((n, k))
+    onehot[np.arange(n), labels] = 1.0
+    expected = 0.5 * np.abs((X.toarray() @ onehot)[rows_x] - Y.toarray()[rows_y]).sum(axis=1)
+    np.testing.assert_allclose(ran[10], expected, rtol=1e-14, atol=1e-15)
+    assert np.any(expected > 0.1)  # the rows differ: the check compares something
 
 
 def test_merges_of_breakpoints():

@@ -28,7 +28,7 @@ import numpy as np
 from .errors import InputError
 from .ground import Ground, ground_label, resolve_ground
 from .mdp import FiniteMDP
-from .operators import GROUND_METRICS, operator_info
+from .operators import GROUND_METRICS, operator
 from .order import resolve_order
 from .progress import solve_progress
 from .relations import cluster_values, zero_set_labels
@@ -57,7 +57,7 @@ def parse_metrics(metrics: str | Sequence[str]) -> list[str]:
         raise InputError("no metric named (e.g. pi,eps-bar,mico)", param="metrics")
     for name in names:
         try:
-            operator_info(name)
+            operator(name)
         except InputError as exc:
             raise InputError(exc.detail, param="metrics") from None
     return list(dict.fromkeys(names))
@@ -167,10 +167,10 @@ def check_compare(
     """Refuse bad input before any solve: the metric names, a policy where one is needed, the ground
     and the orders. Returns the metric names and the resolved ground."""
     names = parse_metrics(metrics)
-    needs = [m for m in names if operator_info(m).uses_policy]
+    needs = [m for m in names if operator(m).uses_policy]
     if needs:
         mdp.require_policy(f"metric '{needs[0]}'")
-    if ground is not None and not any(operator_info(m).uses_ground for m in names):
+    if ground is not None and not any(operator(m).uses_ground for m in names):
         raise InputError(
             f"none of {', '.join(names)} has a ground term (it applies to {', '.join(GROUND_METRICS)})", param="ground"
         )
@@ -194,7 +194,7 @@ def compare(
     names, resolved = check_compare(mdp, metrics, ground, order, action_order)
     solutions = {}
     for m in names:
-        uses_ground = operator_info(m).uses_ground
+        uses_ground = operator(m).uses_ground
         report, line = None, None
         if progress:
             line, report = solve_progress(m, tol)

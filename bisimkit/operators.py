@@ -84,11 +84,6 @@ class Operator:
     rows: str | None = None
     base: str | None = None
 
-    # Backwards-compatible name of ``kind`` (the registry records of earlier code called it form).
-    @property
-    def form(self) -> str:
-        return self.kind
-
     @property
     def summary(self) -> str:
         return self.formula
@@ -638,11 +633,6 @@ def operator(name: str) -> Operator:
         return OPERATORS[name]
     except (KeyError, TypeError):
         raise InputError(f"unknown metric '{name}' (choose from {', '.join(METRIC_NAMES)})", param="metric") from None
-
-
-#: The registry's entries are what the earlier code called operator information.
-operator_info = operator
-OperatorInfo = Operator
 
 
 def stein_operator(op: Operator) -> Operator:

@@ -42,7 +42,7 @@ from bisimkit.operators import (
     OPERATORS,
     QUERY_METRICS,
     STATE_ORDER_METRICS,
-    operator_info,
+    operator,
 )
 from bisimkit.order import resolve_order
 from bisimkit.progress import solve_progress
@@ -247,14 +247,14 @@ MC_DEFAULTS = {"samples": 2000, "seed": 0, "confidence": 0.95}
 
 def _ground_applies(metric: str, ground: str | None) -> None:
     """Refuse ``--ground`` with a metric that has no ground term (it would be ignored)."""
-    if ground is not None and not operator_info(metric).uses_ground:
+    if ground is not None and not operator(metric).uses_ground:
         raise InputError(
             f"--ground: metric '{metric}' has no ground term; --ground applies to {', '.join(GROUND_METRICS)}"
         )
 
 
 def cmd_solve(args) -> int:
-    if operator_info(args.metric).kind == "labelled-chain":
+    if operator(args.metric).kind == "labelled-chain":
         return cmd_solve_chain(args)
     _ground_applies(args.metric, args.ground)
     if args.against is not None:
@@ -262,7 +262,7 @@ def cmd_solve(args) -> int:
     model_options(args.mdp, args)
     if is_gaussian_file(args.mdp):
         return cmd_solve_gaussian(args)
-    queried = args.pairs is not None and operator_info(args.metric).queries
+    queried = args.pairs is not None and operator(args.metric).queries
     for option in GAUSSIAN_ONLY:
         if getattr(args, option) is not None and not (option == "pairs" and queried):
             hint = f"; on a finite MDP for --metric {', '.join(QUERY_METRICS + LABELLED_CHAIN_METRICS)}"
@@ -274,7 +274,7 @@ def cmd_solve(args) -> int:
         raise InputError("--method mc: applies to Gaussian MDP files only (finite MDPs are solved exactly or by vi)")
     mdp = load_mdp_or_example(args.mdp, args)
     # Bad input is refused before anything is announced or computed.
-    info = operator_info(args.metric)
+    info = operator(args.metric)
     if info.uses_policy:
         mdp.require_policy(f"metric '{args.metric}'")
     ground = resolve_ground(mdp, args.ground) if info.uses_ground else None
@@ -485,7 +485,7 @@ def cmd_solve_between(args) -> int:
     if args.method == "mc":
         raise InputError("--method mc: applies to Gaussian MDP files only (finite MDPs are solved exactly or by vi)")
     if args.metric not in BETWEEN_METRICS:
-        operator_info(args.metric)  # an unknown name is refused as such
+        operator(args.metric)  # an unknown name is refused as such
         raise InputError(
             f"--against: metric '{args.metric}' has no closed cross block between two MDPs (it needs "
             f"each MDP's own mico self-distances); use one of {', '.join(BETWEEN_METRICS)}"

@@ -90,9 +90,15 @@ class Operator:
 
     @property
     def queries(self) -> bool:
-        """Whether queried pairs can be solved on the fly (:mod:`bisimkit.query`): one W1 transport problem per
-        pair between the policy's next-state laws, with a zero diagonal (pi, psm, eps-avg)."""
-        return self.kind == "transport" and self.rows == "one" and self.p == 1 and self.pseudometric
+        """Whether queried pairs can be solved on the fly (:mod:`bisimkit.query`): W1 transport rows per pair
+        (one law per state, one per action, or the entangled action cells) with a zero diagonal (bisim, pi,
+        psm, eps, eps-avg)."""
+        return (
+            self.kind == "transport"
+            and self.rows in ("one", "per-action", "entangled")
+            and self.p == 1
+            and self.pseudometric
+        )
 
     @property
     def exact(self) -> bool:

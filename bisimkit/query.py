@@ -1,26 +1,31 @@
 r"""Distances of queried state pairs, computed on the fly: only the pairs a query depends on.
 
-For the operators with one W1 transport problem per pair between the policy's next-state laws (pi, psm,
-eps-avg: :attr:`bisimkit.operators.Operator.queries`),
+For the W1 transport pseudometrics (bisim, pi, psm, eps, eps-avg: :attr:`bisimkit.operators.Operator.queries`),
 
 .. math::
 
-    F(d)(s, t) = g(s, t) + c\, W_1\big(P_\pi(s), P_\pi(t); d\big),
+    F(d)(s, t) = \operatorname{reduce}_r \big( g_r(s, t) + c\, W_1(\mu_r, \nu_r; d) \big),
 
-every coupling of ``P_pi(s)`` and ``P_pi(t)`` lives on ``supp P_pi(s) x supp P_pi(t)``, so ``F(d)(s, t)``
-reads ``d`` only on those successor pairs. The set of pairs reachable from the queried ones through
-successor pairs (stopping at the diagonal, where ``d = 0``) is closed: the fixed point restricted to it
+with one row r per pair for pi, psm and eps-avg (``mu = P_pi(s)``, ``nu = P_pi(t)``), one per action for bisim
+(``P(s, a)`` against ``P(t, a)``, reduced by the max) and one per cell of the entangled coupling of the two
+policies for eps (``P(s, a)`` against ``P(t, a')``, summed with the cell's mass). Every coupling of two laws
+lives on the product of their supports, so ``F(d)(s, t)`` reads ``d`` only on successor pairs: ``(u, v)`` with
+``u`` one step from ``s`` and ``v`` one step from ``t`` (under the policy, or under any action for bisim; for
+eps every action the policy uses, a superset of the cells'). The set of pairs reachable from the queried ones
+through successor pairs (stopping at the diagonal, where ``d = 0``) is closed: the fixed point restricted to it
 is the fixed point of ``F`` restricted to it, a c-contraction in the sup norm over those pairs alone
 (Bacci, Bacci, Larsen and Mardare, "On-the-fly exact computation of bisimilarity distances", TACAS 2013).
 
 On that closure the solve is the engine's coupling iteration (:mod:`bisimkit.engine`): fix a coupling per
-pair, solve ``x = g + c T x`` (block back-substitution over the strongly connected components of the
-coupling graph, :func:`bisimkit.lmc.coupling_value`), re-optimise every coupling under ``x`` with the compiled
+row, solve ``x = g + c T x`` (block back-substitution over the strongly connected components of the coupling
+graph, :func:`bisimkit.lmc.coupling_value`; for the max of bisim, inside a policy iteration over the row each
+pair takes), re-optimise every coupling under ``x`` with the compiled
 network simplex (:func:`bisimkit.simplex.solve_padded`), until the certificate reaches ``tol``. The
 certificate is the engine's: with ``y`` the computed ``F(x)`` and ``e`` a bound on ``|y - F(x)|`` per pair
 (the operator's own one-step charges from :meth:`~bisimkit.operators.Operator.build`, each transport
 value's gap to the optimum, the laws' total variation from the exact ones times the largest cost the two
-supports meet, and the rounding of ``g + c w``), ``max |y - d*| <= (c max |y - x| + max e) / (1 - c)``
+supports meet, the rounding of the weighted sums or the max, and for eps the misplaced uniforms of the
+action coupling), ``max |y - d*| <= (c max |y - x| + max e) / (1 - c)``
 (``docs/operators.md#the-certificate``).
 
 The closure can be far larger than the queried pairs: two runs started apart wander through the product
@@ -38,11 +43,12 @@ import numpy as np
 from .couplings import load_pot
 from .engine import Solution
 from .errors import InputError
+from .forms import TransportTerms
 from .ground import Ground
 from .lmc import coupling_value
 from .mdp import FiniteMDP
 from .pairs import PairSpace, check_state_pairs, successor_closure
-from .roundoff import U, gamma
+from .roundoff import U, gamma, gamma_array
 from .simplex import BASIS_DTYPE, basis_offsets, solve_padded
 from .transport import plan_gap
 
@@ -85,11 +91,11 @@ class QuerySolution(Solution):
 
 @dataclass
 class _Group:
-    """The pairs whose supports have ``ka`` and ``kb`` atoms: their laws ``a`` (G, ka), ``b`` (G, kb), the
-    targets ``target`` (G, ka, kb) of their cells in the extended value vector (``N`` the diagonal), the
-    largest law error of each side, and the simplex bases of the last solve."""
+    """The transport rows whose laws have ``ka`` and ``kb`` atoms: the rows ``rows``, their laws ``a`` (G, ka)
+    and ``b`` (G, kb), the targets ``target`` (G, ka, kb) of their cells in the extended value vector (``N``
+    the diagonal), the law error of each row (both sides), and the simplex bases of the last solve."""
 
-    pairs: np.ndarray
+    rows: np.ndarray
     a: np.ndarray
     b: np.ndarray
     target: np.ndarray
@@ -112,30 +118,57 @@ def _csr(rows):
     )
 
 
-def _groups(space: PairSpace, ptr, cols, probs, law_error: np.ndarray) -> list[_Group]:
-    """The cell table of every pair of ``space``, grouped by support shape."""
+def _reach_rows(mdp: FiniteMDP, op):
+    """Per state, the states its laws can move to under ``op``, as CSR ``(indptr, indices)``: the support of
+    ``P_pi(s)`` for the policy-averaged operators; for the others the union of the supports of ``P(s, a)``
+    over the actions a pair's rows can read (every action, or those the policy uses). A pair's successor
+    pairs lie in the product of its two states' sets, so the closure under these products is closed."""
+    if op.rows == "one":
+        ptr, cols, _ = _csr(mdp.transition_pi_rows)
+        return ptr, cols
+    import scipy.sparse as sp  # start-up cost: scipy's sparse modules load when pairs are queried
+
+    n, m = mdp.n_states, mdp.n_actions
+    rows = mdp.transition_rows
+    ptr, cols, _ = _csr(rows)
+    owner = np.repeat(np.arange(n * m), np.diff(ptr))
+    keep = np.ones(len(cols), dtype=bool)
+    if op.uses_policy:
+        keep = mdp.require_policy("the entangled policy coupling").reshape(-1)[owner] > 0
+    X = sp.csr_matrix((np.ones(int(keep.sum())), (owner[keep] // m, cols[keep])), shape=(n, n))
+    X.sum_duplicates()
+    return np.asarray(X.indptr, dtype=np.int64), np.asarray(X.indices, dtype=np.int64)
+
+
+def _groups(terms: TransportTerms) -> list[_Group]:
+    """The cell table of every transport row of ``terms``, grouped by the shape of its two laws."""
+    space = terms.pairs
     N = len(space)
-    deg = np.diff(ptr)
-    di, dj = deg[space.s], deg[space.t]
-    shape = di * (int(deg.max(initial=1)) + 1) + dj
+    lp, lc, lv = _csr(terms.left)
+    rp, rc, rv = _csr(terms.right)
+    src, dst = np.asarray(terms.row_src, dtype=np.int64), np.asarray(terms.row_dst, dtype=np.int64)
+    di, dj = lp[src + 1] - lp[src], rp[dst + 1] - rp[dst]
+    shape = di * (int(max(di.max(initial=1), dj.max(initial=1))) + 1) + dj
     order = np.argsort(shape, kind="stable")
     bounds = np.flatnonzero(np.diff(shape[order])) + 1
+    left_error = np.zeros(terms.left.shape[0]) if terms.left_law_error is None else terms.left_law_error
+    right_error = np.zeros(terms.right.shape[0]) if terms.right_law_error is None else terms.right_law_error
     groups = []
-    for pairs in np.split(order, bounds) if N else []:
-        ka, kb = int(di[pairs[0]]), int(dj[pairs[0]])
-        ia = ptr[space.s[pairs]][:, None] + np.arange(ka)
-        ib = ptr[space.t[pairs]][:, None] + np.arange(kb)
-        u = np.repeat(cols[ia][:, :, None], kb, axis=2)
-        v = np.repeat(cols[ib][:, None, :], ka, axis=1)
-        target = space.lookup(u.ravel(), v.ravel(), missing=N).reshape(len(pairs), ka, kb)
-        errors = law_error[space.s[pairs]] + law_error[space.t[pairs]]
-        groups.append(_Group(pairs, probs[ia], probs[ib], target, errors))
+    for rows in np.split(order, bounds) if len(order) else []:
+        ka, kb = int(di[rows[0]]), int(dj[rows[0]])
+        ia = lp[src[rows]][:, None] + np.arange(ka)
+        ib = rp[dst[rows]][:, None] + np.arange(kb)
+        u = np.repeat(lc[ia][:, :, None], kb, axis=2)
+        v = np.repeat(rc[ib][:, None, :], ka, axis=1)
+        target = space.lookup(u.ravel(), v.ravel(), missing=N).reshape(len(rows), ka, kb)
+        errors = left_error[src[rows]] + right_error[dst[rows]]
+        groups.append(_Group(rows, lv[ia], rv[ib], target, errors))
     return groups
 
 
 def _transport(grp: _Group, ext: np.ndarray, solve: bool):
     """``(cost, plan, gap)`` of the group under the extended values ``ext``: the optimal couplings (or, with
-    ``solve`` False, the product couplings of a fixed group only), and per pair a bound on the distance of
+    ``solve`` False, the product couplings of a fixed group only), and per row a bound on the distance of
     ``cost`` to the optimal transport value between the *exact* laws (the simplex's own gap, the rounding of
     the cost, and the laws' total variation times the largest cost the supports meet)."""
     C = ext[grp.target]
@@ -161,23 +194,62 @@ def _transport(grp: _Group, ext: np.ndarray, solve: bool):
     return cost, plan, gap + grp.law_error * top * (1 + 4 * U)
 
 
-def _system(groups: list[_Group], plans: list[np.ndarray], N: int, c: float):
-    """``c T`` (CSR, N x N) of the couplings ``plans``: pair p's row holds c times the mass its coupling puts
-    on each successor pair (the diagonal, where d = 0, left out)."""
+def _system(groups: list[_Group], plans: list[np.ndarray], row_pair: np.ndarray, weight: np.ndarray, N: int, c: float):
+    """``c T`` (CSR, N x N) of the couplings ``plans``: pair p's row holds c times the mass its rows' couplings,
+    weighted by ``weight`` (0 for a row left out), put on each successor pair (the diagonal, where d = 0, left
+    out)."""
     import scipy.sparse as sp  # start-up cost: scipy's sparse modules load when pairs are queried
 
     rows, cols, vals = [], [], []
     for grp, plan in zip(groups, plans):
-        live = (grp.target < N) & (plan > 0)
-        rows.append(np.broadcast_to(grp.pairs[:, None, None], grp.target.shape)[live])
+        w = weight[grp.rows]
+        live = (grp.target < N) & (plan > 0) & (w[:, None, None] > 0)
+        rows.append(np.broadcast_to(row_pair[grp.rows][:, None, None], grp.target.shape)[live])
         cols.append(grp.target[live])
-        vals.append(c * plan[live])
+        vals.append(c * (w[:, None, None] * plan)[live])
     r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
     T = sp.csr_matrix(
         (np.concatenate(vals) if vals else np.zeros(0), (r, np.concatenate(cols) if cols else r)), shape=(N, N)
     )
     T.sum_duplicates()
     return T
+
+
+def _plan_costs(groups: list[_Group], plans: list[np.ndarray], ext: np.ndarray, n_rows: int) -> np.ndarray:
+    """Per transport row, the cost of its fixed coupling under the extended values ``ext``."""
+    out = np.zeros(n_rows)
+    for grp, plan in zip(groups, plans):
+        out[grp.rows] = np.einsum("gab,gab->g", plan, ext[grp.target])
+    return out
+
+
+def _max_player(
+    terms: TransportTerms, groups: list[_Group], plans: list[np.ndarray], x: np.ndarray, choice: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """For a max over rows (bisim), the value of the fixed couplings ``plans``: ``x = max_r (const_r + c
+    T_r x)`` by policy iteration over the row each pair takes (each step a linear solve), from ``choice``
+    (the best rows under ``x`` when None). Returns ``(x, choice)``."""
+    c, N = terms.discount, len(terms.pairs)
+    n_rows = len(terms.row_pair)
+    starts = terms.row_starts()
+
+    def best(x):
+        q = terms.row_const + c * _plan_costs(groups, plans, np.concatenate([x, [0.0]]), n_rows)
+        order = np.lexsort((-q, terms.row_pair))  # the largest row of each pair first, the lowest on ties
+        return q, order[starts]
+
+    q, top = best(x)
+    choice = top if choice is None else choice
+    for _ in range(10_000):
+        weight = np.zeros(n_rows)
+        weight[choice] = 1.0
+        x, _, _, _ = coupling_value(terms.row_const[choice], _system(groups, plans, terms.row_pair, weight, N, c))
+        q, top = best(x)
+        switch = q[top] - q[choice] > 1e-12 * (1.0 + np.abs(q[choice]))
+        if not switch.any():
+            return x, choice
+        choice = np.where(switch, top, choice)
+    raise RuntimeError("policy iteration over rows did not terminate")  # pragma: no cover
 
 
 def query_solution(
@@ -205,8 +277,11 @@ def query_solution(
     n = mdp.n_states
     queries = check_state_pairs(pairs, n)
     budget = DEFAULT_QUERY_MEMORY if max_memory is None else int(max_memory)
-    ptr, cols, probs = _csr(mdp.transition_pi_rows)
-    mean_cells = float(np.mean(np.diff(ptr).astype(np.float64) ** 2)) if n else 1.0
+    ptr, cols = _reach_rows(mdp, op)
+    laws = mdp.transition_pi_rows if op.rows == "one" else mdp.transition_rows
+    degrees = np.diff(np.asarray(laws.indptr)).astype(np.float64)
+    rows_per_pair = {"one": 1, "per-action": mdp.n_actions}.get(op.rows, 2 * mdp.n_actions - 1)
+    mean_cells = rows_per_pair * float(np.mean(degrees**2)) if len(degrees) else 1.0
     limit = int(budget / (PAIR_BYTES + CELL_BYTES * mean_cells))
     s, t = successor_closure(ptr, cols, queries[:, 0], queries[:, 1], n, limit)
     if s is None or t is None:
@@ -219,39 +294,58 @@ def query_solution(
     space = PairSpace.listed(n, s, t)
     N = len(space)
     c = float(mdp.discount)
-    form = op.build(mdp, mdp, space, ground, True)
-    g = np.asarray(form.row_const, dtype=np.float64)
-    g_error = np.zeros(N) if form.row_const_error is None else form.row_const_error
-    if form.pair_coupling is not None:
-        g_error = g_error + form.pair_coupling * form.pair_ground_max
-    law_error = np.asarray(mdp.roundoff.pi_law_error, dtype=np.float64)
-    groups = _groups(space, ptr, cols, probs, law_error)
+    terms = op.build(mdp, mdp, space, ground, True)
+    n_rows = len(terms.row_pair)
+    const = np.asarray(terms.row_const, dtype=np.float64)
+    const_error = np.zeros(n_rows) if terms.row_const_error is None else terms.row_const_error
+    starts = terms.row_starts()
+    pair_rows = np.bincount(terms.row_pair, minlength=N)
+    groups = _groups(terms)
 
     def evaluate(x: np.ndarray):
-        """``(y, e, plans, costs)``: F(x) with its per-pair error bound, the optimal couplings and their costs."""
+        """``(y, e, plans, costs)``: F(x) with its per-pair error bound (the engine's accounting,
+        :meth:`bisimkit.forms.TransportTerms.evaluate`), the optimal couplings and their costs per row."""
         ext = np.concatenate([x, [0.0]])
-        y = g.copy()
-        e = g_error.copy()
-        plans, costs = [], []
+        costs, gaps = np.zeros(n_rows), np.zeros(n_rows)
+        plans = []
         for grp in groups:
             cost, plan, gap = _transport(grp, ext, True)
             plans.append(plan)
-            costs.append(cost)
-            y[grp.pairs] = g[grp.pairs] + c * cost
-            e[grp.pairs] += c * gap
-        e = (e + gamma(3) * np.abs(y)) * (1 + 4 * U)
-        return y, e, plans, costs
+            costs[grp.rows], gaps[grp.rows] = cost, gap
+        y = terms.combine(const + c * costs)
+        row_error = c * gaps + const_error
+        size = np.abs(y)
+        e: np.ndarray
+        if terms.reduce == "sum":
+            e = np.bincount(terms.row_pair, weights=terms.row_weight * row_error, minlength=N).astype(np.float64)
+            e = e * (1 + 2 * gamma(int(np.max(pair_rows, initial=1)))) + gamma_array(pair_rows + 4) * size
+            if terms.pair_weight_error is not None:
+                e = e + terms.pair_weight_error * size
+        else:
+            e = np.maximum.reduceat(row_error, starts) + gamma(2) * size if N else np.zeros(0)
+        if terms.pair_coupling is not None:
+            assert terms.pair_ground_max is not None  # given with pair_coupling
+            reach = terms.pair_ground_max
+            if terms.left_state_rows is not None:  # the transport part depends on the cell: any closure value
+                reach = reach + c * float(np.max(ext))
+            e = e + terms.pair_coupling * reach
+        return y, e * (1 + 4 * U), plans, costs
 
     x = np.zeros(N)
     history: list[float] = []
     seconds: list[float] = []
-    y, e, plans, _ = evaluate(g.copy())  # first couplings: optimal under the one-step distances
+    y, e, plans, _ = evaluate(terms.combine(const))  # first couplings: optimal under the one-step distances
+    b = terms.combine(const) if terms.reduce == "sum" else None
+    choice: np.ndarray | None = None
     err = np.inf
     rounds = 0
     converged = False
     while N and rounds < MAX_ROUNDS:
         rounds += 1
-        x, _, _, _ = coupling_value(g, _system(groups, plans, N, c))
+        if b is not None:
+            x, _, _, _ = coupling_value(b, _system(groups, plans, terms.row_pair, terms.row_weight, N, c))
+        else:
+            x, choice = _max_player(terms, groups, plans, x, choice)
         y, e, new_plans, new_costs = evaluate(x)
         err = (c * float(np.max(np.abs(y - x), initial=0.0)) + float(np.max(e, initial=0.0))) / (1 - c)
         history.append(err)
@@ -263,10 +357,11 @@ def query_solution(
             break
         improved = False
         ext = np.concatenate([x, [0.0]])
-        for i, (grp, old, new, cost) in enumerate(zip(groups, plans, new_plans, new_costs)):
+        for i, (grp, old, new) in enumerate(zip(groups, plans, new_plans)):
             if grp.fixed:
                 continue
             current = np.einsum("gab,gab->g", old, ext[grp.target])
+            cost = new_costs[grp.rows]
             better = cost < current - 16 * new[0].size * U * (current + 1e-300)
             if np.any(better):
                 plans[i] = np.where(better[:, None, None], new, old)

@@ -114,7 +114,7 @@ class SolveOptions:
     discount : the labelled-chain distance (``lmc``) only: c in (0, 1], overriding the MDP's own discount
         (:func:`bisimkit.lmc.lmc_solution`).
     pairs : the ``(s, t)`` state pairs to solve (default all), for ``lmc`` and for the operators of
-        :data:`~bisimkit.operators.QUERY_METRICS` (pi, psm, eps-avg): only the pairs the queried ones reach
+        :data:`~bisimkit.operators.QUERY_METRICS` (bisim, pi, psm, eps, eps-avg): only the pairs the queried ones reach
         through their successors are solved (:mod:`bisimkit.query`), and the result's ``distances`` are the
         ``(q,)`` values of the queried pairs.
     """

@@ -180,7 +180,7 @@ def test_bad_model_files_and_missing_pairs(files, tmp_path, capsys):
     assert code == 2 and "K: expected shape (1, 2), got (1, 3)" in err and "Traceback" not in err
     code, _, err = run_main(capsys, "solve", files["linear-2d"], "--metric", "pi")
     assert code == 2 and "--pairs: required for Gaussian MDPs" in err
-    code, _, err = run_main(capsys, "solve", "four-state", "--metric", "bisim", "--pairs", files["pairs"])
+    code, _, err = run_main(capsys, "solve", "four-state", "--metric", "dbc", "--pairs", files["pairs"])
     assert code == 2 and "--pairs: applies to Gaussian MDP files only" in err
     # pi takes queried state pairs on a finite MDP: Gaussian pairs are not those
     code, _, err = run_main(capsys, "solve", "four-state", "--metric", "pi", "--pairs", files["pairs"])

@@ -569,7 +569,7 @@ def test_solve_lmc_bad_input_one_line_naming_the_field(tmp_path):
         (lambda: solve(mdp, "lmc", method="vi"), "method"),
         (lambda: solve(mdp, "lmc", backend="torch"), "backend"),
         (lambda: solve(mdp, "pi", discount=1), "discount"),
-        (lambda: solve(mdp, "bisim", pairs=[(0, 1)]), "pairs"),
+        (lambda: solve(mdp, "dbc", pairs=[(0, 1)]), "pairs"),
     ]
     for call, field in cases:
         with pytest.raises(InputError) as info:

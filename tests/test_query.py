@@ -23,10 +23,10 @@ from bisimkit.query import QuerySolution, query_solution
 from validation.strategies import certificate_cases
 
 
-def _reference_closure(mdp: FiniteMDP, pairs) -> set[tuple[int, int]]:
-    """Every pair s < t reachable from the queries through successor pairs of the policy's laws, by a plain
-    breadth-first search over Python sets."""
-    P = mdp.transition_pi
+def _reference_closure(mdp: FiniteMDP, pairs, every_action: bool = False) -> set[tuple[int, int]]:
+    """Every pair s < t reachable from the queries through successor pairs of the policy's laws (with
+    ``every_action``, of any action's law), by a plain breadth-first search over Python sets."""
+    P = mdp.transitions.max(axis=1) if every_action else mdp.transition_pi
     support = [set(np.flatnonzero(P[s] > 0).tolist()) for s in range(mdp.n_states)]
     todo = [(min(s, t), max(s, t)) for s, t in pairs if s != t]
     seen = set(todo)
@@ -40,9 +40,9 @@ def _reference_closure(mdp: FiniteMDP, pairs) -> set[tuple[int, int]]:
     return seen
 
 
-def test_the_query_metrics_are_the_one_law_w1_operators():
-    assert QUERY_METRICS == ("pi", "psm", "eps-avg")
-    assert not operator("bisim").queries and not operator("dbc").queries and not operator("mico").queries
+def test_the_query_metrics_are_the_w1_transport_pseudometrics():
+    assert QUERY_METRICS == ("bisim", "pi", "psm", "eps", "eps-avg")
+    assert not operator("dbc").queries and not operator("dbc-sampled").queries and not operator("mico").queries
 
 
 @pytest.mark.parametrize("metric", QUERY_METRICS)
@@ -66,6 +66,8 @@ def test_only_the_pairs_the_queries_reach_are_solved():
     reach = _reference_closure(mdp, pairs)
     assert q.explored == len(reach)
     assert q.explored < 60 * 59 // 2
+    per_action = solve(mdp, "bisim", pairs=pairs, quotient=False)  # a max over every action's laws
+    assert per_action.explored == len(_reference_closure(mdp, pairs, every_action=True)) >= q.explored
 
 
 def test_a_diagonal_query_is_zero_and_no_query_is_an_empty_answer():
@@ -76,16 +78,17 @@ def test_a_diagonal_query_is_zero_and_no_query_is_an_empty_answer():
     assert empty.distances.shape == (0,)
 
 
-def test_queries_on_a_model_that_merges_are_solved_between_blocks():
+@pytest.mark.parametrize("metric", ["pi", "eps"])
+def test_queries_on_a_model_that_merges_are_solved_between_blocks(metric):
     mdp = mirrored_rooms(policy=True, discount=0.9)
-    full = solve(mdp, "pi")
+    full = solve(mdp, metric)
     n = mdp.n_states
     pairs = np.array([(0, n - 1), (1, n // 2), (2, 3)])
-    q = solve(mdp, "pi", pairs=pairs)
+    q = solve(mdp, metric, pairs=pairs)
     assert "blocks of the largest relation" in q.method
     expected = full.distances[pairs[:, 0], pairs[:, 1]]
     assert np.all(np.abs(q.distances - expected) <= q.certified_error + full.certified_error)
-    plain = solve(mdp, "pi", pairs=pairs, quotient=False)
+    plain = solve(mdp, metric, pairs=pairs, quotient=False)
     assert "blocks" not in plain.method
     assert np.all(np.abs(plain.distances - expected) <= plain.certified_error + full.certified_error)
 
@@ -114,8 +117,8 @@ def test_bad_queries_name_the_entry(pairs, needle):
 def test_operators_without_on_the_fly_queries_and_settings_that_do_not_apply_are_refused():
     mdp = random_mdp(8, 2, seed=1)
     with pytest.raises(InputError) as err:
-        solve(mdp, "bisim", pairs=[(0, 1)])
-    assert err.value.param == "pairs" and "pi, psm, eps-avg" in str(err.value)
+        solve(mdp, "dbc", pairs=[(0, 1)])
+    assert err.value.param == "pairs" and "bisim, pi, psm, eps, eps-avg" in str(err.value)
     with pytest.raises(InputError) as err:
         solve(mdp, "pi", pairs=[(0, 1)], method="vi")
     assert err.value.param == "method"
@@ -151,7 +154,8 @@ def test_the_command_line_writes_one_row_per_queried_pair(tmp_path, capsys):
     assert rows[0] == "s,t,distance,lower,upper" and len(rows) == 3
     full = solve(mdp, "pi")
     assert abs(float(rows[1].split(",")[2]) - full.distances[0, 5]) <= 1e-9
-    assert main(["solve", str(tmp_path / "m.npz"), "--metric", "bisim", "--pairs", str(tmp_path / "p.json")]) == 2
+    assert main(["solve", str(tmp_path / "m.npz"), "--metric", "bisim", "--pairs", str(tmp_path / "p.json")]) == 0
+    assert main(["solve", str(tmp_path / "m.npz"), "--metric", "dbc", "--pairs", str(tmp_path / "p.json")]) == 2
     assert "--pairs" in capsys.readouterr().err
 
 

@@ -247,8 +247,8 @@ def quotient(mdp: FiniteMDP, metric: str, ground: Ground = "reward", atol: float
 
 def _block_rows(X, rows: np.ndarray, labels: np.ndarray, k: int):
     """The rows ``rows`` of X with their masses gathered onto the k blocks (``X[rows] @ onehot(labels)``): a
-    (k, m, k) array on the small-problem path (X dense), else CSR, the masses of a block summed in their
-    stored order."""
+    (k, m, k) array on the small-problem path (X dense), else CSR whose row holds each state's mass under its
+    block's column (repeated columns, which :class:`~bisimkit.mdp.FiniteMDP` sums as it validates the rows)."""
     if isinstance(X, np.ndarray):  # bisimkit.kernels: numpy only
         onehot = np.zeros((X.shape[1], k))
         onehot[np.arange(X.shape[1]), labels] = 1.0
@@ -259,8 +259,8 @@ def _block_rows(X, rows: np.ndarray, labels: np.ndarray, k: int):
     counts = indptr[rows + 1] - indptr[rows]
     ends = np.cumsum(counts)
     entries = np.repeat(indptr[rows] - (ends - counts), counts) + np.arange(int(ends[-1]) if len(ends) else 0)
-    owner = np.repeat(np.arange(len(rows)), counts)
-    return sp.csr_matrix((X.data[entries], (owner, labels[X.indices[entries]])), shape=(len(rows), k))
+    out = np.concatenate([[0], ends])
+    return sp.csr_matrix((X.data[entries], labels[X.indices[entries]], out), shape=(len(rows), k))
 
 
 def _transition_matrix(mdp: FiniteMDP, policy: bool):

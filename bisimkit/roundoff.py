@@ -431,7 +431,9 @@ def grid_bits(X: np.ndarray, chunk_cells: int = 1_048_576) -> int:
     head = flat[:64] * 2.0**52
     if not np.all(head == np.floor(head)) or not on_grid(52):  # a few entries usually settle it
         return 53
-    low, high = 0, 52  # on_grid(high) holds
+    if on_grid(0):  # whole numbers (a deterministic policy, or one action): settled at once
+        return 0
+    low, high = 1, 52  # on_grid(high) holds, on_grid(0) does not
     while low < high:
         mid = (low + high) // 2
         if on_grid(mid):

@@ -17,7 +17,7 @@ which tests use to compare the two.
 **The small-problem path.** Inside ``with small_path(True):`` the stages of a solve that would build
 scipy's sparse matrices use numpy arrays instead: the transition rows as :class:`DenseRows`, the pair
 systems as dense matrices inverted by elimination in numpy (:func:`dense_inverse`), the zero-set
-components by a union-find (:func:`components`). A solve takes this path when its MDP is small
+components by label propagation (:func:`components`). A solve takes this path when its MDP is small
 (:func:`small_problem`, :data:`SMALL_PROBLEM_CELLS`); its process then does not import scipy. The kernels
 are the compiled ones on both paths. Results are the same fixed points with the same kind of certificate
 (the simplex's duality gaps, the residual bound of the linear solves): the same algorithms, with the
@@ -296,22 +296,18 @@ class DenseRows:
 
 def components(adjacent: np.ndarray) -> np.ndarray:
     """Connected components of the undirected graph of the boolean matrix ``adjacent`` (an edge where
-    ``adjacent[i, j]`` or ``adjacent[j, i]``): a union-find with path halving over the edges; labels
-    0, 1, ... in order of each component's smallest vertex."""
+    ``adjacent[i, j]`` or ``adjacent[j, i]``), labels 0, 1, ... in order of each component's smallest vertex:
+    every vertex takes the smallest label among itself and its neighbours, then the label of its label
+    (pointer jumping), until nothing changes; each label is then its component's smallest vertex."""
     adjacent = np.asarray(adjacent, dtype=bool)
     n = adjacent.shape[0]
-    parent = list(range(n))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for i, j in zip(*np.nonzero(adjacent)):
-        ri, rj = find(int(i)), find(int(j))
-        if ri != rj:
-            parent[max(ri, rj)] = min(ri, rj)  # the root is the component's smallest vertex
-    roots = np.array([find(x) for x in range(n)], dtype=np.int64)
-    _, labels = np.unique(roots, return_inverse=True)
-    return labels.ravel().astype(np.int64)
+    linked = adjacent | adjacent.T
+    labels = np.arange(n)
+    while n:
+        nearest = np.minimum(labels, np.where(linked, labels[None, :], n).min(axis=1))
+        nearest = nearest[nearest]
+        if np.array_equal(nearest, labels):
+            break
+        labels = nearest
+    _, out = np.unique(labels, return_inverse=True)
+    return out.ravel().astype(np.int64)

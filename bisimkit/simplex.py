@@ -53,6 +53,8 @@ BASIS_DTYPE = np.int16
 
 @kernel
 def _add_edge(e, i, j, k, er, ec, adj, deg):
+    """Make cell (i, j) the basis tree's edge ``e``: its ends in ``er``/``ec``, and ``e`` appended to the edge
+    lists ``adj`` (degrees ``deg``) of row node ``i`` and column node ``k + j``."""
     er[e] = i
     ec[e] = j
     adj[i, deg[i]] = e
@@ -63,6 +65,7 @@ def _add_edge(e, i, j, k, er, ec, adj, deg):
 
 @kernel
 def _remove_from(node, e, adj, deg):
+    """Drop edge ``e`` from ``node``'s edge list in ``adj`` (the last entry takes its place; ``deg[node]`` shrinks)."""
     for x in range(deg[node]):
         if adj[node, x] == e:
             deg[node] -= 1
@@ -72,6 +75,7 @@ def _remove_from(node, e, adj, deg):
 
 @kernel
 def _find(parent, x):
+    """Union-find: the root of x's set in ``parent``, halving the path on the way."""
     while parent[x] != x:
         parent[x] = parent[parent[x]]
         x = parent[x]
@@ -241,6 +245,7 @@ def _workspace(nmax, dmax):
     """A :class:`Scratch` for problems up to ``nmax`` nodes (allocated once per block of problems)."""
 
     def ints():
+        """An int64 scratch array of ``nmax`` entries."""
         return np.empty(nmax, dtype=np.int64)
 
     return Scratch(
@@ -494,12 +499,15 @@ def _basis_from_flow(flow, C, k, l, br, bc):
 
 @kernel
 def _basis_from_flow_at(flows, C, k, l, basis, off, ok, p):
+    """Problem p of :func:`bases_from_flows`: its spanning-tree basis from ``flows[p]`` into its slot
+    ``off[p]:off[p] + k[p] + l[p] - 1`` of ``basis``; ``ok[p]`` whether one was found."""
     lo = off[p]
     hi = off[p] + k[p] + l[p] - 1
     ok[p] = _basis_from_flow(flows[p], C[p], k[p], l[p], basis[lo:hi, 0], basis[lo:hi, 1])
 
 
 def _bases_from_flows_body(flows, C, k, l, basis, off, ok):
+    """Every problem of :func:`bases_from_flows` (on threads in the ``prange`` twin)."""
     for p in prange(flows.shape[0]):
         _basis_from_flow_at(flows, C, k, l, basis, off, ok, p)
 
@@ -527,6 +535,7 @@ def _solve_block(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm
 
 
 def _solve_batch_body(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm, nmax, dmax):
+    """Every block of :data:`BLOCK` problems of :func:`solve_padded` (on threads in the ``prange`` twin)."""
     for blk in prange((a.shape[0] + BLOCK - 1) // BLOCK):
         _solve_block(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm, blk, nmax, dmax)
 
@@ -569,6 +578,8 @@ def _solve_supports_one(
 def _solve_supports_block(
     D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass, blk, nmax, dmax, cmax
 ):
+    """Problems ``rows[blk * BLOCK]`` up to the next block of :func:`solve_supports`, with one cost and flow
+    buffer of ``cmax`` cells and one workspace (``nmax`` nodes, ``dmax`` edges a node) for all of them."""
     cbuf = np.empty(cmax)
     fbuf = np.empty(cmax)
     ws = _workspace(nmax, dmax)
@@ -581,6 +592,7 @@ def _solve_supports_block(
 def _solve_supports_body(
     D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass, nmax, dmax, cmax
 ):
+    """Every block of :data:`BLOCK` problems of :func:`solve_supports` (on threads in the ``prange`` twin)."""
     for blk in prange((len(rows) + BLOCK - 1) // BLOCK):
         _solve_supports_block(
             D,
@@ -781,6 +793,8 @@ def _line_basis(xs, a, k, ys, b, l, h, br, bc):
 
 @kernel
 def _line_bases(xs, a, k, ys, b, l, h, basis, off, valid):
+    """The monotone-coupling basis along the key ``h`` (:func:`_line_basis`) of every problem p not yet
+    ``valid`` and with both sides non-empty, into its slot of ``basis``; marks it valid."""
     for p in range(len(k)):
         if valid[p] or k[p] == 0 or l[p] == 0:
             continue

@@ -108,6 +108,17 @@ def test_components_are_scipys(seed):
     np.testing.assert_array_equal(components(A), expected)
 
 
+def test_components_of_a_long_path_and_of_no_vertex():
+    n = 200
+    path = np.zeros((n, n), dtype=bool)
+    order = np.random.default_rng(0).permutation(n)
+    path[order[:-1], order[1:]] = True  # one component whose diameter is n - 1
+    path[3, :] = path[:, 3] = False  # vertex 3 cut out: its neighbours' halves split, 3 alone
+    _, expected = connected_components(sp.csr_matrix(path), directed=False)
+    np.testing.assert_array_equal(components(path), expected)
+    assert components(np.zeros((0, 0), dtype=bool)).shape == (0,)
+
+
 def test_a_tiny_solve_process_imports_neither_numba_nor_scipy_and_runs_compiled_kernels(tmp_path):
     out = tmp_path / "d.json"
     code = (

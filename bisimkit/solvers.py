@@ -156,7 +156,8 @@ def solve(
     tol : certified sup-norm error to reach (default 1e-9).
     options, settings : a :class:`SolveOptions`, and/or its fields as keywords (``method``,
         ``progress``, ``max_iterations``, ``full_diagonal``, ``order``, ``action_order``,
-        ``quotient``, ``backend``, ``device``, ``force``; ``discount`` and ``pairs`` for ``lmc``), which
+        ``quotient``, ``backend``, ``device``, ``force``; ``discount`` for ``lmc``; ``pairs`` for ``lmc`` and
+        the metrics of :data:`~bisimkit.operators.QUERY_METRICS`), which
         override it.
     """
     unknown = sorted(set(settings) - set(_OPTION_NAMES))

@@ -161,6 +161,9 @@ def _groups(terms: TransportTerms) -> list[_Group]:
         u = np.repeat(lc[ia][:, :, None], kb, axis=2)
         v = np.repeat(rc[ib][:, None, :], ka, axis=1)
         target = space.lookup(u.ravel(), v.ravel(), missing=N).reshape(len(rows), ka, kb)
+        outside = (target == N) & (u != v) & (terms.row_weight[rows] > 0)[:, None, None]
+        if outside.any():  # pragma: no cover - the closure is closed under every row's laws
+            raise RuntimeError("a transport row of the queried pairs reads a pair outside their closure")
         errors = left_error[src[rows]] + right_error[dst[rows]]
         groups.append(_Group(rows, lv[ia], rv[ib], target, errors))
     return groups

@@ -208,7 +208,7 @@ def _seeds(n: int) -> str:
 
 def findings(cells: dict) -> list[str]:
     """The coupling pairs compared by their error against the intended metric, and the entangled methods'
-    targets against their own fixed points, one sentence each (whatever the sign)."""
+    targets against their own fixed points in both modes, one sentence each (whatever the sign)."""
     lines = []
     scenes = []
     for _, scene, _ in _order(cells):
@@ -235,9 +235,9 @@ def findings(cells: dict) -> list[str]:
                     f"{ind} {_cell(b, 'intended_mean', True)} mean error to the intended metric, "
                     f"{_seeds(seeds)}: {verdict}."
                 )
-    for scene in scenes:
+    for mode, scene in [(mode, scene) for mode in MODES for scene in scenes]:
         for method in ("eps-r", "eps-pi"):
-            row = cells.get(("isolated", scene, method))
+            row = cells.get((mode, scene, method))
             if not row or "own_mean" not in row or "own_max" not in row:
                 continue
             mean, worst = row["own_mean"], row["own_max"]
@@ -249,7 +249,7 @@ def findings(cells: dict) -> list[str]:
             if len(row["seeds"]) < 2:
                 verdict = ("met by its one seed" if point else "missed by its one seed") + " (no interval)"
             lines.append(
-                f"isolated, {scene}, {method} against its own fixed point: {_cell(row, 'own_mean', True)} "
+                f"{mode}, {scene}, {method} against its own fixed point: {_cell(row, 'own_mean', True)} "
                 f"mean, {_cell(row, 'own_max', True)} max, {_seeds(len(row['seeds']))} (targets 5% and "
                 f"15%): {verdict}."
             )

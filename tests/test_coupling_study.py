@@ -392,6 +392,19 @@ def test_findings_say_which_coupling_is_closer_whatever_the_sign(tmp_path, entan
     assert len(target) == 1 and target[0].endswith("met with the interval.")
 
 
+def test_agent_mode_is_held_to_the_same_marks_against_its_own_fixed_point(tmp_path):
+    jitter = [0.9, 1.0, 1.1, 0.95, 1.05]
+    _write(
+        tmp_path,
+        [_record("agent", "ring", "eps-pi", s, 0.2, own=0.12 * j) for s, j in enumerate(jitter)]
+        + [_record("isolated", "ring", "eps-pi", 0, 0.2, own=0.01)],
+    )
+    target = [x for x in findings(aggregate(load_records(tmp_path), reps=500)) if "own fixed point" in x]
+    assert len(target) == 2
+    assert target[0].startswith("isolated, ring, eps-pi") and target[0].endswith("met by its one seed (no interval).")
+    assert target[1].startswith("agent, ring, eps-pi") and target[1].endswith(": missed.")
+
+
 def test_table_figure_and_page_come_from_the_records(tmp_path, capsys):
     records = tmp_path / "records"
     _write(

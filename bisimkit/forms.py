@@ -449,9 +449,7 @@ def csr_from_triplets(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n: i
     """An n x n CSR matrix from (row, col, value) triplets, duplicates kept."""
     import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
 
+    order = np.argsort(rows, kind="stable")
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
-    if np.all(rows[1:] >= rows[:-1]):  # grouped by row already (cells in problem order)
-        return sp.csr_matrix((vals, cols, indptr), shape=(n, n))
-    order = np.argsort(rows, kind="stable")
     return sp.csr_matrix((vals[order], cols[order], indptr), shape=(n, n))

@@ -284,23 +284,18 @@ class FiniteMDP:
 
         if self._transitions is not None:
             return sp.csr_matrix(self.transition_pi)
-        # the mixture sum_a pi(s, a) P(s, a): row s*m + a's entries weighted by pi(s, a), summed per state
-        # (duplicate columns summed, exact zeros dropped), clipped at zero and divided by the row sums
+        # the mixture sum_a pi(s, a) P(s, a): rows s*m .. s*m + m - 1 lie together in the CSR rows, so state s's
+        # entries, each weighted by pi(s, a), are one row with repeated columns (summed), then clipped at zero
+        # and divided by the row sums
         pi = self.require_policy("the policy-averaged transition")
         n, m = self.n_states, self.n_actions
         rows = self._rows
         assert rows is not None  # a model holds dense or sparse transitions
-        counts = np.diff(rows.indptr)
-        weights = np.repeat(pi.reshape(-1), counts) * rows.data
-        if m == 1:
-            mixture = sp.csr_matrix((weights, rows.indices.copy(), rows.indptr.copy()), shape=(n, n))
-            mixture.sum_duplicates()
-        else:
-            states = np.repeat(np.arange(n), counts.reshape(n, m).sum(axis=1))
-            mixture = sp.csr_matrix((weights, (states, rows.indices)), shape=(n, n))
+        weights = np.repeat(pi.reshape(-1), np.diff(rows.indptr)) * rows.data
+        mixture = sp.csr_matrix((weights, rows.indices.copy(), rows.indptr[::m].copy()), shape=(n, n))
+        mixture.sum_duplicates()
         np.clip(mixture.data, 0.0, None, out=mixture.data)
         mixture.eliminate_zeros()
-        mixture.sort_indices()
         lengths = np.diff(mixture.indptr)
         totals = np.bincount(np.repeat(np.arange(n), lengths), weights=mixture.data, minlength=n)
         mixture.data /= np.repeat(totals, lengths)

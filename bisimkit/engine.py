@@ -591,27 +591,44 @@ def _solve_max_player(
     policy iteration over the row (action) chosen at each pair."""
     c, pairs = terms.discount, terms.pairs
     n_rows = len(terms.row_pair)
-    starts = terms.row_starts()
-    if choice is None:
-        q = terms.row_const + c * plan_costs(plans, pairs.to_matrix(x), n_rows)
-        choice = _argmax_per_group(q, terms.row_pair, starts)
     ones = np.ones(n_rows)
-    for _ in range(10_000):
-        # Evaluate the current choice with the current couplings, then improve it.
+
+    def solve_rows(choice: np.ndarray, x: np.ndarray) -> np.ndarray:
         chosen = np.zeros(n_rows, dtype=bool)
         chosen[choice] = True
         T = pair_system(pairs, terms.row_pair, ones, plans.select(chosen[plans.problem]), n_rows)
-        x, _ = solve_fixed_point(T, terms.row_const[choice], c, x0=x, tol=tol * 1e-3)
-        q = terms.row_const + c * plan_costs(plans, pairs.to_matrix(x), n_rows)
-        best = _argmax_per_group(q, terms.row_pair, starts)
-        switch = q[best] - q[choice] > 1e-12 * (1.0 + np.abs(q[choice]))
+        return solve_fixed_point(T, terms.row_const[choice], c, x0=x, tol=tol * 1e-3)[0]
+
+    return max_row_iteration(terms, x, choice, solve_rows, lambda x: plan_costs(plans, pairs.to_matrix(x), n_rows))
+
+
+def max_row_iteration(
+    terms: TransportTerms,
+    x: np.ndarray,
+    choice: np.ndarray | None,
+    solve_rows: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    row_costs: Callable[[np.ndarray], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(x, choice)``: the value ``x = max_r (const_r + c cost_r(x))`` per pair of fixed couplings, by policy
+    iteration over the row each pair takes. ``solve_rows(choice, x)`` is the exact value of the rows
+    ``choice`` (one per pair; ``x`` a first guess), ``row_costs(x)`` every row's coupling cost under ``x``;
+    ``choice`` None starts from the best rows under ``x``. A row is switched only when it gains more than
+    1e-12 relative, and on ties the pair keeps its first row."""
+    c = terms.discount
+    starts = terms.row_starts()
+
+    def best(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        q = terms.row_const + c * row_costs(x)
+        return q, np.lexsort((-q, terms.row_pair))[starts]  # the largest row of each pair, the first on ties
+
+    if choice is None:
+        choice = best(x)[1]
+    for _ in range(10_000):
+        # Evaluate the current choice with the current couplings, then improve it.
+        x = solve_rows(choice, x)
+        q, top = best(x)
+        switch = q[top] - q[choice] > 1e-12 * (1.0 + np.abs(q[choice]))
         if not switch.any():
             return x, choice
-        choice = np.where(switch, best, choice)
-    raise RuntimeError("policy iteration over actions did not terminate")  # pragma: no cover
-
-
-def _argmax_per_group(values: np.ndarray, group: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Index of the largest value in each contiguous group (first one on ties)."""
-    order = np.lexsort((-values, group))
-    return order[starts]
+        choice = np.where(switch, top, choice)
+    raise RuntimeError("policy iteration over the rows did not terminate")  # pragma: no cover

@@ -192,19 +192,7 @@ class TransportTerms:
         point = x if at is D else self.pairs.from_matrix(at)
         c = self.discount
         value = self.combine(self.row_const + c * values)
-        row_error = c * gaps
-        if self.row_const_error is not None:
-            row_error = row_error + self.row_const_error
-        size = np.abs(value)
-        if self.reduce == "sum":
-            # each row value is two rounded operations, weighted (one more; an entangled cell's weight is
-            # itself off by u relative) and summed over the pair's rows
-            pair_error = np.bincount(self.row_pair, weights=self.row_weight * row_error, minlength=len(self.pairs))
-            pair_error = pair_error * (1 + 2 * gamma(self._max_rows())) + gamma_array(self._pair_rows() + 4) * size
-            if self.pair_weight_error is not None:
-                pair_error = pair_error + self.pair_weight_error * size
-        else:
-            pair_error = np.maximum.reduceat(row_error, self.row_starts()) + gamma(2) * size
+        pair_error = self.pair_error(c * gaps, value)
         if self.pair_coupling is not None:
             reach = self.pair_ground_max
             if self.left_state_rows is not None:
@@ -216,6 +204,24 @@ class TransportTerms:
             pair_error = pair_error + self.pair_coupling * reach
         error = float(np.max(pair_error, initial=0.0)) * (1 + 4 * U)
         return Evaluation(value, point, error, cells)
+
+    def pair_error(self, row_gap: np.ndarray, value: np.ndarray) -> np.ndarray:
+        """Per pair, a bound on the error of ``value`` (the pairs' reduced row values) from the rows' errors
+        ``row_gap`` (c times each transport value's gap) and their one-step terms' ``row_const_error``, with
+        the rounding of the reduction; the entangled coupling's charge (``pair_coupling``) is not included."""
+        row_error = row_gap if self.row_const_error is None else row_gap + self.row_const_error
+        size = np.abs(value)
+        if self.reduce == "sum":
+            # each row value is two rounded operations, weighted (one more; an entangled cell's weight is
+            # itself off by u relative) and summed over the pair's rows
+            pair_error = np.bincount(self.row_pair, weights=self.row_weight * row_error, minlength=len(self.pairs))
+            pair_error = pair_error * (1 + 2 * gamma(self._max_rows())) + gamma_array(self._pair_rows() + 4) * size
+            if self.pair_weight_error is not None:
+                pair_error = pair_error + self.pair_weight_error * size
+            return pair_error
+        if not len(self.pairs):
+            return np.zeros(0)
+        return np.maximum.reduceat(row_error, self.row_starts()) + gamma(2) * size
 
     def _pair_rows(self) -> np.ndarray:
         if self._rows_per_pair is None:

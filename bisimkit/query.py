@@ -41,14 +41,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .couplings import load_pot
-from .engine import Solution
+from .engine import Solution, max_row_iteration
 from .errors import InputError
 from .forms import TransportTerms
 from .ground import Ground
 from .lmc import coupling_value
 from .mdp import FiniteMDP
 from .pairs import PairSpace, check_state_pairs, successor_closure
-from .roundoff import U, gamma, gamma_array
+from .roundoff import U, gamma
 from .simplex import BASIS_DTYPE, basis_offsets, solve_padded
 from .transport import plan_gap
 
@@ -229,30 +229,19 @@ def _plan_costs(groups: list[_Group], plans: list[np.ndarray], ext: np.ndarray, 
 def _max_player(
     terms: TransportTerms, groups: list[_Group], plans: list[np.ndarray], x: np.ndarray, choice: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """For a max over rows (bisim), the value of the fixed couplings ``plans``: ``x = max_r (const_r + c
-    T_r x)`` by policy iteration over the row each pair takes (each step a linear solve), from ``choice``
-    (the best rows under ``x`` when None). Returns ``(x, choice)``."""
+    """For a max over rows (bisim), the value of the fixed couplings ``plans`` (:func:`bisimkit.engine.
+    max_row_iteration`, each step a block back-substitution of the chosen rows). Returns ``(x, choice)``."""
     c, N = terms.discount, len(terms.pairs)
     n_rows = len(terms.row_pair)
-    starts = terms.row_starts()
 
-    def best(x):
-        q = terms.row_const + c * _plan_costs(groups, plans, np.concatenate([x, [0.0]]), n_rows)
-        order = np.lexsort((-q, terms.row_pair))  # the largest row of each pair first, the lowest on ties
-        return q, order[starts]
-
-    q, top = best(x)
-    choice = top if choice is None else choice
-    for _ in range(10_000):
+    def solve_rows(choice: np.ndarray, x: np.ndarray) -> np.ndarray:
         weight = np.zeros(n_rows)
         weight[choice] = 1.0
-        x, _, _, _ = coupling_value(terms.row_const[choice], _system(groups, plans, terms.row_pair, weight, N, c))
-        q, top = best(x)
-        switch = q[top] - q[choice] > 1e-12 * (1.0 + np.abs(q[choice]))
-        if not switch.any():
-            return x, choice
-        choice = np.where(switch, top, choice)
-    raise RuntimeError("policy iteration over rows did not terminate")  # pragma: no cover
+        return coupling_value(terms.row_const[choice], _system(groups, plans, terms.row_pair, weight, N, c))[0]
+
+    return max_row_iteration(
+        terms, x, choice, solve_rows, lambda x: _plan_costs(groups, plans, np.concatenate([x, [0.0]]), n_rows)
+    )
 
 
 def query_solution(
@@ -300,9 +289,6 @@ def query_solution(
     terms = op.build(mdp, mdp, space, ground, True)
     n_rows = len(terms.row_pair)
     const = np.asarray(terms.row_const, dtype=np.float64)
-    const_error = np.zeros(n_rows) if terms.row_const_error is None else terms.row_const_error
-    starts = terms.row_starts()
-    pair_rows = np.bincount(terms.row_pair, minlength=N)
     groups = _groups(terms)
 
     def evaluate(x: np.ndarray):
@@ -316,16 +302,7 @@ def query_solution(
             plans.append(plan)
             costs[grp.rows], gaps[grp.rows] = cost, gap
         y = terms.combine(const + c * costs)
-        row_error = c * gaps + const_error
-        size = np.abs(y)
-        e: np.ndarray
-        if terms.reduce == "sum":
-            e = np.bincount(terms.row_pair, weights=terms.row_weight * row_error, minlength=N).astype(np.float64)
-            e = e * (1 + 2 * gamma(int(np.max(pair_rows, initial=1)))) + gamma_array(pair_rows + 4) * size
-            if terms.pair_weight_error is not None:
-                e = e + terms.pair_weight_error * size
-        else:
-            e = np.maximum.reduceat(row_error, starts) + gamma(2) * size if N else np.zeros(0)
+        e = terms.pair_error(c * gaps, y)
         if terms.pair_coupling is not None:
             assert terms.pair_ground_max is not None  # given with pair_coupling
             reach = terms.pair_ground_max
@@ -337,8 +314,9 @@ def query_solution(
     x = np.zeros(N)
     history: list[float] = []
     seconds: list[float] = []
-    y, e, plans, _ = evaluate(terms.combine(const))  # first couplings: optimal under the one-step distances
-    b = terms.combine(const) if terms.reduce == "sum" else None
+    one_step = terms.combine(const)
+    y, e, plans, _ = evaluate(one_step)  # first couplings: optimal under the one-step distances
+    b = one_step if terms.reduce == "sum" else None
     choice: np.ndarray | None = None
     err = np.inf
     rounds = 0

@@ -285,6 +285,8 @@ def _solve_one(a, b, C, k, l, flow, basis_row, basis_col, warm, ws):
     be built) or PIVOT_CAP (``5000 (k + l)`` pivots without proving optimality); ``gap`` bounds the
     cost's distance to the optimum (:func:`_plan_gap`; inf unless SOLVED).
     """
+    if k == 1 or l == 1:
+        return _forced_plan(a, b, C, k, l, flow, basis_row, basis_col, ws)
     n = k + l
     er, ec, adj, deg, pot = ws.edge_row, ws.edge_col, ws.adj, ws.deg, ws.pot
     parent_edge, depth, stack, cycle = ws.parent_edge, ws.depth, ws.stack, ws.cycle
@@ -422,6 +424,50 @@ def _solve_one(a, b, C, k, l, flow, basis_row, basis_col, warm, ws):
         pivots,
         _plan_gap(a, b, k, l, flow, er, ec, pot, cost, violation, scale, floor, ws.rest_row, ws.rest_col),
     )
+
+
+@kernel
+def _forced_plan(a, b, C, k, l, flow, basis_row, basis_col, ws):
+    """:func:`_solve_one` where one side has a single atom (``k == 1`` or ``l == 1``): the only plan
+    sends that atom's mass to every atom of the other side, ``flow[0, j] = b[j]`` (or
+    ``flow[i, 0] = a[i]``), so its cost is optimal without a pivot. Its potentials are exact
+    (``u_0 = 0, v_j = C[0, j]``, or ``v_0 = 0, u_i = C[i, 0]``: every reduced cost is 0), and the gap
+    is :func:`_plan_gap`'s, which charges the two sides' differing totals and the rounding of the sum.
+    Same outputs as :func:`_solve_one`: ``(cost, SOLVED, 0, gap)``, the plan and its basis."""
+    er, ec, pot = ws.edge_row, ws.edge_col, ws.pot
+    scale = 0.0
+    floor = np.inf
+    for i in range(k):
+        for j in range(l):
+            if abs(C[i, j]) > scale:
+                scale = abs(C[i, j])
+            if C[i, j] < floor:
+                floor = C[i, j]
+    if k == 1:
+        pot[0] = 0.0
+        for j in range(l):
+            er[j] = 0
+            ec[j] = j
+            flow[0, j] = b[j]
+            pot[1 + j] = C[0, j]
+    else:
+        pot[k] = 0.0
+        for i in range(k):
+            er[i] = i
+            ec[i] = 0
+            flow[i, 0] = a[i]
+            pot[i] = C[i, 0]
+    cost = 0.0
+    for i in range(k):
+        for j in range(l):
+            if flow[i, j] < FLOW_EPS:  # as in _solve_one
+                flow[i, j] = 0.0
+            cost += flow[i, j] * C[i, j]
+    for e in range(k + l - 1):
+        basis_row[e] = er[e]
+        basis_col[e] = ec[e]
+    gap = _plan_gap(a, b, k, l, flow, er, ec, pot, cost, 0.0, scale, floor, ws.rest_row, ws.rest_col)
+    return cost, SOLVED, 0, gap
 
 
 @kernel

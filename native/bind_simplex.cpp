@@ -107,6 +107,13 @@ void bind_simplex(nb::module_ m) {
         nb::gil_scoped_release release;
         return std::apply(sx::solve_one<B>, args);
     });
+    m.def("_forced_plan", [](In a, In b, In C, i64 k, i64 l, Out flow, Out basis_row, Out basis_col, nb::handle ws) {
+        const auto args = std::make_tuple(vec<double>(a, "a"), vec<double>(b, "b"), mat<double>(C, "C"), k, l,
+                                          mat<double>(flow, "flow"), vec<B>(basis_row, "basis_row"),
+                                          vec<B>(basis_col, "basis_col"), scratch(ws));
+        nb::gil_scoped_release release;
+        return std::apply(sx::forced_plan<B>, args);
+    });
     m.def("_plan_gap", [](In a, In b, i64 k, i64 l, In flow, In edge_row, In edge_col, In pot, double cost,
                           double violation, double scale, double floor, Out rows, Out cols) {
         return sx::plan_gap(vec<double>(a, "a"), vec<double>(b, "b"), k, l, mat<double>(flow, "flow"),

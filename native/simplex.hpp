@@ -263,9 +263,56 @@ inline double plan_gap(Vec<double> a, Vec<double> b, i64 k, i64 l, Mat<double> f
 /// ``(cost, status, pivots, gap)`` of ``_solve_one``.
 using Solved = std::tuple<double, i64, i64, double>;
 
+/// ``_forced_plan``: one side with a single atom, whose only plan is optimal without a pivot.
+template <class B>
+Solved forced_plan(Vec<double> a, Vec<double> b, Mat<double> C, i64 k, i64 l, Mat<double> flow, Vec<B> basis_row,
+                   Vec<B> basis_col, const Scratch &ws) {
+    const Vec<i64> er = ws.edge_row, ec = ws.edge_col;
+    const Vec<double> pot = ws.pot;
+    double scale = 0.0;
+    double floor = INF;
+    for (i64 i = 0; i < k; ++i) {
+        for (i64 j = 0; j < l; ++j) {
+            if (std::fabs(C(i, j)) > scale) scale = std::fabs(C(i, j));
+            if (C(i, j) < floor) floor = C(i, j);
+        }
+    }
+    if (k == 1) {
+        pot[0] = 0.0;
+        for (i64 j = 0; j < l; ++j) {
+            er[j] = 0;
+            ec[j] = j;
+            flow(0, j) = b[j];
+            pot[1 + j] = C(0, j);
+        }
+    } else {
+        pot[k] = 0.0;
+        for (i64 i = 0; i < k; ++i) {
+            er[i] = i;
+            ec[i] = 0;
+            flow(i, 0) = a[i];
+            pot[i] = C(i, 0);
+        }
+    }
+    double cost = 0.0;
+    for (i64 i = 0; i < k; ++i) {
+        for (i64 j = 0; j < l; ++j) {
+            if (flow(i, j) < FLOW_EPS) flow(i, j) = 0.0;
+            cost += flow(i, j) * C(i, j);
+        }
+    }
+    for (i64 e = 0; e < k + l - 1; ++e) {
+        basis_row[e] = static_cast<B>(er[e]);
+        basis_col[e] = static_cast<B>(ec[e]);
+    }
+    return {cost, SOLVED, 0,
+            plan_gap(a, b, k, l, flow, er, ec, pot, cost, 0.0, scale, floor, ws.rest_row, ws.rest_col)};
+}
+
 template <class B>
 Solved solve_one(Vec<double> a, Vec<double> b, Mat<double> C, i64 k, i64 l, Mat<double> flow, Vec<B> basis_row,
                  Vec<B> basis_col, bool warm, const Scratch &ws) {
+    if (k == 1 || l == 1) return forced_plan(a, b, C, k, l, flow, basis_row, basis_col, ws);
     const i64 n = k + l;
     const Vec<i64> er = ws.edge_row, ec = ws.edge_col, deg = ws.deg;
     const Mat<i64> adj = ws.adj;

@@ -270,6 +270,20 @@ def test_line_bases():
     )
 
 
+@pytest.mark.parametrize("k, l", [(1, 1), (1, 4), (4, 1)])
+def test_one_atom_on_a_side_takes_the_forced_plan_in_both_twins(k, l):
+    rng = np.random.default_rng(k + 10 * l)
+    a, b = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(l))
+    C = rng.random((k, l))
+    ws = simplex.Scratch(*(np.zeros_like(x) for x in simplex._workspace(k + l, max(k, l))))
+    br, bc = np.zeros(k + l - 1, simplex.BASIS_DTYPE), np.zeros(k + l - 1, simplex.BASIS_DTYPE)
+    result, ran = both(simplex._forced_plan, a, b, C, k, l, np.zeros((k, l)), br, bc, ws)
+    assert result[1:3] == (simplex.SOLVED, 0)
+    assert result[0] == pytest.approx(float(np.sum(np.outer(a, b) * C)), abs=1e-15)
+    solved, _ = both(simplex._solve_one, a, b, C, k, l, np.zeros((k, l)), br.copy(), bc.copy(), False, ws)
+    assert solved == result
+
+
 def test_the_helpers_of_one_solve():
     rng = np.random.default_rng(7)
     k, l = 5, 4

@@ -27,6 +27,17 @@ def test_random_problems_match_pot(k, l):
         assert (G > 0).sum() <= k + l - 1  # a basic solution
 
 
+@pytest.mark.parametrize("transpose", [False, True])
+def test_a_forced_plan_charges_the_sides_differing_totals_to_its_gap(transpose):
+    a, b = np.array([1.0]), np.array([0.5, 0.5 - 1e-9])  # totals 1e-9 apart
+    C = np.array([[0.25, 2.0]])
+    if transpose:
+        a, b, C = b, a, C.T
+    costs, _, ok, _, _, gaps = solve_padded(a[None], b[None], C[None], np.array([len(a)]), np.array([len(b)]))
+    assert ok[0] and costs[0] == pytest.approx(0.125 + 2.0 * (0.5 - 1e-9), abs=1e-15)
+    assert gaps[0] >= 2.0 * 1e-9 * 0.999  # the largest cost times the mass that has nowhere to go
+
+
 weights = st.lists(st.integers(0, 3), min_size=1, max_size=7).filter(lambda w: sum(w) > 0)
 
 

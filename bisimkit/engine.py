@@ -421,10 +421,17 @@ DIRECT_LIMIT = 800
 #: Larger pair systems whose Gauss-Seidel solve should take at most this many visits of a stored entry
 #: (the entries of T times the sweeps that shrink a residual by 1e-12 at rate c) are solved by compiled
 #: Gauss-Seidel sweeps inside the refinement; the others by GMRES, whose interpreted iterations cost more
-#: than the sweeps on such systems.
+#: than the sweeps on such systems, unless the sweeps prove fast on them (:data:`GAUSS_SEIDEL_STALE`).
 GAUSS_SEIDEL_WORK = 2e7
 #: Sweeps per refinement pass of the Gauss-Seidel solve (each shrinks the residual by at least c).
 GAUSS_SEIDEL_PASS = 200
+#: A larger system whose rows read at most this share of their mass before it is updated in a sweep
+#: (:func:`_stale_share`; about a half on random models, a quarter on chains built by exploring a
+#: program's states) is first given :data:`GAUSS_SEIDEL_PROBE` + 1 sweeps: where they shrink the change
+#: by at least :data:`GAUSS_SEIDEL_RATE` per sweep, Gauss-Seidel solves it; elsewhere GMRES.
+GAUSS_SEIDEL_STALE = 0.35
+GAUSS_SEIDEL_PROBE = 3
+GAUSS_SEIDEL_RATE = 0.4
 
 
 def solve_fixed_point(
@@ -439,9 +446,10 @@ def solve_fixed_point(
 
     Iterative refinement: the residual ``r = b + cTx - x`` is always computed in
     float64 with the exact T, and each pass adds an approximate solution of
-    ``(I - cT) dx = r``: a sparse LU factorisation for small systems, GMRES on a
-    float32 copy of T for large ones (half the memory traffic; the float64
-    residuals still drive the error to ``tol``). Returns ``(x, bound)`` with
+    ``(I - cT) dx = r``: a sparse LU factorisation for small systems, compiled Gauss-Seidel
+    sweeps for mid-size ones and for larger ones on which the sweeps prove fast
+    (:func:`_gauss_seidel_step`), GMRES on a float32 copy of T for the others (half the
+    memory traffic; the float64 residuals still drive the error to ``tol``). Returns ``(x, bound)`` with
     ``||x - x*|| <= ||b + cTx - x|| / (1 - c) = bound``. ``product``, when given, is the
     exact float64 ``x -> T x`` and T itself may be a float32 copy (used for the inner solves only).
     A dense T (the small-problem path) is inverted by :func:`bisimkit.kernels.dense_inverse`.
@@ -471,25 +479,58 @@ def solve_fixed_point(
             dx, _ = spla.gmres(A, (r / scale).astype(np.float32), rtol=1e-5, atol=0.0, restart=20, maxiter=10)
             return dx.astype(np.float64) * scale
 
+        if product is None and _stale_share(T) <= GAUSS_SEIDEL_STALE:
+            step = _gauss_seidel_step(T, c, tol, fallback=step)
     return _refine(matvec(T) if product is None else product, step, b, c, x0, tol, direct=direct)
 
 
-def _gauss_seidel_step(T: sp.csr_matrix, c: float, tol: float) -> Callable[[np.ndarray], np.ndarray]:
+def _stale_share(T: sp.csr_matrix) -> float:
+    """The share of T's mass a last-to-first Gauss-Seidel sweep reads before updating it: the entries
+    ``T[p, q]`` with ``q < p``."""
+    rows = np.repeat(np.arange(T.shape[0]), np.diff(T.indptr))
+    total = float(np.sum(T.data))
+    return float(np.sum(T.data[T.indices < rows])) / total if total > 0.0 else 0.0
+
+
+def _gauss_seidel_step(
+    T: sp.csr_matrix, c: float, tol: float, fallback: Callable[[np.ndarray], np.ndarray] | None = None
+) -> Callable[[np.ndarray], np.ndarray]:
     """``r -> dx``, an approximate solve of ``(I - cT) dx = r`` by at most :data:`GAUSS_SEIDEL_PASS` compiled
     Gauss-Seidel sweeps from 0. The sweeps stop once none changes dx by more than
     ``max(1e-15 max|r|, tol (1 - c) / 2)``: after a sweep, row i's equation is off only by the later
     changes of the entries it reads, at most c times the largest change, so the new residual's bound
-    ``c · change / (1 - c)`` is then within ``tol`` (the caller's refinement checks it either way)."""
+    ``c · change / (1 - c)`` is then within ``tol`` (the caller's refinement checks it either way).
+
+    The sweeps visit the unknowns from the last to the first: a model built by exploring a program's
+    states numbers most successors after their state, so most entries a row reads are already updated.
+    With a ``fallback`` (the GMRES step of a larger system), the first call measures the sweeps' rate: one
+    sweep, then :data:`GAUSS_SEIDEL_PROBE` more; where the largest change shrank by less than
+    :data:`GAUSS_SEIDEL_RATE` per sweep, that call returns the dx so far and every later call is the
+    fallback's."""
     cT = (c * T).tocsr()
     N = cT.shape[0]
-    members = np.arange(N, dtype=np.int64)
+    members = np.arange(N - 1, -1, -1, dtype=np.int64)
     indptr, indices, data = cT.indptr, cT.indices, np.asarray(cT.data, dtype=np.float64)
     local = np.full(N, -1, dtype=np.int64)
+    probe = fallback is not None
+    slow = False
 
     def step(r: np.ndarray) -> np.ndarray:
+        nonlocal probe, slow
+        if slow and fallback is not None:
+            return fallback(r)
         dx = np.zeros((N, 1))
         rhs = np.ascontiguousarray(r, dtype=np.float64).reshape(N, 1)
         target = max(1e-15 * float(np.max(np.abs(r), initial=0.0)), 0.5 * tol * (1.0 - c))
+        if probe:
+            probe = False
+            arrays = (members, indptr, indices, data, rhs, dx, local)
+            _, first = scc_gauss_seidel(*arrays, 1, target)
+            if first > target:
+                runs, last = scc_gauss_seidel(*arrays, GAUSS_SEIDEL_PROBE, target)
+                if last > target and last > first * GAUSS_SEIDEL_RATE**runs:
+                    slow = True
+                    return dx[:, 0]
         scc_gauss_seidel(members, indptr, indices, data, rhs, dx, local, GAUSS_SEIDEL_PASS, target)
         return dx[:, 0]
 

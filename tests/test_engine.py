@@ -115,3 +115,30 @@ def test_mid_size_sparse_pair_systems_are_solved_by_gauss_seidel_sweeps_as_accur
     assert len(used) == 1 and bound_gm <= 1e-12
     assert np.max(np.abs(x_gs - x_gm)) <= bound_gs + bound_gm
     assert np.max(np.abs(b + 0.9 * (T @ x_gs) - x_gs)) <= 1e-12 * 0.1
+
+
+@pytest.mark.parametrize("shape", ["forward chain", "random"])
+def test_larger_pair_systems_take_gauss_seidel_where_its_sweeps_prove_fast(monkeypatch, shape):
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spla
+
+    from bisimkit import engine
+
+    rng = np.random.default_rng(1)
+    N = engine.DIRECT_LIMIT + 400
+    if shape == "forward chain":  # every row reads later unknowns (and itself): one last-to-first sweep solves it
+        rows = np.repeat(np.arange(N), 2)
+        cols = np.minimum(rows + np.tile([0, 1], N) * rng.integers(1, 20, size=2 * N), N - 1)
+    else:
+        rows, cols = np.repeat(np.arange(N), 3), rng.integers(0, N, size=3 * N)
+    weights = rng.dirichlet(np.ones(len(rows) // N), size=N).ravel()
+    T = sp.csr_matrix((weights, (rows, cols)), shape=(N, N))
+    b = rng.random(N)
+    fallbacks = []
+    monkeypatch.setattr(engine, "GAUSS_SEIDEL_WORK", 0.0)  # as if the system were large
+    original = spla.gmres
+    monkeypatch.setattr(spla, "gmres", lambda *a, **k: fallbacks.append(1) or original(*a, **k))
+    x, bound = engine.solve_fixed_point(T, b, 0.9, tol=1e-12)
+    assert bound <= 1e-12 and np.max(np.abs(b + 0.9 * (T @ x) - x)) <= 1e-12 * 0.1
+    assert (engine._stale_share(T) == 0.0) == (shape == "forward chain")
+    assert bool(fallbacks) == (shape == "random")

@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import resource
 import statistics
 import time
 import warnings
@@ -138,6 +139,8 @@ def run_size(N: int, repeat: int, solve_it: bool) -> dict:
                     certified_error=sol.certified_error,
                     converged=sol.converged,
                     method=sol.method,
+                    # the process's peak so far: the model, Storm's quotient and the solve
+                    peak_rss_gib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
                 )
             except (NotEnoughMemory, InputError) as exc:
                 record.update(solve_refused=str(exc), solve_seconds=time.perf_counter() - start)

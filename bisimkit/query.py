@@ -17,9 +17,10 @@ is the fixed point of ``F`` restricted to it, a c-contraction in the sup norm ov
 (Bacci, Bacci, Larsen and Mardare, "On-the-fly exact computation of bisimilarity distances", TACAS 2013).
 
 On that closure the solve is the engine's coupling iteration (:mod:`bisimkit.engine`): fix a coupling per
-row, solve ``x = g + c T x`` (block back-substitution over the strongly connected components of the coupling
-graph, :func:`bisimkit.lmc.coupling_value`; for the max of bisim, inside a policy iteration over the row each
-pair takes), re-optimise every coupling under ``x`` with the compiled
+row, solve ``x = g + c T x`` (:func:`bisimkit.engine.solve_fixed_point`, to a tolerance tightened with the
+certificate, as the engine does; for the max of bisim, block back-substitution over the strongly connected
+components of the coupling graph, :func:`bisimkit.lmc.coupling_value`, inside a policy iteration over the row
+each pair takes), re-optimise every coupling under ``x`` with the compiled
 network simplex (:func:`bisimkit.simplex.solve_padded`), until the certificate reaches ``tol``. The
 certificate is the engine's: with ``y`` the computed ``F(x)`` and ``e`` a bound on ``|y - F(x)|`` per pair
 (the operator's own one-step charges from :meth:`~bisimkit.operators.Operator.build`, each transport
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .couplings import load_pot
-from .engine import Solution, max_row_iteration
+from .engine import Solution, max_row_iteration, solve_fixed_point
 from .errors import InputError
 from .forms import TransportTerms
 from .ground import Ground
@@ -321,10 +322,13 @@ def query_solution(
     err = np.inf
     rounds = 0
     converged = False
+    lin_tol = 1e-3  # the linear solves' tolerance, tightened with the certificate as in the engine
     while N and rounds < MAX_ROUNDS:
         rounds += 1
         if b is not None:
-            x, _, _, _ = coupling_value(b, _system(groups, plans, terms.row_pair, terms.row_weight, N, c))
+            lin_tol = max(tol * 1e-3, min(lin_tol, 1e-3 * err))
+            T = _system(groups, plans, terms.row_pair, terms.row_weight, N, 1.0)
+            x, _ = solve_fixed_point(T, b, c, x0=x if rounds > 1 else one_step, tol=lin_tol)
         else:
             x, choice = _max_player(terms, groups, plans, x, choice)
         y, e, new_plans, new_costs = evaluate(x)
@@ -348,6 +352,9 @@ def query_solution(
                 plans[i] = np.where(better[:, None, None], new, old)
                 improved = True
         if not improved:
+            if b is not None and lin_tol > tol * 1e-3:
+                lin_tol = tol * 1e-3  # the couplings may be optimal only for an inexact x: solve it closely
+                continue
             break  # optimal couplings: what is left is the floor of the evaluation
     if not N:
         err, converged = 0.0, True

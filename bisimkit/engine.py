@@ -471,10 +471,13 @@ def solve_fixed_point(
     elif product is None and T.nnz * sweeps <= GAUSS_SEIDEL_WORK:
         step = _gauss_seidel_step(T, c, tol)
     else:
-        T32 = matvec(T, np.float32)
-        A = spla.LinearOperator((N, N), matvec=lambda v: v - np.float32(c) * T32(v), dtype=np.float32)
+        A = None
 
         def step(r):
+            nonlocal A
+            if A is None:  # the float32 copy, made once GMRES is chosen
+                T32 = matvec(T, np.float32)
+                A = spla.LinearOperator((N, N), matvec=lambda v: v - np.float32(c) * T32(v), dtype=np.float32)
             scale = float(np.max(np.abs(r)))
             dx, _ = spla.gmres(A, (r / scale).astype(np.float32), rtol=1e-5, atol=0.0, restart=20, maxiter=10)
             return dx.astype(np.float64) * scale
@@ -507,10 +510,10 @@ def _gauss_seidel_step(
     sweep, then :data:`GAUSS_SEIDEL_PROBE` more; where the largest change shrank by less than
     :data:`GAUSS_SEIDEL_RATE` per sweep, that call returns the dx so far and every later call is the
     fallback's."""
-    cT = (c * T).tocsr()
-    N = cT.shape[0]
+    T = T.tocsr()
+    N = T.shape[0]
     members = np.arange(N - 1, -1, -1, dtype=np.int64)
-    indptr, indices, data = cT.indptr, cT.indices, np.asarray(cT.data, dtype=np.float64)
+    indptr, indices, data = T.indptr, T.indices, np.multiply(T.data, c, dtype=np.float64)  # c T, sharing T's index
     local = np.full(N, -1, dtype=np.int64)
     probe = fallback is not None
     slow = False

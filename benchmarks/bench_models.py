@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
 import statistics
@@ -222,10 +223,12 @@ def main(argv: list[str] | None = None) -> int:
 
         machine = {
             "platform": platform.platform(),
-            "cpus": __import__("os").cpu_count(),
+            "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "stormpy": stormpy.__version__,
             "date": str(date.today()),
+            # glibc's allocator settings, where set (MALLOC_MMAP_THRESHOLD_: docs/performance.md)
+            "malloc": {key: value for key, value in os.environ.items() if key.startswith("MALLOC_")},
         }
         atomic_write_json(Path(args.out), {"machine": machine, "records": records})
     return 0

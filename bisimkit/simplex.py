@@ -307,14 +307,7 @@ def _solve_one(a, b, C, k, l, flow, basis_row, basis_col, warm, ws):
         started = _greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg)
     if not started:
         return 0.0, NO_START, 0, np.inf
-    scale = 0.0
-    floor = np.inf
-    for i in range(k):
-        for j in range(l):
-            if abs(C[i, j]) > scale:
-                scale = abs(C[i, j])
-            if C[i, j] < floor:
-                floor = C[i, j]
+    scale, floor = _cost_range(C, k, l)
     eps = PRICE_TOL * (1.0 + scale)
     bland_after = 50 * n
     total = k * l
@@ -427,14 +420,8 @@ def _solve_one(a, b, C, k, l, flow, basis_row, basis_col, warm, ws):
 
 
 @kernel
-def _forced_plan(a, b, C, k, l, flow, basis_row, basis_col, ws):
-    """:func:`_solve_one` where one side has a single atom (``k == 1`` or ``l == 1``): the only plan
-    sends that atom's mass to every atom of the other side, ``flow[0, j] = b[j]`` (or
-    ``flow[i, 0] = a[i]``), so its cost is optimal without a pivot. Its potentials are exact
-    (``u_0 = 0, v_j = C[0, j]``, or ``v_0 = 0, u_i = C[i, 0]``: every reduced cost is 0), and the gap
-    is :func:`_plan_gap`'s, which charges the two sides' differing totals and the rounding of the sum.
-    Same outputs as :func:`_solve_one`: ``(cost, SOLVED, 0, gap)``, the plan and its basis."""
-    er, ec, pot = ws.edge_row, ws.edge_col, ws.pot
+def _cost_range(C, k, l):
+    """``(max |C|, min C)`` over ``C[:k, :l]``: the scale of the pricing tolerance and of the gap's terms."""
     scale = 0.0
     floor = np.inf
     for i in range(k):
@@ -443,6 +430,19 @@ def _forced_plan(a, b, C, k, l, flow, basis_row, basis_col, ws):
                 scale = abs(C[i, j])
             if C[i, j] < floor:
                 floor = C[i, j]
+    return scale, floor
+
+
+@kernel
+def _forced_plan(a, b, C, k, l, flow, basis_row, basis_col, ws):
+    """:func:`_solve_one` where one side has a single atom (``k == 1`` or ``l == 1``): the only plan
+    sends that atom's mass to every atom of the other side, ``flow[0, j] = b[j]`` (or
+    ``flow[i, 0] = a[i]``), so its cost is optimal without a pivot. Its potentials are exact
+    (``u_0 = 0, v_j = C[0, j]``, or ``v_0 = 0, u_i = C[i, 0]``: every reduced cost is 0), and the gap
+    is :func:`_plan_gap`'s, which charges the two sides' differing totals and the rounding of the sum.
+    Same outputs as :func:`_solve_one`: ``(cost, SOLVED, 0, gap)``, the plan and its basis."""
+    er, ec, pot = ws.edge_row, ws.edge_col, ws.pot
+    scale, floor = _cost_range(C, k, l)
     if k == 1:
         pot[0] = 0.0
         for j in range(l):

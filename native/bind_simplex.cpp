@@ -107,6 +107,10 @@ void bind_simplex(nb::module_ m) {
         nb::gil_scoped_release release;
         return std::apply(sx::solve_one<B>, args);
     });
+    m.def("_cost_range", [](In C, i64 k, i64 l) {
+        const auto [scale, floor] = sx::cost_range(mat<double>(C, "C"), k, l);
+        return std::make_tuple(scale, floor);
+    });
     m.def("_forced_plan", [](In a, In b, In C, i64 k, i64 l, Out flow, Out basis_row, Out basis_col, nb::handle ws) {
         const auto args = std::make_tuple(vec<double>(a, "a"), vec<double>(b, "b"), mat<double>(C, "C"), k, l,
                                           mat<double>(flow, "flow"), vec<B>(basis_row, "basis_row"),

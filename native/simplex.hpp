@@ -263,12 +263,8 @@ inline double plan_gap(Vec<double> a, Vec<double> b, i64 k, i64 l, Mat<double> f
 /// ``(cost, status, pivots, gap)`` of ``_solve_one``.
 using Solved = std::tuple<double, i64, i64, double>;
 
-/// ``_forced_plan``: one side with a single atom, whose only plan is optimal without a pivot.
-template <class B>
-Solved forced_plan(Vec<double> a, Vec<double> b, Mat<double> C, i64 k, i64 l, Mat<double> flow, Vec<B> basis_row,
-                   Vec<B> basis_col, const Scratch &ws) {
-    const Vec<i64> er = ws.edge_row, ec = ws.edge_col;
-    const Vec<double> pot = ws.pot;
+/// ``_cost_range``: ``(max |C|, min C)`` over ``C[:k, :l]``.
+inline std::pair<double, double> cost_range(Mat<double> C, i64 k, i64 l) {
     double scale = 0.0;
     double floor = INF;
     for (i64 i = 0; i < k; ++i) {
@@ -277,6 +273,16 @@ Solved forced_plan(Vec<double> a, Vec<double> b, Mat<double> C, i64 k, i64 l, Ma
             if (C(i, j) < floor) floor = C(i, j);
         }
     }
+    return {scale, floor};
+}
+
+/// ``_forced_plan``: one side with a single atom, whose only plan is optimal without a pivot.
+template <class B>
+Solved forced_plan(Vec<double> a, Vec<double> b, Mat<double> C, i64 k, i64 l, Mat<double> flow, Vec<B> basis_row,
+                   Vec<B> basis_col, const Scratch &ws) {
+    const Vec<i64> er = ws.edge_row, ec = ws.edge_col;
+    const Vec<double> pot = ws.pot;
+    const auto [scale, floor] = cost_range(C, k, l);
     if (k == 1) {
         pot[0] = 0.0;
         for (i64 j = 0; j < l; ++j) {
@@ -332,14 +338,7 @@ Solved solve_one(Vec<double> a, Vec<double> b, Mat<double> C, i64 k, i64 l, Mat<
         started = greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg);
     }
     if (!started) return {0.0, NO_START, 0, INF};
-    double scale = 0.0;
-    double floor = INF;
-    for (i64 i = 0; i < k; ++i) {
-        for (i64 j = 0; j < l; ++j) {
-            if (std::fabs(C(i, j)) > scale) scale = std::fabs(C(i, j));
-            if (C(i, j) < floor) floor = C(i, j);
-        }
-    }
+    const auto [scale, floor] = cost_range(C, k, l);
     const double eps = PRICE_TOL * (1.0 + scale);
     const i64 bland_after = 50 * n;
     const i64 total = k * l;

@@ -294,6 +294,8 @@ def test_the_helpers_of_one_solve():
     assert type(ws) is simplex.Scratch and ws.adj.shape == (k + l, max(k, l)) and ws.done.dtype == np.bool_
     ws = simplex.Scratch(*(np.zeros_like(x) for x in ws))
     flow = np.zeros((k, l))
+    (scale, floor), _ = both(simplex._cost_range, C - 1.5, k, l)
+    assert (scale, floor) == (float(np.max(np.abs(C - 1.5))), float(np.min(C - 1.5)))
     (ok, greedy) = both(simplex._greedy_basis, a, b, C, k, l, flow, ws.edge_row, ws.edge_col, ws.adj, ws.deg)
     assert ok
     br, bc = np.zeros(k + l - 1, simplex.BASIS_DTYPE), np.zeros(k + l - 1, simplex.BASIS_DTYPE)

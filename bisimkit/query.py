@@ -18,9 +18,8 @@ is the fixed point of ``F`` restricted to it, a c-contraction in the sup norm ov
 
 On that closure the solve is the engine's coupling iteration (:mod:`bisimkit.engine`): fix a coupling per
 row, solve ``x = g + c T x`` (:func:`bisimkit.engine.solve_fixed_point`, to a tolerance tightened with the
-certificate, as the engine does; for the max of bisim, block back-substitution over the strongly connected
-components of the coupling graph, :func:`bisimkit.lmc.coupling_value`, inside a policy iteration over the row
-each pair takes), re-optimise every coupling under ``x`` with the compiled
+certificate, as the engine does; for the max of bisim, inside a policy iteration over the row each pair takes,
+:func:`bisimkit.engine.max_row_iteration`), re-optimise every coupling under ``x`` with the compiled
 network simplex (:func:`bisimkit.simplex.solve_padded`), until the certificate reaches ``tol``. The
 certificate is the engine's: with ``y`` the computed ``F(x)`` and ``e`` a bound on ``|y - F(x)|`` per pair
 (the operator's own one-step charges from :meth:`~bisimkit.operators.Operator.build`, each transport
@@ -46,7 +45,6 @@ from .engine import Solution, max_row_iteration, solve_fixed_point
 from .errors import InputError
 from .forms import TransportTerms
 from .ground import Ground
-from .lmc import coupling_value
 from .mdp import FiniteMDP
 from .pairs import PairSpace, check_state_pairs, successor_closure
 from .roundoff import U, gamma
@@ -228,17 +226,24 @@ def _plan_costs(groups: list[_Group], plans: list[np.ndarray], ext: np.ndarray, 
 
 
 def _max_player(
-    terms: TransportTerms, groups: list[_Group], plans: list[np.ndarray], x: np.ndarray, choice: np.ndarray | None
+    terms: TransportTerms,
+    groups: list[_Group],
+    plans: list[np.ndarray],
+    x: np.ndarray,
+    choice: np.ndarray | None,
+    tol: float,
 ) -> tuple[np.ndarray, np.ndarray]:
     """For a max over rows (bisim), the value of the fixed couplings ``plans`` (:func:`bisimkit.engine.
-    max_row_iteration`, each step a block back-substitution of the chosen rows). Returns ``(x, choice)``."""
+    max_row_iteration`, each step the engine's linear solve of the chosen rows to ``tol``). Returns
+    ``(x, choice)``."""
     c, N = terms.discount, len(terms.pairs)
     n_rows = len(terms.row_pair)
 
     def solve_rows(choice: np.ndarray, x: np.ndarray) -> np.ndarray:
         weight = np.zeros(n_rows)
         weight[choice] = 1.0
-        return coupling_value(terms.row_const[choice], _system(groups, plans, terms.row_pair, weight, N, c))[0]
+        T = _system(groups, plans, terms.row_pair, weight, N, 1.0)
+        return solve_fixed_point(T, terms.row_const[choice], c, x0=x, tol=tol)[0]
 
     return max_row_iteration(
         terms, x, choice, solve_rows, lambda x: _plan_costs(groups, plans, np.concatenate([x, [0.0]]), n_rows)
@@ -330,7 +335,7 @@ def query_solution(
             T = _system(groups, plans, terms.row_pair, terms.row_weight, N, 1.0)
             x, _ = solve_fixed_point(T, b, c, x0=x if rounds > 1 else one_step, tol=lin_tol)
         else:
-            x, choice = _max_player(terms, groups, plans, x, choice)
+            x, choice = _max_player(terms, groups, plans, x, choice, tol * 1e-3)
         y, e, new_plans, new_costs = evaluate(x)
         err = (c * float(np.max(np.abs(y - x), initial=0.0)) + float(np.max(e, initial=0.0))) / (1 - c)
         history.append(err)

@@ -196,8 +196,8 @@ def _transport(grp: _Group, ext: np.ndarray, solve: bool):
     return cost, plan, gap + grp.law_error * top * (1 + 4 * U)
 
 
-def _system(groups: list[_Group], plans: list[np.ndarray], row_pair: np.ndarray, weight: np.ndarray, N: int, c: float):
-    """``c T`` (CSR, N x N) of the couplings ``plans``: pair p's row holds c times the mass its rows' couplings,
+def _system(groups: list[_Group], plans: list[np.ndarray], row_pair: np.ndarray, weight: np.ndarray, N: int):
+    """``T`` (CSR, N x N) of the couplings ``plans``: pair p's row holds the mass its rows' couplings,
     weighted by ``weight`` (0 for a row left out), put on each successor pair (the diagonal, where d = 0, left
     out)."""
     import scipy.sparse as sp  # start-up cost: scipy's sparse modules load when pairs are queried
@@ -208,7 +208,7 @@ def _system(groups: list[_Group], plans: list[np.ndarray], row_pair: np.ndarray,
         live = (grp.target < N) & (plan > 0) & (w[:, None, None] > 0)
         rows.append(np.broadcast_to(row_pair[grp.rows][:, None, None], grp.target.shape)[live])
         cols.append(grp.target[live])
-        vals.append(c * (w[:, None, None] * plan)[live])
+        vals.append((w[:, None, None] * plan)[live])
     r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
     T = sp.csr_matrix(
         (np.concatenate(vals) if vals else np.zeros(0), (r, np.concatenate(cols) if cols else r)), shape=(N, N)
@@ -242,7 +242,7 @@ def _max_player(
     def solve_rows(choice: np.ndarray, x: np.ndarray) -> np.ndarray:
         weight = np.zeros(n_rows)
         weight[choice] = 1.0
-        T = _system(groups, plans, terms.row_pair, weight, N, 1.0)
+        T = _system(groups, plans, terms.row_pair, weight, N)
         return solve_fixed_point(T, terms.row_const[choice], c, x0=x, tol=tol)[0]
 
     return max_row_iteration(
@@ -332,7 +332,7 @@ def query_solution(
         rounds += 1
         if b is not None:
             lin_tol = max(tol * 1e-3, min(lin_tol, 1e-3 * err))
-            T = _system(groups, plans, terms.row_pair, terms.row_weight, N, 1.0)
+            T = _system(groups, plans, terms.row_pair, terms.row_weight, N)
             x, _ = solve_fixed_point(T, b, c, x0=x if rounds > 1 else one_step, tol=lin_tol)
         else:
             x, choice = _max_player(terms, groups, plans, x, choice, tol * 1e-3)

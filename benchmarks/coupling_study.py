@@ -38,9 +38,12 @@ whose folder holds a record is skipped, so the command resumes where it stopped;
 record made with other settings stops it (one line naming the record). The
 metrics a scene's behaviour fixes are computed once and kept in ``OUT/targets/``.
 ``--slice K/N`` runs the K-th of N interleaved shares of the runs, so N processes
-(one per core, ``--threads 1``) split the study. At the end (and with ``--gather``
-alone) it writes ``OUT/table.md`` and ``OUT/coupling_study.png`` from every record
-there (``python -m figures.coupling_study``).
+(one per core, ``--threads 1``) split the study; a run recorded by another process
+while this one works is skipped when its turn comes, so a process that finishes its
+share early can take over the tail of another's (``--slice`` with a narrower
+``--seeds``). At the end (and with ``--gather`` alone) it writes ``OUT/table.md``
+and ``OUT/coupling_study.png`` from every record there (``python -m
+figures.coupling_study``).
 """
 
 from __future__ import annotations
@@ -446,6 +449,13 @@ def _run(args) -> int:
     start = time.monotonic()
     for i, (mode, scene, method, seed) in enumerate(todo, 1):
         t0 = time.monotonic()
+        if finished(run_folder(out, mode, scene, method, seed), settings):
+            print(
+                f"[{i}/{len(todo)}] {mode} {scene} {method} seed {seed}: recorded meanwhile by another "
+                "process; skipped",
+                flush=True,
+            )
+            continue
         print(f"[{i}/{len(todo)}] {mode} {scene} {method} seed {seed}: start", flush=True)
         record = one_run(out, mode, scene, method, seed, args, extra)
         e = record["intended"]["errors"]

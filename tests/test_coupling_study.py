@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -108,6 +109,26 @@ def test_a_dry_run_writes_each_record_whole_and_a_second_run_skips_it(tmp_path, 
     assert [os.stat(f / "summary.json").st_mtime_ns for f in folders] == stamps
     assert len(load_records(tmp_path)) == 2
     assert (tmp_path / "table.md").is_file() and (tmp_path / "coupling_study.png").is_file()
+
+
+def test_a_run_recorded_by_another_process_meanwhile_is_skipped(tmp_path, capsys, monkeypatch):
+    import benchmarks.coupling_study as study
+
+    real = study.one_run
+    calls = []
+
+    def one_run_then_another_process_records_the_next(out, mode, scene, method, seed, args, extra):
+        calls.append(method)
+        record = real(out, mode, scene, method, seed, args, extra)
+        other = study.run_folder(out, mode, scene, "indep-r", seed)
+        shutil.copytree(study.run_folder(out, mode, scene, method, seed), other)
+        return record
+
+    monkeypatch.setattr(study, "one_run", one_run_then_another_process_records_the_next)
+    assert main(_cli(tmp_path, "--dry-run", "--methods", "eps-r,indep-r")) == 0
+    out = capsys.readouterr().out
+    assert calls == ["eps-r"]
+    assert "0 done, 2 to run" in out and "indep-r seed 0: recorded meanwhile by another process; skipped" in out
 
 
 def test_a_record_of_other_settings_stops_the_command_in_one_line(tmp_path, capsys):

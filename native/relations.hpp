@@ -142,31 +142,32 @@ inline double column_cid(const Columns &C, const Column &col, double v) {
     return j < col.cuts.size ? C.cuts.data(col.cuts)[j] : std::numeric_limits<double>::infinity();
 }
 
-/// The work arrays of ``_split_blocks`` (``work`` in the Python body), n entries each.
-struct SplitWork {
-    Buffer<i64> marked, multi, hit, place;
+/// The work arrays of ``_split_blocks`` (``work`` in the Python body), n entries each, of the index type I.
+template <class I> struct SplitWork {
+    Buffer<I> marked, multi, hit, place;
     Buffer<double> first_cid, state_cid;
     explicit SplitWork(i64 n) : marked(n), multi(n), hit(n), place(n), first_cid(n), state_cid(n) {
-        std::fill_n(marked.store.get(), n, i64{0});
-        std::fill_n(multi.store.get(), n, i64{0});
-        std::fill_n(hit.store.get(), n, i64{0});
-        std::fill_n(place.store.get(), n, i64{0});
+        std::fill_n(marked.store.get(), n, I{0});
+        std::fill_n(multi.store.get(), n, I{0});
+        std::fill_n(hit.store.get(), n, I{0});
+        std::fill_n(place.store.get(), n, I{0});
         std::fill_n(first_cid.store.get(), n, 0.0);
         std::fill_n(state_cid.store.get(), n, 0.0);
     }
 };
 
 /// The arrays of the partition: labels, the states of each block contiguous in elems, the changed blocks.
-struct Blocks {
-    Vec<i64> labels, elems, loc, begin, end, changed_round, next_changed;
+template <class I> struct Blocks {
+    Vec<I> labels, elems, loc, begin, end, changed_round, next_changed;
 };
 
-inline std::tuple<i64, i64> split_blocks(const Vec<i64> group, const Vec<double> group_cid, i64 n_group,
-                                         const Blocks &B, i64 n_blocks, i64 n_next, i64 rnd, SplitWork &work) {
-    const Vec<i64> labels = B.labels, elems = B.elems, loc = B.loc, begin = B.begin, end = B.end,
-                   changed_round = B.changed_round, next_changed = B.next_changed;
-    const Vec<i64> marked = work.marked.view(), multi = work.multi.view(), hit = work.hit.view(),
-                   place = work.place.view();
+template <class I>
+std::tuple<i64, i64> split_blocks(const Vec<I> group, const Vec<double> group_cid, i64 n_group, const Blocks<I> &B,
+                                  i64 n_blocks, i64 n_next, i64 rnd, SplitWork<I> &work) {
+    const Vec<I> labels = B.labels, elems = B.elems, loc = B.loc, begin = B.begin, end = B.end,
+                 changed_round = B.changed_round, next_changed = B.next_changed;
+    const Vec<I> marked = work.marked.view(), multi = work.multi.view(), hit = work.hit.view(),
+                 place = work.place.view();
     const Vec<double> first_cid = work.first_cid.view(), state_cid = work.state_cid.view();
     i64 n_hit = 0;
     for (i64 g = 0; g < n_group; ++g) {
@@ -251,9 +252,10 @@ inline std::tuple<i64, i64> split_blocks(const Vec<i64> group, const Vec<double>
     return {n_blocks, n_next};
 }
 
-inline std::tuple<i64, i64> split_sorted(const Vec<i64> group, const Vec<double> group_cid, i64 n_group,
-                                         std::vector<std::pair<double, i64>> &sorted, const Blocks &B, i64 n_blocks,
-                                         i64 n_next, i64 rnd, SplitWork &work) {
+template <class I>
+std::tuple<i64, i64> split_sorted(const Vec<I> group, const Vec<double> group_cid, i64 n_group,
+                                  std::vector<std::pair<double, i64>> &sorted, const Blocks<I> &B, i64 n_blocks,
+                                  i64 n_next, i64 rnd, SplitWork<I> &work) {
     // np.argsort(group_cid, kind="stable"): nothing to do when the clusters ascend already (often all equal)
     bool ascending = true;
     for (i64 g = 1; g < n_group && ascending; ++g) ascending = !float_less(group_cid[g], group_cid[g - 1]);
@@ -265,7 +267,7 @@ inline std::tuple<i64, i64> split_sorted(const Vec<i64> group, const Vec<double>
             if (float_less(y.first, x.first)) return false;
             return x.second < y.second;
         });
-        std::vector<i64> states(static_cast<std::size_t>(n_group));
+        std::vector<I> states(static_cast<std::size_t>(n_group));
         for (i64 g = 0; g < n_group; ++g) states[g] = group[sorted[g].second];
         for (i64 g = 0; g < n_group; ++g) {
             group[g] = states[g];
@@ -276,10 +278,10 @@ inline std::tuple<i64, i64> split_sorted(const Vec<i64> group, const Vec<double>
 }
 
 /// Row r's masses per block as last computed: ``own_block`` / ``own_value`` from its first entry.
-template <class P> struct Own {
+template <class P, class I> struct Own {
     Vec<P> indptr;
     i64 first_entry;
-    Vec<i64> count, block;
+    Vec<I> count, block;
     Vec<double> value;
 
     double mass(i64 r, i64 k) const {
@@ -291,24 +293,26 @@ template <class P> struct Own {
 };
 
 /// ``order[:count] = np.argsort(block * m + action, kind="stable")``: the cells by column, in their order within one.
-inline void sort_cells(i64 count, const Vec<i64> block, const Vec<i64> action, i64 m,
-                       std::vector<std::pair<i64, i64>> &keys, std::vector<i64> &order) {
+template <class I>
+void sort_cells(i64 count, const Vec<I> block, const Vec<I> action, i64 m, std::vector<std::pair<I, I>> &keys,
+                std::vector<I> &order) {
     keys.resize(static_cast<std::size_t>(count));
-    for (i64 c = 0; c < count; ++c) keys[c] = {block[c] * m + action[c], c};
+    for (i64 c = 0; c < count; ++c) keys[c] = {static_cast<I>(block[c] * m + action[c]), static_cast<I>(c)};
     std::sort(keys.begin(), keys.end());
     order.resize(static_cast<std::size_t>(count));
     for (i64 c = 0; c < count; ++c) order[c] = keys[c].second;
 }
 
-template <class P, class J>
-i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i64> initial, double atol,
-                  Vec<i64> labels) {
-    const i64 n = labels.size;
+/// :func:`refine_blocks` with its working arrays of the index type I (every state, row and entry index fits).
+template <class I, class P, class J>
+i64 refine_blocks_as(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i64> initial, double atol,
+                     Vec<i64> labels_out) {
+    const i64 n = labels_out.size;
     if (n == 0) return 0;
     const i64 n_rows = indptr.size - 1;
     const i64 first_entry = indptr[0];
-    Buffer<i64> pred_ptr_(n + 1);
-    const Vec<i64> pred_ptr = pred_ptr_.view();
+    Buffer<I> pred_ptr_(n + 1);
+    const Vec<I> pred_ptr = pred_ptr_.view();
     for (i64 t = 0; t <= n; ++t) pred_ptr[t] = 0;
     i64 longest = 0;
     for (i64 r = 0; r < n_rows; ++r) {
@@ -317,8 +321,8 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
     }
     for (i64 t = 0; t < n; ++t) pred_ptr[t + 1] += pred_ptr[t];
     const i64 width = pred_ptr[n];
-    Buffer<i64> pred_(width), fill_(n);
-    const Vec<i64> pred = pred_.view(), fill = fill_.view();
+    Buffer<I> pred_(width), fill_(n);
+    const Vec<I> pred = pred_.view(), fill = fill_.view();
     for (i64 t = 0; t < n; ++t) fill[t] = pred_ptr[t];
     for (i64 r = 0; r < n_rows; ++r) {
         for (i64 e = indptr[r]; e < indptr[r + 1]; ++e) {
@@ -327,8 +331,9 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
             fill[t] += 1;
         }
     }
-    Buffer<i64> elems_(n), loc_(n), begin_(n), end_(n);
-    const Vec<i64> elems = elems_.view(), loc = loc_.view(), begin = begin_.view(), end = end_.view();
+    Buffer<I> labels_(n), elems_(n), loc_(n), begin_(n), end_(n);
+    const Vec<I> labels = labels_.view(), elems = elems_.view(), loc = loc_.view(), begin = begin_.view(),
+                 end = end_.view();
     for (i64 s = 0; s < n; ++s) {
         elems[s] = s;
         loc[s] = s;
@@ -338,17 +343,17 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
     }
     end[0] = n;
     i64 n_blocks = 1;
-    Buffer<i64> has_columns_(n), column_(n * m);
-    const Vec<i64> has_columns = has_columns_.view(), column = column_.view();
+    Buffer<I> has_columns_(n), column_(n * m);
+    const Vec<I> has_columns = has_columns_.view(), column = column_.view();
     for (i64 s = 0; s < n; ++s) has_columns[s] = 0;
     for (i64 c = 0; c < n * m; ++c) column[c] = -1;
     Columns columns;
     columns.of.reserve(static_cast<std::size_t>(n * m));  // block ids stay below n
     columns.masses.store.reserve(static_cast<std::size_t>(4 * n * m));
     columns.cuts.store.reserve(static_cast<std::size_t>(2 * n * m));
-    Buffer<i64> changed_a(n), changed_b(n), changed_round_(n);
-    Vec<i64> changed = changed_a.view(), next_changed = changed_b.view();
-    const Vec<i64> changed_round = changed_round_.view();
+    Buffer<I> changed_a(n), changed_b(n), changed_round_(n);
+    Vec<I> changed = changed_a.view(), next_changed = changed_b.view();
+    const Vec<I> changed_round = changed_round_.view();
     for (i64 s = 0; s < n; ++s) {
         changed[s] = 0;
         next_changed[s] = 0;
@@ -356,27 +361,29 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
     }
     changed_round[0] = 0;
     i64 n_changed = 1;
-    Buffer<i64> row_round_(n_rows), touched_(n_rows), own_count_(n_rows), row_mark_(n_rows);
-    const Vec<i64> row_round = row_round_.view(), touched = touched_.view(), own_count = own_count_.view(),
-                   row_mark = row_mark_.view();
+    Buffer<I> row_round_(n_rows), touched_(n_rows), own_count_(n_rows);
+    Buffer<i64> row_mark_(n_rows);  // stamps: one per column a round updates, so i64 whatever I is
+    const Vec<I> row_round = row_round_.view(), touched = touched_.view(), own_count = own_count_.view();
+    const Vec<i64> row_mark = row_mark_.view();
     for (i64 r = 0; r < n_rows; ++r) {
         row_round[r] = -1;
         own_count[r] = 0;
         row_mark[r] = -1;
     }
-    Buffer<i64> own_block_(width), row_block_(longest), fresh_row_(width), fresh_block_(width), fresh_action_(width);
+    Buffer<I> own_block_(width), row_block_(longest), fresh_row_(width), fresh_block_(width), fresh_action_(width);
     Buffer<double> own_value_(width), row_value_(longest), fresh_value_(width);
-    const Vec<i64> own_block = own_block_.view(), row_block = row_block_.view(), fresh_row = fresh_row_.view(),
-                   fresh_block = fresh_block_.view(), fresh_action = fresh_action_.view();
+    const Vec<I> own_block = own_block_.view(), row_block = row_block_.view(), fresh_row = fresh_row_.view(),
+                 fresh_block = fresh_block_.view(), fresh_action = fresh_action_.view();
     const Vec<double> own_value = own_value_.view(), row_value = row_value_.view(), fresh_value = fresh_value_.view();
-    Buffer<i64> up_row_(2 * width), up_block_(2 * width), up_action_(2 * width);
+    Buffer<I> up_row_(2 * width), up_block_(2 * width), up_action_(2 * width);
     Buffer<double> up_old_(2 * width), up_new_(2 * width);
-    const Vec<i64> up_row = up_row_.view(), up_block = up_block_.view(), up_action = up_action_.view();
+    const Vec<I> up_row = up_row_.view(), up_block = up_block_.view(), up_action = up_action_.view();
     const Vec<double> up_old = up_old_.view(), up_new = up_new_.view();
-    Buffer<i64> group_(n), state_mark_(n), rep_mark_(n), rep_has_(n);
+    Buffer<I> group_(n), rep_has_(n);
+    Buffer<i64> state_mark_(n), rep_mark_(n);  // stamps
     Buffer<double> group_cid_(n), rep_cid_(n);
-    const Vec<i64> group = group_.view(), state_mark = state_mark_.view(), rep_mark = rep_mark_.view(),
-                   rep_has = rep_has_.view();
+    const Vec<I> group = group_.view(), rep_has = rep_has_.view();
+    const Vec<i64> state_mark = state_mark_.view(), rep_mark = rep_mark_.view();
     const Vec<double> group_cid = group_cid_.view(), rep_cid = rep_cid_.view();
     for (i64 s = 0; s < n; ++s) {
         state_mark[s] = -1;
@@ -384,16 +391,16 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
         rep_cid[s] = 0.0;
         rep_has[s] = 0;
     }
-    const Own<P> own{indptr, first_entry, own_count, own_block, own_value};
+    const Own<P, I> own{indptr, first_entry, own_count, own_block, own_value};
     i64 stamp = 0;
-    SplitWork split_work(n);
+    SplitWork<I> split_work(n);
     std::vector<std::pair<double, i64>> sorted;
-    std::vector<i64> order;
-    std::vector<std::pair<i64, i64>> keys;
+    std::vector<I> order;
+    std::vector<std::pair<I, I>> keys;
     const double inf = std::numeric_limits<double>::infinity();
     i64 rnd = 0;
     while (n_changed > 0) {
-        const Blocks B{labels, elems, loc, begin, end, changed_round, next_changed};
+        const Blocks<I> B{labels, elems, loc, begin, end, changed_round, next_changed};
         i64 n_touched = 0;
         for (i64 x = 0; x < n_changed; ++x) {
             const i64 k = changed[x];
@@ -552,7 +559,7 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
             if (has_columns[k] == 0) {
                 has_columns[k] = 1;
                 for (i64 a = 0; a < m; ++a) {
-                    column[k * m + a] = static_cast<i64>(columns.of.size());
+                    column[k * m + a] = static_cast<I>(columns.of.size());
                     columns.of.emplace_back();
                     Column &col = columns.of.back();
                     columns.masses.make(col.masses, 2);
@@ -599,9 +606,22 @@ i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i6
             rank[b] = count;
             count += 1;
         }
-        labels[s] = rank[b];
+        labels_out[s] = rank[b];
     }
     return count;
+}
+
+/// The refinement (``_refine_blocks`` of bisimkit/relations.py): ``labels`` of the partition it ends in, the
+/// number of blocks returned. The working arrays are 32-bit when every state, row and entry index fits (half
+/// the memory traffic of this memory-bound loop), else 64-bit; the result is the same either way.
+template <class P, class J>
+i64 refine_blocks(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec<i64> initial, double atol,
+                  Vec<i64> labels) {
+    const i64 limit = std::numeric_limits<std::int32_t>::max() / 2;
+    const i64 entries = indptr.size > 0 ? static_cast<i64>(indptr[indptr.size - 1]) - indptr[0] : 0;
+    if (labels.size * std::max<i64>(m, 1) < limit && entries < limit)
+        return refine_blocks_as<std::int32_t>(indptr, indices, data, m, initial, atol, labels);
+    return refine_blocks_as<i64>(indptr, indices, data, m, initial, atol, labels);
 }
 
 }  // namespace bisimkit::relations

@@ -324,6 +324,19 @@ def plot_coupling_study(path, cells: dict):
 
 
 # --------------------------------------------------------------------- page
+def coverage(cells: dict) -> str:
+    """The page's sentence on how much of the study's grid (modes x scenes x methods, :data:`SEEDS` seeds
+    each) the records fill, from :func:`aggregate`'s cells."""
+    planned = len(MODES) * len(SCENES) * len(METHOD_ORDER)
+    full = sum(1 for row in cells.values() if len(row["seeds"]) >= SEEDS)
+    if full == planned:
+        return f"**Every one of the {planned} cells has all {SEEDS} seeds.**"
+    return (
+        f"**{len(cells)} of the {planned} cells have a record, {full} of them all {SEEDS} seeds**: a cell "
+        "without a row below has no record yet, and a number of one seed has no interval."
+    )
+
+
 def page_block(cells: dict, records: list[dict], figure: str | None) -> str:
     """What goes between the page's markers: the settings, the table, the findings and the figure."""
     if not records:
@@ -331,14 +344,10 @@ def page_block(cells: dict, records: list[dict], figure: str | None) -> str:
             f"{BEGIN}\n*No records yet: run `python -m benchmarks.coupling_study` (the command above), then "
             f"`python -m figures.coupling_study --page docs/results/coupling_study.md`.*\n{END}"
         )
-    planned = len(MODES) * len(SCENES) * len(METHOD_ORDER)
-    full = sum(1 for row in cells.values() if len(row["seeds"]) >= SEEDS)
     lines = [
         BEGIN,
         f"Generated from {len(records)} records by `python -m figures.coupling_study`; settings: "
-        f"{settings_line(records)}. **{len(cells)} of the {planned} cells have a record, {full} of them all "
-        f"{SEEDS} seeds**: a cell without a row below has no record yet, and a number of one seed has no "
-        "interval.",
+        f"{settings_line(records)}. {coverage(cells)}",
         "",
         markdown_table(cells),
         "**Findings** (generated from the table):",

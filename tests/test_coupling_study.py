@@ -40,7 +40,12 @@ from bisimkit_runs.aggregate import interval_estimates  # noqa: E402
 from figures.coupling_study import (  # noqa: E402
     BEGIN,
     END,
+    METHOD_ORDER,
+    MODES,
+    SCENES,
+    SEEDS,
     aggregate,
+    coverage,
     findings,
     load_records,
     main as figure_main,  # noqa: E402
@@ -459,6 +464,16 @@ def test_table_figure_and_page_come_from_the_records(tmp_path, capsys):
     )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: page: ") and page.read_text() == "no markers\n"
+
+
+def test_the_page_says_when_every_cell_has_all_its_seeds():
+    grid = [(m, sc, me) for m in MODES for sc in SCENES for me in METHOD_ORDER]
+    full = {key: {"seeds": list(range(SEEDS))} for key in grid}
+    assert coverage(full) == "**Every one of the 36 cells has all 5 seeds.**"
+    partial = dict(full)
+    partial[grid[0]] = {"seeds": [0, 1]}
+    del partial[grid[1]]
+    assert coverage(partial).startswith("**35 of the 36 cells have a record, 34 of them all 5 seeds**")
 
 
 def test_a_record_without_a_field_is_named(tmp_path):

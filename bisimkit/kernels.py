@@ -294,6 +294,15 @@ class DenseRows:
         return self
 
 
+def csr_parts(P) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(indptr, indices, data)`` of CSR rows (a scipy matrix or :class:`DenseRows`) as the kernels take them:
+    float64 masses, int32 or int64 pointers and indices of one type (no copy when they already are)."""
+    indptr, indices = P.indptr, P.indices
+    if indptr.dtype not in (np.int32, np.int64) or indices.dtype != indptr.dtype:
+        indptr, indices = indptr.astype(np.int64), indices.astype(np.int64)
+    return indptr, indices, np.asarray(P.data, dtype=np.float64)
+
+
 def components(adjacent: np.ndarray) -> np.ndarray:
     """Connected components of the undirected graph of the boolean matrix ``adjacent`` (an edge where
     ``adjacent[i, j]`` or ``adjacent[j, i]``), labels 0, 1, ... in order of each component's smallest vertex:

@@ -129,6 +129,42 @@ class FiniteMDP:
             if array is not None:
                 array.setflags(write=False)
 
+    @classmethod
+    def from_valid_parts(
+        cls,
+        rows: sp.csr_matrix,
+        rewards: np.ndarray,
+        discount: float,
+        policy: np.ndarray | None,
+        action_values: np.ndarray,
+        name: str | None = None,
+    ) -> FiniteMDP:
+        """A sparse model from parts taken as they are, without validation: ``rows`` in the form validation
+        gives any sparse transitions (CSR (n m) x n, ascending columns, no repeated or zero entry,
+        non-negative masses, each row divided by its sum), and rewards, discount, policy and action values
+        of a validated model (the policy and reward rows of some of its states). For models a kernel builds
+        from a validated one in that form: the quotient's (:mod:`bisimkit.quotient`)."""
+        self = object.__new__(cls)
+        set_ = object.__setattr__
+        rows.data.setflags(write=False)
+        for field, value in (
+            ("_transitions", None),
+            ("_rows", rows),
+            ("rewards", rewards),
+            ("discount", float(discount)),
+            ("policy", policy),
+            ("action_values", action_values),
+            ("state_shape", None),
+            ("name", name),
+            ("initial_state", None),
+            ("labels", None),
+        ):
+            set_(self, field, value)
+        for array in (rewards, policy, action_values):
+            if array is not None:
+                array.setflags(write=False)
+        return self
+
     def __setattr__(self, name, value) -> None:
         raise AttributeError(f"FiniteMDP is read-only: cannot set {name}")
 
@@ -209,7 +245,11 @@ class FiniteMDP:
 
     @cached_property
     def _reward_pi(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return policy_average(self.require_policy("the policy-averaged reward"), self.rewards)
+        pi = self.require_policy("the policy-averaged reward")
+        if self.n_actions == 1:  # a validated policy of one action is 1.0 everywhere: Rpi = R, exactly
+            zeros = np.zeros(self.n_states)
+            return self.rewards[:, 0], zeros, zeros
+        return policy_average(pi, self.rewards)
 
     @cached_property
     def transition_pi(self) -> np.ndarray:
@@ -291,6 +331,8 @@ class FiniteMDP:
         n, m = self.n_states, self.n_actions
         rows = self._rows
         assert rows is not None  # a model holds dense or sparse transitions
+        if m == 1:  # a chain: its one row per state is the mixture (weight 1.0), already validated
+            return rows
         weights = np.repeat(pi.reshape(-1), np.diff(rows.indptr)) * rows.data
         mixture = sp.csr_matrix((weights, rows.indices.copy(), rows.indptr[::m].copy()), shape=(n, n))
         mixture.sum_duplicates()

@@ -50,8 +50,8 @@ others at most ``M TV``. Swap the roles for the other inequality.
 
 Per-state deviation. For a bound M on the oscillation of the quotient's fixed
 point d~*, and r = r_B(s) (the quotient's quantities are taken from the quotient MDP
-as built, after its own validation renormalised the rows, so nothing is assumed about
-how exactly its rows match the representatives'):
+as built, its rows divided by their sums as validation leaves any rows, so nothing is
+assumed about how exactly its rows match the representatives'):
 
 * ``pi``:  ``delta(s) = |Rpi(s) - R~pi(B(s))| + c M TV(B#Ppi(s), P~pi(B(s)))``;
 * ``psm``: the same with ``||abar(s) - abar~(B(s))||_1`` for the reward term;
@@ -116,7 +116,7 @@ import numpy as np
 
 from .couplings import entangled_cells, histogram_rows
 from .ground import Ground
-from .kernels import DenseRows, kernel, on_small_path
+from .kernels import DenseRows, csr_parts, kernel, on_small_path
 from .mdp import FiniteMDP
 from .operators import QUOTIENT_METRICS, Operator, mean_action_terms, mean_reward_terms, operator
 from .relations import RELATION_ATOL, relation_labels
@@ -235,9 +235,11 @@ def quotient(mdp: FiniteMDP, metric: str, ground: Ground = "reward", atol: float
     rep_rows = (reps[:, None] * m + np.arange(m)).ravel()
     P = _block_rows(_transition_matrix(mdp, False), rep_rows, labels, k)  # (k m) x k: dense on the small path
     policy = None if mdp.policy is None else mdp.policy[reps]
-    q_mdp = FiniteMDP(
-        P, mdp.rewards[reps], mdp.discount, policy, mdp.action_values, name=f"quotient[{mdp.label}, {k} of {n} states]"
-    )
+    name = f"quotient[{mdp.label}, {k} of {n} states]"
+    if isinstance(P, np.ndarray):
+        q_mdp = FiniteMDP(P, mdp.rewards[reps], mdp.discount, policy, mdp.action_values, name=name)
+    else:  # the gathered rows are valid as they are, as are the rows of the validated rewards and policy
+        q_mdp = FiniteMDP.from_valid_parts(P, mdp.rewards[reps], mdp.discount, policy, mdp.action_values, name)
     q_ground = None
     if op.uses_ground:
         q_ground = ground if isinstance(ground, str) else np.asarray(ground)[np.ix_(rep_rows, rep_rows)]
@@ -247,20 +249,98 @@ def quotient(mdp: FiniteMDP, metric: str, ground: Ground = "reward", atol: float
 
 def _block_rows(X, rows: np.ndarray, labels: np.ndarray, k: int):
     """The rows ``rows`` of X with their masses gathered onto the k blocks (``X[rows] @ onehot(labels)``): a
-    (k, m, k) array on the small-problem path (X dense), else CSR whose row holds each state's mass under its
-    block's column (repeated columns, which :class:`~bisimkit.mdp.FiniteMDP` sums as it validates the rows)."""
+    (k, m, k) array on the small-problem path (X dense), else CSR rows over the blocks in
+    the form validation gives any sparse rows (:func:`_gather_block_rows`)."""
     if isinstance(X, np.ndarray):  # bisimkit.kernels: numpy only
         onehot = np.zeros((X.shape[1], k))
         onehot[np.arange(X.shape[1]), labels] = 1.0
         return (X[rows] @ onehot).reshape(k, -1, k)
     import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
 
-    indptr = np.asarray(X.indptr, dtype=np.int64)
-    counts = indptr[rows + 1] - indptr[rows]
-    ends = np.cumsum(counts)
-    entries = np.repeat(indptr[rows] - (ends - counts), counts) + np.arange(int(ends[-1]) if len(ends) else 0)
-    out = np.concatenate([[0], ends])
-    return sp.csr_matrix((X.data[entries], labels[X.indices[entries]], out), shape=(len(rows), k))
+    indptr, indices, data = csr_parts(X)
+    rows = np.asarray(rows, dtype=np.int64)
+    size = int((indptr[rows + 1] - indptr[rows]).sum())
+    index = np.int32 if max(size, k) < 2**31 else np.int64  # scipy's own choice: kept without a copy
+    out_indptr = np.zeros(len(rows) + 1, dtype=index)
+    out_indices = np.empty(size, dtype=index)
+    out_data = np.empty(size)
+    nnz = _gather_block_rows(
+        indptr,
+        indices,
+        data,
+        rows,
+        np.asarray(labels, dtype=np.int64),
+        np.full(k, -1, dtype=np.int64),
+        np.zeros(k),
+        out_indptr,
+        out_indices,
+        out_data,
+    )
+    return sp.csr_matrix((out_data[:nnz], out_indices[:nnz], out_indptr), shape=(len(rows), k))
+
+
+@kernel
+def _gather_block_rows(indptr, indices, data, rows, labels, stamp, mass, out_indptr, out_indices, out_data):
+    """The rows ``rows`` of the CSR matrix X (indptr, indices, data) over states, each state's mass gathered onto
+    its block, written as the CSR rows (out_indptr, out_indices, out_data) over the blocks in the form
+    :class:`~bisimkit.mdp.FiniteMDP` gives validated sparse rows: columns ascending, one entry per block, no
+    zero entry, each row divided by its sum (the entries added from 0.0 in column order). A block's mass is
+    the sum of the row's masses on it in their stored order, as :func:`_block_tv` sums it.
+
+    Arguments
+    ---------
+    indptr, indices, data : int32 or int64 (one type), float64
+        X: row ``r`` holds the masses ``data[indptr[r]:indptr[r + 1]]`` on the states ``indices[...]``
+        (non-negative, as validated rows are).
+    rows : int64 (R,)
+        The rows of X to gather, in output order.
+    labels : int64 (n,)
+        The block of every state, in ``[0, k)``.
+    stamp : int64 (k,)
+        Scratch: -1 everywhere on entry (left holding row numbers).
+    mass : float64 (k,)
+        Scratch (left changed).
+    out_indptr : int32 or int64 (R + 1,)
+        Output: the row pointers (``out_indptr[0]`` is set to 0).
+    out_indices, out_data : the type of out_indptr, float64; at least the entries of the rows
+        Output: the blocks and masses of the gathered rows.
+
+    Returns the number of entries written (``out_indptr[R]``).
+    """
+    nnz = 0
+    out_indptr[0] = 0
+    for i in range(len(rows)):
+        r = rows[i]
+        start = nnz
+        for e in range(indptr[r], indptr[r + 1]):
+            b = labels[indices[e]]
+            if stamp[b] != i:
+                stamp[b] = i
+                mass[b] = 0.0
+                out_indices[nnz] = b
+                nnz += 1
+            mass[b] += data[e]
+        for j in range(start + 1, nnz):  # insertion sort: a row reaches few blocks
+            b = out_indices[j]
+            x = j
+            while x > start and out_indices[x - 1] > b:
+                out_indices[x] = out_indices[x - 1]
+                x -= 1
+            out_indices[x] = b
+        total = 0.0
+        kept = start
+        for j in range(start, nnz):
+            b = out_indices[j]
+            if mass[b] != 0.0:
+                out_indices[kept] = b
+                out_data[kept] = mass[b]
+                total += mass[b]
+                kept += 1
+        for j in range(start, kept):
+            out_data[j] = out_data[j] / total
+        nnz = kept
+        out_indptr[i + 1] = nnz
+    return nnz
 
 
 def _transition_matrix(mdp: FiniteMDP, policy: bool):
@@ -277,7 +357,8 @@ def _block_tv(indptr, indices, data, labels, q_indptr, q_indices, q_data, rows_x
     ``rows_y[i]`` of the CSR matrix Y over blocks (q_indptr, q_indices, q_data; no repeated columns). ``mass``
     is k zeros of scratch, left as zeros. Each block's aggregated mass is a sum of the row's masses in its
     stored order; the TV is one rounded subtraction per block and a sum of the absolute differences, halved
-    (so the exact half-sum of the computed rows is at most ``1 + gamma(k + 2)`` times it)."""
+    (so the exact half-sum of the computed rows is at most ``1 + gamma(k + 2)`` times it). Each matrix's
+    pointers and indices are int32 or int64, of one type; the rest int64 and float64."""
     for i in range(len(rows_x)):
         x = rows_x[i]
         y = rows_y[i]
@@ -311,13 +392,9 @@ def _row_tv(X, rows_x: np.ndarray, Y, rows_y: np.ndarray, labels: np.ndarray) ->
     k = Y.shape[1]
     X, Y = _csr_of(X), _csr_of(Y)
     _block_tv(
-        np.asarray(X.indptr, dtype=np.int64),
-        np.asarray(X.indices, dtype=np.int64),
-        np.asarray(X.data, dtype=np.float64),
+        *csr_parts(X),
         np.asarray(labels, dtype=np.int64),
-        np.asarray(Y.indptr, dtype=np.int64),
-        np.asarray(Y.indices, dtype=np.int64),
-        np.asarray(Y.data, dtype=np.float64),
+        *csr_parts(Y),
         np.asarray(rows_x, dtype=np.int64),
         np.asarray(rows_y, dtype=np.int64),
         np.zeros(k),

@@ -33,7 +33,7 @@ import numpy as np
 
 from .errors import InputError
 from .ground import Ground
-from .kernels import components, kernel, on_small_path
+from .kernels import components, csr_parts, kernel, on_small_path
 from .mdp import FiniteMDP
 
 #: Absolute tolerance below which two reals (rewards, masses, breakpoints) count as equal when blocks are
@@ -697,15 +697,6 @@ def _split_blocks(
     return n_blocks, n_next
 
 
-def _rows(P):
-    """``(indptr, indices, data)`` of CSR rows (a scipy matrix or :class:`~bisimkit.kernels.DenseRows`), as the
-    kernel takes them: float64 masses, int32 or int64 pointers and indices."""
-    indptr, indices = P.indptr, P.indices
-    if indptr.dtype not in (np.int32, np.int64) or indices.dtype != indptr.dtype:
-        indptr, indices = indptr.astype(np.int64), indices.astype(np.int64)
-    return indptr, indices, np.asarray(P.data, dtype=np.float64)
-
-
 def refine_labels(P, m: int, initial: np.ndarray, atol: float = RELATION_ATOL) -> np.ndarray:
     """Block labels of the partition the refinement rounds end in (module docstring), from the classes ``initial``:
     the states of a block put equal masses (within ``atol``) on every block, action by action.
@@ -715,7 +706,7 @@ def refine_labels(P, m: int, initial: np.ndarray, atol: float = RELATION_ATOL) -
     if P.shape != (n * m, n):
         raise ValueError(f"P has shape {P.shape}, expected ({n * m}, {n})")
     labels = np.empty(n, dtype=np.int64)
-    _refine_blocks(*_rows(P), int(m), initial, float(atol), labels)
+    _refine_blocks(*csr_parts(P), int(m), initial, float(atol), labels)
     return labels
 
 
@@ -739,7 +730,7 @@ def mass_classes(P, labels: np.ndarray, atol: float = RELATION_ATOL) -> np.ndarr
     every block of ``labels`` lie in the same single-linkage cluster (``atol``) of that block's column over all
     ``R`` rows, a row without an entry counting as mass 0: ``cluster_rows(P @ onehot(labels), atol)`` without the
     ``R x blocks`` matrix, in ``O(nnz log nnz)``. A block's mass is summed in the row's stored order."""
-    indptr, indices, data = _rows(P)
+    indptr, indices, data = csr_parts(P)
     n_rows = len(indptr) - 1
     row = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(indptr))
     block = np.asarray(labels, dtype=np.int64)[indices]

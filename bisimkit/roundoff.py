@@ -86,6 +86,7 @@ def dot_rows(W: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     kept exactly as ``rest``. ``bound = gamma(k)^2 sum |W X| (1 + gamma(k)) (1 + 4u) + 2 k TINY`` (the
     last term covers products that underflow). Inputs beyond ``2^995`` in magnitude, where the splitting
     could overflow, fall back to the plain sum with ``rest = 0`` and the a priori ``gamma(k) sum |W X|``.
+    With one column (k = 1) the product and its error are the result: ``bound = 2 TINY``.
     """
     W = np.asarray(W, dtype=np.float64)
     X = np.broadcast_to(np.asarray(X, dtype=np.float64), W.shape)
@@ -95,8 +96,12 @@ def dot_rows(W: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     zeros = np.zeros(W.shape[0])
     if k == 0:
         return zeros, zeros.copy(), zeros.copy()
+    large = max(float(np.max(np.abs(W), initial=0.0)), float(np.max(np.abs(X), initial=0.0))) >= _SPLIT_MAX
+    if k == 1 and not large:  # one product, split exactly (an underflow is off by at most TINY)
+        value, rest = two_product(W[:, 0], X[:, 0])
+        return value, rest, np.full(W.shape[0], 2 * TINY)
     absolute = np.abs(W * X).sum(axis=1)
-    if max(float(np.max(np.abs(W), initial=0.0)), float(np.max(np.abs(X), initial=0.0))) >= _SPLIT_MAX:
+    if large:
         return (W * X).sum(axis=1), zeros, gamma(k) * absolute * (1 + 4 * U)
     p, s = two_product(W[:, 0], X[:, 0])
     for j in range(1, k):
@@ -344,6 +349,12 @@ class MDPRoundOff:
     def _mixture(self) -> tuple[np.ndarray, np.ndarray]:
         if self._mdp.policy is None:
             return self._zeros(), self._zeros()
+        if self._mdp.sparse and self._mdp.n_actions == 1:
+            # a sparse chain's Ppi rows are its transition rows (FiniteMDP.transition_pi_rows): each entry is
+            # off from the normalised row's by the factor 1 / sum, relatively by at most d / (1 - d)
+            d = self.transition_defect
+            relative = d / np.maximum(1.0 - d, 0.5) * (1 + 8 * U)
+            return relative, 0.5 * relative
         return mixture_errors(self._mdp.policy, self._transitions(), self._mdp.n_actions)
 
     @property
@@ -483,35 +494,66 @@ def mixture_errors(policy: np.ndarray, rows, m: int) -> tuple[np.ndarray, np.nda
 def row_defects_csr(rows, compensated: bool = True) -> np.ndarray:
     """:func:`row_defects` for the rows of a CSR matrix (or :class:`~bisimkit.kernels.DenseRows`), from their stored
     entries only: exact when a row's entries lie on the ``2^-52`` grid; otherwise summed in twice the working
-    precision (``compensated``) or bounded a priori (``|s - 1| + gamma(k) s``, k the row's entries)."""
-    ptr = np.asarray(rows.indptr, dtype=np.int64)
-    data = np.asarray(rows.data, dtype=np.float64)
-    lengths = np.diff(ptr)
-    n_rows = len(lengths)
-    out = np.ones(n_rows)  # an empty row sums to 0
-    live = np.nonzero(lengths > 0)[0]
-    if not len(live):
-        return out
-    total = np.add.reduceat(data, ptr[live])
-    scaled = data * 2.0**52
-    on_grid = np.logical_and.reduceat(scaled == np.floor(scaled), ptr[live]) & (total <= 1.5)
-    out[live] = np.abs(total - 1.0)
-    rest = live[~on_grid]
-    if len(rest):
-        k = lengths[rest]
-        t = total[~on_grid]
-        width = int(k.max())
-        if compensated and len(rest) * width <= 10_000_000:
-            chosen = np.zeros(n_rows, dtype=bool)
-            chosen[rest] = True
-            entries = chosen[np.repeat(np.arange(n_rows), lengths)]  # the entries of those rows, in order
-            block = np.zeros((len(rest), width))
-            position = np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k)
-            block[np.repeat(np.arange(len(rest)), k), position] = data[entries]
-            out[rest] = row_defects(block)
-        else:
-            out[rest] = np.abs(t - 1.0) + gamma_array(k) * t
+    precision (``compensated``) or bounded a priori (``|s - 1| + gamma(k) s``, k the row's entries). An empty
+    row's defect is 1. :func:`_csr_row_defects`."""
+    ptr = rows.indptr if rows.indptr.dtype in (np.int32, np.int64) else rows.indptr.astype(np.int64)
+    out = np.empty(len(ptr) - 1)
+    _csr_row_defects(ptr, np.asarray(rows.data, dtype=np.float64), bool(compensated), out)
     return out
+
+
+@kernel
+def _csr_row_defects(indptr, data, compensated, out):
+    """``out[r]`` bounds ``|sum of row r - 1|``, the exact sum of the stored floats of the CSR row r.
+
+    A row whose k entries all lie on the ``2^-52`` grid and whose float sum ``s`` is at most 1.5 is summed
+    exactly (every partial sum is such a multiple below 2): ``|s - 1|``. Otherwise, ``compensated``: the
+    running sum keeps every addition's rounding error (Knuth's TwoSum) and adds them apart into ``lost``,
+    Ogita, Rump and Oishi's Sum2 (2005): the errors total at most ``gamma(k - 1) sum |x|`` and adding them
+    rounds by ``gamma(k - 1)`` of that, so the exact sum is within ``gamma(k)^2 sum |x|`` of ``s + lost``;
+    the bound is ``|(s - 1) + lost|`` (two roundings, covered by ``1 + 4u``) plus that, and ``2 k TINY`` for
+    errors below the smallest subnormal. Not ``compensated``: the a priori ``|s - 1| + gamma(k) s``.
+
+    Arguments
+    ---------
+    indptr, data : int32 or int64, float64
+        The rows: row r's entries are ``data[indptr[r]:indptr[r + 1]]`` (non-negative).
+    compensated : bool
+        Sum the rows that are off the grid in twice the working precision.
+    out : float64 (R,)
+        Output: the bound per row (1.0 for an empty row, whose sum is 0).
+    """
+    u = 1.1102230246251565e-16
+    tiny = 5e-324
+    for r in range(len(indptr) - 1):
+        lo = indptr[r]
+        hi = indptr[r + 1]
+        k = hi - lo
+        if k == 0:
+            out[r] = 1.0
+            continue
+        total = 0.0
+        lost = 0.0
+        size = 0.0
+        on_grid = True
+        for x in range(lo, hi):
+            v = data[x]
+            scaled = v * 4503599627370496.0
+            if scaled != np.floor(scaled):
+                on_grid = False
+            s = total + v
+            bb = s - total
+            lost += (total - (s - bb)) + (v - bb)
+            total = s
+            size += abs(v)
+        if on_grid and total <= 1.5:
+            out[r] = abs(total - 1.0)
+            continue
+        g = k * u / (1.0 - k * u)
+        if compensated:
+            out[r] = abs((total - 1.0) + lost) * (1.0 + 4.0 * u) + g * g * size * (1.0 + 4.0 * u) + 2.0 * k * tiny
+        else:
+            out[r] = abs(total - 1.0) + g * total
 
 
 def gamma_array(k: np.ndarray) -> np.ndarray:

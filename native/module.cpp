@@ -173,6 +173,15 @@ void bind_roundoff(nb::module_ m) {
         nb::gil_scoped_release release;
         std::apply(bisimkit::roundoff::breakpoint_errors<i64, double>, args);
     });
+    m.def("_csr_row_defects", [](In indptr, In data, nb::handle compensated, Out out) {
+        indices(indptr, "indptr", [&](auto type) {
+            using P = decltype(type);
+            const auto args = std::make_tuple(vec<P>(indptr, "indptr"), vec<double>(data, "data"), truth(compensated),
+                                              vec<double>(out, "out"));
+            nb::gil_scoped_release release;
+            std::apply(bisimkit::roundoff::csr_row_defects<P>, args);
+        });
+    });
 }
 
 // ---------------------------------------------------------------------------------------------- lmc
@@ -209,13 +218,35 @@ void bind_lmc(nb::module_ m) {
 void bind_quotient(nb::module_ m) {
     m.def("_block_tv", [](In indptr, In indices_, In data, In labels, In q_indptr, In q_indices, In q_data, In rows_x,
                           In rows_y, Out mass, Out out) {
-        const auto args = std::make_tuple(
-            vec<i64>(indptr, "indptr"), vec<i64>(indices_, "indices"), vec<double>(data, "data"),
-            vec<i64>(labels, "labels"), vec<i64>(q_indptr, "q_indptr"), vec<i64>(q_indices, "q_indices"),
-            vec<double>(q_data, "q_data"), vec<i64>(rows_x, "rows_x"), vec<i64>(rows_y, "rows_y"),
-            vec<double>(mass, "mass"), vec<double>(out, "out"));
-        nb::gil_scoped_release release;
-        std::apply(bisimkit::quotient::block_tv, args);
+        indices(indptr, "indptr", [&](auto x_type) {
+            indices(q_indptr, "q_indptr", [&](auto y_type) {
+                using I = decltype(x_type);
+                using J = decltype(y_type);
+                const auto args = std::make_tuple(
+                    vec<I>(indptr, "indptr"), vec<I>(indices_, "indices"), vec<double>(data, "data"),
+                    vec<i64>(labels, "labels"), vec<J>(q_indptr, "q_indptr"), vec<J>(q_indices, "q_indices"),
+                    vec<double>(q_data, "q_data"), vec<i64>(rows_x, "rows_x"), vec<i64>(rows_y, "rows_y"),
+                    vec<double>(mass, "mass"), vec<double>(out, "out"));
+                nb::gil_scoped_release release;
+                std::apply(bisimkit::quotient::block_tv<I, J>, args);
+            });
+        });
+    });
+    m.def("_gather_block_rows", [](In indptr, In indices_, In data, In rows, In labels, Out stamp, Out mass,
+                                   Out out_indptr, Out out_indices, Out out_data) {
+        return indices(indptr, "indptr", [&](auto in_type) {
+            return indices(out_indptr, "out_indptr", [&](auto out_type) {
+                using I = decltype(in_type);
+                using O = decltype(out_type);
+                const auto args = std::make_tuple(
+                    vec<I>(indptr, "indptr"), vec<I>(indices_, "indices"), vec<double>(data, "data"),
+                    vec<i64>(rows, "rows"), vec<i64>(labels, "labels"), vec<i64>(stamp, "stamp"),
+                    vec<double>(mass, "mass"), vec<O>(out_indptr, "out_indptr"), vec<O>(out_indices, "out_indices"),
+                    vec<double>(out_data, "out_data"));
+                nb::gil_scoped_release release;
+                return std::apply(bisimkit::quotient::gather_block_rows<I, O>, args);
+            });
+        });
     });
 }
 

@@ -1,4 +1,5 @@
-// ``_breakpoint_errors`` of bisimkit/roundoff.py, statement for statement (bit for bit its results).
+// ``_breakpoint_errors`` and ``_csr_row_defects`` of bisimkit/roundoff.py, statement for statement (bit for bit
+// their results).
 #pragma once
 
 #include <cmath>
@@ -46,6 +47,45 @@ template <class P, class D> void breakpoint_errors(Vec<P> indptr, Vec<D> data, V
             if (!exact_division) acc += u * b;
         }
         out[r] = acc * (1.0 + 4.0 * static_cast<double>(k) * u);
+    }
+}
+
+template <class P> void csr_row_defects(Vec<P> indptr, Vec<double> data, bool compensated, Vec<double> out) {
+    const double u = 1.1102230246251565e-16;
+    const double tiny = 5e-324;
+    for (i64 r = 0; r < indptr.size - 1; ++r) {
+        const i64 lo = indptr[r];
+        const i64 hi = indptr[r + 1];
+        const i64 k = hi - lo;
+        if (k == 0) {
+            out[r] = 1.0;
+            continue;
+        }
+        double total = 0.0;
+        double lost = 0.0;
+        double size = 0.0;
+        bool on_grid = true;
+        for (i64 x = lo; x < hi; ++x) {
+            const double v = data[x];
+            const double scaled = v * 4503599627370496.0;
+            if (scaled != std::floor(scaled)) on_grid = false;
+            const double s = total + v;
+            const double bb = s - total;
+            lost += (total - (s - bb)) + (v - bb);
+            total = s;
+            size += std::fabs(v);
+        }
+        if (on_grid && total <= 1.5) {
+            out[r] = std::fabs(total - 1.0);
+            continue;
+        }
+        const double kd = static_cast<double>(k);
+        const double g = kd * u / (1.0 - kd * u);
+        if (compensated) {
+            out[r] = std::fabs((total - 1.0) + lost) * (1.0 + 4.0 * u) + g * g * size * (1.0 + 4.0 * u) + 2.0 * kd * tiny;
+        } else {
+            out[r] = std::fabs(total - 1.0) + g * total;
+        }
     }
 }
 

@@ -146,3 +146,25 @@ def test_examples_are_what_they_claim():
     P[0, 0] = 0.5 * P[0, 0] + 0.5 * P[5, 1]
     mixed = FiniteMDP(P, grid.rewards, grid.discount, grid.policy, state_shape=(4, 4))
     assert not coordinate_independent(mixed)
+
+
+def test_a_sparse_chain_reads_its_rows_as_the_policy_chain_with_honest_bounds():
+    from fractions import Fraction
+
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(5)
+    P = rng.random((9, 9)) * (rng.random((9, 9)) < 0.5) + np.eye(9) / 3
+    chain = FiniteMDP(sp.csr_matrix(P / P.sum(axis=1, keepdims=True)), rng.random((9, 1)), 0.9, np.ones((9, 1)))
+    assert chain.transition_pi_rows is chain.transition_rows  # the mixture of one row is that row
+    assert chain.reward_pi.tolist() == chain.rewards[:, 0].tolist() and not np.any(chain.reward_pi_error)
+    rows, law = chain.transition_rows, chain.roundoff.pi_law_error
+    for s in range(9):
+        stored = [Fraction(x) for x in rows.data[rows.indptr[s] : rows.indptr[s + 1]]]
+        total = sum(stored)
+        assert sum(abs(x - x / total) for x in stored) / 2 <= Fraction(law[s])  # TV to the normalised row
+    # the quotient of the chain is built from parts taken as they are, and reads back the same
+    q = FiniteMDP.from_valid_parts(rows, chain.rewards, 0.9, chain.policy, chain.action_values, "copy")
+    assert q.sparse and q.name == "copy" and q.transitions.shape == (9, 1, 9)
+    with pytest.raises(AttributeError):
+        q.discount = 0.5

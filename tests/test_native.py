@@ -458,6 +458,50 @@ def test_block_tv_against_dense_aggregates():
     assert np.any(expected > 0.1)  # the rows differ: the check compares something
 
 
+def test_gathered_block_rows_are_the_validated_aggregates():
+    from bisimkit.mdp import FiniteMDP
+
+    rng = np.random.default_rng(12)
+    n, k = 30, 6
+    dense = rng.random((60, n)) * (rng.random((60, n)) < 0.3)
+    dense[np.arange(60), rng.integers(0, n, 60)] += 0.5  # no empty row
+    dense /= dense.sum(axis=1, keepdims=True)
+    X = FiniteMDP(sp.csr_matrix(dense), np.zeros((n, 2)), 0.9).transition_rows  # validated rows
+    labels = rng.integers(0, k, n).astype(np.int64)
+    rows = rng.integers(0, 60, 25).astype(np.int64)
+    size = int((X.indptr[rows + 1] - X.indptr[rows]).sum())
+    for index, out_index in ((np.int32, np.int32), (np.int64, np.int64), (np.int32, np.int64)):
+        args = (
+            X.indptr.astype(index),
+            X.indices.astype(index),
+            X.data,
+            rows,
+            labels,
+            np.full(k, -1, dtype=np.int64),
+            np.zeros(k),
+            np.zeros(len(rows) + 1, dtype=out_index),
+            np.zeros(size, dtype=out_index),
+            np.zeros(size),
+        )
+        nnz, ran = both(quotient._gather_block_rows, *args)
+        got = sp.csr_matrix((ran[9][:nnz], ran[8][:nnz], ran[7]), shape=(len(rows), k))
+        onehot = np.zeros((n, k))
+        onehot[np.arange(n), labels] = 1.0
+        expected = sp.csr_matrix(X.toarray()[rows] @ onehot)  # canonical, as validation leaves rows
+        expected.data /= np.repeat(np.asarray(expected.sum(axis=1)).ravel(), np.diff(expected.indptr))
+        assert got.has_canonical_format and nnz == expected.nnz
+        assert np.array_equal(got.indptr, expected.indptr) and np.array_equal(got.indices, expected.indices)
+        np.testing.assert_allclose(got.data, expected.data, rtol=4e-16, atol=0)  # the sums' order may differ
+
+
+def test_row_defects_of_csr_rows():
+    rng = np.random.default_rng(13)
+    X = random_rows(rng, 40, 9)
+    for index in (np.int32, np.int64):
+        for compensated in (True, False):
+            both(roundoff._csr_row_defects, X.indptr.astype(index), X.data, compensated, np.zeros(40))
+
+
 def test_merges_of_breakpoints():
     rng = np.random.default_rng(10)
     X, Y = random_rows(rng, 30, 8), random_rows(rng, 25, 6, density=0.8)

@@ -221,3 +221,42 @@ def test_certificate_is_honest_for_blocks_found_with_a_coarse_tolerance(seed):
         exact = solve(noisy, metric, ground, tol=1e-12, quotient=False).distances
         error = np.max(np.abs(q.lift(sol.distances) - exact))
         assert 0 < error <= certificate
+
+
+def sparse_chain(mdp: FiniteMDP) -> FiniteMDP:
+    """The chain of ``mdp``'s policy (one action), held sparse."""
+    import scipy.sparse as sp
+
+    return FiniteMDP(sp.csr_matrix(mdp.transition_pi), mdp.reward_pi[:, None], mdp.discount, np.ones((mdp.n_states, 1)))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sparse_chain_quotient_matches_the_dense_one(seed):
+    _, mdp, origin = planted(seed)
+    chain = sparse_chain(mdp)
+    dense = FiniteMDP(chain.transitions, chain.rewards, chain.discount, chain.policy)
+    q, qd = quotient(chain, "pi"), quotient(dense, "pi")
+    assert q.mdp.sparse
+    assert np.array_equal(q.labels, qd.labels) and np.array_equal(q.representatives, qd.representatives)
+    np.testing.assert_allclose(q.mdp.transitions, qd.mdp.transitions, rtol=0, atol=4e-16)
+    assert q.deviation(10.0).max() <= 64 * np.finfo(float).eps
+    a, b = solve(chain, "pi"), solve(chain, "pi", quotient=False)
+    assert "on the quotient" in a.method
+    assert_agree(a, b)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sparse_chain_certificate_is_honest_for_a_coarse_tolerance(seed):
+    rng = np.random.default_rng(seed)
+    _, mdp, _ = planted(seed, n=5, discount=0.8)
+    bump = 3e-4
+    P = mdp.transition_pi + rng.uniform(0, bump, (mdp.n_states, mdp.n_states)) * (mdp.transition_pi > 0)
+    R = mdp.reward_pi + rng.uniform(-bump, bump, mdp.n_states)
+    rows = P[:, None] / P.sum(-1)[:, None, None]
+    noisy = sparse_chain(FiniteMDP(rows, R[:, None], mdp.discount, np.ones((len(R), 1))))
+    q = quotient(noisy, "pi", atol=3e-3)
+    assert q is not None and q.n_blocks < noisy.n_states and q.mdp.sparse
+    sol = solve(q.mdp, "pi", tol=1e-12, quotient=False)
+    certificate = q.certificate(sol.distances, sol.certified_error)
+    exact = solve(noisy, "pi", tol=1e-12, quotient=False).distances
+    assert 0 < np.max(np.abs(q.lift(sol.distances) - exact)) <= certificate

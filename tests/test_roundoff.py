@@ -6,8 +6,19 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
-from bisimkit.roundoff import U, dot_rows, gamma, gamma_array, grid_bits, row_defects, two_product, two_sum
+from bisimkit.roundoff import (
+    U,
+    dot_rows,
+    gamma,
+    gamma_array,
+    grid_bits,
+    row_defects,
+    row_defects_csr,
+    two_product,
+    two_sum,
+)
 
 
 def test_gamma_by_hand():
@@ -41,6 +52,38 @@ def test_row_defects_bound_the_exact_sums():
     for row, defect in zip(rows, defects):
         assert abs(sum(Fraction(x) for x in row) - 1) <= Fraction(defect)
     assert defects[1] == pytest.approx(0.1, rel=1e-12)
+
+
+def test_csr_row_defects_bound_the_exact_sums():
+    rng = np.random.default_rng(3)
+    dense = rng.random((60, 7)) * (rng.random((60, 7)) < 0.6)
+    dense[0] = [0.5, 0.25, 0.25, 0, 0, 0, 0]  # on the grid, summing to 1: defect 0
+    dense[1] = 0.0  # an empty row sums to 0: defect 1
+    dense[2] = [0.1, 0.2, 0.7, 0, 0, 0, 0]  # off the grid, nearly 1
+    dense[3] = [1e16, 1.0, 1e-16, 3.0, 0, 0, 0]  # the small masses vanish in a plain sum
+    dense[4] = 1 / 7
+    dense[5:] /= np.maximum(dense[5:].sum(axis=1, keepdims=True), 1e-300)  # rows divided by their sums
+    for index in (np.int32, np.int64):
+        X = sp.csr_matrix(dense)
+        X.indptr, X.indices = X.indptr.astype(index), X.indices.astype(index)
+        for compensated in (True, False):
+            defects = row_defects_csr(X, compensated)
+            assert defects[0] == 0.0 and defects[1] == 1.0
+            for r in range(X.shape[0]):
+                row = X.data[X.indptr[r] : X.indptr[r + 1]]
+                assert abs(sum(Fraction(x) for x in row) - 1) <= Fraction(defects[r]), (r, compensated)
+        tight = row_defects_csr(X)
+        for r in range(5, X.shape[0]):  # compensated: the bound exceeds the exact defect by far less than a unit
+            row = X.data[X.indptr[r] : X.indptr[r + 1]]
+            assert Fraction(tight[r]) - abs(sum(Fraction(x) for x in row) - 1) < Fraction(1e-30)
+
+
+def test_one_product_is_exact():
+    W, X = np.array([[0.1], [1.0], [3.0]]), np.array([[0.3], [0.7], [1e-320]])
+    value, rest, bound = dot_rows(W, X)
+    for w, x, v, r, b in zip(W[:, 0], X[:, 0], value, rest, bound):
+        assert abs(Fraction(v) + Fraction(r) - Fraction(w) * Fraction(x)) <= Fraction(b)
+    assert rest[0] != 0.0 and bound[0] == 2 * 2.0**-1074
 
 
 def test_grid_bits_by_hand():

@@ -41,8 +41,8 @@ from .operators import operator
 MARGIN = 1.25
 
 #: Bytes per plan cell of a coupling-iteration round (the plan, its pair-system entry, the transport
-#: scratch it came from): below COMPILED_PAIR_SYSTEM_CELLS cells numpy assembles the system from
-#: triplets (sorted copies of every cell), from there compiled code writes it in place.
+#: scratch it came from): numpy assembles bisim's systems, and any below COMPILED_PAIR_SYSTEM_CELLS cells,
+#: from triplets (sorted copies of every cell); elsewhere compiled code writes the system in place.
 COUPLING_CELL_BYTES = 100.0
 COUPLING_CELL_BYTES_COMPILED = 55.0
 #: Bytes per plan cell of a value-iteration sweep (plans are made chunk by chunk and not kept).

@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 CHUNK = 200_000
 #: Problems with at most this many atoms per side go to the compiled simplex cold.
 KERNEL_MAX = 64
+#: A chunk whose padded supports hold at most this many entries (both sides; about 1.6 MB) keeps them in its
+#: :class:`WarmStarts`, so the rounds of coupling iteration on small problems read them instead of gathering
+#: them again (larger ones gather them each call: their memory stays what :mod:`bisimkit.memory` estimates).
+KEEP_SUPPORTS_ENTRIES = 100_000
 
 
 class WarmStarts:
@@ -49,6 +53,21 @@ class WarmStarts:
 
     def __init__(self) -> None:
         self._chunks: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._supports: dict[int, _Supports] = {}
+
+    def supports(self, start: int, X, src: np.ndarray, Y, dst: np.ndarray, zero_diagonal: bool) -> _Supports:
+        """The padded supports of the chunk starting at ``start``: those kept from the last call when its
+        problems were the same rows of the same matrices, else gathered (and kept when they hold at most
+        :data:`KEEP_SUPPORTS_ENTRIES` entries)."""
+        st = self._supports.get(start)
+        if st is not None and st.holds(X, src, Y, dst, zero_diagonal):
+            return st
+        st = _Supports(X, src, Y, dst, zero_diagonal)
+        if st.ip.size + st.iq.size <= KEEP_SUPPORTS_ENTRIES:
+            self._supports[start] = st
+        else:
+            self._supports.pop(start, None)
+        return st
 
     def chunk(self, start: int, lp: np.ndarray, lq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(basis, valid)`` of the chunk starting at ``start`` (reset if its problems changed)."""
@@ -127,16 +146,13 @@ def optimal_transport(
             assert out is not None  # allocated above for plans
             a, b = off[start], off[stop]
             view = (out[0][a:b], out[1][a:b], out[2][a:b])
-        values[start:stop], gap[start:stop], exact[start:stop] = _transport_chunk(
-            X,
-            src[start:stop],
-            Y,
-            dst[start:stop],
-            C,
-            zero_diagonal,
-            warm.chunk(start, *_lengths(X, Y, src[start:stop], dst[start:stop])) if warm is not None else None,
-            view,
-        )
+        s, t = src[start:stop], dst[start:stop]
+        if warm is not None:
+            sup = warm.supports(start, X, s, Y, t, zero_diagonal)
+            bases = warm.chunk(start, sup.lp, sup.lq)
+        else:
+            sup, bases = _Supports(X, s, Y, t, zero_diagonal), None
+        values[start:stop], gap[start:stop], exact[start:stop] = _transport_chunk(sup, C, bases, view)
     if marginal is not None and N:
         reach = np.minimum(
             support_maxima(X, C.max(axis=1, initial=0.0))[src], support_maxima(Y, C.max(axis=0, initial=0.0))[dst]
@@ -195,26 +211,50 @@ def seed_line_starts(
         line_bases(ip, mp, lp, iq + offset, mq, lq, h, basis, valid)
 
 
-def _lengths(X, Y, src, dst):
-    return np.diff(X.indptr)[src], np.diff(Y.indptr)[dst]
+class _Supports:
+    """The problems of one chunk as the solvers read them: both sides' supports as padded arrays
+    (:func:`~bisimkit.couplings.padded_rows`: ``ip, mp, lp`` and ``iq, mq, lq``), their basis offsets, which
+    problems need solving (``todo``: both sides non-empty and, under a zero-diagonal cost, the histograms not
+    identical) and the cells ``(same_k, same_a)`` of the identity plans of the identical ones (cost 0)."""
+
+    def __init__(self, X, src: np.ndarray, Y, dst: np.ndarray, zero_diagonal: bool) -> None:
+        self.X, self.Y, self.zero_diagonal = X, Y, zero_diagonal
+        self.src, self.dst = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
+        self.ip, self.mp, self.lp = padded_rows(X, self.src)
+        self.iq, self.mq, self.lq = padded_rows(Y, self.dst)
+        self.off = basis_offsets(self.lp, self.lq)
+        todo = (self.lp > 0) & (self.lq > 0)  # an empty side (equal masses 0) costs 0
+        same = np.zeros(len(todo), dtype=bool)
+        if zero_diagonal:  # identical histograms: cost 0, the identity plan
+            w = min(self.ip.shape[1], self.iq.shape[1])  # equal lengths fit both widths
+            same = (
+                (self.lp == self.lq)
+                & np.all(self.ip[:, :w] == self.iq[:, :w], axis=1)
+                & np.all(self.mp[:, :w] == self.mq[:, :w], axis=1)
+            )
+        self.todo = todo & ~same
+        self.same_k, self.same_a = np.nonzero(same[:, None] & (self.mp > 0))
+
+    def holds(self, X, src: np.ndarray, Y, dst: np.ndarray, zero_diagonal: bool) -> bool:
+        """Whether these are the supports of the problems ``(X[src[k]], Y[dst[k]])``."""
+        return (
+            X is self.X
+            and Y is self.Y
+            and zero_diagonal == self.zero_diagonal
+            and np.array_equal(src, self.src)
+            and np.array_equal(dst, self.dst)
+        )
 
 
-def _transport_chunk(X, src, Y, dst, C, zero_diagonal, bases, out) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _transport_chunk(sup: _Supports, C, bases, out) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Values of one chunk, their gaps, and which values are exact whatever the laws' own errors (identical
     rows under a zero-diagonal cost: the exact laws are identical too); plans written into
     ``out = (i, j, mass)`` slots when given."""
-    ip, mp, lp = padded_rows(X, src)
-    iq, mq, lq = padded_rows(Y, dst)
-    chunk = _Chunk(ip, mp, lp, iq, mq, lq, C, out)
-    todo = (lp > 0) & (lq > 0)  # an empty side (equal masses 0) costs 0
-    if zero_diagonal:  # identical histograms: cost 0, the identity plan
-        w = min(ip.shape[1], iq.shape[1])  # equal lengths fit both widths
-        same = (lp == lq) & np.all(ip[:, :w] == iq[:, :w], axis=1) & np.all(mp[:, :w] == mq[:, :w], axis=1)
-        todo &= ~same
-        k, a = np.nonzero(same[:, None] & (mp > 0))
-        chunk.write(k, a, ip[k, a], ip[k, a], mp[k, a])
-    exact = ~todo  # identical histograms under a zero-diagonal cost, or an empty side: 0 for the exact laws too
-    todo = _compiled(chunk, todo, bases)
+    chunk = _Chunk(sup, C, out)
+    k, a = sup.same_k, sup.same_a
+    chunk.write(k, a, sup.ip[k, a], sup.ip[k, a], sup.mp[k, a])
+    exact = ~sup.todo  # identical histograms under a zero-diagonal cost, or an empty side: 0 for the exact laws too
+    todo = _compiled(chunk, sup.todo, bases)
     _pot(chunk, todo, bases)
     return chunk.cost, chunk.gap, exact
 
@@ -222,11 +262,11 @@ def _transport_chunk(X, src, Y, dst, C, zero_diagonal, bases, out) -> tuple[np.n
 class _Chunk:
     """Padded supports of a chunk of problems, their costs, and the plan slots to fill."""
 
-    def __init__(self, ip, mp, lp, iq, mq, lq, C, out) -> None:
-        self.ip, self.mp, self.lp, self.iq, self.mq, self.lq, self.C, self.out = ip, mp, lp, iq, mq, lq, C, out
-        self.off = basis_offsets(lp, lq)
-        self.cost = np.zeros(len(lp))
-        self.gap = np.zeros(len(lp))
+    def __init__(self, sup: _Supports, C, out) -> None:
+        self.ip, self.mp, self.lp, self.iq, self.mq, self.lq = sup.ip, sup.mp, sup.lp, sup.iq, sup.mq, sup.lq
+        self.C, self.out, self.off = C, out, sup.off
+        self.cost = np.zeros(len(sup.lp))
+        self.gap = np.zeros(len(sup.lp))
 
     def write(self, k, pos, i, j, mass) -> None:
         """Put plan cells of problems ``k`` at positions ``pos`` of their slots."""

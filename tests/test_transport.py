@@ -90,6 +90,40 @@ def test_warm_started_calls_match_cold_calls():
         np.testing.assert_allclose(hot, cold, atol=1e-12)
 
 
+def test_kept_supports_serve_the_same_problems_only(monkeypatch):
+    import bisimkit.transport as transport
+    from bisimkit.transport import WarmStarts
+
+    rng = np.random.default_rng(5)
+    n = 12
+    X = sp.csr_matrix(random_rows(rng, 40, n, 4))
+    Y = X.copy()
+    src, dst = rng.integers(0, 40, 60), rng.integers(0, 40, 60)
+    dst[:5] = src[:5]  # identical histograms: cost 0, the identity plan
+    warm = WarmStarts()
+
+    def check(X, src, Y, dst, d):
+        cold, cold_plans = optimal_transport(X, src, Y, dst, d, plans=True)
+        hot, hot_plans = optimal_transport(X, src, Y, dst, d, plans=True, warm=warm)
+        np.testing.assert_allclose(hot, cold, atol=1e-12)
+        np.testing.assert_allclose(plan_costs(hot_plans, d, len(src)), cold, atol=1e-12)
+
+    for scale in (1.0, 1.5):
+        check(X, src, X, dst, random_metric(rng, n) * scale)
+    assert len(warm._supports) == 1  # a small chunk keeps its supports
+    kept = warm._supports[0]
+    check(X, src, X, dst, random_metric(rng, n))
+    assert warm._supports[0] is kept  # the same problems: read, not gathered again
+    check(X, rng.permutation(src), X, dst, random_metric(rng, n))  # other rows: gathered again
+    assert warm._supports[0] is not kept
+    kept = warm._supports[0]
+    check(X, src, Y, dst, random_metric(rng, n))  # an equal matrix, but another object: gathered again
+    assert warm._supports[0] is not kept
+    monkeypatch.setattr(transport, "KEEP_SUPPORTS_ENTRIES", 10)
+    check(X, src, X, dst, random_metric(rng, n))  # too large to keep
+    assert not warm._supports
+
+
 def test_shared_mass_reduction_is_exact_for_metrics(monkeypatch):
     import bisimkit.forms as ops
     from bisimkit.generators import random_mdp

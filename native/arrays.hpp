@@ -2,11 +2,16 @@
 //
 // A kernel reads and writes its arguments in place through these views: a pointer, the shape and
 // the strides in elements (any layout numpy hands over: C order, slices, transposes). Slicing
-// returns a view of the same memory, as numpy's basic slicing does. Nothing here owns memory.
+// returns a view of the same memory, as numpy's basic slicing does. Only a kernel's own scratch, a
+// Buffer, owns memory; it comes from and goes back to a per-thread pool.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
+#include <utility>
+#include <vector>
 
 namespace bisimkit {
 
@@ -47,15 +52,69 @@ template <class T> struct Cube {
     Mat<T> operator[](i64 p) const { return {data + p * stride0, n1, n2, stride1, stride2}; }
 };
 
+/// Freed kernel buffers kept for this thread's next kernel calls, up to ``limit`` bytes: a fresh page costs a
+/// fault on its first touch, which on some machines costs more than a kernel's work on it.
+class BufferPool {
+  public:
+    static constexpr std::size_t limit = std::size_t{16} << 20;
+
+    void *take(std::size_t bytes) {
+        std::size_t best = held_.size();
+        for (std::size_t x = 0; x < held_.size(); ++x) {
+            const std::size_t size = held_[x].first;
+            if (size >= bytes && size <= 2 * bytes + 4096 && (best == held_.size() || size < held_[best].first))
+                best = x;
+        }
+        if (best == held_.size()) return ::operator new(bytes);
+        void *p = held_[best].second;
+        total_ -= held_[best].first;
+        held_[best] = held_.back();
+        held_.pop_back();
+        return p;
+    }
+    void give(void *p, std::size_t bytes) {
+        if (total_ + bytes > limit) {
+            ::operator delete(p);
+            return;
+        }
+        held_.emplace_back(bytes, p);
+        total_ += bytes;
+    }
+    ~BufferPool() {
+        for (auto &[size, p] : held_) ::operator delete(p);
+    }
+
+  private:
+    std::vector<std::pair<std::size_t, void *>> held_;
+    std::size_t total_ = 0;
+};
+
+inline BufferPool &buffer_pool() {
+    thread_local BufferPool pool;
+    return pool;
+}
+
+/// Gives a buffer's memory back to this thread's pool.
+template <class T> struct PoolDelete {
+    std::size_t bytes = 0;
+    void operator()(T *p) const { buffer_pool().give(p, bytes); }
+};
+
 /// A contiguous buffer owned by a kernel, uninitialised as numpy's ``np.empty`` inside a kernel body.
 template <class T> struct Buffer {
-    std::unique_ptr<T[]> store;
+    std::unique_ptr<T[], PoolDelete<T>> store;
     i64 size;
 
-    explicit Buffer(i64 n = 0) : store(new T[static_cast<std::size_t>(n > 0 ? n : 1)]), size(n > 0 ? n : 0) {}
+    explicit Buffer(i64 n = 0) : store(allocate(n)), size(n > 0 ? n : 0) {}
     Vec<T> view() const { return {store.get(), size, 1}; }
     /// The first ``rows * cols`` elements as a C-order matrix (``buffer[:rows * cols].reshape(rows, cols)``).
     Mat<T> matrix(i64 rows, i64 cols) const { return {store.get(), rows, cols, cols, 1}; }
+
+  private:
+    static std::unique_ptr<T[], PoolDelete<T>> allocate(i64 n) {
+        const std::size_t bytes = sizeof(T) * static_cast<std::size_t>(n > 0 ? n : 1);
+        return {static_cast<T *>(buffer_pool().take(bytes)), PoolDelete<T>{bytes}};
+    }
 };
 
 }  // namespace bisimkit

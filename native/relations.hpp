@@ -67,7 +67,21 @@ struct Columns {
     std::vector<Column> of;
     Masses masses;
     Cuts cuts;
+
+    std::size_t bytes() const {
+        return of.capacity() * sizeof(Column) + masses.store.capacity() * sizeof(std::pair<double, i64>) +
+               cuts.store.capacity() * sizeof(double);
+    }
 };
+
+/// This thread's columns, kept between calls while they hold at most ``kept_columns_bytes`` (like the kernels'
+/// Buffers, arrays.hpp): the next refinement finds their pages mapped already.
+constexpr std::size_t kept_columns_bytes = std::size_t{16} << 20;
+
+inline Columns &kept_columns() {
+    thread_local Columns columns;
+    return columns;
+}
 
 inline i64 position(const Masses &arena, const Masses::List &l, double v) {  // bisect.bisect_left
     const auto *d = arena.data(l);
@@ -347,7 +361,10 @@ i64 refine_blocks_as(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec
     const Vec<I> has_columns = has_columns_.view(), column = column_.view();
     for (i64 s = 0; s < n; ++s) has_columns[s] = 0;
     for (i64 c = 0; c < n * m; ++c) column[c] = -1;
-    Columns columns;
+    Columns &columns = kept_columns();
+    columns.of.clear();
+    columns.masses.store.clear();
+    columns.cuts.store.clear();
     columns.of.reserve(static_cast<std::size_t>(n * m));  // block ids stay below n
     columns.masses.store.reserve(static_cast<std::size_t>(4 * n * m));
     columns.cuts.store.reserve(static_cast<std::size_t>(2 * n * m));
@@ -608,6 +625,7 @@ i64 refine_blocks_as(Vec<P> indptr, Vec<J> indices, Vec<double> data, i64 m, Vec
         }
         labels_out[s] = rank[b];
     }
+    if (columns.bytes() > kept_columns_bytes) columns = Columns();  // too large to keep: give it back
     return count;
 }
 

@@ -64,6 +64,7 @@ class WarmStarts:
             return st
         st = _Supports(X, src, Y, dst, zero_diagonal)
         if st.ip.size + st.iq.size <= KEEP_SUPPORTS_ENTRIES:
+            st.src, st.dst = st.src.copy(), st.dst.copy()  # the caller's arrays may change after the call
             self._supports[start] = st
         else:
             self._supports.pop(start, None)
@@ -219,7 +220,7 @@ class _Supports:
 
     def __init__(self, X, src: np.ndarray, Y, dst: np.ndarray, zero_diagonal: bool) -> None:
         self.X, self.Y, self.zero_diagonal = X, Y, zero_diagonal
-        self.src, self.dst = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
+        self.src, self.dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
         self.ip, self.mp, self.lp = padded_rows(X, self.src)
         self.iq, self.mq, self.lq = padded_rows(Y, self.dst)
         self.off = basis_offsets(self.lp, self.lq)

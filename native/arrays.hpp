@@ -52,40 +52,46 @@ template <class T> struct Cube {
     Mat<T> operator[](i64 p) const { return {data + p * stride0, n1, n2, stride1, stride2}; }
 };
 
-/// Freed kernel buffers kept for this thread's next kernel calls, up to ``limit`` bytes: a fresh page costs a
-/// fault on its first touch, which on some machines costs more than a kernel's work on it.
+/// Freed kernel buffers of at least ``smallest`` bytes kept for this thread's next kernel calls, at most
+/// ``most_blocks`` of them and ``limit`` bytes in all: a fresh page costs a fault on its first touch, which on
+/// some machines costs more than a kernel's work on it (smaller blocks come from the allocator's heap, whose
+/// pages stay mapped, and pass straight through).
 class BufferPool {
   public:
+    static constexpr std::size_t smallest = std::size_t{64} << 10;
     static constexpr std::size_t limit = std::size_t{16} << 20;
+    static constexpr std::size_t most_blocks = 32;
 
-    void *take(std::size_t bytes) {
+    /// ``(memory, its size)``: a kept block of ``bytes`` to twice that, the smallest such, else a new one.
+    std::pair<void *, std::size_t> take(std::size_t bytes) {
         std::size_t best = held_.size();
-        for (std::size_t x = 0; x < held_.size(); ++x) {
-            const std::size_t size = held_[x].first;
-            if (size >= bytes && size <= 2 * bytes + 4096 && (best == held_.size() || size < held_[best].first))
-                best = x;
-        }
-        if (best == held_.size()) return ::operator new(bytes);
-        void *p = held_[best].second;
-        total_ -= held_[best].first;
+        if (bytes >= smallest)
+            for (std::size_t x = 0; x < held_.size(); ++x) {
+                const std::size_t size = held_[x].first;
+                if (size >= bytes && size <= 2 * bytes && (best == held_.size() || size < held_[best].first))
+                    best = x;
+            }
+        if (best == held_.size()) return {::operator new(bytes), bytes};
+        const auto block = held_[best];
+        total_ -= block.first;
         held_[best] = held_.back();
         held_.pop_back();
-        return p;
+        return {block.second, block.first};
     }
-    void give(void *p, std::size_t bytes) {
-        if (total_ + bytes > limit) {
+    void give(void *p, std::size_t size) {
+        if (size < smallest || held_.size() == most_blocks || total_ + size > limit) {
             ::operator delete(p);
             return;
         }
-        held_.emplace_back(bytes, p);
-        total_ += bytes;
+        held_.emplace_back(size, p);
+        total_ += size;
     }
     ~BufferPool() {
         for (auto &[size, p] : held_) ::operator delete(p);
     }
 
   private:
-    std::vector<std::pair<std::size_t, void *>> held_;
+    std::vector<std::pair<std::size_t, void *>> held_;  // (size, memory)
     std::size_t total_ = 0;
 };
 
@@ -94,10 +100,10 @@ inline BufferPool &buffer_pool() {
     return pool;
 }
 
-/// Gives a buffer's memory back to this thread's pool.
+/// Gives a buffer's memory, of ``size`` bytes, back to this thread's pool.
 template <class T> struct PoolDelete {
-    std::size_t bytes = 0;
-    void operator()(T *p) const { buffer_pool().give(p, bytes); }
+    std::size_t size = 0;
+    void operator()(T *p) const { buffer_pool().give(p, size); }
 };
 
 /// A contiguous buffer owned by a kernel, uninitialised as numpy's ``np.empty`` inside a kernel body.
@@ -112,8 +118,8 @@ template <class T> struct Buffer {
 
   private:
     static std::unique_ptr<T[], PoolDelete<T>> allocate(i64 n) {
-        const std::size_t bytes = sizeof(T) * static_cast<std::size_t>(n > 0 ? n : 1);
-        return {static_cast<T *>(buffer_pool().take(bytes)), PoolDelete<T>{bytes}};
+        const auto [memory, size] = buffer_pool().take(sizeof(T) * static_cast<std::size_t>(n > 0 ? n : 1));
+        return {static_cast<T *>(memory), PoolDelete<T>{size}};
     }
 };
 

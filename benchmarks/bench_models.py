@@ -20,12 +20,14 @@ timings taken in turn in every repeat and their medians reported, wall-clock and
 before any work, :mod:`bisimkit.memory`), ``--frozen-lake`` an in-process ``pi`` solve of
 ``gym:FrozenLake8x8-v1`` (the ``gym`` extra), ``--query-sizes`` the query ``solve(mdp, "pi", pairs=...)`` of
 the distances from the initial state to ``--queries`` states drawn without replacement (seed 0): the pairs
-the queries reach, the time and the certificate, or the one line that refuses the closure. One JSON object
+solved (the closure of the queries, or the pairs explored with the others bracketed), the steps or rounds,
+the time and the certificate, or the one line that refuses the query; ``--query-check`` compares those
+sizes' answers with the all-pairs solve. One JSON object
 per line; ``--out`` writes them all
 (atomically).
 
     python -m benchmarks.bench_models [--sizes 16,64,256,1024] [--repeat 9] [--solve-sizes 16]
-                                      [--frozen-lake] [--query-sizes 16,64] [--queries 100]
+                                      [--frozen-lake] [--query-sizes 16,64] [--queries 100] [--query-check 16]
                                       [--out benchmarks/results/models.json]
 
 Needs the ``storm`` extra (stormpy). Never run as a test.
@@ -148,8 +150,10 @@ def run_size(N: int, repeat: int, solve_it: bool) -> dict:
     return record
 
 
-def run_queries(N: int, count: int) -> dict:
-    """``solve(mdp, "pi", pairs=...)`` for (initial state, s), ``count`` states s drawn with seed 0."""
+def run_queries(N: int, count: int, check: bool = False) -> dict:
+    """``solve(mdp, "pi", pairs=...)`` for (initial state, s), ``count`` states s drawn with seed 0; with
+    ``check``, also the all-pairs solve and the largest difference of the answers, which must be within the two
+    certificates."""
     import numpy as np
 
     mdp = from_stormpy(brp(N), reward="target", discount=DISCOUNT)
@@ -165,12 +169,21 @@ def run_queries(N: int, count: int) -> dict:
             record.update(
                 query_seconds=time.perf_counter() - start,
                 explored_pairs=sol.explored,
+                iterations=sol.iterations,
                 certified_error=sol.certified_error,
                 converged=sol.converged,
                 method=sol.method,
             )
         except InputError as exc:
             record.update(query_refused=str(exc), query_seconds=time.perf_counter() - start)
+        if check and "query_refused" not in record:
+            full = solve(mdp, "pi")
+            deviation = float(np.max(np.abs(sol.distances - full.distances[pairs[:, 0], pairs[:, 1]]), initial=0.0))
+            record.update(
+                all_pairs_certified_error=full.certified_error,
+                all_pairs_max_difference=deviation,
+                within_certificates=deviation <= sol.certified_error + full.certified_error,
+            )
     return record
 
 
@@ -204,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
         "--query-sizes", default="", help="the sizes also queried from the initial state (default none)"
     )
     parser.add_argument("--queries", type=int, default=100, help="states queried against the initial one (default 100)")
+    parser.add_argument(
+        "--query-check", default="", help="the query sizes also solved on all pairs, to compare (default none)"
+    )
     parser.add_argument("--out", default=None, help="write the records to this JSON file (default: print only)")
     args = parser.parse_args(argv)
     sizes = [int(x) for x in args.sizes.split(",") if x]
@@ -213,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         records.append(run_size(N, args.repeat, N in solve_sizes))
         print(json.dumps({k: v for k, v in records[-1].items() if k not in ("seconds", "cpu_seconds_all")}), flush=True)
     for N in (int(x) for x in args.query_sizes.split(",") if x):
-        records.append(run_queries(N, args.queries))
+        records.append(run_queries(N, args.queries, N in {int(x) for x in args.query_check.split(",") if x}))
         print(json.dumps(records[-1]), flush=True)
     if args.frozen_lake:
         records.append(run_frozen_lake(args.repeat))

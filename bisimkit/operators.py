@@ -101,6 +101,15 @@ class Operator:
         )
 
     @property
+    def value_bracketed(self) -> bool:
+        """Whether the policy's discounted values bracket the fixed point (pi): with the mean rewards shifted
+        to be non-negative and ``V = r_pi + c Ppi V``, ``|V(s) - V(t)| <= d(s, t) <= V(s) + V(t)``, since
+        the one-step term is ``|r_pi(s) - r_pi(t)|`` and each pair has one W1 law per state. Queried pairs
+        of large models are then solved on the pairs they reach most, the others bracketed
+        (:mod:`bisimkit.query`)."""
+        return self.queries and self.rows == "one" and self.term == "reward-mean"
+
+    @property
     def exact(self) -> bool:
         """Whether an exact method exists (coupling iteration, a linear solve, Smith's doubling): not for
         W2, which is not linear in the coupling."""

@@ -247,6 +247,11 @@ def _queried_on_quotient(mdp: FiniteMDP, op: Operator, g, opts: SolveOptions, bu
     if q is None:
         return None
     a_priori = q.a_priori_error(opts.tol)
+    if op.value_bracketed:  # d(u, v) <= V(u) + V(v) bounds every distance more tightly than C / (1 - c)
+        from .query import policy_values  # the on-the-fly solve: loaded when pairs are queried
+
+        V, v_error = policy_values(q.mdp, opts.tol * 1e-3)
+        a_priori = min(a_priori, q.lift_error(2 * (float(np.max(V, initial=0.0)) + v_error) + 3 * opts.tol))
     if not a_priori <= DEVIATION_SHARE * opts.tol:
         return None
     found = time.perf_counter() - start
@@ -260,8 +265,9 @@ def _queried_on_quotient(mdp: FiniteMDP, op: Operator, g, opts: SolveOptions, bu
     sol.history_seconds = [t + found for t in sol.history_seconds]
     sol.seconds += found
     sol.pairs = queries
-    sol.lower = np.maximum(sol.distances - sol.certified_error, 0.0)
-    sol.upper = sol.distances + sol.certified_error
+    assert sol.lower is not None and sol.upper is not None  # set by query_solution
+    sol.lower = np.maximum(sol.lower - a_priori, 0.0)
+    sol.upper = sol.upper + a_priori
     sol.method = f"{sol.method}, between the blocks of the largest relation ({q.n_blocks} of {mdp.n_states} states)"
     return sol
 

@@ -9,17 +9,18 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from exact_reference import GROUNDS, exact_fixed_point_fractions
 from hypothesis import HealthCheck, given, note, settings, strategies as st
 
-from bisimkit import solve
+from bisimkit import query, solve
 from bisimkit.engine import PrecisionWarning
 from bisimkit.errors import InputError
 from bisimkit.examples import mirrored_rooms
 from bisimkit.generators import random_mdp
 from bisimkit.mdp import FiniteMDP, save_mdp
-from bisimkit.operators import QUERY_METRICS, operator
-from bisimkit.query import QuerySolution, query_solution
+from bisimkit.operators import OPERATORS, QUERY_METRICS, operator
+from bisimkit.query import QuerySolution, policy_values, query_solution
 from validation.strategies import certificate_cases
 
 
@@ -96,8 +97,117 @@ def test_queries_on_a_model_that_merges_are_solved_between_blocks(metric):
 def test_a_closure_over_the_budget_is_refused_before_any_transport_work():
     mdp = random_mdp(40, 2, seed=6, max_support=3)
     with pytest.raises(InputError) as err:
-        query_solution(mdp, operator("pi"), None, [(0, 1)], 1e-9, max_memory=10_000)
+        query_solution(mdp, operator("psm"), None, [(0, 1)], 1e-9, max_memory=10_000)
     assert err.value.param == "pairs" and "reach more than" in str(err.value)
+    with pytest.raises(InputError) as err:  # pi explores; the queried pairs themselves must fit
+        query_solution(mdp, operator("pi"), None, [(s, s + 1) for s in range(39)], 1e-9, max_memory=10_000)
+    assert err.value.param == "pairs" and "query fewer pairs" in str(err.value)
+
+
+def _lossy_chain(length: int, seed: int, fail: float = 1e-3) -> FiniteMDP:
+    """A chain of ``length`` steps, each moving on, falling back to a random earlier step (1-5%) or failing
+    (at most ``fail``), reward 1 on failing and 0 elsewhere: the values are small and every pair of steps
+    reaches nearly every other, as in a retransmission protocol."""
+    rng = np.random.default_rng(seed)
+    n = length + 2
+    rows, cols, vals = [], [], []
+    for i in range(length):
+        back, p, f = int(rng.integers(0, i + 1)), float(rng.uniform(0.01, 0.05)), fail * float(rng.uniform())
+        rows += [i, i, i]
+        cols += [i + 1 if i + 1 < length else length + 1, back, length]
+        vals += [1 - p - f, p, f]
+    rows += [length, length + 1]
+    cols += [length + 1, length + 1]
+    vals += [1.0, 1.0]
+    P = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+    P.sum_duplicates()
+    P = sp.csr_matrix(P.multiply(1 / P.sum(axis=1)))
+    rewards = np.zeros((n, 1))
+    rewards[length, 0] = 1.0
+    return FiniteMDP(P, rewards, 0.9, policy=np.ones((n, 1)))
+
+
+def test_only_pi_is_bracketed_by_the_values():
+    assert [name for name, op in OPERATORS.items() if op.value_bracketed] == ["pi"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_policy_values_bracket_every_pi_distance(seed):
+    """``|V(s) - V(t)| <= d(s, t) <= V(s) + V(t)`` for the values of the rewards shifted to be non-negative,
+    on random MDPs whose rewards are partly negative, with every error bound taken into account."""
+    base = random_mdp(30, 3, seed=seed, max_support=3)
+    mdp = FiniteMDP(base.transitions, base.rewards - 0.4 * seed, 0.9, policy=base.policy)
+    V, error = policy_values(mdp, 1e-13)
+    assert error < 1e-12
+    full = solve(mdp, "pi", quotient=False)
+    low = np.abs(V[:, None] - V[None, :]) - 2 * error - full.certified_error
+    high = V[:, None] + V[None, :] + 2 * error + full.certified_error
+    off = ~np.eye(30, dtype=bool)
+    assert np.all(low[off] <= full.distances[off]) and np.all(full.distances[off] <= high[off])
+    assert np.max(full.distances[off] - np.abs(V[:, None] - V[None, :])[off]) > 1e-3  # the bracket is not tight
+
+
+def test_the_policy_values_are_within_their_bound_of_the_exact_rational_values():
+    mdp = _lossy_chain(12, 3, fail=0.2)
+    V, error = policy_values(mdp, 1e-14)
+    n, c = mdp.n_states, Fraction(mdp.discount)
+    P = mdp.transition_pi
+    rows = [[Fraction(float(x)) for x in P[s]] for s in range(n)]
+    A = [
+        [(Fraction(s == t) - c * rows[s][t] / sum(rows[s])) for t in range(n)] + [Fraction(float(mdp.reward_pi[s]))]
+        for s in range(n)
+    ]
+    for k in range(n):  # Gauss-Jordan elimination in rational arithmetic
+        pivot = next(i for i in range(k, n) if A[i][k] != 0)
+        A[k], A[pivot] = A[pivot], A[k]
+        A[k] = [x / A[k][k] for x in A[k]]
+        for i in range(n):
+            if i != k and A[i][k] != 0:
+                A[i] = [x - A[i][k] * y for x, y in zip(A[i], A[k])]
+    shift = Fraction(float(np.min(mdp.reward_pi))) / (1 - c)
+    assert all(abs(Fraction(float(V[s])) - (A[s][n] - shift)) <= Fraction(error) for s in range(n))
+    assert error < 1e-13
+
+
+@pytest.mark.parametrize("length, seed", [(60, 0), (120, 1)])
+def test_explored_queries_agree_with_the_all_pairs_solve(monkeypatch, length, seed):
+    """Past :data:`bisimkit.query.CLOSURE_PAIRS` pi explores the pairs the queries depend on most and brackets
+    the others: the answers agree with the all-pairs solve within both certificates, the brackets hold the
+    exact values, and fewer pairs than the closure's are solved."""
+    monkeypatch.setattr(query, "CLOSURE_PAIRS", 0)
+    mdp = _lossy_chain(length, seed)
+    pairs = [(0, s) for s in range(1, length, 7)] + [(5, 5), (length, length + 1)]
+    q = solve(mdp, "pi", pairs=pairs, quotient=False)
+    assert q.converged and q.certified_error <= 1e-9 and "bracketed by the policy's values" in q.method
+    full = solve(mdp, "pi", quotient=False)
+    exact = full.distances[[s for s, _ in pairs], [t for _, t in pairs]]
+    assert np.all(np.abs(q.distances - exact) <= q.certified_error + full.certified_error)
+    assert np.all(q.lower - full.certified_error <= exact) and np.all(exact <= q.upper + full.certified_error)
+    assert q.distances[-2] == 0.0 and q.explored <= len(_reference_closure(mdp, pairs))
+    if length == 120:
+        assert q.explored < len(_reference_closure(mdp, pairs))
+
+
+def test_explored_queries_of_a_policy_over_actions_agree_with_the_all_pairs_solve(monkeypatch):
+    monkeypatch.setattr(query, "CLOSURE_PAIRS", 0)
+    mdp = random_mdp(40, 3, seed=4, max_support=2)
+    pairs = np.random.default_rng(4).integers(0, 40, size=(8, 2))
+    q = solve(mdp, "pi", pairs=pairs, quotient=False)
+    full = solve(mdp, "pi", quotient=False)
+    exact = full.distances[pairs[:, 0], pairs[:, 1]]
+    assert q.converged and np.all(np.abs(q.distances - exact) <= q.certified_error + full.certified_error)
+
+
+def test_an_exploration_stopped_by_the_memory_budget_keeps_certified_brackets(monkeypatch):
+    monkeypatch.setattr(query, "CLOSURE_PAIRS", 0)
+    mdp = _lossy_chain(80, 2)
+    pairs = [(0, 40), (3, 70)]
+    q = query_solution(mdp, operator("pi"), None, pairs, 1e-9, max_memory=200 * (query.PAIR_BYTES + 9 * 64))
+    assert not q.converged and "memory budget" in q.method and q.explored < 250 and q.floor == 0.0
+    full = solve(mdp, "pi", quotient=False)
+    exact = full.distances[[0, 3], [40, 70]]
+    assert np.all(q.lower - full.certified_error <= exact) and np.all(exact <= q.upper + full.certified_error)
+    assert np.all(np.abs(q.distances - exact) <= q.certified_error + full.certified_error)
 
 
 @pytest.mark.parametrize(
@@ -179,3 +289,24 @@ def test_queried_values_are_within_their_certificate_of_the_exact_rational_fixed
         )
     if sol.converged:
         assert sol.certified_error <= tol
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(certificate_cases(("pi",), GROUNDS), st.randoms(use_true_random=False))
+def test_explored_values_are_within_their_certificate_of_the_exact_rational_fixed_point(case, rnd):
+    """The same adversarial MDPs, every pi query solved by exploration with the value brackets beyond it."""
+    mdp, metric, ground, tol, quotient = case
+    note(f"the MDP in full precision: {mdp.to_dict()}")
+    n = mdp.n_states
+    pairs = [(rnd.randrange(n), rnd.randrange(n)) for _ in range(3)]
+    exact = exact_fixed_point_fractions(mdp, metric, ground or "reward")
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
+        patch.setattr(query, "CLOSURE_PAIRS", 0)
+        warnings.simplefilter("ignore", PrecisionWarning)
+        sol = solve(mdp, metric, ground=ground, tol=tol, quotient=quotient, pairs=pairs)
+    for (s, t), d, low, high in zip(pairs, sol.distances, sol.lower, sol.upper):
+        error = abs(Fraction(float(d)) - exact[s][t])
+        assert error <= Fraction(sol.certified_error) + Fraction(abs(float(d))) * Fraction(2) ** -53, (
+            f"{metric} d({s}, {t}) = {d!r}: off by {float(error):.3g}, certificate {sol.certified_error:.3g}"
+        )
+        assert Fraction(float(low)) <= exact[s][t] <= Fraction(float(high))

@@ -13,6 +13,10 @@ import numpy as np
 
 from .errors import InputError
 
+#: From this many pairs, :meth:`PairSpace.to_matrix` of the whole upper triangle fills rows and mirrors blocks
+#: instead of scattering each value twice.
+ROW_FILL_PAIRS = 100_000
+
 
 class PairSpace:
     """Index of the pairs of states, on one MDP (``{s, t}`` of ``n`` states, with or without ``s == t``) or
@@ -28,6 +32,7 @@ class PairSpace:
         self.diagonal = diagonal
         self.symmetric = True
         self.shape = (n, n)
+        self._row_major = s is None  # every pair of the upper triangle, row by row (to_matrix's fast path)
         if s is None:
             self.s, self.t = np.triu_indices(n, 0 if diagonal else 1)
         else:
@@ -44,6 +49,7 @@ class PairSpace:
         (n, n) index: a few pairs of a large model (:mod:`bisimkit.query`). :meth:`lookup` finds a pair;
         :attr:`index` and :meth:`to_matrix` are not available."""
         self = cls.__new__(cls)
+        self._row_major = False
         self.n = n
         self.diagonal = False
         self.symmetric = True
@@ -76,6 +82,7 @@ class PairSpace:
     def cross(cls, n_a: int, n_b: int) -> "PairSpace":
         """The ``n_A n_B`` pairs ``(s, t)`` between the states of two MDPs, pair ``s n_B + t``."""
         self = cls.__new__(cls)
+        self._row_major = False
         self.n = n_a
         self.diagonal = False
         self.symmetric = False
@@ -102,6 +109,8 @@ class PairSpace:
         if self._keys is not None:
             raise ValueError("a listed pair space has no dense matrix (bisimkit.query solves it pair by pair)")
         D = np.zeros(self.shape)
+        if self._row_major and len(self.s) >= ROW_FILL_PAIRS:
+            return _upper_rows_to_symmetric(D, np.asarray(x, dtype=np.float64), self.diagonal)
         D[self.s, self.t] = x
         if self.symmetric:
             D[self.t, self.s] = x
@@ -170,6 +179,24 @@ def successor_pairs(left: np.ndarray, right: np.ndarray, ptr: np.ndarray, cols: 
         a, b = local // b_deg, local % b_deg
         yield p, cols[ptr[left[p]] + a], cols[ptr[right[p]] + b]
         start = stop
+
+
+def _upper_rows_to_symmetric(D: np.ndarray, x: np.ndarray, diagonal: bool, block: int = 512) -> np.ndarray:
+    """Fill the zero n x n ``D`` with the values ``x`` of its upper triangle listed row by row (with the
+    diagonal or not) and their mirror images: row slices, then the lower triangle block by block (the same
+    matrix as scattering ``x`` to ``(s, t)`` and ``(t, s)``, several times faster on large n)."""
+    n = D.shape[0]
+    off = 0
+    first = 0 if diagonal else 1
+    for i in range(n):
+        k = n - i - first
+        D[i, i + first :] = x[off : off + k]
+        off += k
+    for a in range(0, n, block):
+        for b in range(a, n, block):
+            upper = D[a : a + block, b : b + block]
+            D[b : b + block, a : a + block] += upper.T if b > a else np.triu(upper, 1).T
+    return D
 
 
 def successor_closure(

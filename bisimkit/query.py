@@ -597,8 +597,8 @@ def _explored_solution(mdp, op, ground, queries, tol, limit, ptr, cols, start, p
         if err <= tol:
             converged = True
             break
-        if not len(fs):
-            floor = err  # every pair the queries reach is explored: what is left is the two solves' floor
+        if not len(fs) or not (low.converged and high.converged):
+            floor = err  # every pair the queries reach is explored, or the solves stopped at their floor
             break
         if N >= limit:
             stop = f", stopped at the {limit} pairs the memory budget allows"

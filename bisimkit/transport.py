@@ -54,6 +54,18 @@ class WarmStarts:
     def __init__(self) -> None:
         self._chunks: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._supports: dict[int, _Supports] = {}
+        self._layout: tuple | None = None
+
+    def layout(self, X, src: np.ndarray, Y, dst: np.ndarray) -> np.ndarray:
+        """The plan slots' offsets of the problems ``(X[src[k]], Y[dst[k]])``, ``a + b - 1`` slots for
+        supports of a and b atoms (:func:`optimal_transport`): kept while the call passes the same arrays."""
+        kept = self._layout
+        if kept is not None and kept[0] is X and kept[1] is src and kept[2] is Y and kept[3] is dst:
+            return kept[4]
+        slots = np.maximum(np.diff(X.indptr)[src] + np.diff(Y.indptr)[dst] - 1, 0)
+        off = np.concatenate([[0], np.cumsum(slots)]).astype(np.int64)
+        self._layout = (X, src, Y, dst, off)
+        return off
 
     def supports(self, start: int, X, src: np.ndarray, Y, dst: np.ndarray, zero_diagonal: bool) -> _Supports:
         """The padded supports of the chunk starting at ``start``: those kept from the last call when its
@@ -128,8 +140,11 @@ def optimal_transport(
     values = np.zeros(N)
     gap = np.zeros(N)
     exact = np.zeros(N, dtype=bool)
-    slots = np.maximum(np.diff(X.indptr)[src] + np.diff(Y.indptr)[dst] - 1, 0)
-    off = np.concatenate([[0], np.cumsum(slots)]).astype(np.int64)
+    if warm is not None:
+        off = warm.layout(X, src, Y, dst)
+    else:
+        slots = np.maximum(np.diff(X.indptr)[src] + np.diff(Y.indptr)[dst] - 1, 0)
+        off = np.concatenate([[0], np.cumsum(slots)]).astype(np.int64)
     out = None
     if plans:
         total = int(off[-1])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bisimkit import pairs as pairs_module
 from bisimkit.pairs import PairSpace
 
 
@@ -80,3 +81,14 @@ def test_queried_pairs_are_checked_entry_by_entry():
     assert check_state_pairs([(1, 2)], 3).dtype == np.int64
     with pytest.raises(InputError, match="entry 1: state -1"):
         check_state_pairs([(1, 2), (0, -1)], 3)
+
+
+@pytest.mark.parametrize("n, diagonal", [(700, False), (600, True), (3, False), (1, True)])
+def test_the_row_fill_of_a_whole_triangle_is_the_scattered_matrix(monkeypatch, n, diagonal):
+    monkeypatch.setattr(pairs_module, "ROW_FILL_PAIRS", 0)
+    space = PairSpace(n, diagonal)
+    x = np.random.default_rng(n).random(len(space))
+    expected = np.zeros((n, n))
+    expected[space.s, space.t] = x
+    expected[space.t, space.s] = x
+    assert np.array_equal(space.to_matrix(x), expected)

@@ -310,3 +310,13 @@ def test_explored_values_are_within_their_certificate_of_the_exact_rational_fixe
             f"{metric} d({s}, {t}) = {d!r}: off by {float(error):.3g}, certificate {sol.certified_error:.3g}"
         )
         assert Fraction(float(low)) <= exact[s][t] <= Fraction(float(high))
+
+
+def test_an_exploration_below_the_float64_floor_stops_with_a_precision_warning(monkeypatch):
+    monkeypatch.setattr(query, "CLOSURE_PAIRS", 0)
+    mdp = _lossy_chain(60, 0)
+    with pytest.warns(PrecisionWarning):
+        q = solve(mdp, "pi", pairs=[(0, 30)], quotient=False, tol=1e-18)
+    assert not q.converged and q.floor > 1e-18 and q.iterations < query.MAX_STEPS
+    full = solve(mdp, "pi", quotient=False)
+    assert q.lower[0] - full.certified_error <= full.distances[0, 30] <= q.upper[0] + full.certified_error

@@ -545,7 +545,10 @@ def _explored_solution(mdp, op, ground, queries, tol, limit, ptr, cols, start, p
     minus its certificate to the upper solve plus its own. When every bracket is within ``2 tol``, the
     midpoints are the answer. Otherwise the frontier pairs whose widths weigh most on the queries
     (:func:`_frontier_weights` under the lower solve's couplings), in decreasing order until the rest weigh at
-    most ``FRONTIER_SHARE * tol``, join ``E`` with their successor pairs :data:`LOOKAHEAD` levels down."""
+    most ``FRONTIER_SHARE * tol``, join ``E`` with their successor pairs :data:`LOOKAHEAD` levels down, or
+    down to :data:`MAX_LOOKAHEAD` levels for a pair whose weight stays above the last one chosen for that
+    many factors of ``c``. The search stops at the memory budget, after :data:`MAX_STEPS` steps, or where the
+    two solves stop above ``tol / 4`` (their floor); the brackets reached are returned, not converged."""
     n = mdp.n_states
     V, v_error = policy_values(mdp, tol * 1e-3)
 
@@ -568,13 +571,13 @@ def _explored_solution(mdp, op, ground, queries, tol, limit, ptr, cols, start, p
     previous: tuple | None = None
     err = float(np.max(upper - lower, initial=0.0)) / 2
     converged = err <= tol
-    steps = 0
+    steps = explored = 0
     floor = 0.0
     stop = ""
     while not converged and steps < MAX_STEPS:
         steps += 1
         space = PairSpace.listed(n, keys // n, keys % n)
-        N = len(space)
+        N = explored = len(space)
         terms = op.build(mdp, mdp, space, ground, True)
         groups, fs, ft = _groups(terms, frontier=True)
         low_f, high_f = bracket(fs, ft)
@@ -624,7 +627,6 @@ def _explored_solution(mdp, op, ground, queries, tol, limit, ptr, cols, start, p
     if not converged and not stop and floor == 0.0 and steps >= MAX_STEPS:
         stop = f", stopped after {MAX_STEPS} steps"
     distances = (lower + upper) / 2
-    explored = len(keys)
     return QuerySolution(
         metric=op.name,
         distances=distances,

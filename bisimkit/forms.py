@@ -214,16 +214,14 @@ class TransportTerms:
         the rounding of the reduction; the entangled coupling's charge (``pair_coupling``) is not included."""
         row_error = row_gap if self.row_const_error is None else row_gap + self.row_const_error
         size = np.abs(value)
-        if self._one_row_each():  # the sum below with one row of weight 1 per pair, without the scatter
-            pair_error = row_error * (1 + 2 * gamma(1)) + gamma(5) * size
-            if self.pair_weight_error is not None:
-                pair_error = pair_error + self.pair_weight_error * size
-            return pair_error
         if self.reduce == "sum":
             # each row value is two rounded operations, weighted (one more; an entangled cell's weight is
             # itself off by u relative) and summed over the pair's rows
-            pair_error = np.bincount(self.row_pair, weights=self.row_weight * row_error, minlength=len(self.pairs))
-            pair_error = pair_error * (1 + 2 * gamma(self._max_rows())) + gamma_array(self._pair_rows() + 4) * size
+            if self._one_row_each():  # the same bound, without the scatter: one row of weight 1 per pair
+                pair_error = row_error * (1 + 2 * gamma(1)) + gamma(5) * size
+            else:
+                pair_error = np.bincount(self.row_pair, weights=self.row_weight * row_error, minlength=len(self.pairs))
+                pair_error = pair_error * (1 + 2 * gamma(self._max_rows())) + gamma_array(self._pair_rows() + 4) * size
             if self.pair_weight_error is not None:
                 pair_error = pair_error + self.pair_weight_error * size
             return pair_error

@@ -229,23 +229,30 @@ def _transport(grp: _Group, ext: np.ndarray, solve: bool):
     return cost, plan, gap + grp.law_error * top * (1 + 4 * U)
 
 
-def _system(groups: list[_Group], plans: list[np.ndarray], row_pair: np.ndarray, weight: np.ndarray, N: int):
-    """``T`` (CSR, N x N) of the couplings ``plans``: pair p's row holds the mass its rows' couplings,
-    weighted by ``weight`` (0 for a row left out), put on each successor pair (the diagonal, where d = 0, left
-    out)."""
-    import scipy.sparse as sp  # start-up cost: scipy's sparse modules load when pairs are queried
-
+def _coupling_cells(groups: list[_Group], plans: list[np.ndarray], row_pair: np.ndarray, weight: np.ndarray, end: int):
+    """``(rows, cols, vals)``: per cell of the couplings ``plans`` with mass, weighted by its row's ``weight``
+    (0 for a row left out), the pair of its row and the target of the cell, for the targets below ``end``."""
     rows, cols, vals = [], [], []
     for grp, plan in zip(groups, plans):
         w = weight[grp.rows]
-        live = (grp.target < N) & (plan > 0) & (w[:, None, None] > 0)
+        live = (grp.target < end) & (plan > 0) & (w[:, None, None] > 0)
         rows.append(np.broadcast_to(row_pair[grp.rows][:, None, None], grp.target.shape)[live])
         cols.append(grp.target[live])
         vals.append((w[:, None, None] * plan)[live])
-    r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-    T = sp.csr_matrix(
-        (np.concatenate(vals) if vals else np.zeros(0), (r, np.concatenate(cols) if cols else r)), shape=(N, N)
-    )
+    empty = np.zeros(0, np.int64)
+    if not rows:
+        return empty, empty, np.zeros(0)
+    return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+
+
+def _system(groups: list[_Group], plans: list[np.ndarray], row_pair: np.ndarray, weight: np.ndarray, N: int):
+    """``T`` (CSR, N x N) of the couplings ``plans``: pair p's row holds the mass its rows' couplings,
+    weighted by ``weight`` (0 for a row left out), put on each successor pair (the diagonal, where d = 0, and
+    the frontier left out)."""
+    import scipy.sparse as sp  # start-up cost: scipy's sparse modules load when pairs are queried
+
+    r, c, v = _coupling_cells(groups, plans, row_pair, weight, N)
+    T = sp.csr_matrix((v, (r, c)), shape=(N, N))
     T.sum_duplicates()
     return T
 
@@ -389,6 +396,7 @@ def query_solution(
     tol: float,
     max_memory: int | None = None,
     progress=None,
+    values: tuple[np.ndarray, float] | None = None,
 ) -> QuerySolution:
     """The distances of the queried ``pairs`` under the operator ``op`` (module doc), certified to ``tol``.
 
@@ -402,6 +410,7 @@ def query_solution(
     max_memory : bytes the closure (or the explored pairs) may take (default :data:`DEFAULT_QUERY_MEMORY`).
     progress : called as ``progress(round, certified_error, seconds)`` after every round (every exploration
         step for the explored solve).
+    values : ``(V, error)`` of :func:`policy_values` when the caller has them (the explored solve's brackets).
     """
     start = time.perf_counter()
     n = mdp.n_states
@@ -416,7 +425,7 @@ def query_solution(
     first = min(limit, CLOSURE_PAIRS) if op.value_bracketed else limit
     s, t = successor_closure(ptr, cols, queries[:, 0], queries[:, 1], n, first)
     if (s is None or t is None) and op.value_bracketed:
-        return _explored_solution(mdp, op, ground, queries, tol, limit, ptr, cols, start, progress)
+        return _explored_solution(mdp, op, ground, queries, tol, limit, ptr, cols, start, progress, values)
     if s is None or t is None:
         raise InputError(
             f"the {len(queries)} queried pairs reach more than {limit} state pairs through their successors, "
@@ -493,17 +502,8 @@ def _frontier_weights(
     import scipy.sparse as sp  # start-up cost: scipy's sparse modules load when pairs are queried
 
     N, c, F = len(terms.pairs), float(terms.discount), len(width)
-    rows, cols, vals = [], [], []
-    for grp, plan in zip(groups, plans):
-        w = terms.row_weight[grp.rows]
-        live = (grp.target < N + F) & (plan > 0) & (w[:, None, None] > 0)
-        rows.append(np.broadcast_to(terms.row_pair[grp.rows][:, None, None], grp.target.shape)[live])
-        cols.append(grp.target[live])
-        vals.append((w[:, None, None] * plan)[live])
-    r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-    M = sp.csr_matrix(
-        (np.concatenate(vals) if vals else np.zeros(0), (r, np.concatenate(cols) if cols else r)), shape=(N, N + F)
-    )
+    r, col, v = _coupling_cells(groups, plans, terms.row_pair, terms.row_weight, N + F)
+    M = sp.csr_matrix((v, (r, col)), shape=(N, N + F))
     inner, outer = M[:, :N].T.tocsr(), M[:, N:].T.tocsr()
     q = np.bincount(queried, minlength=N).astype(np.float64)
     w, term = q, q
@@ -533,7 +533,7 @@ def _below(fs: np.ndarray, ft: np.ndarray, ptr: np.ndarray, cols: np.ndarray, n:
     return np.unique(np.concatenate(found))
 
 
-def _explored_solution(mdp, op, ground, queries, tol, limit, ptr, cols, start, progress) -> QuerySolution:
+def _explored_solution(mdp, op, ground, queries, tol, limit, ptr, cols, start, progress, values) -> QuerySolution:
     """The queried pairs of a value-bracketed operator (:attr:`~bisimkit.operators.Operator.value_bracketed`),
     solved on the pairs they depend on most, the others bracketed (``docs/operators.md#queried-pairs``).
 
@@ -550,7 +550,7 @@ def _explored_solution(mdp, op, ground, queries, tol, limit, ptr, cols, start, p
     many factors of ``c``. The search stops at the memory budget, after :data:`MAX_STEPS` steps, or where the
     two solves stop above ``tol / 4`` (their floor); the brackets reached are returned, not converged."""
     n = mdp.n_states
-    V, v_error = policy_values(mdp, tol * 1e-3)
+    V, v_error = policy_values(mdp, tol * 1e-3) if values is None else values
 
     def bracket(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         same = a == b

@@ -247,16 +247,24 @@ def _queried_on_quotient(mdp: FiniteMDP, op: Operator, g, opts: SolveOptions, bu
     if q is None:
         return None
     a_priori = q.a_priori_error(opts.tol)
+    values = None
     if op.value_bracketed:  # d(u, v) <= V(u) + V(v) bounds every distance more tightly than C / (1 - c)
         from .query import policy_values  # the on-the-fly solve: loaded when pairs are queried
 
-        V, v_error = policy_values(q.mdp, opts.tol * 1e-3)
+        values = V, v_error = policy_values(q.mdp, opts.tol * 1e-3)
         a_priori = min(a_priori, q.lift_error(2 * (float(np.max(V, initial=0.0)) + v_error) + 3 * opts.tol))
     if not a_priori <= DEVIATION_SHARE * opts.tol:
         return None
     found = time.perf_counter() - start
     sol = query_solution(
-        q.mdp, op, q.ground, q.labels[queries], opts.tol - a_priori, max_memory=budget, progress=opts.progress
+        q.mdp,
+        op,
+        q.ground,
+        q.labels[queries],
+        opts.tol - a_priori,
+        max_memory=budget,
+        progress=opts.progress,
+        values=values,
     )
     sol.certified_error += a_priori
     sol.converged = sol.converged and sol.certified_error <= opts.tol

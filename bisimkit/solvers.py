@@ -44,6 +44,7 @@ from .errors import InputError
 from .extras import missing_extra
 from .forms import SteinForm, stein_a_error
 from .ground import Ground, ground_label, resolve_ground, zero_ground_message, zero_ground_note
+from .heap import large_solve
 from .kernels import problem_cells, small_path, small_problem
 from .mdp import FiniteMDP
 from .memory import NotEnoughMemory, check_memory, check_memory_blocks, estimate_solve
@@ -181,7 +182,8 @@ def solve(
     _checked_backend(mdp, op, opts)
     blocks_only = False if opts.force else _fits_in_memory(mdp, op, g, opts)
     zero = zero_ground_note(mdp, op, g)
-    with small_path(small_solve(mdp, metric, opts.method)):
+    n = mdp.n_states
+    with small_path(small_solve(mdp, metric, opts.method)), large_solve(n * (n - 1) // 2):
         sol = _pipeline(mdp, op, g, opts, blocks_only)
     if zero is not None:
         message = zero_ground_message(metric, *zero, float(np.max(sol.distances, initial=0.0)), sol.certified_error)

@@ -6,6 +6,7 @@
   the entangled couplings of :func:`bisimkit.couplings.merge_breakpoints`
   computed on the fly: no intermediate cell arrays, so n = 2000 fits in a few GiB;
 * :func:`matvec`: a multi-threaded CSR product for the Krylov solves;
+* :func:`lower_mass`: the mass of a CSR matrix below its diagonal, and its total;
 * :func:`scc_gauss_seidel`: Gauss-Seidel sweeps of ``x = rhs + T x`` over a set of pairs (the labelled-chain
   solver's strongly connected components, the engine's mid-size pair systems).
 
@@ -127,6 +128,20 @@ def _csr_matvec_serial(indptr, indices, data, x, out):
         for e in range(indptr[r], indptr[r + 1]):
             acc += data[e] * x[indices[e]]
         out[r] = acc
+
+
+@kernel
+def lower_mass(indptr, indices, data):
+    """``(sum of T[p, q] over q < p, sum of all T[p, q])`` of a CSR matrix T: the mass a last-to-first
+    Gauss-Seidel sweep reads before it updates it (:func:`bisimkit.engine._stale_share`), in one pass."""
+    stale = 0.0
+    total = 0.0
+    for r in range(len(indptr) - 1):
+        for e in range(indptr[r], indptr[r + 1]):
+            total += data[e]
+            if indices[e] < r:
+                stale += data[e]
+    return stale, total
 
 
 #: Products with at least this many nonzeros use every core; smaller ones one thread (waking the

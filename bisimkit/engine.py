@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from .compiled import matvec, scc_gauss_seidel
+from .compiled import lower_mass, matvec, scc_gauss_seidel
 from .couplings import Cells
 from .errors import InputError, check_count
 from .forms import Evaluation, PairLinearForm, SteinForm, TransportTerms, pair_system
@@ -490,9 +490,8 @@ def solve_fixed_point(
 def _stale_share(T: sp.csr_matrix) -> float:
     """The share of T's mass a last-to-first Gauss-Seidel sweep reads before updating it: the entries
     ``T[p, q]`` with ``q < p``."""
-    rows = np.repeat(np.arange(T.shape[0]), np.diff(T.indptr))
-    total = float(np.sum(T.data))
-    return float(np.sum(T.data[T.indices < rows])) / total if total > 0.0 else 0.0
+    stale, total = lower_mass(T.indptr, T.indices, T.data)
+    return float(stale) / float(total) if total > 0.0 else 0.0
 
 
 def _gauss_seidel_step(

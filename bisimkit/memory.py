@@ -35,18 +35,20 @@ from .mdp import FiniteMDP
 from .operators import operator
 
 #: A solve must fit in the available memory with its estimate multiplied by this. The estimates are
-#: held within a factor 1.5 of measured peaks and measured between 0.75 and 1.3 of them
+#: held within a factor 1.5 of measured peaks and measured between 0.75 and 1.4 of them
 #: (docs/performance.md#memory): the margin covers an estimate a quarter low, while a solve that
 #: fits with a quarter to spare is not refused.
 MARGIN = 1.25
 
-#: Bytes per plan cell of a coupling-iteration round (the plan, its pair-system entry, the transport
-#: scratch it came from): numpy assembles bisim's systems, and any below COMPILED_PAIR_SYSTEM_CELLS cells,
-#: from triplets (sorted copies of every cell); elsewhere compiled code writes the system in place.
-COUPLING_CELL_BYTES = 100.0
-COUPLING_CELL_BYTES_COMPILED = 55.0
-#: Bytes per plan cell of a value-iteration sweep (plans are made chunk by chunk and not kept).
-SWEEP_CELL_BYTES = 50.0
+#: Bytes per plan cell of a coupling-iteration round (the plan and its basis, its pair-system entry; the
+#: transport problems read their supports from the laws' rows, so nothing more per cell): numpy assembles
+#: bisim's systems, and any below COMPILED_PAIR_SYSTEM_CELLS cells, from triplets (sorted copies of every
+#: cell); elsewhere compiled code writes the system in place. Fitted to the measured peaks of
+#: ``benchmarks.bench_memory`` (docs/performance.md#memory).
+COUPLING_CELL_BYTES = 65.0
+COUPLING_CELL_BYTES_COMPILED = 45.0
+#: Bytes per plan cell of a value-iteration sweep (the plans of a call, not kept).
+SWEEP_CELL_BYTES = 20.0
 #: Bytes per entry of the eps-bar matrix: float64 values with int32 columns (12), and the float32
 #: copy the Krylov solves use, of which measured peaks show about a third alive at once; the float32
 #: path keeps only the copy (values and columns).

@@ -589,72 +589,199 @@ def _solve_batch_body(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off,
 _solve_batch, _solve_batch_serial = twins(_solve_batch_body)
 
 
+#: What :func:`solve_rows` leaves in ``state[p]``: problem p solved by the simplex; exact without it (an empty
+#: side, or identical histograms under a zero-diagonal cost: cost 0, the identity plan); or left to the caller
+#: (more than ``kernel_max`` atoms on a side and no basis, or the simplex stopped at its pivot cap).
+ROW_SOLVED, ROW_EXACT, ROW_LEFT = 0, 1, 2
+
+
 @kernel
-def _solve_supports_one(
-    D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass, x, cbuf, fbuf, ws
+def _solve_rows_one(
+    D,
+    xptr,
+    xidx,
+    xdat,
+    src,
+    yptr,
+    yidx,
+    ydat,
+    dst,
+    zero_diagonal,
+    kernel_max,
+    off,
+    basis,
+    warm,
+    costs,
+    gaps,
+    state,
+    out_i,
+    out_j,
+    out_mass,
+    p,
+    cbuf,
+    fbuf,
+    ws,
 ):
-    """Problem ``rows[x]`` of :func:`solve_supports`: gather its costs from ``D`` into ``cbuf``, solve,
-    and write its plan (in D's index space), cost, gap and success into the batch's slots."""
-    p = rows[x]
-    kk = k[p]
-    ll = l[p]
+    """Problem p of :func:`solve_rows`: its two histograms read from the CSR rows, its costs gathered from
+    ``D`` into ``cbuf``, solved, and its plan (in D's index space), cost, gap and state written into its
+    slots."""
+    s = src[p]
+    t = dst[p]
+    xa = xptr[s]
+    kk = xptr[s + 1] - xa
+    yb = yptr[t]
+    ll = yptr[t + 1] - yb
+    lo = off[p]
+    costs[p] = 0.0
+    gaps[p] = 0.0
+    if kk == 0 or ll == 0:  # an empty side (equal masses 0) costs 0
+        state[p] = ROW_EXACT
+        return
+    if zero_diagonal and kk == ll:
+        same = True
+        for i in range(kk):
+            if xidx[xa + i] != yidx[yb + i] or xdat[xa + i] != ydat[yb + i]:
+                same = False
+                break
+        if same:  # identical histograms: cost 0, the identity plan
+            for i in range(kk):
+                out_i[lo + i] = xidx[xa + i]
+                out_j[lo + i] = xidx[xa + i]
+                out_mass[lo + i] = xdat[xa + i]
+            state[p] = ROW_EXACT
+            return
+    if not (warm[p] or (kk <= kernel_max and ll <= kernel_max)):
+        state[p] = ROW_LEFT
+        return
     C = cbuf[: kk * ll].reshape((kk, ll))
     for i in range(kk):
-        row = xs[p, i]
+        row = xidx[xa + i]
         for j in range(ll):
-            C[i, j] = D[row, ys[p, j]]
+            C[i, j] = D[row, yidx[yb + j]]
     flow = fbuf[: kk * ll].reshape((kk, ll))
-    lo = off[p]
     hi = lo + kk + ll - 1
-    cost, status, _, gap = _solve_one(a[p], b[p], C, kk, ll, flow, basis[lo:hi, 0], basis[lo:hi, 1], warm[p], ws)
+    cost, status, _, gap = _solve_one(
+        xdat[xa : xa + kk], ydat[yb : yb + ll], C, kk, ll, flow, basis[lo:hi, 0], basis[lo:hi, 1], warm[p], ws
+    )
     good = status == SOLVED
     for e in range(lo, hi):
-        r = basis[e, 0]
-        c = basis[e, 1]
-        out_i[e] = xs[p, r]
-        out_j[e] = ys[p, c]
+        r = basis[e, 0] if good else 0
+        c = basis[e, 1] if good else 0
+        out_i[e] = xidx[xa + r]
+        out_j[e] = yidx[yb + c]
         out_mass[e] = flow[r, c] if good else 0.0
     costs[p] = cost
     gaps[p] = gap
-    ok[p] = good
     warm[p] = good
+    state[p] = ROW_SOLVED if good else ROW_LEFT
 
 
 @kernel
-def _solve_supports_block(
-    D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass, blk, nmax, dmax, cmax
+def _solve_rows_block(
+    D,
+    xptr,
+    xidx,
+    xdat,
+    src,
+    yptr,
+    yidx,
+    ydat,
+    dst,
+    zero_diagonal,
+    kernel_max,
+    off,
+    basis,
+    warm,
+    costs,
+    gaps,
+    state,
+    out_i,
+    out_j,
+    out_mass,
+    blk,
+    nmax,
+    dmax,
+    cmax,
 ):
-    """Problems ``rows[blk * BLOCK]`` up to the next block of :func:`solve_supports`, with one cost and flow
-    buffer of ``cmax`` cells and one workspace (``nmax`` nodes, ``dmax`` edges a node) for all of them."""
+    """Problems ``blk * BLOCK`` up to the next block of :func:`solve_rows`, with one cost and flow buffer of
+    ``cmax`` cells and one workspace (``nmax`` nodes, ``dmax`` edges a node) for all of them."""
     cbuf = np.empty(cmax)
     fbuf = np.empty(cmax)
     ws = _workspace(nmax, dmax)
-    for x in range(blk * BLOCK, min((blk + 1) * BLOCK, len(rows))):
-        _solve_supports_one(
-            D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass, x, cbuf, fbuf, ws
-        )
-
-
-def _solve_supports_body(
-    D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass, nmax, dmax, cmax
-):
-    """Every block of :data:`BLOCK` problems of :func:`solve_supports` (on threads in the ``prange`` twin)."""
-    for blk in prange((len(rows) + BLOCK - 1) // BLOCK):
-        _solve_supports_block(
+    for p in range(blk * BLOCK, min((blk + 1) * BLOCK, len(src))):
+        _solve_rows_one(
             D,
-            xs,
-            ys,
-            a,
-            b,
-            k,
-            l,
-            rows,
+            xptr,
+            xidx,
+            xdat,
+            src,
+            yptr,
+            yidx,
+            ydat,
+            dst,
+            zero_diagonal,
+            kernel_max,
             off,
             basis,
             warm,
             costs,
             gaps,
-            ok,
+            state,
+            out_i,
+            out_j,
+            out_mass,
+            p,
+            cbuf,
+            fbuf,
+            ws,
+        )
+
+
+def _solve_rows_body(
+    D,
+    xptr,
+    xidx,
+    xdat,
+    src,
+    yptr,
+    yidx,
+    ydat,
+    dst,
+    zero_diagonal,
+    kernel_max,
+    off,
+    basis,
+    warm,
+    costs,
+    gaps,
+    state,
+    out_i,
+    out_j,
+    out_mass,
+    nmax,
+    dmax,
+    cmax,
+):
+    """Every block of :data:`BLOCK` problems of :func:`solve_rows` (on threads in the ``prange`` twin)."""
+    for blk in prange((len(src) + BLOCK - 1) // BLOCK):
+        _solve_rows_block(
+            D,
+            xptr,
+            xidx,
+            xdat,
+            src,
+            yptr,
+            yidx,
+            ydat,
+            dst,
+            zero_diagonal,
+            kernel_max,
+            off,
+            basis,
+            warm,
+            costs,
+            gaps,
+            state,
             out_i,
             out_j,
             out_mass,
@@ -665,7 +792,7 @@ def _solve_supports_body(
         )
 
 
-_solve_supports, _solve_supports_serial = twins(_solve_supports_body)
+_solve_rows, _solve_rows_serial = twins(_solve_rows_body)
 
 
 def _sizes(k: np.ndarray, l: np.ndarray) -> tuple[int, int, int]:
@@ -691,57 +818,81 @@ def basis_offsets(k: np.ndarray, l: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(np.maximum(np.asarray(k) + np.asarray(l) - 1, 0))]).astype(np.int64)
 
 
-def solve_supports(
+def solve_rows(
     D: np.ndarray,
-    xs: np.ndarray,
-    ys: np.ndarray,
-    a: np.ndarray,
-    b: np.ndarray,
-    k: np.ndarray,
-    l: np.ndarray,
-    rows: np.ndarray,
+    X,
+    src: np.ndarray,
+    Y,
+    dst: np.ndarray,
+    zero_diagonal: bool,
+    kernel_max: int,
+    off: np.ndarray,
     basis: np.ndarray,
     warm: np.ndarray,
     costs: np.ndarray,
-    out: tuple[np.ndarray, np.ndarray, np.ndarray],
     gaps: np.ndarray,
-) -> np.ndarray:
-    """Solve problems ``rows`` of a padded batch whose costs are ``D[xs[p, i], ys[p, j]]``.
+    state: np.ndarray,
+    out: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> None:
+    """Solve the problems ``(X[src[p]], Y[dst[p]])`` under the costs ``D``, reading both histograms straight
+    from the CSR rows: no padded copy of the supports, one compiled pass over every problem.
 
-    Everything is written in place, at problem p's slot ``off[p]:off[p] + k[p] + l[p] - 1``
-    (``off = basis_offsets(k, l)``): the final basis into ``basis`` (read as a warm start
-    where ``warm[p]``; ``warm[p]`` becomes whether the solve succeeded), the optimal basic
-    plan into ``out = (i, j, mass)`` in the index space of ``D`` (mass 0 on degenerate
-    cells), the cost into ``costs[p]`` and a bound on its distance to the optimum into
-    ``gaps[p]`` (:func:`_plan_gap`). Returns the rows that hit the pivot cap.
+    Parameters
+    ----------
+    D : the ground cost, ``D[i, j]`` for atom i of a row of X and atom j of a row of Y (float64, C order).
+    X, Y : CSR matrices with sorted indices, rows summing to the same mass per problem (float64 data);
+        their ``indptr`` and ``indices`` of one integer type.
+    src, dst : int64, the rows of problem p.
+    zero_diagonal : whether ``D`` has a zero diagonal, so identical histograms cost 0.
+    kernel_max : problems with more atoms than this on a side are solved only from a basis (``warm[p]``);
+        the others are left (``state[p] == ROW_LEFT``).
+    off : int64, ``basis_offsets`` of the supports' sizes: problem p's slots are ``off[p]:off[p + 1]``.
+    basis : ``(off[-1], 2)`` of :data:`BASIS_DTYPE`, the bases, read as starts where ``warm[p]`` and
+        overwritten with the final ones.
+    warm : bool per problem, whether its basis holds a start; becomes whether the simplex solved it.
+    costs, gaps : float64 per problem, written: the optimal cost and a bound on its distance to the optimum
+        (:func:`_plan_gap`); 0 for exact and left problems.
+    state : int8 per problem, written: ``ROW_SOLVED``, ``ROW_EXACT`` or ``ROW_LEFT`` (above).
+    out : ``(i, j, mass)`` of ``off[-1]`` slots each (``i``, ``j`` int32 or int64, one type): the optimal basic
+        plan of each solved problem (mass 0 on degenerate cells) and the identity plan of identical
+        histograms, in D's index space; the slots of other problems are not written.
     """
-    rows = np.asarray(rows, dtype=np.int64)
-    ok = np.zeros(len(k), dtype=np.bool_)
-    if len(rows):
-        # Threads pay off on large batches; small ones (and their one-time compilation) stay serial.
-        kernel = _solve_supports if _threaded(k, l, rows) else _solve_supports_serial
-        kk, ll = np.asarray(k, dtype=np.int64), np.asarray(l, dtype=np.int64)
-        kernel(
-            D,
-            xs,
-            ys,
-            a,
-            b,
-            kk,
-            ll,
-            rows,
-            basis_offsets(k, l),
-            basis,
-            warm,
-            costs,
-            gaps,
-            ok,
-            out[0],
-            out[1],
-            out[2],
-            *_sizes(kk[rows], ll[rows]),
-        )
-    return rows[~ok[rows]]
+    xptr, xidx, yptr, yidx = X.indptr, X.indices, Y.indptr, Y.indices
+    if not (xptr.dtype == xidx.dtype == yptr.dtype == yidx.dtype):
+        xptr, xidx, yptr, yidx = (np.asarray(v, dtype=np.int64) for v in (xptr, xidx, yptr, yidx))
+    if not len(src):
+        return
+    sizes = np.concatenate([np.diff(xptr), np.diff(yptr)])
+    widest = int(np.max(sizes, initial=1))
+    nmax, dmax, cmax = 2 * widest, widest, widest * widest
+    mean_x, mean_y = (float(ptr[-1]) / max(len(ptr) - 1, 1) for ptr in (xptr, yptr))
+    cells = len(src) * mean_x * mean_y  # about the problems' cells in all
+    kernel = _solve_rows if len(src) >= PARALLEL_MIN_PROBLEMS or cells >= PARALLEL_MIN_CELLS else _solve_rows_serial
+    kernel(
+        D,
+        xptr,
+        xidx,
+        X.data,
+        src,
+        yptr,
+        yidx,
+        Y.data,
+        dst,
+        zero_diagonal,
+        kernel_max,
+        off,
+        basis,
+        warm,
+        costs,
+        gaps,
+        state,
+        out[0],
+        out[1],
+        out[2],
+        nmax,
+        dmax,
+        cmax,
+    )
 
 
 def bases_from_flows(flows: np.ndarray, C: np.ndarray, k: np.ndarray, l: np.ndarray):

@@ -8,8 +8,11 @@ kind is solved by the cheapest exact method:
   identity plan;
 * up to :data:`KERNEL_MAX` atoms a side, or with a warm-start basis from an
   earlier call: the compiled network simplex of :mod:`bisimkit.simplex`, on the
-  supports only;
-* everything else: POT's network simplex on the supports.
+  supports only, read straight from the CSR rows in one compiled pass over every
+  problem (:func:`bisimkit.simplex.solve_rows`: no padded copy of the supports, so
+  millions of problems of a few atoms cost little more than their simplex);
+* everything else: POT's network simplex on the supports, gathered for those
+  problems only.
 
 Every value comes with a bound on its distance to the exact optimum (``gaps``):
 the simplex's duality gap and marginal drift (:func:`bisimkit.simplex._plan_gap`),
@@ -28,73 +31,60 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .couplings import Cells, load_pot, padded_rows
-from .simplex import BASIS_DTYPE, FLOW_EPS, bases_from_flows, basis_offsets, line_bases, solve_supports
+from .simplex import BASIS_DTYPE, FLOW_EPS, ROW_EXACT, ROW_LEFT, bases_from_flows, basis_offsets, line_bases, solve_rows
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
-#: Problems per batch; bounds the memory of the padded support arrays.
+#: Problems per batch of padded supports (those left to POT, and the line seeds); bounds their memory.
 CHUNK = 200_000
 #: Problems with at most this many atoms per side go to the compiled simplex cold.
 KERNEL_MAX = 64
-#: A chunk whose padded supports hold at most this many entries (both sides; about 1.6 MB) keeps them in its
-#: :class:`WarmStarts`, so the rounds of coupling iteration on small problems read them instead of gathering
-#: them again (larger ones gather them each call: their memory stays what :mod:`bisimkit.memory` estimates).
-KEEP_SUPPORTS_ENTRIES = 100_000
 
 
 class WarmStarts:
     """Optimal bases from the last solve of each problem, to warm-start the next.
 
     Valid while the problems keep their histograms (only the ground cost
-    changes), as in value iteration and coupling iteration. Stored per chunk in
-    the same slots as the plans.
+    changes), as in value iteration and coupling iteration. Stored in the same
+    slots as the plans.
     """
 
     def __init__(self) -> None:
-        self._chunks: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._supports: dict[int, _Supports] = {}
         self._layout: tuple | None = None
+        self._bases: tuple[np.ndarray, np.ndarray] | None = None
 
     def layout(self, X, src: np.ndarray, Y, dst: np.ndarray) -> np.ndarray:
         """The plan slots' offsets of the problems ``(X[src[k]], Y[dst[k]])``, ``a + b - 1`` slots for
-        supports of a and b atoms (:func:`optimal_transport`): kept while the call passes the same arrays."""
+        supports of a and b atoms (:func:`optimal_transport`): kept while the calls pass the same matrices
+        and equal rows; the bases are reset when the layout changes."""
         kept = self._layout
-        if kept is not None and kept[0] is X and kept[1] is src and kept[2] is Y and kept[3] is dst:
+        if (
+            kept is not None
+            and kept[0] is X
+            and kept[2] is Y
+            and (kept[1] is src or np.array_equal(kept[1], src))
+            and (kept[3] is dst or np.array_equal(kept[3], dst))
+        ):
             return kept[4]
-        slots = np.maximum(np.diff(X.indptr)[src] + np.diff(Y.indptr)[dst] - 1, 0)
-        off = np.concatenate([[0], np.cumsum(slots)]).astype(np.int64)
+        off = slot_offsets(X, src, Y, dst)
         self._layout = (X, src, Y, dst, off)
+        self._bases = None
         return off
 
-    def supports(self, start: int, X, src: np.ndarray, Y, dst: np.ndarray, zero_diagonal: bool) -> _Supports:
-        """The padded supports of the chunk starting at ``start``: those kept from the last call when its
-        problems were the same rows of the same matrices, else gathered (and kept when they hold at most
-        :data:`KEEP_SUPPORTS_ENTRIES` entries)."""
-        st = self._supports.get(start)
-        if st is not None and st.holds(X, src, Y, dst, zero_diagonal):
-            return st
-        st = _Supports(X, src, Y, dst, zero_diagonal)
-        if st.ip.size + st.iq.size <= KEEP_SUPPORTS_ENTRIES:
-            st.src, st.dst = st.src.copy(), st.dst.copy()  # the caller's arrays may change after the call
-            self._supports[start] = st
-        else:
-            self._supports.pop(start, None)
-        return st
+    def bases(self, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(basis, valid)`` of every problem of the layout ``off`` (:meth:`layout`): the slots' (row,
+        column) cells and whether they hold a basis."""
+        if self._bases is None or len(self._bases[1]) != len(off) - 1:
+            self._bases = (np.zeros((int(off[-1]), 2), dtype=BASIS_DTYPE), np.zeros(len(off) - 1, dtype=bool))
+        return self._bases
 
-    def chunk(self, start: int, lp: np.ndarray, lq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(basis, valid)`` of the chunk starting at ``start`` (reset if its problems changed)."""
-        st = self._chunks.get(start)
-        if st is None or not (np.array_equal(st[0], lp) and np.array_equal(st[1], lq)):
-            total = int(np.sum(np.maximum(lp + lq - 1, 0)))
-            st = (
-                lp.astype(BASIS_DTYPE),
-                lq.astype(BASIS_DTYPE),
-                np.zeros((total, 2), dtype=BASIS_DTYPE),
-                np.zeros(len(lp), dtype=bool),
-            )
-            self._chunks[start] = st
-        return st[2], st[3]
+
+def slot_offsets(X, src: np.ndarray, Y, dst: np.ndarray) -> np.ndarray:
+    """Offsets of the plan slots of the problems ``(X[src[k]], Y[dst[k]])``: ``a + b - 1`` for supports of
+    a and b atoms (none for an empty side)."""
+    slots = np.maximum(np.diff(X.indptr)[src] + np.diff(Y.indptr)[dst] - 1, 0)
+    return np.concatenate([[0], np.cumsum(slots)]).astype(np.int64)
 
 
 def optimal_transport(
@@ -135,45 +125,35 @@ def optimal_transport(
     """
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
-    C = d if p == 1 else d**p
+    C = np.asarray(d if p == 1 else d**p, dtype=np.float64)
     N = len(src)
     values = np.zeros(N)
     gap = np.zeros(N)
-    exact = np.zeros(N, dtype=bool)
+    state = np.zeros(N, dtype=np.int8)
     if warm is not None:
         off = warm.layout(X, src, Y, dst)
+        basis, valid = warm.bases(off)
     else:
-        slots = np.maximum(np.diff(X.indptr)[src] + np.diff(Y.indptr)[dst] - 1, 0)
-        off = np.concatenate([[0], np.cumsum(slots)]).astype(np.int64)
-    out = None
-    if plans:
-        total = int(off[-1])
-        if buffers and len(buffers[0][2]) == total:
-            out = buffers[0]
-            out[2].fill(0.0)  # slots a method leaves unwritten carry no mass
-        else:
-            out = (np.zeros(total, dtype=np.int32), np.zeros(total, dtype=np.int32), np.zeros(total))
-            if buffers is not None:
-                buffers[:] = [out]
-    for start in range(0, N, CHUNK):
-        stop = min(start + CHUNK, N)
-        view = None
-        if plans:
-            assert out is not None  # allocated above for plans
-            a, b = off[start], off[stop]
-            view = (out[0][a:b], out[1][a:b], out[2][a:b])
-        s, t = src[start:stop], dst[start:stop]
-        if warm is not None:
-            sup = warm.supports(start, X, s, Y, t, zero_diagonal)
-            bases = warm.chunk(start, sup.lp, sup.lq)
-        else:
-            sup, bases = _Supports(X, s, Y, t, zero_diagonal), None
-        values[start:stop], gap[start:stop], exact[start:stop] = _transport_chunk(sup, C, bases, view)
+        off = slot_offsets(X, src, Y, dst)
+        basis, valid = np.zeros((int(off[-1]), 2), dtype=BASIS_DTYPE), np.zeros(N, dtype=bool)
+    total = int(off[-1])
+    if buffers and len(buffers[0][2]) == total:
+        out = buffers[0]
+        out[2].fill(0.0)  # slots a method leaves unwritten carry no mass
+    else:
+        out = (np.zeros(total, dtype=np.int32), np.zeros(total, dtype=np.int32), np.zeros(total))
+        if buffers is not None:
+            buffers[:] = [out]
+    X, Y = _sorted(X), _sorted(Y)
+    solve_rows(C, X, src, Y, dst, zero_diagonal, KERNEL_MAX, off, basis, valid, values, gap, state, out)
+    left = np.nonzero(state == ROW_LEFT)[0]
+    for start in range(0, len(left), CHUNK):
+        _pot_left(X, src, Y, dst, C, left[start : start + CHUNK], off, basis, valid, values, gap, out)
     if marginal is not None and N:
         reach = np.minimum(
             support_maxima(X, C.max(axis=1, initial=0.0))[src], support_maxima(Y, C.max(axis=0, initial=0.0))[dst]
         )
-        gap += np.where(exact, 0.0, reach * marginal)
+        gap += np.where(state == ROW_EXACT, 0.0, reach * marginal)
     if p != 1:
         cost = np.maximum(values, 0.0)
         values = np.sqrt(cost) if p == 2 else cost ** (1.0 / p)
@@ -185,8 +165,32 @@ def optimal_transport(
         gaps[:] = gap
     if not plans:
         return values, None
-    assert out is not None  # allocated above for plans
     return values, Cells.from_slots(off, *out)
+
+
+def _sorted(X):
+    """``X`` with sorted indices (the simplex reads each row's atoms in increasing order)."""
+    return X if X.has_sorted_indices else X.sorted_indices()
+
+
+def _pot_left(X, src, Y, dst, C, left, off, basis, valid, values, gap, out) -> None:
+    """POT's network simplex on the problems ``left`` (more than :data:`KERNEL_MAX` atoms a side without a
+    basis, or stopped at the simplex's pivot cap), their supports gathered for them alone; their plans and
+    bases written into the slots of the whole call."""
+    sup = _Supports(X, src[left], Y, dst[left])
+    local = (
+        np.zeros(int(sup.off[-1]), dtype=np.int32),
+        np.zeros(int(sup.off[-1]), dtype=np.int32),
+        np.zeros(int(sup.off[-1])),
+    )
+    bases = (np.zeros((int(sup.off[-1]), 2), dtype=BASIS_DTYPE), np.zeros(len(left), dtype=bool))
+    chunk = _Chunk(sup, C, local)
+    _pot(chunk, np.ones(len(left), dtype=bool), bases)
+    values[left], gap[left] = chunk.cost, chunk.gap
+    at = _slot_index(off, left)
+    out[0][at], out[1][at], out[2][at] = local
+    basis[at] = bases[0]
+    valid[left] = bases[1]
 
 
 def support_maxima(X, row_max: np.ndarray) -> np.ndarray:
@@ -219,60 +223,23 @@ def seed_line_starts(
     if h_right is not None:  # one key array: Y's states after X's
         offset = len(h)
         h = np.concatenate([h, h_right])
+    off = warm.layout(X, src, Y, dst)
+    basis, valid = warm.bases(off)
     for start in range(0, len(src), CHUNK):
-        s, t = src[start : start + CHUNK], dst[start : start + CHUNK]
-        ip, mp, lp = padded_rows(X, s)
-        iq, mq, lq = padded_rows(Y, t)
-        basis, valid = warm.chunk(start, lp, lq)
-        line_bases(ip, mp, lp, iq + offset, mq, lq, h, basis, valid)
+        stop = min(start + CHUNK, len(src))
+        ip, mp, lp = padded_rows(X, src[start:stop])
+        iq, mq, lq = padded_rows(Y, dst[start:stop])
+        line_bases(ip, mp, lp, iq + offset, mq, lq, h, basis[off[start] : off[stop]], valid[start:stop])
 
 
 class _Supports:
-    """The problems of one chunk as the solvers read them: both sides' supports as padded arrays
-    (:func:`~bisimkit.couplings.padded_rows`: ``ip, mp, lp`` and ``iq, mq, lq``), their basis offsets, which
-    problems need solving (``todo``: both sides non-empty and, under a zero-diagonal cost, the histograms not
-    identical) and the cells ``(same_k, same_a)`` of the identity plans of the identical ones (cost 0)."""
+    """The problems left to POT as it reads them: both sides' supports as padded arrays
+    (:func:`~bisimkit.couplings.padded_rows`: ``ip, mp, lp`` and ``iq, mq, lq``) and their slots' offsets."""
 
-    def __init__(self, X, src: np.ndarray, Y, dst: np.ndarray, zero_diagonal: bool) -> None:
-        self.X, self.Y, self.zero_diagonal = X, Y, zero_diagonal
-        self.src, self.dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
-        self.ip, self.mp, self.lp = padded_rows(X, self.src)
-        self.iq, self.mq, self.lq = padded_rows(Y, self.dst)
+    def __init__(self, X, src: np.ndarray, Y, dst: np.ndarray) -> None:
+        self.ip, self.mp, self.lp = padded_rows(X, np.asarray(src, dtype=np.int64))
+        self.iq, self.mq, self.lq = padded_rows(Y, np.asarray(dst, dtype=np.int64))
         self.off = basis_offsets(self.lp, self.lq)
-        todo = (self.lp > 0) & (self.lq > 0)  # an empty side (equal masses 0) costs 0
-        same = np.zeros(len(todo), dtype=bool)
-        if zero_diagonal:  # identical histograms: cost 0, the identity plan
-            w = min(self.ip.shape[1], self.iq.shape[1])  # equal lengths fit both widths
-            same = (
-                (self.lp == self.lq)
-                & np.all(self.ip[:, :w] == self.iq[:, :w], axis=1)
-                & np.all(self.mp[:, :w] == self.mq[:, :w], axis=1)
-            )
-        self.todo = todo & ~same
-        self.same_k, self.same_a = np.nonzero(same[:, None] & (self.mp > 0))
-
-    def holds(self, X, src: np.ndarray, Y, dst: np.ndarray, zero_diagonal: bool) -> bool:
-        """Whether these are the supports of the problems ``(X[src[k]], Y[dst[k]])``."""
-        return (
-            X is self.X
-            and Y is self.Y
-            and zero_diagonal == self.zero_diagonal
-            and np.array_equal(src, self.src)
-            and np.array_equal(dst, self.dst)
-        )
-
-
-def _transport_chunk(sup: _Supports, C, bases, out) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Values of one chunk, their gaps, and which values are exact whatever the laws' own errors (identical
-    rows under a zero-diagonal cost: the exact laws are identical too); plans written into
-    ``out = (i, j, mass)`` slots when given."""
-    chunk = _Chunk(sup, C, out)
-    k, a = sup.same_k, sup.same_a
-    chunk.write(k, a, sup.ip[k, a], sup.ip[k, a], sup.mp[k, a])
-    exact = ~sup.todo  # identical histograms under a zero-diagonal cost, or an empty side: 0 for the exact laws too
-    todo = _compiled(chunk, sup.todo, bases)
-    _pot(chunk, todo, bases)
-    return chunk.cost, chunk.gap, exact
 
 
 class _Chunk:
@@ -289,30 +256,6 @@ class _Chunk:
         if self.out is not None and len(k):
             at = self.off[k] + pos
             self.out[0][at], self.out[1][at], self.out[2][at] = i, j, mass
-
-
-def _compiled(ch: _Chunk, todo: np.ndarray, bases) -> np.ndarray:
-    """The compiled simplex on every problem up to KERNEL_MAX atoms a side, and on any
-    problem with a basis from an earlier call; returns what is left for POT."""
-    rows = np.nonzero(
-        todo & (((ch.lp <= KERNEL_MAX) & (ch.lq <= KERNEL_MAX)) | (bases[1] if bases is not None else False))
-    )[0]
-    if not len(rows):
-        return todo
-    if bases is None:
-        total = int(ch.off[-1])
-        bases = (np.zeros((total, 2), dtype=BASIS_DTYPE), np.zeros(len(ch.lp), dtype=bool))
-    out = ch.out
-    if out is None:
-        total = int(ch.off[-1])
-        out = (np.zeros(total, dtype=np.int32), np.zeros(total, dtype=np.int32), np.zeros(total))
-    failed = solve_supports(
-        ch.C, ch.ip, ch.iq, ch.mp, ch.mq, ch.lp, ch.lq, rows, bases[0], bases[1], ch.cost, out, ch.gap
-    )
-    todo = todo.copy()
-    todo[rows] = False
-    todo[failed] = True
-    return todo
 
 
 def _pot(ch: _Chunk, todo: np.ndarray, bases, block: int = 2_000_000) -> None:
@@ -361,9 +304,9 @@ def plan_gap(
     return max(below, above, 0.0)
 
 
-def _slot_index(off: np.ndarray, rows: np.ndarray, lp: np.ndarray, lq: np.ndarray) -> np.ndarray:
-    """Positions of the slots of ``rows``, concatenated in order."""
-    sizes = np.maximum(lp[rows] + lq[rows] - 1, 0)
+def _slot_index(off: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Positions of the slots of problems ``rows`` (of the slot offsets ``off``), concatenated in order."""
+    sizes = off[rows + 1] - off[rows]
     local = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     return np.repeat(off[rows] - local, sizes) + np.arange(int(sizes.sum()))
 
@@ -377,7 +320,7 @@ def _record_plans(bases, off, rows, lp, lq, plans) -> None:
         F[x, : G.shape[0], : G.shape[1]] = G
         M[x, : G.shape[0], : G.shape[1]] = cost
     basis, ok = bases_from_flows(F, M, lp[rows], lq[rows])
-    bases[0][_slot_index(off, rows, lp, lq)] = basis
+    bases[0][_slot_index(off, rows)] = basis
     bases[1][rows] = ok
 
 

@@ -32,17 +32,27 @@ sx::Scratch scratch(nb::handle ws) {
             vec<bool>(done, "ws.done")};
 }
 
-/// The arguments ``D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j,
-/// out_mass`` of the ``_solve_supports`` kernels, as views (``O``: the element type of ``out_i``).
-template <class O>
-auto supports(const In &D, const In &xs, const In &ys, const In &a, const In &b, const In &k, const In &l,
-              const In &rows, const In &off, const Out &basis, const Out &warm, const Out &costs, const Out &gaps,
-              const Out &ok, const Out &out_i, const Out &out_j, const Out &out_mass) {
-    return std::make_tuple(mat<double>(D, "D"), mat<i64>(xs, "xs"), mat<i64>(ys, "ys"), mat<double>(a, "a"),
-                           mat<double>(b, "b"), vec<i64>(k, "k"), vec<i64>(l, "l"), vec<i64>(rows, "rows"),
+/// The arguments ``D, xptr, xidx, xdat, src, yptr, yidx, ydat, dst, zero_diagonal, kernel_max, off, basis, warm,
+/// costs, gaps, state, out_i, out_j, out_mass`` of the ``_solve_rows`` kernels, as views (``J``: the element
+/// type of the CSR index arrays, ``O``: that of ``out_i``).
+template <class J, class O>
+auto rows_args(const In &D, const In &xptr, const In &xidx, const In &xdat, const In &src, const In &yptr,
+               const In &yidx, const In &ydat, const In &dst, nb::handle zero_diagonal, i64 kernel_max, const In &off,
+               const Out &basis, const Out &warm, const Out &costs, const Out &gaps, const Out &state,
+               const Out &out_i, const Out &out_j, const Out &out_mass) {
+    return std::make_tuple(mat<double>(D, "D"), vec<J>(xptr, "xptr"), vec<J>(xidx, "xidx"), vec<double>(xdat, "xdat"),
+                           vec<i64>(src, "src"), vec<J>(yptr, "yptr"), vec<J>(yidx, "yidx"),
+                           vec<double>(ydat, "ydat"), vec<i64>(dst, "dst"), truth(zero_diagonal), kernel_max,
                            vec<i64>(off, "off"), mat<B>(basis, "basis"), vec<bool>(warm, "warm"),
-                           vec<double>(costs, "costs"), vec<double>(gaps, "gaps"), vec<bool>(ok, "ok"),
+                           vec<double>(costs, "costs"), vec<double>(gaps, "gaps"), vec<std::int8_t>(state, "state"),
                            vec<O>(out_i, "out_i"), vec<O>(out_j, "out_j"), vec<double>(out_mass, "out_mass"));
+}
+
+/// ``f(J{}, O{})`` for the CSR index type J of ``xidx`` and the plan index type O of ``out_i``.
+template <class F> void rows_types(const In &xidx, const Out &out_i, F &&f) {
+    indices(xidx, "xidx", [&](auto index_type) {
+        indices(out_i, "out_i", [&](auto out_type) { f(index_type, out_type); });
+    });
 }
 
 /// The arguments ``a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm`` of the
@@ -160,45 +170,51 @@ void bind_simplex(nb::module_ m) {
                   std::apply(sx::solve_batch<B>, args);
               });
     }
-    m.def("_solve_supports_one",
-          [](In D, In xs, In ys, In a, In b, In k, In l, In rows, In off, Out basis, Out warm, Out costs, Out gaps,
-             Out ok, Out out_i, Out out_j, Out out_mass, i64 x, Out cbuf, Out fbuf, nb::handle ws) {
+    m.def("_solve_rows_one",
+          [](In D, In xptr, In xidx, In xdat, In src, In yptr, In yidx, In ydat, In dst, nb::handle zero_diagonal,
+             i64 kernel_max, In off, Out basis, Out warm, Out costs, Out gaps, Out state, Out out_i, Out out_j,
+             Out out_mass, i64 p, Out cbuf, Out fbuf, nb::handle ws) {
               const sx::Scratch space = scratch(ws);
-              indices(out_i, "out_i", [&](auto type) {
-                  using O = decltype(type);
+              rows_types(xidx, out_i, [&](auto index_type, auto out_type) {
+                  using J = decltype(index_type);
+                  using O = decltype(out_type);
                   const auto args = std::tuple_cat(
-                      supports<O>(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j,
-                                  out_mass),
-                      std::make_tuple(x, vec<double>(cbuf, "cbuf"), vec<double>(fbuf, "fbuf"), space));
+                      rows_args<J, O>(D, xptr, xidx, xdat, src, yptr, yidx, ydat, dst, zero_diagonal, kernel_max, off,
+                                      basis, warm, costs, gaps, state, out_i, out_j, out_mass),
+                      std::make_tuple(p, vec<double>(cbuf, "cbuf"), vec<double>(fbuf, "fbuf"), space));
                   nb::gil_scoped_release release;
-                  std::apply(sx::solve_supports_one<i64, B, O>, args);
+                  std::apply(sx::solve_rows_one<J, B, O>, args);
               });
           });
-    m.def("_solve_supports_block",
-          [](In D, In xs, In ys, In a, In b, In k, In l, In rows, In off, Out basis, Out warm, Out costs, Out gaps,
-             Out ok, Out out_i, Out out_j, Out out_mass, i64 blk, i64 nmax, i64 dmax, i64 cmax) {
-              indices(out_i, "out_i", [&](auto type) {
-                  using O = decltype(type);
+    m.def("_solve_rows_block",
+          [](In D, In xptr, In xidx, In xdat, In src, In yptr, In yidx, In ydat, In dst, nb::handle zero_diagonal,
+             i64 kernel_max, In off, Out basis, Out warm, Out costs, Out gaps, Out state, Out out_i, Out out_j,
+             Out out_mass, i64 blk, i64 nmax, i64 dmax, i64 cmax) {
+              rows_types(xidx, out_i, [&](auto index_type, auto out_type) {
+                  using J = decltype(index_type);
+                  using O = decltype(out_type);
                   const auto args = std::tuple_cat(
-                      supports<O>(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j,
-                                  out_mass),
+                      rows_args<J, O>(D, xptr, xidx, xdat, src, yptr, yidx, ydat, dst, zero_diagonal, kernel_max, off,
+                                      basis, warm, costs, gaps, state, out_i, out_j, out_mass),
                       std::make_tuple(blk, nmax, dmax, cmax));
                   nb::gil_scoped_release release;
-                  std::apply(sx::solve_supports_block<i64, B, O>, args);
+                  std::apply(sx::solve_rows_block<J, B, O>, args);
               });
           });
     for (const bool parallel : {true, false}) {
-        m.def(parallel ? "_solve_supports" : "_solve_supports_serial",
-              [parallel](In D, In xs, In ys, In a, In b, In k, In l, In rows, In off, Out basis, Out warm, Out costs,
-                         Out gaps, Out ok, Out out_i, Out out_j, Out out_mass, i64 nmax, i64 dmax, i64 cmax) {
-                  indices(out_i, "out_i", [&](auto type) {
-                      using O = decltype(type);
+        m.def(parallel ? "_solve_rows" : "_solve_rows_serial",
+              [parallel](In D, In xptr, In xidx, In xdat, In src, In yptr, In yidx, In ydat, In dst,
+                         nb::handle zero_diagonal, i64 kernel_max, In off, Out basis, Out warm, Out costs, Out gaps,
+                         Out state, Out out_i, Out out_j, Out out_mass, i64 nmax, i64 dmax, i64 cmax) {
+                  rows_types(xidx, out_i, [&](auto index_type, auto out_type) {
+                      using J = decltype(index_type);
+                      using O = decltype(out_type);
                       const auto args = std::tuple_cat(
-                          supports<O>(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j,
-                                      out_mass),
+                          rows_args<J, O>(D, xptr, xidx, xdat, src, yptr, yidx, ydat, dst, zero_diagonal, kernel_max,
+                                          off, basis, warm, costs, gaps, state, out_i, out_j, out_mass),
                           std::make_tuple(nmax, dmax, cmax, parallel));
                       nb::gil_scoped_release release;
-                      std::apply(sx::solve_supports<i64, B, O>, args);
+                      std::apply(sx::solve_rows<J, B, O>, args);
                   });
               });
     }
@@ -221,6 +237,9 @@ void bind_simplex(nb::module_ m) {
     constants["SOLVED"] = sx::SOLVED;
     constants["NO_START"] = sx::NO_START;
     constants["PIVOT_CAP"] = sx::PIVOT_CAP;
+    constants["ROW_SOLVED"] = sx::ROW_SOLVED;
+    constants["ROW_EXACT"] = sx::ROW_EXACT;
+    constants["ROW_LEFT"] = sx::ROW_LEFT;
     constants["BASIS_BITS"] = 8 * static_cast<int>(sizeof(B));
     m.attr("CONSTANTS") = constants;
 }

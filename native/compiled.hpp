@@ -119,6 +119,19 @@ void csr_matvec(Vec<P> indptr, Vec<J> indices, Vec<D> data, Vec<D> x, Vec<D> out
     }
 }
 
+template <class P, class J, class D>
+std::tuple<double, double> lower_mass(Vec<P> indptr, Vec<J> indices, Vec<D> data) {
+    double stale = 0.0;
+    double total = 0.0;
+    for (i64 r = 0; r < indptr.size - 1; ++r) {
+        for (i64 e = indptr[r]; e < indptr[r + 1]; ++e) {
+            total += data[e];
+            if (indices[e] < r) stale += data[e];
+        }
+    }
+    return {stale, total};
+}
+
 template <class P, class J>
 std::tuple<i64, double> scc_gauss_seidel(Vec<i64> members, Vec<P> indptr, Vec<J> indices, Vec<double> data,
                                          Mat<double> rhs, Mat<double> x, Vec<i64> local, i64 max_sweeps,

@@ -132,6 +132,21 @@ void bind_compiled(nb::module_ m) {
                   });
               });
     }
+    m.def("lower_mass", [](In indptr, In indices_, In data) {
+        return indices(indptr, "indptr", [&](auto pointer_type) {
+            return indices(indices_, "indices", [&](auto index_type) {
+                return floats(data, "data", [&](auto data_type) {
+                    using P = decltype(pointer_type);
+                    using J = decltype(index_type);
+                    using D = decltype(data_type);
+                    const auto args =
+                        std::make_tuple(vec<P>(indptr, "indptr"), vec<J>(indices_, "indices"), vec<D>(data, "data"));
+                    nb::gil_scoped_release release;
+                    return std::apply(cc::lower_mass<P, J, D>, args);
+                });
+            });
+        });
+    });
     m.def("scc_gauss_seidel", [](In members, In indptr, In indices_, In data, In rhs, Out x, Out local,
                                   i64 max_sweeps, double target) {
         return indices(indptr, "indptr", [&](auto pointer_type) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <tuple>
 #include <utility>
@@ -523,66 +524,99 @@ void solve_batch(Mat<double> a, Mat<double> b, Cube<double> C, Vec<i64> k, Vec<i
         solve_block(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm, blk, nmax, dmax);
 }
 
-/// ``x[p, i]`` with numpy's reading of a negative ``i`` (from the end of the row).
-template <class T> T at_wrapped(Mat<T> x, i64 p, i64 i) { return x(p, i < 0 ? i + x.cols : i); }
+/// ``state`` of ``solve_rows``: solved by the simplex, exact without it, or left to the caller.
+constexpr std::int8_t ROW_SOLVED = 0, ROW_EXACT = 1, ROW_LEFT = 2;
 
-template <class I, class B, class O>
-void solve_supports_one(Mat<double> D, Mat<I> xs, Mat<I> ys, Mat<double> a, Mat<double> b, Vec<i64> k, Vec<i64> l,
-                        Vec<i64> rows, Vec<i64> off, Mat<B> basis, Vec<bool> warm, Vec<double> costs,
-                        Vec<double> gaps, Vec<bool> ok, Vec<O> out_i, Vec<O> out_j, Vec<double> out_mass, i64 x,
-                        Vec<double> cbuf, Vec<double> fbuf, const Scratch &ws) {
-    const i64 p = rows[x];
-    const i64 kk = k[p];
-    const i64 ll = l[p];
+template <class J, class B, class O>
+void solve_rows_one(Mat<double> D, Vec<J> xptr, Vec<J> xidx, Vec<double> xdat, Vec<i64> src, Vec<J> yptr,
+                    Vec<J> yidx, Vec<double> ydat, Vec<i64> dst, bool zero_diagonal, i64 kernel_max, Vec<i64> off,
+                    Mat<B> basis, Vec<bool> warm, Vec<double> costs, Vec<double> gaps, Vec<std::int8_t> state,
+                    Vec<O> out_i, Vec<O> out_j, Vec<double> out_mass, i64 p, Vec<double> cbuf, Vec<double> fbuf,
+                    const Scratch &ws) {
+    const i64 s = src[p];
+    const i64 t = dst[p];
+    const i64 xa = xptr[s];
+    const i64 kk = xptr[s + 1] - xa;
+    const i64 yb = yptr[t];
+    const i64 ll = yptr[t + 1] - yb;
+    const i64 lo = off[p];
+    costs[p] = 0.0;
+    gaps[p] = 0.0;
+    if (kk == 0 || ll == 0) {
+        state[p] = ROW_EXACT;
+        return;
+    }
+    if (zero_diagonal && kk == ll) {
+        bool same = true;
+        for (i64 i = 0; i < kk; ++i) {
+            if (xidx[xa + i] != yidx[yb + i] || xdat[xa + i] != ydat[yb + i]) {
+                same = false;
+                break;
+            }
+        }
+        if (same) {
+            for (i64 i = 0; i < kk; ++i) {
+                out_i[lo + i] = static_cast<O>(xidx[xa + i]);
+                out_j[lo + i] = static_cast<O>(xidx[xa + i]);
+                out_mass[lo + i] = xdat[xa + i];
+            }
+            state[p] = ROW_EXACT;
+            return;
+        }
+    }
+    if (!(warm[p] || (kk <= kernel_max && ll <= kernel_max))) {
+        state[p] = ROW_LEFT;
+        return;
+    }
     const Mat<double> C{cbuf.data, kk, ll, ll * cbuf.stride, cbuf.stride};
     for (i64 i = 0; i < kk; ++i) {
-        const i64 row = xs(p, i);
-        for (i64 j = 0; j < ll; ++j) C(i, j) = D(row, ys(p, j));
+        const i64 row = xidx[xa + i];
+        for (i64 j = 0; j < ll; ++j) C(i, j) = D(row, yidx[yb + j]);
     }
     const Mat<double> flow{fbuf.data, kk, ll, ll * fbuf.stride, fbuf.stride};
-    const i64 lo = off[p];
     const i64 hi = lo + kk + ll - 1;
-    const auto [cost, status, pivots, gap] = solve_one(a.row(p), b.row(p), C, kk, ll, flow, basis.column(0, lo, hi),
-                                                       basis.column(1, lo, hi), warm[p], ws);
+    const auto [cost, status, pivots, gap] = solve_one(xdat.slice(xa, xa + kk), ydat.slice(yb, yb + ll), C, kk, ll,
+                                                       flow, basis.column(0, lo, hi), basis.column(1, lo, hi),
+                                                       warm[p], ws);
     (void)pivots;
     const bool good = status == SOLVED;
     for (i64 e = lo; e < hi; ++e) {
-        const i64 r = basis(e, 0);
-        const i64 c = basis(e, 1);
-        out_i[e] = static_cast<O>(at_wrapped(xs, p, r));
-        out_j[e] = static_cast<O>(at_wrapped(ys, p, c));
-        out_mass[e] = good ? flow(r < 0 ? r + kk : r, c < 0 ? c + ll : c) : 0.0;
+        const i64 r = good ? static_cast<i64>(basis(e, 0)) : 0;
+        const i64 c = good ? static_cast<i64>(basis(e, 1)) : 0;
+        out_i[e] = static_cast<O>(xidx[xa + r]);
+        out_j[e] = static_cast<O>(yidx[yb + c]);
+        out_mass[e] = good ? flow(r, c) : 0.0;
     }
     costs[p] = cost;
     gaps[p] = gap;
-    ok[p] = good;
     warm[p] = good;
+    state[p] = good ? ROW_SOLVED : ROW_LEFT;
 }
 
-template <class I, class B, class O>
-void solve_supports_block(Mat<double> D, Mat<I> xs, Mat<I> ys, Mat<double> a, Mat<double> b, Vec<i64> k, Vec<i64> l,
-                          Vec<i64> rows, Vec<i64> off, Mat<B> basis, Vec<bool> warm, Vec<double> costs,
-                          Vec<double> gaps, Vec<bool> ok, Vec<O> out_i, Vec<O> out_j, Vec<double> out_mass, i64 blk,
-                          i64 nmax, i64 dmax, i64 cmax) {
+template <class J, class B, class O>
+void solve_rows_block(Mat<double> D, Vec<J> xptr, Vec<J> xidx, Vec<double> xdat, Vec<i64> src, Vec<J> yptr,
+                      Vec<J> yidx, Vec<double> ydat, Vec<i64> dst, bool zero_diagonal, i64 kernel_max, Vec<i64> off,
+                      Mat<B> basis, Vec<bool> warm, Vec<double> costs, Vec<double> gaps, Vec<std::int8_t> state,
+                      Vec<O> out_i, Vec<O> out_j, Vec<double> out_mass, i64 blk, i64 nmax, i64 dmax, i64 cmax) {
     const Buffer<double> cbuf(cmax), fbuf(cmax);
     const Workspace space(nmax, dmax);
     const Scratch ws = space.view();
-    const i64 end = (blk + 1) * BLOCK < rows.size ? (blk + 1) * BLOCK : rows.size;
-    for (i64 x = blk * BLOCK; x < end; ++x)
-        solve_supports_one(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass, x,
-                           cbuf.view(), fbuf.view(), ws);
+    const i64 end = (blk + 1) * BLOCK < src.size ? (blk + 1) * BLOCK : src.size;
+    for (i64 p = blk * BLOCK; p < end; ++p)
+        solve_rows_one(D, xptr, xidx, xdat, src, yptr, yidx, ydat, dst, zero_diagonal, kernel_max, off, basis, warm,
+                       costs, gaps, state, out_i, out_j, out_mass, p, cbuf.view(), fbuf.view(), ws);
 }
 
-template <class I, class B, class O>
-void solve_supports(Mat<double> D, Mat<I> xs, Mat<I> ys, Mat<double> a, Mat<double> b, Vec<i64> k, Vec<i64> l,
-                    Vec<i64> rows, Vec<i64> off, Mat<B> basis, Vec<bool> warm, Vec<double> costs, Vec<double> gaps,
-                    Vec<bool> ok, Vec<O> out_i, Vec<O> out_j, Vec<double> out_mass, i64 nmax, i64 dmax, i64 cmax,
-                    bool parallel) {
-    const i64 blocks = (rows.size + BLOCK - 1) / BLOCK;
+template <class J, class B, class O>
+void solve_rows(Mat<double> D, Vec<J> xptr, Vec<J> xidx, Vec<double> xdat, Vec<i64> src, Vec<J> yptr, Vec<J> yidx,
+                Vec<double> ydat, Vec<i64> dst, bool zero_diagonal, i64 kernel_max, Vec<i64> off, Mat<B> basis,
+                Vec<bool> warm, Vec<double> costs, Vec<double> gaps, Vec<std::int8_t> state, Vec<O> out_i,
+                Vec<O> out_j, Vec<double> out_mass, i64 nmax, i64 dmax, i64 cmax, bool parallel) {
+    const i64 blocks = (src.size + BLOCK - 1) / BLOCK;
 #pragma omp parallel for schedule(dynamic) if (parallel)
     for (i64 blk = 0; blk < blocks; ++blk)
-        solve_supports_block(D, xs, ys, a, b, k, l, rows, off, basis, warm, costs, gaps, ok, out_i, out_j, out_mass,
-                             blk, nmax, dmax, cmax);
+        solve_rows_block(D, xptr, xidx, xdat, src, yptr, yidx, ydat, dst, zero_diagonal, kernel_max, off, basis, warm,
+                         costs, gaps, state, out_i, out_j, out_mass, blk, nmax, dmax, cmax);
 }
 
 template <class I, class B>

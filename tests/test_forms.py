@@ -52,3 +52,17 @@ def test_each_kind_of_form_evaluates_to_its_application(metric):
 
 def test_physical_memory_is_a_positive_byte_count():
     assert physical_memory() > 2**20
+
+
+def test_the_line_seed_starts_problems_with_three_or_more_atoms_only():
+    from bisimkit.forms import LINE_SEED_MIN_ATOMS
+    from bisimkit.generators import random_mdp
+
+    for support, seeded in ((LINE_SEED_MIN_ATOMS - 1, False), (LINE_SEED_MIN_ATOMS + 1, True)):
+        mdp = random_mdp(12, 1, seed=3, max_support=support)  # one action: the pi rows are the transition rows
+        terms = operator_form(mdp, "pi")
+        assert (terms._widest() >= LINE_SEED_MIN_ATOMS) == seeded
+        x = terms.combine(terms.row_const)
+        terms.seed_line(terms.pairs.to_matrix(x))  # F(0) of pi: a line metric, |R(s) - R(t)|
+        bases = terms.warm._bases
+        assert (bases is not None and bases[1].any()) == seeded

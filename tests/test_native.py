@@ -186,50 +186,81 @@ def test_warm_bases_with_negative_flows_restart_cold():
     both(simplex._solve_batch_serial, *solve_batch_args(a2, b2, C, k, l, cold[10].copy(), np.ones(30, np.bool_)))
 
 
-def test_solve_supports_gathers_costs_and_writes_plans():
-    rng = np.random.default_rng(4)
-    n, P, K = 12, 200, 5
+def rows_problems(rng, n=12, rows=40, P=200, K=5, index_type=np.int32):
+    """CSR rows of up to K atoms over n states (some repeated, so some problems are identical histograms, and
+    one empty), the problems' rows, a symmetric ground with zero diagonal and the slots' offsets."""
+    dense = np.zeros((rows, n))
+    for r in range(1, rows):
+        atoms = np.sort(rng.choice(n, rng.integers(1, K + 1), replace=False))
+        dense[r, atoms] = rng.dirichlet(np.ones(len(atoms))).round(2)
+        dense[r, atoms[-1]] += 1.0 - dense[r].sum()
+    dense[rows // 2] = dense[rows // 2 + 1]
+    X = sp.csr_matrix(dense)
+    X.indptr, X.indices = X.indptr.astype(index_type), X.indices.astype(index_type)
+    src, dst = rng.integers(0, rows, P), rng.integers(0, rows, P)
+    dst[:10] = src[:10]
     D = rng.random((n, n)).round(1)
     D = D + D.T
     np.fill_diagonal(D, 0.0)
-    k, l = rng.integers(1, K + 1, P), rng.integers(1, K + 1, P)
-    xs, ys = np.zeros((P, K), np.int64), np.zeros((P, K), np.int64)
-    for p in range(P):
-        xs[p, : k[p]] = np.sort(rng.choice(n, k[p], replace=False))
-        ys[p, : l[p]] = np.sort(rng.choice(n, l[p], replace=False))
-    a, b, _, _, _ = padded_batch(rng, P, K, K, sizes=(k, l))
-    off = simplex.basis_offsets(k, l)
-    total = int(off[-1])
-    rows = np.sort(rng.choice(P, 150, replace=False)).astype(np.int64)
-    nmax, dmax, cmax = simplex._sizes(k[rows], l[rows])
-    for out_type in (np.int32, np.int64):
-        for kern in (simplex._solve_supports, simplex._solve_supports_serial):
-            args = (
-                D,
-                xs,
-                ys,
-                a,
-                b,
-                k.astype(np.int64),
-                l.astype(np.int64),
-                rows,
-                off,
-                np.zeros((total, 2), simplex.BASIS_DTYPE),
-                np.zeros(P, np.bool_),
-                np.zeros(P),
-                np.zeros(P),
-                np.zeros(P, np.bool_),
-                np.zeros(total, out_type),
-                np.zeros(total, out_type),
-                np.zeros(total),
-                nmax,
-                dmax,
-                cmax,
-            )
-            _, first = both(kern, *args)
-            again = list(first)
-            again[0] = D * 1.1 + 0.01  # warm: the bases and warm flags of the first round
-            both(kern, *again)
+    slots = np.maximum(np.diff(X.indptr)[src] + np.diff(X.indptr)[dst] - 1, 0)
+    off = np.concatenate([[0], np.cumsum(slots)]).astype(np.int64)
+    return X, src.astype(np.int64), dst.astype(np.int64), D, off
+
+
+def rows_args(X, src, dst, D, off, out_type, zero_diagonal=True, kernel_max=4):
+    P, total = len(src), int(off[-1])
+    return [
+        D,
+        X.indptr,
+        X.indices,
+        X.data,
+        src,
+        X.indptr,
+        X.indices,
+        X.data,
+        dst,
+        zero_diagonal,
+        kernel_max,
+        off,
+        np.zeros((total, 2), simplex.BASIS_DTYPE),
+        np.zeros(P, np.bool_),
+        np.zeros(P),
+        np.zeros(P),
+        np.zeros(P, np.int8),
+        np.zeros(total, out_type),
+        np.zeros(total, out_type),
+        np.zeros(total),
+    ]
+
+
+def test_solve_rows_reads_the_csr_rows_and_writes_plans():
+    rng = np.random.default_rng(4)
+    for index_type in (np.int32, np.int64):
+        X, src, dst, D, off = rows_problems(rng, index_type=index_type)
+        for out_type in (np.int32, np.int64):
+            for zero_diagonal in (True, False):
+                for kern in (simplex._solve_rows, simplex._solve_rows_serial):
+                    args = rows_args(X, src, dst, D, off, out_type, zero_diagonal)
+                    _, first = both(kern, *args, 10, 5, 25)
+                    state = first[16]
+                    assert {simplex.ROW_SOLVED, simplex.ROW_EXACT, simplex.ROW_LEFT} <= set(state.tolist())
+                    again = list(first)  # its arguments after the call, the sizes included
+                    again[0] = D * 1.1 + 0.01  # warm: the bases and warm flags of the first round
+                    both(kern, *again)
+
+
+def test_solve_rows_values_are_those_of_pot():
+    import ot
+
+    rng = np.random.default_rng(7)
+    X, src, dst, D, off = rows_problems(rng)
+    args = rows_args(X, src, dst, D, off, np.int32, kernel_max=5)
+    simplex.solve_rows(D, X, src, X, dst, True, 5, off, *args[12:17], tuple(args[17:]))
+    costs, state = args[14], args[16]
+    dense = X.toarray()
+    expected = [ot.emd2(dense[a], dense[b], D) if dense[a].any() and dense[b].any() else 0.0 for a, b in zip(src, dst)]
+    np.testing.assert_allclose(costs, expected, atol=1e-12)
+    assert np.all(state[:10] == simplex.ROW_EXACT) and simplex.ROW_LEFT not in state
 
 
 def test_bases_from_flows_of_basic_and_degenerate_plans():
@@ -378,33 +409,10 @@ def test_the_block_and_slot_kernels():
         np.zeros(len(k), np.bool_),
         17,
     )
-    n = 8
-    D = rng.random((n, n))
-    xs, ys = rng.integers(0, n, (300, 5)), rng.integers(0, n, (300, 5))
-    rows = np.arange(0, 300, 3, dtype=np.int64)
-    total = int(off[-1])
-    nmax, dmax, cmax = simplex._sizes(k, l)
-    slots = (
-        D,
-        xs,
-        ys,
-        a,
-        b,
-        k,
-        l,
-        rows,
-        off,
-        np.zeros((total, 2), simplex.BASIS_DTYPE),
-        np.zeros(300, np.bool_),
-        np.zeros(300),
-        np.zeros(300),
-        np.zeros(300, np.bool_),
-        np.zeros(total, np.int32),
-        np.zeros(total, np.int32),
-        np.zeros(total),
-    )
-    both(simplex._solve_supports_block, *slots, 0, nmax, dmax, cmax)
-    both(simplex._solve_supports_one, *slots, 5, np.zeros(cmax), np.zeros(cmax), simplex._workspace(nmax, dmax))
+    X, src, dst, D, off = rows_problems(rng, n=8, P=300)
+    rows = rows_args(X, src, dst, D, off, np.int32)
+    both(simplex._solve_rows_block, *rows, 0, 10, 5, 25)
+    both(simplex._solve_rows_one, *rows, 5, np.zeros(25), np.zeros(25), simplex._workspace(10, 5))
 
 
 # ---------------------------------------------------------------------------------------- couplings

@@ -90,8 +90,7 @@ def test_warm_started_calls_match_cold_calls():
         np.testing.assert_allclose(hot, cold, atol=1e-12)
 
 
-def test_kept_supports_serve_the_same_problems_only(monkeypatch):
-    import bisimkit.transport as transport
+def test_kept_bases_serve_the_same_problems_only():
     from bisimkit.transport import WarmStarts
 
     rng = np.random.default_rng(5)
@@ -107,21 +106,66 @@ def test_kept_supports_serve_the_same_problems_only(monkeypatch):
         hot, hot_plans = optimal_transport(X, src, Y, dst, d, plans=True, warm=warm)
         np.testing.assert_allclose(hot, cold, atol=1e-12)
         np.testing.assert_allclose(plan_costs(hot_plans, d, len(src)), cold, atol=1e-12)
+        assert np.all(hot[:5] == 0.0)
 
     for scale in (1.0, 1.5):
         check(X, src, X, dst, random_metric(rng, n) * scale)
-    assert len(warm._supports) == 1  # a small chunk keeps its supports
-    kept = warm._supports[0]
+    kept = warm._bases
+    assert kept is not None and np.array_equal(kept[1], src != dst)  # identical histograms need no basis
     check(X, src, X, dst, random_metric(rng, n))
-    assert warm._supports[0] is kept  # the same problems: read, not gathered again
-    check(X, rng.permutation(src), X, dst, random_metric(rng, n))  # other rows: gathered again
-    assert warm._supports[0] is not kept
-    kept = warm._supports[0]
-    check(X, src, Y, dst, random_metric(rng, n))  # an equal matrix, but another object: gathered again
-    assert warm._supports[0] is not kept
-    monkeypatch.setattr(transport, "KEEP_SUPPORTS_ENTRIES", 10)
-    check(X, src, X, dst, random_metric(rng, n))  # too large to keep
-    assert not warm._supports
+    assert warm._bases is kept  # the same problems: their bases read and updated in place
+    check(X, src.copy(), X, dst.copy(), random_metric(rng, n))
+    assert warm._bases is kept  # equal rows in other arrays: the same problems
+    other = rng.permutation(src)
+    other[:5] = dst[:5]
+    check(X, other, X, dst, random_metric(rng, n))  # other rows: other slots, new bases
+    assert warm._bases is not kept
+    kept = warm._bases
+    check(X, other, Y, dst, random_metric(rng, n))  # an equal matrix, but another object: new bases
+    assert warm._bases is not kept
+
+
+def test_problems_beyond_the_compiled_sizes_go_to_pot_and_then_start_warm(monkeypatch):
+    import bisimkit.transport as transport
+    from bisimkit.transport import WarmStarts
+
+    rng = np.random.default_rng(6)
+    n = 10
+    dense = random_rows(rng, 30, n, 6)
+    X = sp.csr_matrix(dense)
+    src, dst = rng.integers(0, 30, 80), rng.integers(0, 30, 80)
+    monkeypatch.setattr(transport, "KERNEL_MAX", 3)  # rows of up to 6 atoms: most problems are POT's
+    big = ((np.diff(X.indptr)[src] > 3) | (np.diff(X.indptr)[dst] > 3)) & (src != dst)  # identical: exact
+    assert big.sum() > 40
+    warm = WarmStarts()
+    for scale in (1.0, 1.4, 0.8):
+        d = random_metric(rng, n) * scale
+        gaps = np.zeros(len(src))
+        values, plans = optimal_transport(X, src, X, dst, d, plans=True, warm=warm, gaps=gaps)
+        expected = [ot.emd2(dense[a], dense[b], d) for a, b in zip(src, dst)]
+        np.testing.assert_allclose(values, expected, atol=1e-12)
+        np.testing.assert_allclose(plan_costs(plans, d, len(src)), expected, atol=1e-12)
+        assert np.all(gaps < 1e-12)
+        _, valid = warm._bases
+        assert valid[big].all()  # POT's plans became bases: the next call starts them warm in the compiled simplex
+
+
+def test_the_shared_mass_problems_keep_their_line_seeds_and_bases_between_rounds(monkeypatch):
+    import bisimkit.transport as transport
+    from bisimkit.generators import random_mdp
+    from bisimkit.operators import operator_form
+
+    terms = operator_form(random_mdp(40, 3, seed=2), "pi")
+    assert terms._shared_mass_pays()
+    D0 = terms.pairs.to_matrix(terms.combine(terms.row_const))
+    terms.seed_line(D0)
+    seeded = terms._reduced_warm._bases
+    assert seeded is not None and seeded[1].all()
+    pot = []
+    monkeypatch.setattr(transport, "_pot_left", lambda *args: pot.append(len(args[5])))
+    terms.costs(D0, plans=True, reuse=True)
+    terms.costs(D0 * 1.1, plans=True, reuse=True)
+    assert terms._reduced_warm._bases is seeded and not pot  # every problem started warm in the compiled simplex
 
 
 def test_shared_mass_reduction_is_exact_for_metrics(monkeypatch):

@@ -47,7 +47,7 @@ MARGIN = 1.25
 #: ``benchmarks.bench_memory`` (docs/performance.md#memory).
 COUPLING_CELL_BYTES = 65.0
 COUPLING_CELL_BYTES_COMPILED = 45.0
-#: Bytes per plan cell of a value-iteration sweep (the plans of a call, not kept).
+#: Bytes per plan cell of a value-iteration sweep (plans are made chunk by chunk and not kept).
 SWEEP_CELL_BYTES = 20.0
 #: Bytes per entry of the eps-bar matrix: float64 values with int32 columns (12), and the float32
 #: copy the Krylov solves use, of which measured peaks show about a third alive at once; the float32

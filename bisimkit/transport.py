@@ -136,19 +136,41 @@ def optimal_transport(
     else:
         off = slot_offsets(X, src, Y, dst)
         basis, valid = np.zeros((int(off[-1]), 2), dtype=BASIS_DTYPE), np.zeros(N, dtype=bool)
-    total = int(off[-1])
-    if buffers and len(buffers[0][2]) == total:
-        out = buffers[0]
-        out[2].fill(0.0)  # slots a method leaves unwritten carry no mass
-    else:
-        out = (np.zeros(total, dtype=np.int32), np.zeros(total, dtype=np.int32), np.zeros(total))
-        if buffers is not None:
-            buffers[:] = [out]
     X, Y = _sorted(X), _sorted(Y)
-    solve_rows(C, X, src, Y, dst, zero_diagonal, KERNEL_MAX, off, basis, valid, values, gap, state, out)
-    left = np.nonzero(state == ROW_LEFT)[0]
-    for start in range(0, len(left), CHUNK):
-        _pot_left(X, src, Y, dst, C, left[start : start + CHUNK], off, basis, valid, values, gap, out)
+    total = int(off[-1])
+    if plans:
+        if buffers and len(buffers[0][2]) == total:
+            out = buffers[0]
+            out[2].fill(0.0)  # slots a method leaves unwritten carry no mass
+        else:
+            out = _slots(total)
+            if buffers is not None:
+                buffers[:] = [out]
+        _solve(C, X, src, Y, dst, zero_diagonal, off, basis, valid, values, gap, state, out)
+    else:  # the plans are not kept: a chunk's scratch slots at a time
+        starts = np.arange(0, N, CHUNK)
+        scratch = _slots(int(np.max(off[np.minimum(starts + CHUNK, N)] - off[starts], initial=0)))
+        for start in starts:
+            stop = min(start + CHUNK, N)
+            a, b = off[start], off[stop]
+            part = slice(start, stop)
+            view = (scratch[0][: b - a], scratch[1][: b - a], scratch[2][: b - a])
+            chunk_off = off[start : stop + 1] - a
+            _solve(
+                C,
+                X,
+                src[part],
+                Y,
+                dst[part],
+                zero_diagonal,
+                chunk_off,
+                basis[a:b],
+                valid[part],
+                values[part],
+                gap[part],
+                state[part],
+                view,
+            )
     if marginal is not None and N:
         reach = np.minimum(
             support_maxima(X, C.max(axis=1, initial=0.0))[src], support_maxima(Y, C.max(axis=0, initial=0.0))[dst]
@@ -168,6 +190,20 @@ def optimal_transport(
     return values, Cells.from_slots(off, *out)
 
 
+def _slots(total: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``total`` empty plan slots ``(i, j, mass)``."""
+    return np.zeros(total, dtype=np.int32), np.zeros(total, dtype=np.int32), np.zeros(total)
+
+
+def _solve(C, X, src, Y, dst, zero_diagonal, off, basis, valid, values, gap, state, out) -> None:
+    """The problems ``(X[src[k]], Y[dst[k]])`` with slot offsets ``off``: the compiled simplex on every one it
+    takes (:func:`bisimkit.simplex.solve_rows`), POT on those it leaves."""
+    solve_rows(C, X, src, Y, dst, zero_diagonal, KERNEL_MAX, off, basis, valid, values, gap, state, out)
+    left = np.nonzero(state == ROW_LEFT)[0]
+    for start in range(0, len(left), CHUNK):
+        _pot_left(X, src, Y, dst, C, left[start : start + CHUNK], off, basis, valid, values, gap, out)
+
+
 def _sorted(X):
     """``X`` with sorted indices (the simplex reads each row's atoms in increasing order)."""
     return X if X.has_sorted_indices else X.sorted_indices()
@@ -178,11 +214,7 @@ def _pot_left(X, src, Y, dst, C, left, off, basis, valid, values, gap, out) -> N
     basis, or stopped at the simplex's pivot cap), their supports gathered for them alone; their plans and
     bases written into the slots of the whole call."""
     sup = _Supports(X, src[left], Y, dst[left])
-    local = (
-        np.zeros(int(sup.off[-1]), dtype=np.int32),
-        np.zeros(int(sup.off[-1]), dtype=np.int32),
-        np.zeros(int(sup.off[-1])),
-    )
+    local = _slots(int(sup.off[-1]))
     bases = (np.zeros((int(sup.off[-1]), 2), dtype=BASIS_DTYPE), np.zeros(len(left), dtype=bool))
     chunk = _Chunk(sup, C, local)
     _pot(chunk, np.ones(len(left), dtype=bool), bases)

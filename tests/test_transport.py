@@ -194,3 +194,23 @@ def test_shared_mass_reduction_is_exact_for_metrics(monkeypatch):
     t = transport_terms(mdp, "pi")
     expected = [ot.emd2(P[a], P[b], bad) for a, b in zip(t.row_src, t.row_dst)]
     np.testing.assert_allclose(got, expected, atol=1e-12)
+
+
+def test_values_without_plans_are_those_with_them_chunk_by_chunk(monkeypatch):
+    import bisimkit.transport as transport
+    from bisimkit.transport import WarmStarts
+
+    rng = np.random.default_rng(8)
+    n = 10
+    X = sp.csr_matrix(random_rows(rng, 30, n, 6))
+    src, dst = rng.integers(0, 30, 90), rng.integers(0, 30, 90)
+    monkeypatch.setattr(transport, "CHUNK", 7)  # 13 chunks, with problems left to POT in them
+    monkeypatch.setattr(transport, "KERNEL_MAX", 3)
+    with_plans, without = WarmStarts(), WarmStarts()
+    for scale in (1.0, 1.2):
+        d = random_metric(rng, n) * scale
+        gaps, gaps_alone = np.zeros(len(src)), np.zeros(len(src))
+        values, _ = optimal_transport(X, src, X, dst, d, plans=True, warm=with_plans, gaps=gaps)
+        alone, plans = optimal_transport(X, src, X, dst, d, warm=without, gaps=gaps_alone)
+        assert plans is None and np.array_equal(alone, values) and np.array_equal(gaps_alone, gaps)
+        assert np.array_equal(without._bases[1], with_plans._bases[1])

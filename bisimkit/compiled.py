@@ -162,6 +162,8 @@ def pair_system_from_slots(offsets, ci, cj, mass, row_pair, row_weight, index, n
     _fill_slots(offsets, ci, cj, mass, row_pair, row_weight, index, indptr, indices, data)
     import scipy.sparse as sp  # start-up cost: scipy.sparse is loaded only where a sparse matrix is built
 
+    if indptr[-1] < 2**31:  # scipy's own index type for both arrays: taken as they are, without a scan or copy
+        indptr = indptr.astype(np.int32)
     return sp.csr_matrix((data, indices, indptr), shape=(n, n))
 
 

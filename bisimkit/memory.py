@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import resource
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -257,9 +258,23 @@ class Available:
         return ", ".join(parts)
 
 
+def _read_text(path: str | Path) -> str:
+    """A small system file's text (``/proc``, ``/sys/fs/cgroup``): read with the operating system's own calls,
+    a few microseconds where ``Path.read_text`` takes tens, since the memory check reads them on every solve.
+    Raises OSError as ``open`` does."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode(errors="replace")
+
+
 def _read_number(path: Path) -> float | None:
     try:
-        text = path.read_text().split()[0]
+        text = _read_text(path).split()[0]
     except (OSError, IndexError):
         return None
     if text == "max":
@@ -273,7 +288,7 @@ def _read_number(path: Path) -> float | None:
 def _proc_bytes(path: str, key: str) -> float | None:
     """The ``key:`` line of a /proc file given in kB (``/proc/meminfo``, ``/proc/self/status``), in bytes."""
     try:
-        for line in Path(path).read_text().splitlines():
+        for line in _read_text(path).splitlines():
             if line.startswith(key + ":"):
                 return float(line.split()[1]) * 1024
     except OSError:
@@ -283,7 +298,7 @@ def _proc_bytes(path: str, key: str) -> float | None:
 
 def _reclaimable(stat: Path, key: str) -> float:
     try:
-        for line in stat.read_text().splitlines():
+        for line in _read_text(stat).splitlines():
             name, _, value = line.partition(" ")
             if name == key:
                 return float(value)
@@ -297,7 +312,7 @@ def _cgroup_dirs(root: Path, membership: Path) -> list[tuple[Path, str]]:
     (``"v2"`` or ``"v1"``), innermost first; a path that is not mounted here falls back to the mount's root.
     ``membership`` is ``/proc/self/cgroup``, ``root`` where the cgroup file systems are mounted."""
     try:
-        text = membership.read_text()
+        text = _read_text(membership)
     except OSError:
         return []
     return list(_resolve_cgroup_dirs(root, text))

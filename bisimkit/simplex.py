@@ -128,16 +128,33 @@ def _greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg):
 
 @kernel
 def _warm_basis(a, b, k, l, flow, er, ec, adj, deg, br, bc, rs, rd, left, done, stack):
-    """Flows of a given spanning tree by peeling leaves. Returns False if the
-    cells are not a spanning tree or give negative flows. ``rs, rd, left, done,
+    """Flows of a given spanning tree by peeling leaves (:func:`_tree_basis`, then :func:`_peel_flows`).
+    Returns False if the cells are not a spanning tree or give negative flows. ``rs, rd, left, done,
     stack`` are scratch arrays of at least k + l entries."""
-    n = k + l
-    for e in range(n - 1):
+    return _tree_basis(k, l, er, ec, adj, deg, br, bc) and _peel_flows(
+        a, b, k, l, flow, er, ec, adj, deg, rs, rd, left, done, stack
+    )
+
+
+@kernel
+def _tree_basis(k, l, er, ec, adj, deg, br, bc):
+    """Make the ``k + l - 1`` cells ``(br[e], bc[e])`` the tree edges ``e`` (:func:`_add_edge`); False when a
+    cell lies outside ``k x l``."""
+    for e in range(k + l - 1):
         i = br[e]
         j = bc[e]
         if i < 0 or i >= k or j < 0 or j >= l:
             return False
         _add_edge(e, i, j, k, er, ec, adj, deg)
+    return True
+
+
+@kernel
+def _peel_flows(a, b, k, l, flow, er, ec, adj, deg, rs, rd, left, done, stack):
+    """The flows of the tree edges (``er, ec, adj, deg``) that meet the masses ``a`` and ``b``, by peeling
+    leaves: a leaf's one edge carries what is left of its mass. False when that is negative (below
+    -1e-12; crumbs above it become 0) or the edges do not span the k + l nodes."""
+    n = k + l
     rs[:k] = a[:k]
     rd[:l] = b[:l]
     left[:n] = deg[:n]
@@ -266,7 +283,7 @@ def _workspace(nmax, dmax):
 
 
 @kernel
-def _solve_one(a, b, C, k, l, flow, basis_row, basis_col, warm, ws):
+def _solve_one(a, b, C, k, l, flow, basis_row, basis_col, warm, kept, ws):
     """Solve one transport problem by the network simplex.
 
     Parameters
@@ -279,26 +296,39 @@ def _solve_one(a, b, C, k, l, flow, basis_row, basis_col, warm, ws):
         ``warm`` (if they are not a feasible tree, the greedy start is used), and overwritten with
         the final basis.
     warm : whether ``basis_row, basis_col`` hold a start.
+    kept : with ``warm``, whether ``flow`` already holds the start's flows (its tree cells, 0 elsewhere) as an
+        earlier solve from the same basis and masses left them without a pivot: the flows
+        :func:`_peel_flows` gives, with its crumbs set to 0. They are then peeled again only if a pivot
+        needs them (the crumbs can decide which edge leaves), so every result is the one a start without
+        them gives.
     ws : a :class:`Scratch` from :func:`_workspace`.
 
-    Returns ``(cost, status, pivots, gap)``: ``status`` is SOLVED, NO_START (no spanning tree could
+    Returns ``(cost, status, pivots, gap, steady)``: ``status`` is SOLVED, NO_START (no spanning tree could
     be built) or PIVOT_CAP (``5000 (k + l)`` pivots without proving optimality); ``gap`` bounds the
-    cost's distance to the optimum (:func:`_plan_gap`; inf unless SOLVED).
+    cost's distance to the optimum (:func:`_plan_gap`; inf unless SOLVED); ``steady`` whether the given
+    basis was optimal as it was (SOLVED from it without a pivot), so that ``flow`` holds what ``kept`` asks of
+    a later start from it.
     """
     if k == 1 or l == 1:
         return _forced_plan(a, b, C, k, l, flow, basis_row, basis_col, ws)
     n = k + l
     er, ec, adj, deg, pot = ws.edge_row, ws.edge_col, ws.adj, ws.deg, ws.pot
     parent_edge, depth, stack, cycle = ws.parent_edge, ws.depth, ws.stack, ws.cycle
-    for i in range(k):
-        for j in range(l):
-            flow[i, j] = 0.0
+    if not (warm and kept):
+        for i in range(k):
+            for j in range(l):
+                flow[i, j] = 0.0
     deg[:n] = 0
     started = False
-    if warm:
+    lazy = False  # the kept flows stand in for the peeled ones until a pivot needs their exact bits
+    if warm and kept:
+        started = _tree_basis(k, l, er, ec, adj, deg, basis_row, basis_col)
+        lazy = started
+    elif warm:
         started = _warm_basis(
             a, b, k, l, flow, er, ec, adj, deg, basis_row, basis_col, ws.rest_row, ws.rest_col, ws.left, ws.done, stack
         )
+    steady = started
     if not started:
         for i in range(k):
             for j in range(l):
@@ -306,7 +336,7 @@ def _solve_one(a, b, C, k, l, flow, basis_row, basis_col, warm, ws):
         deg[:n] = 0
         started = _greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg)
     if not started:
-        return 0.0, NO_START, 0, np.inf
+        return 0.0, NO_START, 0, np.inf, False
     scale, floor = _cost_range(C, k, l)
     eps = PRICE_TOL * (1.0 + scale)
     bland_after = 50 * n
@@ -356,6 +386,10 @@ def _solve_one(a, b, C, k, l, flow, basis_row, basis_col, warm, ws):
             status = SOLVED
             violation = -low
             break
+        if lazy:  # the kept flows were peeled from this tree and masses once: peeled again, bit for bit
+            lazy = False
+            if not _peel_flows(a, b, k, l, flow, er, ec, adj, deg, ws.rest_row, ws.rest_col, ws.left, ws.done, stack):
+                return 0.0, NO_START, pivots, np.inf, False  # not kept flows after all: left to the caller
         pivots += 1
         # Cycle: entering cell (+), then the tree path from column ej back to row ei.
         u = ei
@@ -410,12 +444,13 @@ def _solve_one(a, b, C, k, l, flow, basis_row, basis_col, warm, ws):
         basis_row[e] = er[e]
         basis_col[e] = ec[e]
     if status != SOLVED:
-        return cost, status, pivots, np.inf
+        return cost, status, pivots, np.inf, False
     return (
         cost,
         status,
         pivots,
         _plan_gap(a, b, k, l, flow, er, ec, pot, cost, violation, scale, floor, ws.rest_row, ws.rest_col),
+        steady and pivots == 0,
     )
 
 
@@ -440,7 +475,8 @@ def _forced_plan(a, b, C, k, l, flow, basis_row, basis_col, ws):
     ``flow[i, 0] = a[i]``), so its cost is optimal without a pivot. Its potentials are exact
     (``u_0 = 0, v_j = C[0, j]``, or ``v_0 = 0, u_i = C[i, 0]``: every reduced cost is 0), and the gap
     is :func:`_plan_gap`'s, which charges the two sides' differing totals and the rounding of the sum.
-    Same outputs as :func:`_solve_one`: ``(cost, SOLVED, 0, gap)``, the plan and its basis."""
+    Same outputs as :func:`_solve_one`: ``(cost, SOLVED, 0, gap, False)``, the plan and its basis (not
+    ``steady``: the plan is set anew each time)."""
     er, ec, pot = ws.edge_row, ws.edge_col, ws.pot
     scale, floor = _cost_range(C, k, l)
     if k == 1:
@@ -467,7 +503,7 @@ def _forced_plan(a, b, C, k, l, flow, basis_row, basis_col, ws):
         basis_row[e] = er[e]
         basis_col[e] = ec[e]
     gap = _plan_gap(a, b, k, l, flow, er, ec, pot, cost, 0.0, scale, floor, ws.rest_row, ws.rest_col)
-    return cost, SOLVED, 0, gap
+    return cost, SOLVED, 0, gap, False
 
 
 @kernel
@@ -571,8 +607,8 @@ def _solve_block(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm
     for p in range(blk * BLOCK, min((blk + 1) * BLOCK, a.shape[0])):
         lo = off[p]
         hi = off[p] + k[p] + l[p] - 1
-        cost, status, piv, gap = _solve_one(
-            a[p], b[p], C[p], k[p], l[p], flows[p], basis[lo:hi, 0], basis[lo:hi, 1], warm[p], ws
+        cost, status, piv, gap, _ = _solve_one(
+            a[p], b[p], C[p], k[p], l[p], flows[p], basis[lo:hi, 0], basis[lo:hi, 1], warm[p], False, ws
         )
         costs[p] = cost
         gaps[p] = gap
@@ -611,6 +647,7 @@ def _solve_rows_one(
     off,
     basis,
     warm,
+    kept,
     costs,
     gaps,
     state,
@@ -632,9 +669,14 @@ def _solve_rows_one(
     yb = yptr[t]
     ll = yptr[t + 1] - yb
     lo = off[p]
+    hi = off[p + 1]
     costs[p] = 0.0
     gaps[p] = 0.0
+    hold = kept[p] and warm[p]
+    kept[p] = False
     if kk == 0 or ll == 0:  # an empty side (equal masses 0) costs 0
+        for e in range(lo, hi):
+            out_mass[e] = 0.0
         state[p] = ROW_EXACT
         return
     if zero_diagonal and kk == ll:
@@ -648,9 +690,13 @@ def _solve_rows_one(
                 out_i[lo + i] = xidx[xa + i]
                 out_j[lo + i] = xidx[xa + i]
                 out_mass[lo + i] = xdat[xa + i]
+            for e in range(lo + kk, hi):
+                out_mass[e] = 0.0
             state[p] = ROW_EXACT
             return
     if not (warm[p] or (kk <= kernel_max and ll <= kernel_max)):
+        for e in range(lo, hi):
+            out_mass[e] = 0.0
         state[p] = ROW_LEFT
         return
     C = cbuf[: kk * ll].reshape((kk, ll))
@@ -659,9 +705,19 @@ def _solve_rows_one(
         for j in range(ll):
             C[i, j] = D[row, yidx[yb + j]]
     flow = fbuf[: kk * ll].reshape((kk, ll))
-    hi = lo + kk + ll - 1
-    cost, status, _, gap = _solve_one(
-        xdat[xa : xa + kk], ydat[yb : yb + ll], C, kk, ll, flow, basis[lo:hi, 0], basis[lo:hi, 1], warm[p], ws
+    if hold:  # the flows this basis had in the last call, still in its slots
+        for i in range(kk):
+            for j in range(ll):
+                flow[i, j] = 0.0
+        for e in range(lo, hi):
+            r = basis[e, 0]
+            c = basis[e, 1]
+            if r < 0 or r >= kk or c < 0 or c >= ll:
+                hold = False
+                break
+            flow[r, c] = out_mass[e]
+    cost, status, _, gap, steady = _solve_one(
+        xdat[xa : xa + kk], ydat[yb : yb + ll], C, kk, ll, flow, basis[lo:hi, 0], basis[lo:hi, 1], warm[p], hold, ws
     )
     good = status == SOLVED
     for e in range(lo, hi):
@@ -673,6 +729,7 @@ def _solve_rows_one(
     costs[p] = cost
     gaps[p] = gap
     warm[p] = good
+    kept[p] = good and steady
     state[p] = ROW_SOLVED if good else ROW_LEFT
 
 
@@ -692,6 +749,7 @@ def _solve_rows_block(
     off,
     basis,
     warm,
+    kept,
     costs,
     gaps,
     state,
@@ -724,6 +782,7 @@ def _solve_rows_block(
             off,
             basis,
             warm,
+            kept,
             costs,
             gaps,
             state,
@@ -752,6 +811,7 @@ def _solve_rows_body(
     off,
     basis,
     warm,
+    kept,
     costs,
     gaps,
     state,
@@ -779,6 +839,7 @@ def _solve_rows_body(
             off,
             basis,
             warm,
+            kept,
             costs,
             gaps,
             state,
@@ -829,6 +890,7 @@ def solve_rows(
     off: np.ndarray,
     basis: np.ndarray,
     warm: np.ndarray,
+    kept: np.ndarray,
     costs: np.ndarray,
     gaps: np.ndarray,
     state: np.ndarray,
@@ -850,20 +912,24 @@ def solve_rows(
     basis : ``(off[-1], 2)`` of :data:`BASIS_DTYPE`, the bases, read as starts where ``warm[p]`` and
         overwritten with the final ones.
     warm : bool per problem, whether its basis holds a start; becomes whether the simplex solved it.
+    kept : bool per problem, whether its slots in ``out`` still hold the plan the last call left for its
+        basis, which was optimal there as it was (see ``kept`` of :func:`_solve_one`): the flows the start then
+        reads instead of peeling them (the same results, with less work where the basis stays optimal);
+        becomes whether that holds for the next call with these slots.
     costs, gaps : float64 per problem, written: the optimal cost and a bound on its distance to the optimum
         (:func:`_plan_gap`); 0 for exact and left problems.
     state : int8 per problem, written: ``ROW_SOLVED``, ``ROW_EXACT`` or ``ROW_LEFT`` (above).
     out : ``(i, j, mass)`` of ``off[-1]`` slots each (``i``, ``j`` int32 or int64, one type): the optimal basic
         plan of each solved problem (mass 0 on degenerate cells) and the identity plan of identical
-        histograms, in D's index space; the slots of other problems are not written.
+        histograms, in D's index space; the masses of every other slot are set to 0 (their cells are not
+        written).
     """
     xptr, xidx, yptr, yidx = X.indptr, X.indices, Y.indptr, Y.indices
     if not (xptr.dtype == xidx.dtype == yptr.dtype == yidx.dtype):
         xptr, xidx, yptr, yidx = (np.asarray(v, dtype=np.int64) for v in (xptr, xidx, yptr, yidx))
     if not len(src):
         return
-    sizes = np.concatenate([np.diff(xptr), np.diff(yptr)])
-    widest = int(np.max(sizes, initial=1))
+    widest = max(int((xptr[1:] - xptr[:-1]).max(initial=1)), int((yptr[1:] - yptr[:-1]).max(initial=1)))
     nmax, dmax, cmax = 2 * widest, widest, widest * widest
     mean_x, mean_y = (float(ptr[-1]) / max(len(ptr) - 1, 1) for ptr in (xptr, yptr))
     cells = len(src) * mean_x * mean_y  # about the problems' cells in all
@@ -883,6 +949,7 @@ def solve_rows(
         off,
         basis,
         warm,
+        kept,
         costs,
         gaps,
         state,

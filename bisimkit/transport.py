@@ -47,12 +47,15 @@ class WarmStarts:
 
     Valid while the problems keep their histograms (only the ground cost
     changes), as in value iteration and coupling iteration. Stored in the same
-    slots as the plans.
+    slots as the plans. Where a basis was optimal as it was, the plan slots the call wrote keep its flows
+    for the next start from it (:meth:`kept`), as long as the next call writes into the same slots.
     """
 
     def __init__(self) -> None:
         self._layout: tuple | None = None
         self._bases: tuple[np.ndarray, np.ndarray] | None = None
+        self._kept: np.ndarray | None = None
+        self._kept_in: np.ndarray | None = None  # the plan masses whose slots the flags speak of
 
     def layout(self, X, src: np.ndarray, Y, dst: np.ndarray) -> np.ndarray:
         """The plan slots' offsets of the problems ``(X[src[k]], Y[dst[k]])``, ``a + b - 1`` slots for
@@ -77,7 +80,19 @@ class WarmStarts:
         column) cells and whether they hold a basis."""
         if self._bases is None or len(self._bases[1]) != len(off) - 1:
             self._bases = (np.zeros((int(off[-1]), 2), dtype=BASIS_DTYPE), np.zeros(len(off) - 1, dtype=bool))
+            self._kept = None
         return self._bases
+
+    def kept(self, mass: np.ndarray | None) -> np.ndarray:
+        """Per problem of the current bases, whether the plan slots ``mass`` (the masses of the call's plan
+        arrays) hold the flows of its basis (``kept`` of :func:`bisimkit.simplex.solve_rows`): all False
+        unless ``mass`` is the array the last call wrote them into. The call updates the flags; ``mass`` None
+        (slots that do not outlive the call) clears them for good."""
+        assert self._bases is not None  # bases() first
+        if self._kept is None or mass is None or mass is not self._kept_in:
+            self._kept = np.zeros(len(self._bases[1]), dtype=bool)
+        self._kept_in = mass
+        return self._kept
 
 
 def slot_offsets(X, src: np.ndarray, Y, dst: np.ndarray) -> np.ndarray:
@@ -140,14 +155,15 @@ def optimal_transport(
     total = int(off[-1])
     if plans:
         if buffers and len(buffers[0][2]) == total:
-            out = buffers[0]
-            out[2].fill(0.0)  # slots a method leaves unwritten carry no mass
+            out = buffers[0]  # every slot is written again (a method's unused ones with mass 0)
         else:
             out = _slots(total)
             if buffers is not None:
                 buffers[:] = [out]
-        _solve(C, X, src, Y, dst, zero_diagonal, off, basis, valid, values, gap, state, out)
+        kept = warm.kept(out[2] if buffers is not None else None) if warm is not None else np.zeros(N, dtype=bool)
+        _solve(C, X, src, Y, dst, zero_diagonal, off, basis, valid, kept, values, gap, state, out)
     else:  # the plans are not kept: a chunk's scratch slots at a time
+        kept = warm.kept(None) if warm is not None else np.zeros(N, dtype=bool)
         starts = np.arange(0, N, CHUNK)
         scratch = _slots(int(np.max(off[np.minimum(starts + CHUNK, N)] - off[starts], initial=0)))
         for start in starts:
@@ -166,15 +182,18 @@ def optimal_transport(
                 chunk_off,
                 basis[a:b],
                 valid[part],
+                kept[part],
                 values[part],
                 gap[part],
                 state[part],
                 view,
             )
     if marginal is not None and N:
-        reach = np.minimum(
-            support_maxima(X, C.max(axis=1, initial=0.0))[src], support_maxima(Y, C.max(axis=0, initial=0.0))[dst]
-        )
+        row_max, col_max = C.max(axis=1, initial=0.0), C.max(axis=0, initial=0.0)
+        left = support_maxima(X, row_max)
+        # one MDP's problems under a symmetric cost: both sides' maxima are the same array
+        right = left if Y is X and np.array_equal(row_max, col_max) else support_maxima(Y, col_max)
+        reach = np.minimum(left[src], right[dst])
         gap += np.where(state == ROW_EXACT, 0.0, reach * marginal)
     if p != 1:
         cost = np.maximum(values, 0.0)
@@ -195,10 +214,11 @@ def _slots(total: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.zeros(total, dtype=np.int32), np.zeros(total, dtype=np.int32), np.zeros(total)
 
 
-def _solve(C, X, src, Y, dst, zero_diagonal, off, basis, valid, values, gap, state, out) -> None:
+def _solve(C, X, src, Y, dst, zero_diagonal, off, basis, valid, kept, values, gap, state, out) -> None:
     """The problems ``(X[src[k]], Y[dst[k]])`` with slot offsets ``off``: the compiled simplex on every one it
-    takes (:func:`bisimkit.simplex.solve_rows`), POT on those it leaves."""
-    solve_rows(C, X, src, Y, dst, zero_diagonal, KERNEL_MAX, off, basis, valid, values, gap, state, out)
+    takes (:func:`bisimkit.simplex.solve_rows`), POT on those it leaves (never ``kept``: its flows are
+    another method's)."""
+    solve_rows(C, X, src, Y, dst, zero_diagonal, KERNEL_MAX, off, basis, valid, kept, values, gap, state, out)
     left = np.nonzero(state == ROW_LEFT)[0]
     for start in range(0, len(left), CHUNK):
         _pot_left(X, src, Y, dst, C, left[start : start + CHUNK], off, basis, valid, values, gap, out)
@@ -231,9 +251,13 @@ def support_maxima(X, row_max: np.ndarray) -> np.ndarray:
     transport problem or a coupling of that row with any other can meet."""
     out = np.zeros(X.shape[0])
     ptr = np.asarray(X.indptr, dtype=np.int64)
-    live = np.nonzero(np.diff(ptr) > 0)[0]
-    if len(live):
-        out[live] = np.maximum.reduceat(row_max[np.asarray(X.indices)], ptr[live])
+    sizes = ptr[1:] - ptr[:-1]
+    if not len(sizes) or not ptr[-1] > ptr[0]:
+        return out
+    if sizes.min() > 0:  # no empty row: every row's maximum at once
+        return np.maximum.reduceat(row_max[np.asarray(X.indices)[ptr[0] : ptr[-1]]], ptr[:-1] - ptr[0])
+    live = np.nonzero(sizes > 0)[0]
+    out[live] = np.maximum.reduceat(row_max[np.asarray(X.indices)], ptr[live])
     return out
 
 

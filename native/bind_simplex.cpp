@@ -33,18 +33,18 @@ sx::Scratch scratch(nb::handle ws) {
 }
 
 /// The arguments ``D, xptr, xidx, xdat, src, yptr, yidx, ydat, dst, zero_diagonal, kernel_max, off, basis, warm,
-/// costs, gaps, state, out_i, out_j, out_mass`` of the ``_solve_rows`` kernels, as views (``J``: the element
+/// kept, costs, gaps, state, out_i, out_j, out_mass`` of the ``_solve_rows`` kernels, as views (``J``: the element
 /// type of the CSR index arrays, ``O``: that of ``out_i``).
 template <class J, class O>
 auto rows_args(const In &D, const In &xptr, const In &xidx, const In &xdat, const In &src, const In &yptr,
                const In &yidx, const In &ydat, const In &dst, nb::handle zero_diagonal, i64 kernel_max, const In &off,
-               const Out &basis, const Out &warm, const Out &costs, const Out &gaps, const Out &state,
-               const Out &out_i, const Out &out_j, const Out &out_mass) {
+               const Out &basis, const Out &warm, const Out &kept, const Out &costs, const Out &gaps,
+               const Out &state, const Out &out_i, const Out &out_j, const Out &out_mass) {
     return std::make_tuple(mat<double>(D, "D"), vec<J>(xptr, "xptr"), vec<J>(xidx, "xidx"), vec<double>(xdat, "xdat"),
                            vec<i64>(src, "src"), vec<J>(yptr, "yptr"), vec<J>(yidx, "yidx"),
                            vec<double>(ydat, "ydat"), vec<i64>(dst, "dst"), truth(zero_diagonal), kernel_max,
                            vec<i64>(off, "off"), mat<B>(basis, "basis"), vec<bool>(warm, "warm"),
-                           vec<double>(costs, "costs"), vec<double>(gaps, "gaps"), vec<std::int8_t>(state, "state"),
+                           vec<bool>(kept, "kept"), vec<double>(costs, "costs"), vec<double>(gaps, "gaps"), vec<std::int8_t>(state, "state"),
                            vec<O>(out_i, "out_i"), vec<O>(out_j, "out_j"), vec<double>(out_mass, "out_mass"));
 }
 
@@ -90,6 +90,17 @@ void bind_simplex(nb::module_ m) {
                               vec<B>(br, "br"), vec<B>(bc, "bc"), vec<double>(rs, "rs"), vec<double>(rd, "rd"),
                               vec<i64>(left, "left"), vec<bool>(done, "done"), vec<i64>(stack, "stack"));
     });
+    m.def("_tree_basis", [](i64 k, i64 l, Out er, Out ec, Out adj, Out deg, In br, In bc) {
+        return sx::tree_basis(k, l, vec<i64>(er, "er"), vec<i64>(ec, "ec"), mat<i64>(adj, "adj"),
+                              vec<i64>(deg, "deg"), vec<B>(br, "br"), vec<B>(bc, "bc"));
+    });
+    m.def("_peel_flows", [](In a, In b, i64 k, i64 l, Out flow, In er, In ec, In adj, In deg, Out rs, Out rd,
+                            Out left, Out done, Out stack) {
+        return sx::peel_flows(vec<double>(a, "a"), vec<double>(b, "b"), k, l, mat<double>(flow, "flow"),
+                              vec<i64>(er, "er"), vec<i64>(ec, "ec"), mat<i64>(adj, "adj"), vec<i64>(deg, "deg"),
+                              vec<double>(rs, "rs"), vec<double>(rd, "rd"), vec<i64>(left, "left"),
+                              vec<bool>(done, "done"), vec<i64>(stack, "stack"));
+    });
     m.def("_smallest_even_flow", [](In path, i64 length, In flow, In er, In ec, double theta, i64 leave) {
         return sx::smallest_even_flow(vec<i64>(path, "path"), length, mat<double>(flow, "flow"), vec<i64>(er, "er"),
                                       vec<i64>(ec, "ec"), theta, leave);
@@ -110,10 +121,10 @@ void bind_simplex(nb::module_ m) {
                        empty(nmax, "dtype"_a = np.attr("bool_")));
     });
     m.def("_solve_one", [](In a, In b, In C, i64 k, i64 l, Out flow, Out basis_row, Out basis_col, nb::handle warm,
-                           nb::handle ws) {
+                           nb::handle kept, nb::handle ws) {
         const auto args = std::make_tuple(vec<double>(a, "a"), vec<double>(b, "b"), mat<double>(C, "C"), k, l,
                                           mat<double>(flow, "flow"), vec<B>(basis_row, "basis_row"),
-                                          vec<B>(basis_col, "basis_col"), truth(warm), scratch(ws));
+                                          vec<B>(basis_col, "basis_col"), truth(warm), truth(kept), scratch(ws));
         nb::gil_scoped_release release;
         return std::apply(sx::solve_one<B>, args);
     });
@@ -172,7 +183,7 @@ void bind_simplex(nb::module_ m) {
     }
     m.def("_solve_rows_one",
           [](In D, In xptr, In xidx, In xdat, In src, In yptr, In yidx, In ydat, In dst, nb::handle zero_diagonal,
-             i64 kernel_max, In off, Out basis, Out warm, Out costs, Out gaps, Out state, Out out_i, Out out_j,
+             i64 kernel_max, In off, Out basis, Out warm, Out kept, Out costs, Out gaps, Out state, Out out_i, Out out_j,
              Out out_mass, i64 p, Out cbuf, Out fbuf, nb::handle ws) {
               const sx::Scratch space = scratch(ws);
               rows_types(xidx, out_i, [&](auto index_type, auto out_type) {
@@ -180,7 +191,7 @@ void bind_simplex(nb::module_ m) {
                   using O = decltype(out_type);
                   const auto args = std::tuple_cat(
                       rows_args<J, O>(D, xptr, xidx, xdat, src, yptr, yidx, ydat, dst, zero_diagonal, kernel_max, off,
-                                      basis, warm, costs, gaps, state, out_i, out_j, out_mass),
+                                      basis, warm, kept, costs, gaps, state, out_i, out_j, out_mass),
                       std::make_tuple(p, vec<double>(cbuf, "cbuf"), vec<double>(fbuf, "fbuf"), space));
                   nb::gil_scoped_release release;
                   std::apply(sx::solve_rows_one<J, B, O>, args);
@@ -188,14 +199,14 @@ void bind_simplex(nb::module_ m) {
           });
     m.def("_solve_rows_block",
           [](In D, In xptr, In xidx, In xdat, In src, In yptr, In yidx, In ydat, In dst, nb::handle zero_diagonal,
-             i64 kernel_max, In off, Out basis, Out warm, Out costs, Out gaps, Out state, Out out_i, Out out_j,
+             i64 kernel_max, In off, Out basis, Out warm, Out kept, Out costs, Out gaps, Out state, Out out_i, Out out_j,
              Out out_mass, i64 blk, i64 nmax, i64 dmax, i64 cmax) {
               rows_types(xidx, out_i, [&](auto index_type, auto out_type) {
                   using J = decltype(index_type);
                   using O = decltype(out_type);
                   const auto args = std::tuple_cat(
                       rows_args<J, O>(D, xptr, xidx, xdat, src, yptr, yidx, ydat, dst, zero_diagonal, kernel_max, off,
-                                      basis, warm, costs, gaps, state, out_i, out_j, out_mass),
+                                      basis, warm, kept, costs, gaps, state, out_i, out_j, out_mass),
                       std::make_tuple(blk, nmax, dmax, cmax));
                   nb::gil_scoped_release release;
                   std::apply(sx::solve_rows_block<J, B, O>, args);
@@ -204,14 +215,14 @@ void bind_simplex(nb::module_ m) {
     for (const bool parallel : {true, false}) {
         m.def(parallel ? "_solve_rows" : "_solve_rows_serial",
               [parallel](In D, In xptr, In xidx, In xdat, In src, In yptr, In yidx, In ydat, In dst,
-                         nb::handle zero_diagonal, i64 kernel_max, In off, Out basis, Out warm, Out costs, Out gaps,
-                         Out state, Out out_i, Out out_j, Out out_mass, i64 nmax, i64 dmax, i64 cmax) {
+                         nb::handle zero_diagonal, i64 kernel_max, In off, Out basis, Out warm, Out kept, Out costs,
+                         Out gaps, Out state, Out out_i, Out out_j, Out out_mass, i64 nmax, i64 dmax, i64 cmax) {
                   rows_types(xidx, out_i, [&](auto index_type, auto out_type) {
                       using J = decltype(index_type);
                       using O = decltype(out_type);
                       const auto args = std::tuple_cat(
                           rows_args<J, O>(D, xptr, xidx, xdat, src, yptr, yidx, ydat, dst, zero_diagonal, kernel_max,
-                                          off, basis, warm, costs, gaps, state, out_i, out_j, out_mass),
+                                          off, basis, warm, kept, costs, gaps, state, out_i, out_j, out_mass),
                           std::make_tuple(nmax, dmax, cmax, parallel));
                       nb::gil_scoped_release release;
                       std::apply(sx::solve_rows<J, B, O>, args);

@@ -133,11 +133,8 @@ inline bool greedy_basis(Vec<double> a, Vec<double> b, Mat<double> C, i64 k, i64
 }
 
 template <class B>
-bool warm_basis(Vec<double> a, Vec<double> b, i64 k, i64 l, Mat<double> flow, Vec<i64> er, Vec<i64> ec, Mat<i64> adj,
-                Vec<i64> deg, Vec<B> br, Vec<B> bc, Vec<double> rs, Vec<double> rd, Vec<i64> left, Vec<bool> done,
-                Vec<i64> stack) {
-    const i64 n = k + l;
-    for (i64 e = 0; e < n - 1; ++e) {
+bool tree_basis(i64 k, i64 l, Vec<i64> er, Vec<i64> ec, Mat<i64> adj, Vec<i64> deg, Vec<B> br, Vec<B> bc) {
+    for (i64 e = 0; e < k + l - 1; ++e) {
         const i64 i = br[e];
         const i64 j = bc[e];
         if (i < 0 || i >= k || j < 0 || j >= l) return false;
@@ -146,6 +143,13 @@ bool warm_basis(Vec<double> a, Vec<double> b, i64 k, i64 l, Mat<double> flow, Ve
         if (deg[i] >= adj.cols || deg[k + j] >= adj.cols) return false;
         add_edge(e, i, j, k, er, ec, adj, deg);
     }
+    return true;
+}
+
+inline bool peel_flows(Vec<double> a, Vec<double> b, i64 k, i64 l, Mat<double> flow, Vec<i64> er, Vec<i64> ec,
+                       Mat<i64> adj, Vec<i64> deg, Vec<double> rs, Vec<double> rd, Vec<i64> left, Vec<bool> done,
+                       Vec<i64> stack) {
+    const i64 n = k + l;
     for (i64 x = 0; x < k; ++x) rs[x] = a[x];
     for (i64 x = 0; x < l; ++x) rd[x] = b[x];
     for (i64 x = 0; x < n; ++x) left[x] = deg[x];
@@ -190,6 +194,14 @@ bool warm_basis(Vec<double> a, Vec<double> b, i64 k, i64 l, Mat<double> flow, Ve
         }
     }
     return assigned == n - 1;
+}
+
+template <class B>
+bool warm_basis(Vec<double> a, Vec<double> b, i64 k, i64 l, Mat<double> flow, Vec<i64> er, Vec<i64> ec, Mat<i64> adj,
+                Vec<i64> deg, Vec<B> br, Vec<B> bc, Vec<double> rs, Vec<double> rd, Vec<i64> left, Vec<bool> done,
+                Vec<i64> stack) {
+    return tree_basis(k, l, er, ec, adj, deg, br, bc) &&
+           peel_flows(a, b, k, l, flow, er, ec, adj, deg, rs, rd, left, done, stack);
 }
 
 inline std::pair<double, i64> smallest_even_flow(Vec<i64> path, i64 length, Mat<double> flow, Vec<i64> er,
@@ -261,8 +273,8 @@ inline double plan_gap(Vec<double> a, Vec<double> b, i64 k, i64 l, Mat<double> f
     return gap > 0.0 ? gap : 0.0;
 }
 
-/// ``(cost, status, pivots, gap)`` of ``_solve_one``.
-using Solved = std::tuple<double, i64, i64, double>;
+/// ``(cost, status, pivots, gap, steady)`` of ``_solve_one``.
+using Solved = std::tuple<double, i64, i64, double, bool>;
 
 /// ``_cost_range``: ``(max |C|, min C)`` over ``C[:k, :l]``.
 inline std::pair<double, double> cost_range(Mat<double> C, i64 k, i64 l) {
@@ -313,32 +325,39 @@ Solved forced_plan(Vec<double> a, Vec<double> b, Mat<double> C, i64 k, i64 l, Ma
         basis_col[e] = static_cast<B>(ec[e]);
     }
     return {cost, SOLVED, 0,
-            plan_gap(a, b, k, l, flow, er, ec, pot, cost, 0.0, scale, floor, ws.rest_row, ws.rest_col)};
+            plan_gap(a, b, k, l, flow, er, ec, pot, cost, 0.0, scale, floor, ws.rest_row, ws.rest_col), false};
 }
 
 template <class B>
 Solved solve_one(Vec<double> a, Vec<double> b, Mat<double> C, i64 k, i64 l, Mat<double> flow, Vec<B> basis_row,
-                 Vec<B> basis_col, bool warm, const Scratch &ws) {
+                 Vec<B> basis_col, bool warm, bool kept, const Scratch &ws) {
     if (k == 1 || l == 1) return forced_plan(a, b, C, k, l, flow, basis_row, basis_col, ws);
     const i64 n = k + l;
     const Vec<i64> er = ws.edge_row, ec = ws.edge_col, deg = ws.deg;
     const Mat<i64> adj = ws.adj;
     const Vec<double> pot = ws.pot;
     const Vec<i64> parent_edge = ws.parent_edge, depth = ws.depth, stack = ws.stack, cycle = ws.cycle;
-    for (i64 i = 0; i < k; ++i)
-        for (i64 j = 0; j < l; ++j) flow(i, j) = 0.0;
+    if (!(warm && kept))
+        for (i64 i = 0; i < k; ++i)
+            for (i64 j = 0; j < l; ++j) flow(i, j) = 0.0;
     for (i64 x = 0; x < n; ++x) deg[x] = 0;
     bool started = false;
-    if (warm)
+    bool lazy = false;
+    if (warm && kept) {
+        started = tree_basis(k, l, er, ec, adj, deg, basis_row, basis_col);
+        lazy = started;
+    } else if (warm) {
         started = warm_basis(a, b, k, l, flow, er, ec, adj, deg, basis_row, basis_col, ws.rest_row, ws.rest_col,
                              ws.left, ws.done, stack);
+    }
+    const bool steady = started;
     if (!started) {
         for (i64 i = 0; i < k; ++i)
             for (i64 j = 0; j < l; ++j) flow(i, j) = 0.0;
         for (i64 x = 0; x < n; ++x) deg[x] = 0;
         started = greedy_basis(a, b, C, k, l, flow, er, ec, adj, deg);
     }
-    if (!started) return {0.0, NO_START, 0, INF};
+    if (!started) return {0.0, NO_START, 0, INF, false};
     const auto [scale, floor] = cost_range(C, k, l);
     const double eps = PRICE_TOL * (1.0 + scale);
     const i64 bland_after = 50 * n;
@@ -384,6 +403,11 @@ Solved solve_one(Vec<double> a, Vec<double> b, Mat<double> C, i64 k, i64 l, Mat<
             status = SOLVED;
             violation = -low;
             break;
+        }
+        if (lazy) {
+            lazy = false;
+            if (!peel_flows(a, b, k, l, flow, er, ec, adj, deg, ws.rest_row, ws.rest_col, ws.left, ws.done, stack))
+                return {0.0, NO_START, pivots, INF, false};
         }
         pivots += 1;
         i64 u = ei;
@@ -440,9 +464,10 @@ Solved solve_one(Vec<double> a, Vec<double> b, Mat<double> C, i64 k, i64 l, Mat<
         basis_row[e] = static_cast<B>(er[e]);
         basis_col[e] = static_cast<B>(ec[e]);
     }
-    if (status != SOLVED) return {cost, status, pivots, INF};
+    if (status != SOLVED) return {cost, status, pivots, INF, false};
     return {cost, status, pivots,
-            plan_gap(a, b, k, l, flow, er, ec, pot, cost, violation, scale, floor, ws.rest_row, ws.rest_col)};
+            plan_gap(a, b, k, l, flow, er, ec, pot, cost, violation, scale, floor, ws.rest_row, ws.rest_col),
+            steady && pivots == 0};
 }
 
 template <class B>
@@ -505,8 +530,10 @@ void solve_block(Mat<double> a, Mat<double> b, Cube<double> C, Vec<i64> k, Vec<i
     for (i64 p = blk * BLOCK; p < end; ++p) {
         const i64 lo = off[p];
         const i64 hi = off[p] + k[p] + l[p] - 1;
-        const auto [cost, status, piv, gap] = solve_one(a.row(p), b.row(p), C[p], k[p], l[p], flows[p],
-                                                        basis.column(0, lo, hi), basis.column(1, lo, hi), warm[p], ws);
+        const auto [cost, status, piv, gap, steady] = solve_one(a.row(p), b.row(p), C[p], k[p], l[p], flows[p],
+                                                                basis.column(0, lo, hi), basis.column(1, lo, hi),
+                                                                warm[p], false, ws);
+        (void)steady;
         costs[p] = cost;
         gaps[p] = gap;
         ok[p] = status == SOLVED;
@@ -530,9 +557,9 @@ constexpr std::int8_t ROW_SOLVED = 0, ROW_EXACT = 1, ROW_LEFT = 2;
 template <class J, class B, class O>
 void solve_rows_one(Mat<double> D, Vec<J> xptr, Vec<J> xidx, Vec<double> xdat, Vec<i64> src, Vec<J> yptr,
                     Vec<J> yidx, Vec<double> ydat, Vec<i64> dst, bool zero_diagonal, i64 kernel_max, Vec<i64> off,
-                    Mat<B> basis, Vec<bool> warm, Vec<double> costs, Vec<double> gaps, Vec<std::int8_t> state,
-                    Vec<O> out_i, Vec<O> out_j, Vec<double> out_mass, i64 p, Vec<double> cbuf, Vec<double> fbuf,
-                    const Scratch &ws) {
+                    Mat<B> basis, Vec<bool> warm, Vec<bool> kept, Vec<double> costs, Vec<double> gaps,
+                    Vec<std::int8_t> state, Vec<O> out_i, Vec<O> out_j, Vec<double> out_mass, i64 p,
+                    Vec<double> cbuf, Vec<double> fbuf, const Scratch &ws) {
     const i64 s = src[p];
     const i64 t = dst[p];
     const i64 xa = xptr[s];
@@ -540,9 +567,13 @@ void solve_rows_one(Mat<double> D, Vec<J> xptr, Vec<J> xidx, Vec<double> xdat, V
     const i64 yb = yptr[t];
     const i64 ll = yptr[t + 1] - yb;
     const i64 lo = off[p];
+    const i64 hi = off[p + 1];
     costs[p] = 0.0;
     gaps[p] = 0.0;
+    bool hold = kept[p] && warm[p];
+    kept[p] = false;
     if (kk == 0 || ll == 0) {
+        for (i64 e = lo; e < hi; ++e) out_mass[e] = 0.0;
         state[p] = ROW_EXACT;
         return;
     }
@@ -560,11 +591,13 @@ void solve_rows_one(Mat<double> D, Vec<J> xptr, Vec<J> xidx, Vec<double> xdat, V
                 out_j[lo + i] = static_cast<O>(xidx[xa + i]);
                 out_mass[lo + i] = xdat[xa + i];
             }
+            for (i64 e = lo + kk; e < hi; ++e) out_mass[e] = 0.0;
             state[p] = ROW_EXACT;
             return;
         }
     }
     if (!(warm[p] || (kk <= kernel_max && ll <= kernel_max))) {
+        for (i64 e = lo; e < hi; ++e) out_mass[e] = 0.0;
         state[p] = ROW_LEFT;
         return;
     }
@@ -574,10 +607,22 @@ void solve_rows_one(Mat<double> D, Vec<J> xptr, Vec<J> xidx, Vec<double> xdat, V
         for (i64 j = 0; j < ll; ++j) C(i, j) = D(row, yidx[yb + j]);
     }
     const Mat<double> flow{fbuf.data, kk, ll, ll * fbuf.stride, fbuf.stride};
-    const i64 hi = lo + kk + ll - 1;
-    const auto [cost, status, pivots, gap] = solve_one(xdat.slice(xa, xa + kk), ydat.slice(yb, yb + ll), C, kk, ll,
-                                                       flow, basis.column(0, lo, hi), basis.column(1, lo, hi),
-                                                       warm[p], ws);
+    if (hold) {
+        for (i64 i = 0; i < kk; ++i)
+            for (i64 j = 0; j < ll; ++j) flow(i, j) = 0.0;
+        for (i64 e = lo; e < hi; ++e) {
+            const i64 r = basis(e, 0);
+            const i64 c = basis(e, 1);
+            if (r < 0 || r >= kk || c < 0 || c >= ll) {
+                hold = false;
+                break;
+            }
+            flow(r, c) = out_mass[e];
+        }
+    }
+    const auto [cost, status, pivots, gap, steady] =
+        solve_one(xdat.slice(xa, xa + kk), ydat.slice(yb, yb + ll), C, kk, ll, flow, basis.column(0, lo, hi),
+                  basis.column(1, lo, hi), warm[p], hold, ws);
     (void)pivots;
     const bool good = status == SOLVED;
     for (i64 e = lo; e < hi; ++e) {
@@ -590,13 +635,14 @@ void solve_rows_one(Mat<double> D, Vec<J> xptr, Vec<J> xidx, Vec<double> xdat, V
     costs[p] = cost;
     gaps[p] = gap;
     warm[p] = good;
+    kept[p] = good && steady;
     state[p] = good ? ROW_SOLVED : ROW_LEFT;
 }
 
 template <class J, class B, class O>
 void solve_rows_block(Mat<double> D, Vec<J> xptr, Vec<J> xidx, Vec<double> xdat, Vec<i64> src, Vec<J> yptr,
                       Vec<J> yidx, Vec<double> ydat, Vec<i64> dst, bool zero_diagonal, i64 kernel_max, Vec<i64> off,
-                      Mat<B> basis, Vec<bool> warm, Vec<double> costs, Vec<double> gaps, Vec<std::int8_t> state,
+                      Mat<B> basis, Vec<bool> warm, Vec<bool> kept, Vec<double> costs, Vec<double> gaps, Vec<std::int8_t> state,
                       Vec<O> out_i, Vec<O> out_j, Vec<double> out_mass, i64 blk, i64 nmax, i64 dmax, i64 cmax) {
     const Buffer<double> cbuf(cmax), fbuf(cmax);
     const Workspace space(nmax, dmax);
@@ -604,19 +650,19 @@ void solve_rows_block(Mat<double> D, Vec<J> xptr, Vec<J> xidx, Vec<double> xdat,
     const i64 end = (blk + 1) * BLOCK < src.size ? (blk + 1) * BLOCK : src.size;
     for (i64 p = blk * BLOCK; p < end; ++p)
         solve_rows_one(D, xptr, xidx, xdat, src, yptr, yidx, ydat, dst, zero_diagonal, kernel_max, off, basis, warm,
-                       costs, gaps, state, out_i, out_j, out_mass, p, cbuf.view(), fbuf.view(), ws);
+                       kept, costs, gaps, state, out_i, out_j, out_mass, p, cbuf.view(), fbuf.view(), ws);
 }
 
 template <class J, class B, class O>
 void solve_rows(Mat<double> D, Vec<J> xptr, Vec<J> xidx, Vec<double> xdat, Vec<i64> src, Vec<J> yptr, Vec<J> yidx,
                 Vec<double> ydat, Vec<i64> dst, bool zero_diagonal, i64 kernel_max, Vec<i64> off, Mat<B> basis,
-                Vec<bool> warm, Vec<double> costs, Vec<double> gaps, Vec<std::int8_t> state, Vec<O> out_i,
+                Vec<bool> warm, Vec<bool> kept, Vec<double> costs, Vec<double> gaps, Vec<std::int8_t> state, Vec<O> out_i,
                 Vec<O> out_j, Vec<double> out_mass, i64 nmax, i64 dmax, i64 cmax, bool parallel) {
     const i64 blocks = (src.size + BLOCK - 1) / BLOCK;
 #pragma omp parallel for schedule(dynamic) if (parallel)
     for (i64 blk = 0; blk < blocks; ++blk)
         solve_rows_block(D, xptr, xidx, xdat, src, yptr, yidx, ydat, dst, zero_diagonal, kernel_max, off, basis, warm,
-                         costs, gaps, state, out_i, out_j, out_mass, blk, nmax, dmax, cmax);
+                         kept, costs, gaps, state, out_i, out_j, out_mass, blk, nmax, dmax, cmax);
 }
 
 template <class I, class B>

@@ -224,6 +224,7 @@ def rows_args(X, src, dst, D, off, out_type, zero_diagonal=True, kernel_max=4):
         off,
         np.zeros((total, 2), simplex.BASIS_DTYPE),
         np.zeros(P, np.bool_),
+        np.zeros(P, np.bool_),
         np.zeros(P),
         np.zeros(P),
         np.zeros(P, np.int8),
@@ -242,11 +243,36 @@ def test_solve_rows_reads_the_csr_rows_and_writes_plans():
                 for kern in (simplex._solve_rows, simplex._solve_rows_serial):
                     args = rows_args(X, src, dst, D, off, out_type, zero_diagonal)
                     _, first = both(kern, *args, 10, 5, 25)
-                    state = first[16]
+                    state = first[17]
                     assert {simplex.ROW_SOLVED, simplex.ROW_EXACT, simplex.ROW_LEFT} <= set(state.tolist())
                     again = list(first)  # its arguments after the call, the sizes included
                     again[0] = D * 1.1 + 0.01  # warm: the bases and warm flags of the first round
                     both(kern, *again)
+
+
+def test_kept_flows_give_the_results_of_a_start_that_peels_them_again():
+    rng = np.random.default_rng(11)
+    X, src, dst, D, off = rows_problems(rng, n=8, P=400)
+    for kern in (simplex._solve_rows, simplex._solve_rows_serial):
+        _, first = both(kern, *rows_args(X, src, dst, D, off, np.int32), 10, 5, 25)
+        assert not first[14].any()  # cold starts keep nothing
+        first = list(first)
+        first[0] = D * 1.1 + 0.01
+        _, second = both(kern, *first)
+        second = list(second)
+        kept = second[14].copy()
+        assert kept.any() and not kept.all()  # the warm bases that stayed optimal as they were
+        noise = rng.random(D.shape) * 0.3
+        second[0] = D + noise + noise.T
+        np.fill_diagonal(second[0], 0.0)
+        plain = copy.deepcopy(second)
+        plain[14] = np.zeros_like(kept)
+        _, reused = both(kern, *second)
+        _, peeled = both(kern, *plain)
+        for x in (12, 13, 14, 15, 16, 17, 18, 19, 20):  # bases, warm and kept flags, costs, gaps, states, plans
+            assert same(reused[x], peeled[x]), x
+        moved = kept & ~reused[14] & (reused[17] == simplex.ROW_SOLVED)
+        assert moved.any()  # kept flows that a pivot needed: peeled again first
 
 
 def test_solve_rows_values_are_those_of_pot():
@@ -255,8 +281,8 @@ def test_solve_rows_values_are_those_of_pot():
     rng = np.random.default_rng(7)
     X, src, dst, D, off = rows_problems(rng)
     args = rows_args(X, src, dst, D, off, np.int32, kernel_max=5)
-    simplex.solve_rows(D, X, src, X, dst, True, 5, off, *args[12:17], tuple(args[17:]))
-    costs, state = args[14], args[16]
+    simplex.solve_rows(D, X, src, X, dst, True, 5, off, *args[12:18], tuple(args[18:]))
+    costs, state = args[15], args[17]
     dense = X.toarray()
     expected = [ot.emd2(dense[a], dense[b], D) if dense[a].any() and dense[b].any() else 0.0 for a, b in zip(src, dst)]
     np.testing.assert_allclose(costs, expected, atol=1e-12)
@@ -330,10 +356,11 @@ def test_the_helpers_of_one_solve():
     (ok, greedy) = both(simplex._greedy_basis, a, b, C, k, l, flow, ws.edge_row, ws.edge_col, ws.adj, ws.deg)
     assert ok
     br, bc = np.zeros(k + l - 1, simplex.BASIS_DTYPE), np.zeros(k + l - 1, simplex.BASIS_DTYPE)
-    result, ran = both(simplex._solve_one, a, b, C, k, l, flow, br, bc, False, ws)
+    result, ran = both(simplex._solve_one, a, b, C, k, l, flow, br, bc, False, False, ws)
     assert result[1] == simplex.SOLVED
-    _, _, _, _, _, flow, br, bc, _, ws = ran
-    both(simplex._solve_one, a, b, C * 2 + 1, k, l, flow, br, bc, np.bool_(True), ws)  # warm, numpy's bool
+    _, _, _, _, _, flow, br, bc, _, _, ws = ran
+    both(simplex._solve_one, a, b, C * 2 + 1, k, l, flow, br, bc, np.bool_(True), False, ws)  # warm, numpy's bool
+    both(simplex._solve_one, a, b, C * 2 + 1, k, l, flow, br, bc, True, np.bool_(True), ws)  # its flows kept
     both(
         simplex._plan_gap,
         a,

@@ -81,7 +81,7 @@ void bind_simplex(nb::module_ m) {
                                           mat<double>(flow, "flow"), vec<i64>(er, "er"), vec<i64>(ec, "ec"),
                                           mat<i64>(adj, "adj"), vec<i64>(deg, "deg"));
         nb::gil_scoped_release release;
-        return std::apply(sx::greedy_basis, args);
+        return std::apply(called(&sx::greedy_basis), args);
     });
     m.def("_warm_basis", [](In a, In b, i64 k, i64 l, Out flow, Out er, Out ec, Out adj, Out deg, In br, In bc,
                             Out rs, Out rd, Out left, Out done, Out stack) {
@@ -126,7 +126,7 @@ void bind_simplex(nb::module_ m) {
                                           mat<double>(flow, "flow"), vec<B>(basis_row, "basis_row"),
                                           vec<B>(basis_col, "basis_col"), truth(warm), truth(kept), scratch(ws));
         nb::gil_scoped_release release;
-        return std::apply(sx::solve_one<B>, args);
+        return std::apply(called(&sx::solve_one<B>), args);
     });
     m.def("_cost_range", [](In C, i64 k, i64 l) {
         const auto [scale, floor] = sx::cost_range(mat<double>(C, "C"), k, l);
@@ -137,7 +137,7 @@ void bind_simplex(nb::module_ m) {
                                           mat<double>(flow, "flow"), vec<B>(basis_row, "basis_row"),
                                           vec<B>(basis_col, "basis_col"), scratch(ws));
         nb::gil_scoped_release release;
-        return std::apply(sx::forced_plan<B>, args);
+        return std::apply(called(&sx::forced_plan<B>), args);
     });
     m.def("_plan_gap", [](In a, In b, i64 k, i64 l, In flow, In edge_row, In edge_col, In pot, double cost,
                           double violation, double scale, double floor, Out rows, Out cols) {
@@ -160,7 +160,7 @@ void bind_simplex(nb::module_ m) {
                                                     vec<i64>(k, "k"), vec<i64>(l, "l"), mat<B>(basis, "basis"),
                                                     vec<i64>(off, "off"), vec<bool>(ok, "ok"), parallel);
                   nb::gil_scoped_release release;
-                  std::apply(sx::bases_from_flows<B>, args);
+                  std::apply(called(&sx::bases_from_flows<B>), args);
               });
     }
     m.def("_solve_block", [](In a, In b, In C, In k, In l, Out flows, Out costs, Out gaps, Out ok, Out pivots,
@@ -168,7 +168,7 @@ void bind_simplex(nb::module_ m) {
         const auto args = std::tuple_cat(batch(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm),
                                          std::make_tuple(blk, nmax, dmax));
         nb::gil_scoped_release release;
-        std::apply(sx::solve_block<B>, args);
+        std::apply(called(&sx::solve_block<B>), args);
     });
     for (const bool parallel : {true, false}) {
         m.def(parallel ? "_solve_batch" : "_solve_batch_serial",
@@ -178,7 +178,7 @@ void bind_simplex(nb::module_ m) {
                       batch(a, b, C, k, l, flows, costs, gaps, ok, pivots, basis, off, warm),
                       std::make_tuple(nmax, dmax, parallel));
                   nb::gil_scoped_release release;
-                  std::apply(sx::solve_batch<B>, args);
+                  std::apply(called(&sx::solve_batch<B>), args);
               });
     }
     m.def("_solve_rows_one",
@@ -194,7 +194,7 @@ void bind_simplex(nb::module_ m) {
                                       basis, warm, kept, costs, gaps, state, out_i, out_j, out_mass),
                       std::make_tuple(p, vec<double>(cbuf, "cbuf"), vec<double>(fbuf, "fbuf"), space));
                   nb::gil_scoped_release release;
-                  std::apply(sx::solve_rows_one<J, B, O>, args);
+                  std::apply(called(&sx::solve_rows_one<J, B, O>), args);
               });
           });
     m.def("_solve_rows_block",
@@ -209,7 +209,7 @@ void bind_simplex(nb::module_ m) {
                                       basis, warm, kept, costs, gaps, state, out_i, out_j, out_mass),
                       std::make_tuple(blk, nmax, dmax, cmax));
                   nb::gil_scoped_release release;
-                  std::apply(sx::solve_rows_block<J, B, O>, args);
+                  std::apply(called(&sx::solve_rows_block<J, B, O>), args);
               });
           });
     for (const bool parallel : {true, false}) {
@@ -225,7 +225,7 @@ void bind_simplex(nb::module_ m) {
                                           off, basis, warm, kept, costs, gaps, state, out_i, out_j, out_mass),
                           std::make_tuple(nmax, dmax, cmax, parallel));
                       nb::gil_scoped_release release;
-                      std::apply(sx::solve_rows<J, B, O>, args);
+                      std::apply(called(&sx::solve_rows<J, B, O>), args);
                   });
               });
     }
@@ -239,7 +239,7 @@ void bind_simplex(nb::module_ m) {
                                           vec<double>(h, "h"), mat<B>(basis, "basis"), vec<i64>(off, "off"),
                                           vec<bool>(valid, "valid"));
         nb::gil_scoped_release release;
-        std::apply(sx::line_bases<i64, B>, args);
+        std::apply(called(&sx::line_bases<i64, B>), args);
     });
     nb::dict constants;
     constants["FLOW_EPS"] = sx::FLOW_EPS;

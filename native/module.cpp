@@ -29,7 +29,7 @@ void bind_couplings(nb::module_ m) {
     m.def("_csr_breakpoints", [](In indptr, In data, Out out) {
         const auto args = std::make_tuple(vec<i64>(indptr, "indptr"), vec<double>(data, "data"), vec<double>(out, "out"));
         nb::gil_scoped_release release;
-        std::apply(cp::csr_breakpoints<i64, double>, args);
+        std::apply(called(&cp::csr_breakpoints<i64, double>), args);
     });
     m.def("merge_breakpoints", [](In ia, In ba, In ib, In bb, Out out_i, Out out_j, Out out_m) {
         return integers(ia, "ia", [&](auto label_type) {
@@ -50,7 +50,7 @@ void bind_couplings(nb::module_ m) {
             vec<i64>(offsets, "offsets"), vec<i64>(out_i, "out_i"), vec<i64>(out_j, "out_j"),
             vec<double>(out_m, "out_m"), vec<i64>(counts, "counts"));
         nb::gil_scoped_release release;
-        std::apply(cp::merge_rows<i64, i64>, args);
+        std::apply(called(&cp::merge_rows<i64, i64>), args);
     });
     m.def("_gather_rows", [](In indptr, In indices_, In data, In rows, Out index, Out mass) {
         indices(indices_, "indices", [&](auto type) {
@@ -59,7 +59,7 @@ void bind_couplings(nb::module_ m) {
                                               vec<double>(data, "data"), vec<i64>(rows, "rows"),
                                               mat<i64>(index, "index"), mat<double>(mass, "mass"));
             nb::gil_scoped_release release;
-            std::apply(cp::gather_rows<i64, I, double, i64, double>, args);
+            std::apply(called(&cp::gather_rows<i64, I, double, i64, double>), args);
         });
     });
 }
@@ -77,7 +77,7 @@ void bind_compiled(nb::module_ m) {
                                                   vec<double>(mass, "mass"), vec<i64>(row_pair, "row_pair"),
                                                   mat<X>(index, "index"), vec<i64>(counts, "counts"));
                 nb::gil_scoped_release release;
-                std::apply(cc::count_slots<C, i64, X>, args);
+                std::apply(called(&cc::count_slots<C, i64, X>), args);
             });
         });
     });
@@ -92,7 +92,7 @@ void bind_compiled(nb::module_ m) {
                     vec<i64>(row_pair, "row_pair"), vec<double>(row_weight, "row_weight"), mat<X>(index, "index"),
                     vec<i64>(indptr, "indptr"), vec<std::int32_t>(indices_, "indices"), vec<double>(data, "data"));
                 nb::gil_scoped_release release;
-                std::apply(cc::fill_slots<C, i64, X, i64, std::int32_t, double>, args);
+                std::apply(called(&cc::fill_slots<C, i64, X, i64, std::int32_t, double>), args);
             });
         });
     });
@@ -109,7 +109,7 @@ void bind_compiled(nb::module_ m) {
                     vec<i64>(indptr, "indptr"), vec<std::int32_t>(indices_, "indices"), vec<D>(data, "data"),
                     vec<double>(vec_, "vec"), vec<double>(out, "out"));
                 nb::gil_scoped_release release;
-                std::apply(cc::eps_bar_pass<X, std::int32_t, D>, args);
+                std::apply(called(&cc::eps_bar_pass<X, std::int32_t, D>), args);
             });
         });
     });
@@ -126,7 +126,7 @@ void bind_compiled(nb::module_ m) {
                                                                 vec<D>(data, "data"), vec<D>(x, "x"),
                                                                 vec<D>(out, "out"), parallel);
                               nb::gil_scoped_release release;
-                              std::apply(cc::csr_matvec<P, J, D>, args);
+                              std::apply(called(&cc::csr_matvec<P, J, D>), args);
                           });
                       });
                   });
@@ -142,7 +142,7 @@ void bind_compiled(nb::module_ m) {
                     const auto args =
                         std::make_tuple(vec<P>(indptr, "indptr"), vec<J>(indices_, "indices"), vec<D>(data, "data"));
                     nb::gil_scoped_release release;
-                    return std::apply(cc::lower_mass<P, J, D>, args);
+                    return std::apply(called(&cc::lower_mass<P, J, D>), args);
                 });
             });
         });
@@ -158,7 +158,7 @@ void bind_compiled(nb::module_ m) {
                     vec<double>(data, "data"), mat<double>(rhs, "rhs"), mat<double>(x, "x"), vec<i64>(local, "local"),
                     max_sweeps, target);
                 nb::gil_scoped_release release;
-                return std::apply(cc::scc_gauss_seidel<P, J>, args);
+                return std::apply(called(&cc::scc_gauss_seidel<P, J>), args);
             });
         });
     });
@@ -175,7 +175,7 @@ void bind_relations(nb::module_ m) {
                                                   vec<double>(data, "data"), m_, vec<i64>(initial, "initial"), atol,
                                                   vec<i64>(labels, "labels"));
                 nb::gil_scoped_release release;
-                return std::apply(bisimkit::relations::refine_blocks<P, J>, args);
+                return std::apply(called(&bisimkit::relations::refine_blocks<P, J>), args);
             });
         });
     });
@@ -186,7 +186,7 @@ void bind_roundoff(nb::module_ m) {
     m.def("_breakpoint_errors", [](In indptr, In data, Out out) {
         const auto args = std::make_tuple(vec<i64>(indptr, "indptr"), vec<double>(data, "data"), vec<double>(out, "out"));
         nb::gil_scoped_release release;
-        std::apply(bisimkit::roundoff::breakpoint_errors<i64, double>, args);
+        std::apply(called(&bisimkit::roundoff::breakpoint_errors<i64, double>), args);
     });
     m.def("_csr_row_defects", [](In indptr, In data, nb::handle compensated, Out out) {
         indices(indptr, "indptr", [&](auto type) {
@@ -194,7 +194,7 @@ void bind_roundoff(nb::module_ m) {
             const auto args = std::make_tuple(vec<P>(indptr, "indptr"), vec<double>(data, "data"), truth(compensated),
                                               vec<double>(out, "out"));
             nb::gil_scoped_release release;
-            std::apply(bisimkit::roundoff::csr_row_defects<P>, args);
+            std::apply(called(&bisimkit::roundoff::csr_row_defects<P>), args);
         });
     });
 }
@@ -209,7 +209,7 @@ void bind_lmc(nb::module_ m) {
             const auto args = std::make_tuple(cube<B>(basis, "basis"), cube<double>(C, "C"), mat<double>(a, "a"),
                                               mat<double>(b, "b"), law_error, vec<double>(low, "low"));
             nb::gil_scoped_release release;
-            std::apply(lm::tree_dual_bounds<B>, args);
+            std::apply(called(&lm::tree_dual_bounds<B>), args);
         });
     });
     m.def("_scc_sweep", [](In scc_ptr, In members, i64 first, i64 last, In indptr, In indices_, In data, In rhs,
@@ -223,7 +223,7 @@ void bind_lmc(nb::module_ m) {
                     vec<J>(indices_, "indices"), vec<double>(data, "data"), mat<double>(rhs, "rhs"),
                     mat<double>(x, "x"), vec<i64>(local, "local"));
                 nb::gil_scoped_release release;
-                std::apply(lm::scc_sweep<P, J>, args);
+                std::apply(called(&lm::scc_sweep<P, J>), args);
             });
         });
     });
@@ -243,7 +243,7 @@ void bind_quotient(nb::module_ m) {
                     vec<double>(q_data, "q_data"), vec<i64>(rows_x, "rows_x"), vec<i64>(rows_y, "rows_y"),
                     vec<double>(mass, "mass"), vec<double>(out, "out"));
                 nb::gil_scoped_release release;
-                std::apply(bisimkit::quotient::block_tv<I, J>, args);
+                std::apply(called(&bisimkit::quotient::block_tv<I, J>), args);
             });
         });
     });
@@ -259,7 +259,7 @@ void bind_quotient(nb::module_ m) {
                     vec<double>(mass, "mass"), vec<O>(out_indptr, "out_indptr"), vec<O>(out_indices, "out_indices"),
                     vec<double>(out_data, "out_data"));
                 nb::gil_scoped_release release;
-                return std::apply(bisimkit::quotient::gather_block_rows<I, O>, args);
+                return std::apply(called(&bisimkit::quotient::gather_block_rows<I, O>), args);
             });
         });
     });

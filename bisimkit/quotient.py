@@ -231,7 +231,8 @@ def quotient(mdp: FiniteMDP, metric: str, ground: Ground = "reward", atol: float
     if k == n:
         return None
     # canonical labels: block b's smallest state is the first whose label exceeds every label before it
-    reps = np.flatnonzero(np.diff(np.maximum.accumulate(labels), prepend=-1) > 0)
+    running = np.maximum.accumulate(labels)
+    reps = np.concatenate([[0], np.flatnonzero(running[1:] > running[:-1]) + 1]).astype(np.intp, copy=False)
     rep_rows = (reps[:, None] * m + np.arange(m)).ravel()
     P = _block_rows(_transition_matrix(mdp, False), rep_rows, labels, k)  # (k m) x k: dense on the small path
     policy = None if mdp.policy is None else mdp.policy[reps]

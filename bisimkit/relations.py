@@ -47,7 +47,8 @@ def cluster_values(values: np.ndarray, atol: float) -> np.ndarray:
     if values.size == 0:
         return np.zeros(0, dtype=np.int64)
     order = np.argsort(values, kind="stable")
-    jumps = np.diff(values[order]) > atol
+    ordered = values[order]
+    jumps = ordered[1:] - ordered[:-1] > atol
     ids_sorted = np.concatenate([[0], np.cumsum(jumps)])
     ids = np.empty_like(ids_sorted)
     ids[order] = ids_sorted

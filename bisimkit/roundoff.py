@@ -134,7 +134,7 @@ def pair_differences(
     ``bound_x(s) + bound_y(t) + 3u (|rest_x(s)| + |rest_y(t)|) + 2u const`` (the separable form the Stein
     equations use). Values held exactly (no rest) take one rounded subtraction each."""
     (xv, xr, xb), (yv, yr, yb) = left, right
-    if not (np.any(xr[s]) or np.any(yr[t])):
+    if not (xr[s].any() or yr[t].any()):
         diff = xv[s] - yv[t]
         error = xb[s] + yb[t] + U * np.abs(diff)
     else:

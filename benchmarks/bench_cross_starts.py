@@ -79,8 +79,8 @@ def solve_from(a: np.ndarray, b: np.ndarray, C: np.ndarray, basis: np.ndarray | 
         br[:], bc[:] = basis[:, 0], basis[:, 1]
     ws = simplex._workspace(k + l, max(k, l))
     t = time.perf_counter()
-    cost, status, pivots, _ = simplex._solve_one(
-        a, b, np.ascontiguousarray(C), k, l, flow, br, bc, basis is not None, ws
+    cost, status, pivots, _, _ = simplex._solve_one(
+        a, b, np.ascontiguousarray(C), k, l, flow, br, bc, basis is not None, False, ws
     )
     seconds = time.perf_counter() - t
     if status != simplex.SOLVED:

@@ -258,7 +258,7 @@ class Available:
         return ", ".join(parts)
 
 
-def _read_text(path: str | Path) -> str:
+def _read_system_file(path: str | Path) -> str:
     """A small system file's text (``/proc``, ``/sys/fs/cgroup``): read with the operating system's own calls,
     a few microseconds where ``Path.read_text`` takes tens, since the memory check reads them on every solve.
     Raises OSError as ``open`` does."""
@@ -274,7 +274,7 @@ def _read_text(path: str | Path) -> str:
 
 def _read_number(path: Path) -> float | None:
     try:
-        text = _read_text(path).split()[0]
+        text = _read_system_file(path).split()[0]
     except (OSError, IndexError):
         return None
     if text == "max":
@@ -288,7 +288,7 @@ def _read_number(path: Path) -> float | None:
 def _proc_bytes(path: str, key: str) -> float | None:
     """The ``key:`` line of a /proc file given in kB (``/proc/meminfo``, ``/proc/self/status``), in bytes."""
     try:
-        for line in _read_text(path).splitlines():
+        for line in _read_system_file(path).splitlines():
             if line.startswith(key + ":"):
                 return float(line.split()[1]) * 1024
     except OSError:
@@ -298,7 +298,7 @@ def _proc_bytes(path: str, key: str) -> float | None:
 
 def _reclaimable(stat: Path, key: str) -> float:
     try:
-        for line in _read_text(stat).splitlines():
+        for line in _read_system_file(stat).splitlines():
             name, _, value = line.partition(" ")
             if name == key:
                 return float(value)
@@ -312,7 +312,7 @@ def _cgroup_dirs(root: Path, membership: Path) -> list[tuple[Path, str]]:
     (``"v2"`` or ``"v1"``), innermost first; a path that is not mounted here falls back to the mount's root.
     ``membership`` is ``/proc/self/cgroup``, ``root`` where the cgroup file systems are mounted."""
     try:
-        text = _read_text(membership)
+        text = _read_system_file(membership)
     except OSError:
         return []
     return list(_resolve_cgroup_dirs(root, text))

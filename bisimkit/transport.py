@@ -251,13 +251,9 @@ def support_maxima(X, row_max: np.ndarray) -> np.ndarray:
     transport problem or a coupling of that row with any other can meet."""
     out = np.zeros(X.shape[0])
     ptr = np.asarray(X.indptr, dtype=np.int64)
-    sizes = ptr[1:] - ptr[:-1]
-    if not len(sizes) or not ptr[-1] > ptr[0]:
-        return out
-    if sizes.min() > 0:  # no empty row: every row's maximum at once
-        return np.maximum.reduceat(row_max[np.asarray(X.indices)[ptr[0] : ptr[-1]]], ptr[:-1] - ptr[0])
-    live = np.nonzero(sizes > 0)[0]
-    out[live] = np.maximum.reduceat(row_max[np.asarray(X.indices)], ptr[live])
+    live = np.flatnonzero(ptr[1:] > ptr[:-1])
+    if len(live):
+        out[live] = np.maximum.reduceat(row_max[np.asarray(X.indices)], ptr[live])
     return out
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .couplings import CSRLaws, merge_breakpoints
-from .kernels import kernel, prange
+from .kernels import kernel, prange, valid_csr
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -160,10 +160,11 @@ def pair_system_from_slots(offsets, ci, cj, mass, row_pair, row_weight, index, n
     indices = np.empty(int(indptr[-1]), dtype=np.int32)
     data = np.empty(int(indptr[-1]))
     _fill_slots(offsets, ci, cj, mass, row_pair, row_weight, index, indptr, indices, data)
+    if indptr[-1] < 2**31:  # scipy's own index type for both arrays
+        indptr = indptr.astype(np.int32)
+        return valid_csr(data, indices, indptr, (n, n))
     import scipy.sparse as sp  # start-up cost: scipy.sparse is loaded only where a sparse matrix is built
 
-    if indptr[-1] < 2**31:  # scipy's own index type for both arrays: taken as they are, without a scan or copy
-        indptr = indptr.astype(np.int32)
     return sp.csr_matrix((data, indices, indptr), shape=(n, n))
 
 
@@ -281,7 +282,7 @@ def scc_gauss_seidel(members, indptr, indices, data, rhs, x, local, max_sweeps, 
     indptr, indices, data : ``T`` in CSR form.
     rhs, x : (N, r) right-hand sides and values (x read outside S, written on S; its entries on S are the
         start).
-    local : int64 (N,) scratch, -1 outside S on entry and exit.
+    local : int64 (N,) scratch, -1 outside S on entry and exit (members distinct).
     max_sweeps : the most sweeps; target : the residual at which to stop.
 
     Returns the sweeps run and the largest change in the last sweep.
@@ -301,6 +302,15 @@ def scc_gauss_seidel(members, indptr, indices, data, rhs, x, local, max_sweeps, 
             if local[q] < 0:
                 for j in range(r):
                     fixed[i, j] += data[e] * x[q, j]
+    # each row's divisor 1 - T[p, p] (its diagonal entries summed in their stored order)
+    divisor = np.empty(size)
+    for i in range(size):
+        p = members[i]
+        diag = 0.0
+        for e in range(indptr[p], indptr[p + 1]):
+            if indices[e] == p:
+                diag += data[e]
+        divisor[i] = 1.0 - diag
     sweeps = 0
     resid = np.inf
     while sweeps < max_sweeps:
@@ -308,17 +318,13 @@ def scc_gauss_seidel(members, indptr, indices, data, rhs, x, local, max_sweeps, 
         resid = 0.0
         for i in range(size):
             p = members[i]
-            diag = 0.0
-            for e in range(indptr[p], indptr[p + 1]):
-                if indices[e] == p:
-                    diag += data[e]
             for j in range(r):
                 acc = fixed[i, j]
                 for e in range(indptr[p], indptr[p + 1]):
                     q = indices[e]
                     if q != p and local[q] >= 0:
                         acc += data[e] * x[q, j]
-                new = acc / (1.0 - diag)
+                new = acc / divisor[i]
                 change = abs(new - x[p, j])
                 if change > resid:
                     resid = change

@@ -135,6 +135,7 @@ class TransportTerms:
     _plan_buffers: dict = field(default_factory=dict, repr=False)  # reused plan arrays (coupling iteration)
     _rows_per_pair: np.ndarray | None = field(default=None, repr=False)
     _single: bool | None = field(default=None, repr=False)
+    _marginal: dict = field(default_factory=dict, repr=False)  # _marginal_error per ``reduced`` (fixed fields)
 
     def row_starts(self) -> np.ndarray:
         """Index of the first row of each pair."""
@@ -188,9 +189,11 @@ class TransportTerms:
         and the rounding of the subtraction)."""
         if self.left_law_error is None:
             return None
-        right = self.left_law_error if self.right_law_error is None else self.right_law_error
-        tv = self.left_law_error[self.row_src] + right[self.row_dst]
-        return 4.0 * tv + 4.0 * U if reduced else tv
+        if reduced not in self._marginal:
+            right = self.left_law_error if self.right_law_error is None else self.right_law_error
+            tv = self.left_law_error[self.row_src] + right[self.row_dst]
+            self._marginal[reduced] = 4.0 * tv + 4.0 * U if reduced else tv
+        return self._marginal[reduced]
 
     def evaluate(self, x: np.ndarray, plans: bool = False, reuse: bool = False) -> Evaluation:
         """``F`` at the pair vector ``x`` (or at its metric closure, see :meth:`transport`), with the

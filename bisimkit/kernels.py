@@ -303,6 +303,40 @@ def csr_parts(P) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return indptr, indices, np.asarray(P.data, dtype=np.float64)
 
 
+_CSR_TEMPLATE: dict[str, Any] = {}  # the attributes of one matrix scipy's constructor built (valid_csr)
+
+
+def valid_csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]):
+    """A ``scipy.sparse.csr_matrix`` of CSR parts that are valid as they stand (a kernel's output: ``indptr``
+    n + 1 non-decreasing offsets from 0, ``indices`` in ``[0, shape[1])`` of ``indptr``'s integer type, int32
+    or int64, float64 ``data`` of the same length as ``indices``), taken as they are.
+
+    scipy's constructor scans and checks the parts again and picks their index type, about 30 µs a call,
+    more than a kernel takes to build a small system. Here the matrix is the attribute set of a matrix the
+    constructor built once, with the parts and shape replaced; parts that do not have the types and lengths
+    above go through the constructor instead."""
+    import scipy.sparse as sp  # start-up cost: scipy.sparse is loaded only where a sparse matrix is built
+
+    n_rows = int(shape[0])
+    if not (
+        indptr.dtype in (np.int32, np.int64)
+        and indices.dtype == indptr.dtype
+        and data.dtype == np.float64
+        and indptr.ndim == indices.ndim == data.ndim == 1
+        and len(indptr) == n_rows + 1
+        and len(indices) == len(data) == int(indptr[-1])
+    ):
+        return sp.csr_matrix((data, indices, indptr), shape=shape)
+    if not _CSR_TEMPLATE:
+        one = np.zeros(1, dtype=np.int32), np.array([0, 1], dtype=np.int32)
+        built = sp.csr_matrix((np.zeros(1), *one), shape=(1, 1))
+        _CSR_TEMPLATE.update(vars(built))
+    matrix = sp.csr_matrix.__new__(sp.csr_matrix)
+    matrix.__dict__.update(_CSR_TEMPLATE)
+    matrix.data, matrix.indices, matrix.indptr, matrix._shape = data, indices, indptr, (n_rows, int(shape[1]))
+    return matrix
+
+
 def components(adjacent: np.ndarray) -> np.ndarray:
     """Connected components of the undirected graph of the boolean matrix ``adjacent`` (an edge where
     ``adjacent[i, j]`` or ``adjacent[j, i]``), labels 0, 1, ... in order of each component's smallest vertex:

@@ -116,7 +116,7 @@ import numpy as np
 
 from .couplings import entangled_cells, histogram_rows
 from .ground import Ground
-from .kernels import DenseRows, csr_parts, kernel, on_small_path
+from .kernels import DenseRows, csr_parts, kernel, on_small_path, valid_csr
 from .mdp import FiniteMDP
 from .operators import QUOTIENT_METRICS, Operator, mean_action_terms, mean_reward_terms, operator
 from .relations import RELATION_ATOL, relation_labels
@@ -256,8 +256,6 @@ def _block_rows(X, rows: np.ndarray, labels: np.ndarray, k: int):
         onehot = np.zeros((X.shape[1], k))
         onehot[np.arange(X.shape[1]), labels] = 1.0
         return (X[rows] @ onehot).reshape(k, -1, k)
-    import scipy.sparse as sp  # start-up cost: a small problem's solve runs without scipy.sparse
-
     indptr, indices, data = csr_parts(X)
     rows = np.asarray(rows, dtype=np.int64)
     size = int((indptr[rows + 1] - indptr[rows]).sum())
@@ -277,7 +275,7 @@ def _block_rows(X, rows: np.ndarray, labels: np.ndarray, k: int):
         out_indices,
         out_data,
     )
-    return sp.csr_matrix((out_data[:nnz], out_indices[:nnz], out_indptr), shape=(len(rows), k))
+    return valid_csr(out_data[:nnz], out_indices[:nnz], out_indptr, (len(rows), k))
 
 
 @kernel

@@ -962,6 +962,66 @@ def solve_rows(
     )
 
 
+@kernel
+def _marginal_gaps(C, xptr, xidx, src, yptr, yidx, dst, state, marginal, gaps):
+    """Add to each problem's gap what moving its histograms to the exact laws can change its cost.
+
+    Arguments
+    ---------
+    C : float64 (k, l)
+        The ground cost between the atoms of X's rows (rows of C) and of Y's rows (columns).
+    xptr, xidx, yptr, yidx : int32 or int64 (one type)
+        The CSR pointers and atoms of the rows X and Y.
+    src, dst : int64 (P,)
+        The rows of problem p: ``X[src[p]]`` and ``Y[dst[p]]``.
+    state : int8 (P,)
+        :func:`solve_rows`' state of every problem; ``ROW_EXACT`` ones are exact and gain nothing.
+    marginal : float64 (P,)
+        A bound on how far problem p's two histograms are from the exact laws in total variation.
+    gaps : float64 (P,)
+        Increased in place by ``min(reach_X(src[p]), reach_Y(dst[p])) * marginal[p]`` for every problem that
+        is not exact, with ``reach_X(r)`` the largest ``max(0, max_j C[i, j])`` over the atoms i of row r of X
+        (0 for an empty row) and ``reach_Y`` the same over the columns of C: the largest cost either support
+        can meet with any atom, which bounds the cost's change per unit of moved mass (lemma L2 of
+        ``docs/operators.md#the-certificate``).
+    """
+    k, l = C.shape
+    row_max = np.zeros(k)
+    col_max = np.zeros(l)
+    for i in range(k):
+        for j in range(l):
+            v = C[i, j]
+            if v > row_max[i]:
+                row_max[i] = v
+            if v > col_max[j]:
+                col_max[j] = v
+    left = np.zeros(len(xptr) - 1)
+    for r in range(len(xptr) - 1):
+        for e in range(xptr[r], xptr[r + 1]):
+            if row_max[xidx[e]] > left[r]:
+                left[r] = row_max[xidx[e]]
+    right = np.zeros(len(yptr) - 1)
+    for r in range(len(yptr) - 1):
+        for e in range(yptr[r], yptr[r + 1]):
+            if col_max[yidx[e]] > right[r]:
+                right[r] = col_max[yidx[e]]
+    for p in range(len(src)):
+        reach = left[src[p]]
+        if right[dst[p]] < reach:
+            reach = right[dst[p]]
+        gaps[p] += 0.0 if state[p] == ROW_EXACT else reach * marginal[p]
+
+
+def marginal_gaps(C: np.ndarray, X, src: np.ndarray, Y, dst: np.ndarray, state, marginal, gaps) -> None:
+    """``gaps[p] += min(reach_X, reach_Y) * marginal[p]`` for the problems ``(X[src[p]], Y[dst[p]])`` that are not
+    exact (:func:`_marginal_gaps`): the CSR rows X and Y, their indices of one integer type as in
+    :func:`solve_rows`, ``C`` float64 in C order."""
+    xptr, xidx, yptr, yidx = X.indptr, X.indices, Y.indptr, Y.indices
+    if not (xptr.dtype == xidx.dtype == yptr.dtype == yidx.dtype):
+        xptr, xidx, yptr, yidx = (np.asarray(v, dtype=np.int64) for v in (xptr, xidx, yptr, yidx))
+    _marginal_gaps(C, xptr, xidx, src, yptr, yidx, dst, state, marginal, gaps)
+
+
 def bases_from_flows(flows: np.ndarray, C: np.ndarray, k: np.ndarray, l: np.ndarray):
     """Spanning-tree bases (ragged) of basic plans, e.g. POT's, for warm starts.
     Returns ``(basis, ok)``."""

@@ -31,7 +31,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .couplings import Cells, load_pot, padded_rows
-from .simplex import BASIS_DTYPE, FLOW_EPS, ROW_EXACT, ROW_LEFT, bases_from_flows, basis_offsets, line_bases, solve_rows
+from .simplex import (
+    BASIS_DTYPE,
+    FLOW_EPS,
+    ROW_LEFT,
+    bases_from_flows,
+    basis_offsets,
+    line_bases,
+    marginal_gaps,
+    solve_rows,
+)
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -189,12 +198,7 @@ def optimal_transport(
                 view,
             )
     if marginal is not None and N:
-        row_max, col_max = C.max(axis=1, initial=0.0), C.max(axis=0, initial=0.0)
-        left = support_maxima(X, row_max)
-        # one MDP's problems under a symmetric cost: both sides' maxima are the same array
-        right = left if Y is X and np.array_equal(row_max, col_max) else support_maxima(Y, col_max)
-        reach = np.minimum(left[src], right[dst])
-        gap += np.where(state == ROW_EXACT, 0.0, reach * marginal)
+        marginal_gaps(C, X, src, Y, dst, state, np.asarray(marginal, dtype=np.float64), gap)
     if p != 1:
         cost = np.maximum(values, 0.0)
         values = np.sqrt(cost) if p == 2 else cost ** (1.0 / p)

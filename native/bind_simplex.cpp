@@ -241,6 +241,18 @@ void bind_simplex(nb::module_ m) {
         nb::gil_scoped_release release;
         std::apply(called(&sx::line_bases<i64, B>), args);
     });
+    m.def("_marginal_gaps", [](In C, In xptr, In xidx, In src, In yptr, In yidx, In dst, In state, In marginal,
+                               Out gaps) {
+        indices(xidx, "xidx", [&](auto index_type) {
+            using J = decltype(index_type);
+            const auto args = std::make_tuple(mat<double>(C, "C"), vec<J>(xptr, "xptr"), vec<J>(xidx, "xidx"),
+                                              vec<i64>(src, "src"), vec<J>(yptr, "yptr"), vec<J>(yidx, "yidx"),
+                                              vec<i64>(dst, "dst"), vec<std::int8_t>(state, "state"),
+                                              vec<double>(marginal, "marginal"), vec<double>(gaps, "gaps"));
+            nb::gil_scoped_release release;
+            std::apply(called(&sx::marginal_gaps<J>), args);
+        });
+    });
     nb::dict constants;
     constants["FLOW_EPS"] = sx::FLOW_EPS;
     constants["PRICE_TOL"] = sx::PRICE_TOL;

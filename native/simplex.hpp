@@ -665,6 +665,40 @@ void solve_rows(Mat<double> D, Vec<J> xptr, Vec<J> xidx, Vec<double> xdat, Vec<i
                          kept, costs, gaps, state, out_i, out_j, out_mass, blk, nmax, dmax, cmax);
 }
 
+template <class J>
+void marginal_gaps(Mat<double> C, Vec<J> xptr, Vec<J> xidx, Vec<i64> src, Vec<J> yptr, Vec<J> yidx, Vec<i64> dst,
+                   Vec<std::int8_t> state, Vec<double> marginal, Vec<double> gaps) {
+    const i64 k = C.rows;
+    const i64 l = C.cols;
+    Buffer<double> row_max_(k), col_max_(l), left_(xptr.size - 1), right_(yptr.size - 1);
+    const Vec<double> row_max = row_max_.view(), col_max = col_max_.view(), left = left_.view(),
+                      right = right_.view();
+    for (i64 i = 0; i < k; ++i) row_max[i] = 0.0;
+    for (i64 j = 0; j < l; ++j) col_max[j] = 0.0;
+    for (i64 i = 0; i < k; ++i) {
+        for (i64 j = 0; j < l; ++j) {
+            const double v = C(i, j);
+            if (v > row_max[i]) row_max[i] = v;
+            if (v > col_max[j]) col_max[j] = v;
+        }
+    }
+    for (i64 r = 0; r < xptr.size - 1; ++r) {
+        left[r] = 0.0;
+        for (i64 e = xptr[r]; e < xptr[r + 1]; ++e)
+            if (row_max[xidx[e]] > left[r]) left[r] = row_max[xidx[e]];
+    }
+    for (i64 r = 0; r < yptr.size - 1; ++r) {
+        right[r] = 0.0;
+        for (i64 e = yptr[r]; e < yptr[r + 1]; ++e)
+            if (col_max[yidx[e]] > right[r]) right[r] = col_max[yidx[e]];
+    }
+    for (i64 p = 0; p < src.size; ++p) {
+        double reach = left[src[p]];
+        if (right[dst[p]] < reach) reach = right[dst[p]];
+        gaps[p] += state[p] == ROW_EXACT ? 0.0 : reach * marginal[p];
+    }
+}
+
 template <class I, class B>
 void line_basis(Vec<I> xs, Vec<double> a, i64 k, Vec<I> ys, Vec<double> b, i64 l, Vec<double> h, Vec<B> br,
                 Vec<B> bc) {

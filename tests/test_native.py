@@ -289,6 +289,31 @@ def test_solve_rows_values_are_those_of_pot():
     assert np.all(state[:10] == simplex.ROW_EXACT) and simplex.ROW_LEFT not in state
 
 
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
+def test_marginal_gaps_are_the_largest_reachable_cost_times_the_moved_mass(index_type):
+    rng = np.random.default_rng(17)
+    X, src, dst, _, _ = rows_problems(rng, n=12, rows=40, P=200, index_type=index_type)
+    rows = random_rows(rng, 30, 9)  # the other side: other atoms, an empty row, differently sized
+    Y = sp.csr_matrix(rows)
+    Y.indptr, Y.indices = Y.indptr.astype(index_type), Y.indices.astype(index_type)
+    dst = rng.integers(0, 30, len(src)).astype(np.int64)
+    C = rng.random((12, 9)) - 0.2  # negative costs: the reach counts from 0
+    state = rng.integers(0, 3, len(src)).astype(np.int8)
+    marginal = rng.random(len(src))
+    gaps = rng.random(len(src))
+    args = (C, X.indptr, X.indices, src, Y.indptr, Y.indices, dst, state, marginal, gaps)
+    _, ran = both(simplex._marginal_gaps, *args)
+    # against the formula written with numpy
+    row_max, col_max = np.maximum(C.max(axis=1), 0.0), np.maximum(C.max(axis=0), 0.0)
+    dense_x, dense_y = X.toarray() > 0, Y.toarray() > 0
+    left = np.array([row_max[atoms].max(initial=0.0) for atoms in dense_x])
+    right = np.array([col_max[atoms].max(initial=0.0) for atoms in dense_y])
+    reach = np.minimum(left[src], right[dst])
+    expected = gaps + np.where(state == simplex.ROW_EXACT, 0.0, reach * marginal)
+    assert same(ran[-1], expected)
+    assert (reach[state != simplex.ROW_EXACT] > 0).any() and (dense_y.sum(axis=1) == 0).any()
+
+
 def test_bases_from_flows_of_basic_and_degenerate_plans():
     rng = np.random.default_rng(5)
     a, b, C, k, l = padded_batch(rng, 120, 6, 6, cost=COSTS["ties"], masses="equal")
@@ -882,20 +907,26 @@ def test_block_back_substitution_and_gauss_seidel(index_type):
         assert np.all(local == -1)
         big = int(np.argmax(np.diff(scc_ptr)))
         S = members[scc_ptr[big] : scc_ptr[big + 1]]
-        for sweeps, target in ((400, 2.0**-50), (3, 0.0), (0, 1.0)):
-            out, _ = both(
-                compiled.scc_gauss_seidel,
-                S,
-                T.indptr,
-                T.indices,
-                data,
-                rhs,
-                x * 0.5,
-                np.full(n, -1, dtype=np.int64),
-                sweeps,
-                target,
-            )
-            assert out[0] <= sweeps
+        # one component, every state (the sweeps without the membership test), one column (contiguous x)
+        one = np.ascontiguousarray(rhs[:, :1]), np.ascontiguousarray(x[:, :1] * 0.5)
+        cases = [(S, rhs, x * 0.5), (S, *one), (np.arange(n - 1, -1, -1), *one), (np.arange(n), rhs, x * 0.5)]
+        for states, b, start in cases:
+            for sweeps, target in ((400, 2.0**-50), (3, 0.0), (0, 1.0)):
+                out, (*_, solved, _, _, _) = both(
+                    compiled.scc_gauss_seidel,
+                    states,
+                    T.indptr,
+                    T.indices,
+                    data,
+                    b,
+                    start.copy(),
+                    np.full(n, -1, dtype=np.int64),
+                    sweeps,
+                    target,
+                )
+                assert out[0] <= sweeps
+                if sweeps == 400 and len(states) == n:
+                    np.testing.assert_allclose(solved - T @ solved, b, atol=1e-9)
 
 
 # ----------------------------------------------------------------------------------- dispatch itself

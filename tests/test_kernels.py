@@ -99,6 +99,31 @@ def test_dense_rows_read_as_scipy_csr():
     np.testing.assert_array_equal(rows[[4, 1]].toarray(), X[[4, 1]])
 
 
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
+def test_valid_csr_parts_make_the_matrix_scipys_constructor_makes(index_type):
+    rng = np.random.default_rng(3)
+    X = rng.random((7, 5)) * (rng.random((7, 5)) < 0.5)
+    X[2] = 0.0  # an empty row
+    ref = sp.csr_matrix(X)
+    parts = ref.data.copy(), ref.indices.astype(index_type), ref.indptr.astype(index_type)
+    made = kernels.valid_csr(*parts, (7, 5))
+    assert type(made) is sp.csr_matrix and made.shape == (7, 5) and made.nnz == ref.nnz
+    assert made.indices is parts[1] and made.indptr is parts[2] and made.data is parts[0]  # taken as they are
+    assert made.has_sorted_indices and made.has_canonical_format
+    v = rng.random(5)
+    np.testing.assert_array_equal(made @ v, ref @ v)
+    np.testing.assert_array_equal(made.toarray(), X)
+    np.testing.assert_array_equal(made.tocsc().toarray(), X)
+    np.testing.assert_array_equal((made + made).toarray(), 2 * X)
+    np.testing.assert_array_equal(made.T.toarray(), X.T)
+    assert repr(made) == repr(ref).replace(str(ref.indices.dtype), str(made.indices.dtype))
+    # parts of other types or lengths go through scipy's constructor (which checks them)
+    odd = kernels.valid_csr(ref.data.astype(np.float32), ref.indices, ref.indptr, (7, 5))
+    assert odd.dtype == np.float32 and np.array_equal(odd.toarray(), X.astype(np.float32))
+    with pytest.raises(ValueError):
+        kernels.valid_csr(ref.data[:-1], ref.indices[:-1], ref.indptr, (7, 5))
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_components_are_scipys(seed):
     rng = np.random.default_rng(seed)

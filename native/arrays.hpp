@@ -43,6 +43,26 @@ template <class T> struct Mat {
     Vec<T> column(i64 j, i64 lo, i64 hi) const { return {data + lo * stride0 + j * stride1, hi - lo, stride0}; }
 };
 
+/// One axis of stride 1, known when the kernel is compiled: ``v[i]`` is element ``i`` past ``data``. For the
+/// arrays a kernel lays out itself (a Buffer's), in loops so short that the stride's multiplication of a
+/// :class:`Vec` counts.
+template <class T> struct Line {
+    T *data = nullptr;
+    i64 size = 0;
+
+    T &operator[](i64 i) const { return data[i]; }
+};
+
+/// Two axes whose rows are contiguous: ``m(i, j)`` is ``i * stride0 + j`` elements past ``data`` (as
+/// :class:`Mat` with ``stride1 == 1`` known when the kernel is compiled).
+template <class T> struct Grid {
+    T *data = nullptr;
+    i64 rows = 0, cols = 0;
+    i64 stride0 = 0;
+
+    T &operator()(i64 i, i64 j) const { return data[i * stride0 + j]; }
+};
+
 /// Three axes: ``c[p]`` is a :class:`Mat`.
 template <class T> struct Cube {
     T *data = nullptr;
@@ -115,6 +135,10 @@ template <class T> struct Buffer {
     Vec<T> view() const { return {store.get(), size, 1}; }
     /// The first ``rows * cols`` elements as a C-order matrix (``buffer[:rows * cols].reshape(rows, cols)``).
     Mat<T> matrix(i64 rows, i64 cols) const { return {store.get(), rows, cols, cols, 1}; }
+    /// :meth:`view` as a :class:`Line`.
+    Line<T> line() const { return {store.get(), size}; }
+    /// :meth:`matrix` as a :class:`Grid`.
+    Grid<T> grid(i64 rows, i64 cols) const { return {store.get(), rows, cols, cols}; }
 
   private:
     static std::unique_ptr<T[], PoolDelete<T>> allocate(i64 n) {

@@ -81,7 +81,7 @@ void bind_simplex(nb::module_ m) {
                                           mat<double>(flow, "flow"), vec<i64>(er, "er"), vec<i64>(ec, "ec"),
                                           mat<i64>(adj, "adj"), vec<i64>(deg, "deg"));
         nb::gil_scoped_release release;
-        return std::apply(called(&sx::greedy_basis), args);
+        return std::apply(called(&sx::greedy_basis<Mat<double>, Vec<i64>, Mat<i64>>), args);
     });
     m.def("_warm_basis", [](In a, In b, i64 k, i64 l, Out flow, Out er, Out ec, Out adj, Out deg, In br, In bc,
                             Out rs, Out rd, Out left, Out done, Out stack) {
@@ -126,7 +126,7 @@ void bind_simplex(nb::module_ m) {
                                           mat<double>(flow, "flow"), vec<B>(basis_row, "basis_row"),
                                           vec<B>(basis_col, "basis_col"), truth(warm), truth(kept), scratch(ws));
         nb::gil_scoped_release release;
-        return std::apply(called(&sx::solve_one<B>), args);
+        return std::apply(called(&sx::solve_one<B, Mat<double>, sx::Scratch>), args);
     });
     m.def("_cost_range", [](In C, i64 k, i64 l) {
         const auto [scale, floor] = sx::cost_range(mat<double>(C, "C"), k, l);
@@ -137,7 +137,7 @@ void bind_simplex(nb::module_ m) {
                                           mat<double>(flow, "flow"), vec<B>(basis_row, "basis_row"),
                                           vec<B>(basis_col, "basis_col"), scratch(ws));
         nb::gil_scoped_release release;
-        return std::apply(called(&sx::forced_plan<B>), args);
+        return std::apply(called(&sx::forced_plan<B, Mat<double>, sx::Scratch>), args);
     });
     m.def("_plan_gap", [](In a, In b, i64 k, i64 l, In flow, In edge_row, In edge_col, In pot, double cost,
                           double violation, double scale, double floor, Out rows, Out cols) {
@@ -192,9 +192,9 @@ void bind_simplex(nb::module_ m) {
                   const auto args = std::tuple_cat(
                       rows_args<J, O>(D, xptr, xidx, xdat, src, yptr, yidx, ydat, dst, zero_diagonal, kernel_max, off,
                                       basis, warm, kept, costs, gaps, state, out_i, out_j, out_mass),
-                      std::make_tuple(p, vec<double>(cbuf, "cbuf"), vec<double>(fbuf, "fbuf"), space));
+                      std::make_tuple(p, line<double>(cbuf, "cbuf"), line<double>(fbuf, "fbuf"), space));
                   nb::gil_scoped_release release;
-                  std::apply(called(&sx::solve_rows_one<J, B, O>), args);
+                  std::apply(called(&sx::solve_rows_one<J, B, O, sx::Scratch>), args);
               });
           });
     m.def("_solve_rows_block",

@@ -64,6 +64,13 @@ template <class T, class A> Vec<T> vec(const A &a, const char *name) {
     return {pointer<T>(a), static_cast<i64>(a.shape(0)), a.stride(0)};
 }
 
+/// A :class:`Line`: one axis of stride 1 (a kernel's scratch handed over from Python).
+template <class T, class A> Line<T> line(const A &a, const char *name) {
+    expect<T>(a, 1, name);
+    if (a.shape(0) > 1 && a.stride(0) != 1) refuse(a, name, "a contiguous " + type_name(nb::dtype<T>()) + " array");
+    return {pointer<T>(a), static_cast<i64>(a.shape(0))};
+}
+
 template <class T, class A> Mat<T> mat(const A &a, const char *name) {
     expect<T>(a, 2, name);
     return {pointer<T>(a), static_cast<i64>(a.shape(0)), static_cast<i64>(a.shape(1)), a.stride(0), a.stride(1)};

@@ -25,13 +25,19 @@ constexpr i64 SOLVED = 0, NO_START = 1, PIVOT_CAP = 2;
 constexpr i64 BLOCK = 256;
 constexpr double INF = std::numeric_limits<double>::infinity();
 
-/// The scratch arrays of ``_solve_one`` (``Scratch`` in simplex.py).
-struct Scratch {
-    Mat<i64> adj;
-    Vec<i64> deg, edge_row, edge_col, parent_edge, depth, stack, cycle, left;
-    Vec<double> pot, rest_row, rest_col;
-    Vec<bool> done;
+/// The scratch arrays of ``_solve_one`` (``Scratch`` in simplex.py), as views of the kinds ``IV`` (integer
+/// vectors), ``FV`` (float vectors), ``IM`` (the adjacency matrix) and ``BV`` (flags).
+template <class IV, class FV, class IM, class BV> struct ScratchOf {
+    IM adj;
+    IV deg, edge_row, edge_col, parent_edge, depth, stack, cycle, left;
+    FV pot, rest_row, rest_col;
+    BV done;
 };
+
+/// Scratch handed over from Python (any strides).
+using Scratch = ScratchOf<Vec<i64>, Vec<double>, Mat<i64>, Vec<bool>>;
+/// Scratch a kernel lays out itself (:class:`Workspace`): unit strides known when it is compiled.
+using Packed = ScratchOf<Line<i64>, Line<double>, Grid<i64>, Line<bool>>;
 
 /// ``_workspace(nmax, dmax)``: scratch owned by a block of problems.
 struct Workspace {
@@ -45,15 +51,15 @@ struct Workspace {
           parent_edge(nmax_), depth(nmax_), stack(nmax_), cycle(nmax_), left(nmax_), pot(nmax_), rest_row(nmax_),
           rest_col(nmax_), done(nmax_) {}
 
-    Scratch view() const {
-        return {adj.matrix(nmax, dmax), deg.view(),   edge_row.view(), edge_col.view(),
-                parent_edge.view(),     depth.view(), stack.view(),    cycle.view(),
-                left.view(),            pot.view(),   rest_row.view(), rest_col.view(),
-                done.view()};
+    Packed view() const {
+        return {adj.grid(nmax, dmax), deg.line(),   edge_row.line(), edge_col.line(),
+                parent_edge.line(),   depth.line(), stack.line(),    cycle.line(),
+                left.line(),          pot.line(),   rest_row.line(), rest_col.line(),
+                done.line()};
     }
 };
 
-inline void add_edge(i64 e, i64 i, i64 j, i64 k, Vec<i64> er, Vec<i64> ec, Mat<i64> adj, Vec<i64> deg) {
+template <class IV, class IM> inline void add_edge(i64 e, i64 i, i64 j, i64 k, IV er, IV ec, IM adj, IV deg) {
     er[e] = i;
     ec[e] = j;
     adj(i, deg[i]) = e;
@@ -62,7 +68,7 @@ inline void add_edge(i64 e, i64 i, i64 j, i64 k, Vec<i64> er, Vec<i64> ec, Mat<i
     deg[k + j] += 1;
 }
 
-inline void remove_from(i64 node, i64 e, Mat<i64> adj, Vec<i64> deg) {
+template <class IM, class IV> inline void remove_from(i64 node, i64 e, IM adj, IV deg) {
     const i64 count = deg[node];
     for (i64 x = 0; x < count; ++x) {
         if (adj(node, x) == e) {
@@ -73,7 +79,7 @@ inline void remove_from(i64 node, i64 e, Mat<i64> adj, Vec<i64> deg) {
     }
 }
 
-inline i64 find(Vec<i64> parent, i64 x) {
+template <class IV> inline i64 find(IV parent, i64 x) {
     while (parent[x] != x) {
         parent[x] = parent[parent[x]];
         x = parent[x];
@@ -81,7 +87,7 @@ inline i64 find(Vec<i64> parent, i64 x) {
     return x;
 }
 
-inline bool join(Vec<i64> parent, i64 x, i64 y) {
+template <class IV> inline bool join(IV parent, i64 x, i64 y) {
     const i64 rx = find(parent, x);
     const i64 ry = find(parent, y);
     if (rx == ry) return false;
@@ -90,21 +96,21 @@ inline bool join(Vec<i64> parent, i64 x, i64 y) {
 }
 
 /// ``np.argsort(C[:k, :l].ravel(), kind="stable")``
-inline void cost_order(Mat<double> C, i64 k, i64 l, std::vector<i64> &order) {
+template <class FM> inline void cost_order(FM C, i64 k, i64 l, std::vector<i64> &order) {
     stable_argsort(k * l, [&](i64 idx) { return C(idx / l, idx % l); }, order);
 }
 
-inline bool greedy_basis(Vec<double> a, Vec<double> b, Mat<double> C, i64 k, i64 l, Mat<double> flow, Vec<i64> er,
-                         Vec<i64> ec, Mat<i64> adj, Vec<i64> deg) {
+template <class FM, class IV, class IM>
+inline bool greedy_basis(Vec<double> a, Vec<double> b, FM C, i64 k, i64 l, FM flow, IV er, IV ec, IM adj, IV deg) {
     const i64 n = k + l;
     std::vector<i64> order;
     cost_order(C, k, l, order);
     Buffer<double> rs_(k), rd_(l);
-    Vec<double> rs = rs_.view(), rd = rd_.view();
+    const Line<double> rs = rs_.line(), rd = rd_.line();
     for (i64 x = 0; x < k; ++x) rs[x] = a[x];
     for (i64 x = 0; x < l; ++x) rd[x] = b[x];
     Buffer<i64> uf_(n);
-    Vec<i64> uf = uf_.view();
+    const Line<i64> uf = uf_.line();
     for (i64 x = 0; x < n; ++x) uf[x] = x;
     i64 edges = 0;
     for (const i64 idx : order) {
@@ -132,8 +138,8 @@ inline bool greedy_basis(Vec<double> a, Vec<double> b, Mat<double> C, i64 k, i64
     return edges == n - 1;
 }
 
-template <class B>
-bool tree_basis(i64 k, i64 l, Vec<i64> er, Vec<i64> ec, Mat<i64> adj, Vec<i64> deg, Vec<B> br, Vec<B> bc) {
+template <class B, class IV, class IM>
+bool tree_basis(i64 k, i64 l, IV er, IV ec, IM adj, IV deg, Vec<B> br, Vec<B> bc) {
     for (i64 e = 0; e < k + l - 1; ++e) {
         const i64 i = br[e];
         const i64 j = bc[e];
@@ -146,9 +152,9 @@ bool tree_basis(i64 k, i64 l, Vec<i64> er, Vec<i64> ec, Mat<i64> adj, Vec<i64> d
     return true;
 }
 
-inline bool peel_flows(Vec<double> a, Vec<double> b, i64 k, i64 l, Mat<double> flow, Vec<i64> er, Vec<i64> ec,
-                       Mat<i64> adj, Vec<i64> deg, Vec<double> rs, Vec<double> rd, Vec<i64> left, Vec<bool> done,
-                       Vec<i64> stack) {
+template <class FM, class IV, class IM, class FV, class BV>
+inline bool peel_flows(Vec<double> a, Vec<double> b, i64 k, i64 l, FM flow, IV er, IV ec, IM adj, IV deg, FV rs,
+                       FV rd, IV left, BV done, IV stack) {
     const i64 n = k + l;
     for (i64 x = 0; x < k; ++x) rs[x] = a[x];
     for (i64 x = 0; x < l; ++x) rd[x] = b[x];
@@ -196,16 +202,16 @@ inline bool peel_flows(Vec<double> a, Vec<double> b, i64 k, i64 l, Mat<double> f
     return assigned == n - 1;
 }
 
-template <class B>
-bool warm_basis(Vec<double> a, Vec<double> b, i64 k, i64 l, Mat<double> flow, Vec<i64> er, Vec<i64> ec, Mat<i64> adj,
-                Vec<i64> deg, Vec<B> br, Vec<B> bc, Vec<double> rs, Vec<double> rd, Vec<i64> left, Vec<bool> done,
-                Vec<i64> stack) {
+template <class B, class FM, class IV, class IM, class FV, class BV>
+bool warm_basis(Vec<double> a, Vec<double> b, i64 k, i64 l, FM flow, IV er, IV ec, IM adj, IV deg, Vec<B> br,
+                Vec<B> bc, FV rs, FV rd, IV left, BV done, IV stack) {
     return tree_basis(k, l, er, ec, adj, deg, br, bc) &&
            peel_flows(a, b, k, l, flow, er, ec, adj, deg, rs, rd, left, done, stack);
 }
 
-inline std::pair<double, i64> smallest_even_flow(Vec<i64> path, i64 length, Mat<double> flow, Vec<i64> er,
-                                                 Vec<i64> ec, double theta, i64 leave) {
+template <class IV, class FM>
+inline std::pair<double, i64> smallest_even_flow(IV path, i64 length, FM flow, IV er, IV ec, double theta,
+                                                 i64 leave) {
     for (i64 t = 0; t < length; t += 2) {
         const i64 e = path[t];
         const double f = flow(er[e], ec[e]);
@@ -217,8 +223,8 @@ inline std::pair<double, i64> smallest_even_flow(Vec<i64> path, i64 length, Mat<
     return {theta, leave};
 }
 
-inline void hang(i64 root, Mat<double> C, i64 k, Vec<i64> er, Vec<i64> ec, Mat<i64> adj, Vec<i64> deg,
-                 Vec<i64> parent_edge, Vec<i64> depth, Vec<double> pot, Vec<i64> stack) {
+template <class FM, class IV, class IM, class FV>
+inline void hang(i64 root, FM C, i64 k, IV er, IV ec, IM adj, IV deg, IV parent_edge, IV depth, FV pot, IV stack) {
     stack[0] = root;
     i64 top = 1;
     while (top > 0) {
@@ -238,9 +244,9 @@ inline void hang(i64 root, Mat<double> C, i64 k, Vec<i64> er, Vec<i64> ec, Mat<i
     }
 }
 
-inline double plan_gap(Vec<double> a, Vec<double> b, i64 k, i64 l, Mat<double> flow, Vec<i64> edge_row,
-                       Vec<i64> edge_col, Vec<double> pot, double cost, double violation, double scale, double floor,
-                       Vec<double> rows, Vec<double> cols) {
+template <class FM, class IV, class FV>
+inline double plan_gap(Vec<double> a, Vec<double> b, i64 k, i64 l, FM flow, IV edge_row, IV edge_col, FV pot,
+                       double cost, double violation, double scale, double floor, FV rows, FV cols) {
     for (i64 x = 0; x < k; ++x) rows[x] = 0.0;
     for (i64 x = 0; x < l; ++x) cols[x] = 0.0;
     for (i64 e = 0; e < k + l - 1; ++e) {
@@ -277,7 +283,7 @@ inline double plan_gap(Vec<double> a, Vec<double> b, i64 k, i64 l, Mat<double> f
 using Solved = std::tuple<double, i64, i64, double, bool>;
 
 /// ``_cost_range``: ``(max |C|, min C)`` over ``C[:k, :l]``.
-inline std::pair<double, double> cost_range(Mat<double> C, i64 k, i64 l) {
+template <class FM> inline std::pair<double, double> cost_range(FM C, i64 k, i64 l) {
     double scale = 0.0;
     double floor = INF;
     for (i64 i = 0; i < k; ++i) {
@@ -290,11 +296,11 @@ inline std::pair<double, double> cost_range(Mat<double> C, i64 k, i64 l) {
 }
 
 /// ``_forced_plan``: one side with a single atom, whose only plan is optimal without a pivot.
-template <class B>
-Solved forced_plan(Vec<double> a, Vec<double> b, Mat<double> C, i64 k, i64 l, Mat<double> flow, Vec<B> basis_row,
-                   Vec<B> basis_col, const Scratch &ws) {
-    const Vec<i64> er = ws.edge_row, ec = ws.edge_col;
-    const Vec<double> pot = ws.pot;
+template <class B, class FM, class S>
+Solved forced_plan(Vec<double> a, Vec<double> b, FM C, i64 k, i64 l, FM flow, Vec<B> basis_row, Vec<B> basis_col,
+                   const S &ws) {
+    const auto er = ws.edge_row, ec = ws.edge_col;
+    const auto pot = ws.pot;
     const auto [scale, floor] = cost_range(C, k, l);
     if (k == 1) {
         pot[0] = 0.0;
@@ -328,15 +334,15 @@ Solved forced_plan(Vec<double> a, Vec<double> b, Mat<double> C, i64 k, i64 l, Ma
             plan_gap(a, b, k, l, flow, er, ec, pot, cost, 0.0, scale, floor, ws.rest_row, ws.rest_col), false};
 }
 
-template <class B>
-Solved solve_one(Vec<double> a, Vec<double> b, Mat<double> C, i64 k, i64 l, Mat<double> flow, Vec<B> basis_row,
-                 Vec<B> basis_col, bool warm, bool kept, const Scratch &ws) {
+template <class B, class FM, class S>
+Solved solve_one(Vec<double> a, Vec<double> b, FM C, i64 k, i64 l, FM flow, Vec<B> basis_row, Vec<B> basis_col,
+                 bool warm, bool kept, const S &ws) {
     if (k == 1 || l == 1) return forced_plan(a, b, C, k, l, flow, basis_row, basis_col, ws);
     const i64 n = k + l;
-    const Vec<i64> er = ws.edge_row, ec = ws.edge_col, deg = ws.deg;
-    const Mat<i64> adj = ws.adj;
-    const Vec<double> pot = ws.pot;
-    const Vec<i64> parent_edge = ws.parent_edge, depth = ws.depth, stack = ws.stack, cycle = ws.cycle;
+    const auto er = ws.edge_row, ec = ws.edge_col, deg = ws.deg;
+    const auto adj = ws.adj;
+    const auto pot = ws.pot;
+    const auto parent_edge = ws.parent_edge, depth = ws.depth, stack = ws.stack, cycle = ws.cycle;
     if (!(warm && kept))
         for (i64 i = 0; i < k; ++i)
             for (i64 j = 0; j < l; ++j) flow(i, j) = 0.0;
@@ -525,7 +531,7 @@ void solve_block(Mat<double> a, Mat<double> b, Cube<double> C, Vec<i64> k, Vec<i
                  Vec<double> costs, Vec<double> gaps, Vec<bool> ok, Vec<i64> pivots, Mat<B> basis, Vec<i64> off,
                  Vec<bool> warm, i64 blk, i64 nmax, i64 dmax) {
     const Workspace space(nmax, dmax);
-    const Scratch ws = space.view();
+    const Packed ws = space.view();
     const i64 end = (blk + 1) * BLOCK < a.rows ? (blk + 1) * BLOCK : a.rows;
     for (i64 p = blk * BLOCK; p < end; ++p) {
         const i64 lo = off[p];
@@ -554,12 +560,12 @@ void solve_batch(Mat<double> a, Mat<double> b, Cube<double> C, Vec<i64> k, Vec<i
 /// ``state`` of ``solve_rows``: solved by the simplex, exact without it, or left to the caller.
 constexpr std::int8_t ROW_SOLVED = 0, ROW_EXACT = 1, ROW_LEFT = 2;
 
-template <class J, class B, class O>
+template <class J, class B, class O, class S>
 void solve_rows_one(Mat<double> D, Vec<J> xptr, Vec<J> xidx, Vec<double> xdat, Vec<i64> src, Vec<J> yptr,
                     Vec<J> yidx, Vec<double> ydat, Vec<i64> dst, bool zero_diagonal, i64 kernel_max, Vec<i64> off,
                     Mat<B> basis, Vec<bool> warm, Vec<bool> kept, Vec<double> costs, Vec<double> gaps,
                     Vec<std::int8_t> state, Vec<O> out_i, Vec<O> out_j, Vec<double> out_mass, i64 p,
-                    Vec<double> cbuf, Vec<double> fbuf, const Scratch &ws) {
+                    Line<double> cbuf, Line<double> fbuf, const S &ws) {
     const i64 s = src[p];
     const i64 t = dst[p];
     const i64 xa = xptr[s];
@@ -601,12 +607,12 @@ void solve_rows_one(Mat<double> D, Vec<J> xptr, Vec<J> xidx, Vec<double> xdat, V
         state[p] = ROW_LEFT;
         return;
     }
-    const Mat<double> C{cbuf.data, kk, ll, ll * cbuf.stride, cbuf.stride};
+    const Grid<double> C{cbuf.data, kk, ll, ll};
     for (i64 i = 0; i < kk; ++i) {
         const i64 row = xidx[xa + i];
         for (i64 j = 0; j < ll; ++j) C(i, j) = D(row, yidx[yb + j]);
     }
-    const Mat<double> flow{fbuf.data, kk, ll, ll * fbuf.stride, fbuf.stride};
+    const Grid<double> flow{fbuf.data, kk, ll, ll};
     if (hold) {
         for (i64 i = 0; i < kk; ++i)
             for (i64 j = 0; j < ll; ++j) flow(i, j) = 0.0;
@@ -646,11 +652,11 @@ void solve_rows_block(Mat<double> D, Vec<J> xptr, Vec<J> xidx, Vec<double> xdat,
                       Vec<O> out_i, Vec<O> out_j, Vec<double> out_mass, i64 blk, i64 nmax, i64 dmax, i64 cmax) {
     const Buffer<double> cbuf(cmax), fbuf(cmax);
     const Workspace space(nmax, dmax);
-    const Scratch ws = space.view();
+    const Packed ws = space.view();
     const i64 end = (blk + 1) * BLOCK < src.size ? (blk + 1) * BLOCK : src.size;
     for (i64 p = blk * BLOCK; p < end; ++p)
         solve_rows_one(D, xptr, xidx, xdat, src, yptr, yidx, ydat, dst, zero_diagonal, kernel_max, off, basis, warm,
-                       kept, costs, gaps, state, out_i, out_j, out_mass, p, cbuf.view(), fbuf.view(), ws);
+                       kept, costs, gaps, state, out_i, out_j, out_mass, p, cbuf.line(), fbuf.line(), ws);
 }
 
 template <class J, class B, class O>

@@ -429,8 +429,34 @@ def grid_bits(X: np.ndarray, chunk_cells: int = 1_048_576) -> int:
     """The smallest k (0 to 52, or 53 for "none") such that every entry of ``X`` (in [0, 2)) is a multiple of
     ``2^-k``: the binary digits after the point that the entries need. Sums of such numbers below 2 are
     exact in float64; products of an entry on a ``2^-a`` grid with one on a ``2^-b`` grid, a + b <= 53,
-    are exact too."""
+    are exact too.
+
+    Read from each entry's binary form: with ``|x| = f 2^e``, ``f`` in [0.5, 1) (``np.frexp``), the integer
+    ``f 2^53`` has its lowest set bit at ``2^(t - 1)``, so x is a multiple of ``2^(e - 54 + t)`` and of no
+    finer power of two: it needs ``54 - e - t`` digits after the point (none if that is not positive). Taken
+    ``chunk_cells`` entries at a time, the first 64 on their own (a few entries usually settle it). Entries
+    that are not finite take :func:`_grid_bits_by_bisection`."""
     flat = np.asarray(X, dtype=np.float64).reshape(-1)
+    need = 0
+    for lo, hi in [(0, min(64, len(flat)))] + [(lo, lo + chunk_cells) for lo in range(64, len(flat), chunk_cells)]:
+        part = np.abs(flat[lo:hi])
+        part = part[part != 0.0]
+        if not part.size:
+            continue
+        if not np.isfinite(part).all():
+            return _grid_bits_by_bisection(flat, chunk_cells)
+        fraction, exponent = np.frexp(part)
+        digits = (fraction * 2.0**53).astype(np.int64)  # exact: an integer below 2^53
+        _, lowest = np.frexp((digits & -digits).astype(np.float64))  # the lowest set bit is 2^(lowest - 1)
+        need = max(need, int(np.max(54 - exponent - lowest)))
+        if need > 52:
+            return 53
+    return need
+
+
+def _grid_bits_by_bisection(flat: np.ndarray, chunk_cells: int) -> int:
+    """:func:`grid_bits` by testing grids (``x 2^k`` whole for every entry), for entries that are not all finite:
+    an infinite entry is on every grid, NaN on none."""
 
     def on_grid(k: int) -> bool:
         for lo in range(0, len(flat), chunk_cells):
@@ -439,10 +465,9 @@ def grid_bits(X: np.ndarray, chunk_cells: int = 1_048_576) -> int:
                 return False
         return True
 
-    head = flat[:64] * 2.0**52
-    if not np.all(head == np.floor(head)) or not on_grid(52):  # a few entries usually settle it
+    if not on_grid(52):
         return 53
-    if on_grid(0):  # whole numbers (a deterministic policy, or one action): settled at once
+    if on_grid(0):
         return 0
     low, high = 1, 52  # on_grid(high) holds, on_grid(0) does not
     while low < high:

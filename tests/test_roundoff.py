@@ -91,3 +91,28 @@ def test_grid_bits_by_hand():
     assert grid_bits(np.array([0.5, 0.25, 0.75])) == 2
     assert grid_bits(np.array([2.0**-52])) == 52
     assert grid_bits(np.array([0.5, 0.1])) == 53  # 0.1 needs 56 binary digits: on no grid up to 2^-52
+    assert grid_bits(np.array([])) == 0 and grid_bits(np.zeros((3, 2))) == 0
+    assert grid_bits(np.array([-0.375, 3.0, 2.0**60])) == 3  # signs, whole numbers, large ones
+    assert grid_bits(np.array([5e-324])) == 53  # the smallest subnormal
+    assert grid_bits(np.array([0.5, np.inf])) == 1 and grid_bits(np.array([0.5, np.nan])) == 53
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_grid_bits_are_those_of_testing_every_grid(seed):
+    rng = np.random.default_rng(seed)
+
+    def by_testing(x):  # the smallest k with x 2^k whole everywhere, by trying every k
+        for k in range(53):
+            if np.all(x * 2.0**k == np.floor(x * 2.0**k)):
+                return k
+        return 53
+
+    for _ in range(60):
+        size = int(rng.integers(1, 300))
+        bits = rng.integers(0, 56, size)
+        x = np.floor(rng.random(size) * 2.0**bits) / 2.0**bits  # on the 2^-bits grid, some entries 0
+        x = x * rng.choice([1.0, -1.0, 2.0**-20], size) if rng.random() < 0.3 else x
+        if rng.random() < 0.2:
+            x[rng.integers(0, size)] = rng.random()  # one entry of 53 digits or so
+        for chunk in (1_048_576, 7):
+            assert grid_bits(x, chunk) == by_testing(x), (x, chunk)

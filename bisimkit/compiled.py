@@ -6,6 +6,7 @@
   the entangled couplings of :func:`bisimkit.couplings.merge_breakpoints`
   computed on the fly: no intermediate cell arrays, so n = 2000 fits in a few GiB;
 * :func:`matvec`: a multi-threaded CSR product for the Krylov solves;
+* :func:`residual`: the residual ``b + c T x - x`` of a fixed-point system and its largest entry, in one pass;
 * :func:`lower_mass`: the mass of a CSR matrix below its diagonal, and its total;
 * :func:`scc_gauss_seidel`: Gauss-Seidel sweeps of ``x = rhs + T x`` over a set of pairs (the labelled-chain
   solver's strongly connected components, the engine's mid-size pair systems).
@@ -128,6 +129,24 @@ def _csr_matvec_serial(indptr, indices, data, x, out):
         for e in range(indptr[r], indptr[r + 1]):
             acc += data[e] * x[indices[e]]
         out[r] = acc
+
+
+@kernel
+def _csr_residual(indptr, indices, data, b, c, x, out):
+    """``out = b + c (T x) - x`` for the float64 CSR matrix T (indptr, indices, data), each row's product
+    summed in stored order from 0 (as :func:`_csr_matvec_serial`); returns the largest ``|out|`` (NaN if
+    any entry is NaN, as ``np.max`` says)."""
+    largest = 0.0
+    for r in range(len(indptr) - 1):
+        acc = 0.0
+        for e in range(indptr[r], indptr[r + 1]):
+            acc += data[e] * x[indices[e]]
+        value = b[r] + c * acc - x[r]
+        out[r] = value
+        size = abs(value)
+        if size > largest or size != size:  # a NaN stays: nothing compares greater than it
+            largest = size
+    return largest
 
 
 @kernel
@@ -269,6 +288,29 @@ def matvec(T: sp.csr_matrix, dtype=np.float64):
         return out
 
     return product
+
+
+def residual(T: sp.csr_matrix, b: np.ndarray, c: float):
+    """``x -> (r, max |r|)`` with ``r = b + c T x - x`` computed in float64 from the exact T, as
+    ``b + c * (T @ x) - x`` rounds it: one compiled pass (:func:`_csr_residual`) where a product takes one
+    thread, the multi-threaded product (:func:`matvec`) and numpy otherwise."""
+    if T.nnz >= MATVEC_PARALLEL_MIN_NNZ or T.dtype != np.float64:
+        product = matvec(T)
+
+        def spread(x):
+            r = b + c * product(x) - x
+            return r, float(np.max(np.abs(r), initial=0.0))
+
+        return spread
+    indptr, indices, data = T.indptr, T.indices, T.data
+    rhs = np.ascontiguousarray(b, dtype=np.float64)
+
+    def fused(x):
+        out = np.empty(T.shape[0])
+        largest = _csr_residual(indptr, indices, data, rhs, float(c), np.ascontiguousarray(x, dtype=np.float64), out)
+        return out, float(largest)
+
+    return fused
 
 
 @kernel

@@ -120,6 +120,21 @@ void csr_matvec(Vec<P> indptr, Vec<J> indices, Vec<D> data, Vec<D> x, Vec<D> out
     }
 }
 
+template <class P, class J>
+double csr_residual(Vec<P> indptr, Vec<J> indices, Vec<double> data, Vec<double> b, double c, Vec<double> x,
+                    Vec<double> out) {
+    double largest = 0.0;
+    for (i64 r = 0; r < indptr.size - 1; ++r) {
+        double acc = 0.0;
+        for (i64 e = indptr[r]; e < indptr[r + 1]; ++e) acc += data[e] * x[indices[e]];
+        const double value = b[r] + c * acc - x[r];
+        out[r] = value;
+        const double size = std::fabs(value);
+        if (size > largest || size != size) largest = size;  // a NaN stays: nothing compares greater than it
+    }
+    return largest;
+}
+
 template <class P, class J, class D>
 std::tuple<double, double> lower_mass(Vec<P> indptr, Vec<J> indices, Vec<D> data) {
     double stale = 0.0;

@@ -132,6 +132,19 @@ void bind_compiled(nb::module_ m) {
                   });
               });
     }
+    m.def("_csr_residual", [](In indptr, In indices_, In data, In b, double c, In x, Out out) {
+        return indices(indptr, "indptr", [&](auto pointer_type) {
+            return indices(indices_, "indices", [&](auto index_type) {
+                using P = decltype(pointer_type);
+                using J = decltype(index_type);
+                const auto args = std::make_tuple(vec<P>(indptr, "indptr"), vec<J>(indices_, "indices"),
+                                                  vec<double>(data, "data"), vec<double>(b, "b"), c,
+                                                  vec<double>(x, "x"), vec<double>(out, "out"));
+                nb::gil_scoped_release release;
+                return std::apply(called(&cc::csr_residual<P, J>), args);
+            });
+        });
+    });
     m.def("lower_mass", [](In indptr, In indices_, In data) {
         return indices(indptr, "indptr", [&](auto pointer_type) {
             return indices(indices_, "indices", [&](auto index_type) {

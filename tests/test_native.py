@@ -929,6 +929,23 @@ def test_block_back_substitution_and_gauss_seidel(index_type):
                     np.testing.assert_allclose(solved - T @ solved, b, atol=1e-9)
 
 
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
+def test_fused_residual_is_numpys_residual(index_type):
+    rng = np.random.default_rng(21)
+    for n, density in ((1, 1.0), (40, 0.1), (90, 0.3)):
+        T, _, rhs = coupling_system(rng, n, density, index_type)
+        assert T.data.dtype == np.float64 and T.indices.dtype == index_type
+        b, x = rhs[:, 0].copy(), rng.random(n)
+        out, (*_, r) = both(compiled._csr_residual, T.indptr, T.indices, T.data, b, 0.9, x, np.empty(n))
+        expected = b + 0.9 * (T @ x) - x
+        assert same(r, expected) and same(out, float(np.max(np.abs(expected))))
+        fused, largest = compiled.residual(T, b, 0.9)(x)
+        assert same(fused, expected) and largest == out
+    x[3] = np.nan  # a NaN anywhere is the largest entry, as np.max says
+    out, _ = both(compiled._csr_residual, T.indptr, T.indices, T.data, b, 0.9, x, np.empty(n))
+    assert np.isnan(out)
+
+
 # ----------------------------------------------------------------------------------- dispatch itself
 def test_a_call_the_compiled_kernel_does_not_take_runs_as_python_and_says_so_once():
     def doubled(indptr, data, out):

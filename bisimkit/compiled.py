@@ -50,6 +50,36 @@ def _fill_slots(off, ci, cj, mass, row_pair, row_weight, index, indptr, indices,
                 fill[r] += 1
 
 
+@kernel
+def _fill_in_order(off, ci, cj, mass, row_pair, row_weight, index, indptr, indices, data):
+    """:func:`_count_slots` and :func:`_fill_slots` in one pass, for problems whose rows never decrease (a pair
+    system's rows, in pair order): each row's entries follow the last row's, and ``indptr[r + 1]`` is where row
+    r ends (the same arrays the two passes write). ``indices`` and ``data`` have room for every slot. Returns
+    the entries written, or -1 at the first problem whose row is below the one before (nothing else then
+    holds)."""
+    at = 0
+    row = 0
+    indptr[0] = 0
+    for p in range(len(off) - 1):
+        r = row_pair[p]
+        if r < row:
+            return -1
+        while row < r:
+            row += 1
+            indptr[row] = at
+        w = row_weight[p]
+        for e in range(off[p], off[p + 1]):
+            col = index[ci[e], cj[e]]
+            if mass[e] > 0 and col >= 0:
+                indices[at] = col
+                data[at] = w * mass[e]
+                at += 1
+    while row < len(indptr) - 1:
+        row += 1
+        indptr[row] = at
+    return at
+
+
 @kernel(parallel=True)
 def _eps_bar_pass(
     S, T, index, m, a_ptr, a_idx, a_bp, x_ptr, x_idx, x_bp, mode, counts, indptr, indices, data, vec, out
@@ -168,10 +198,24 @@ def lower_mass(indptr, indices, data):
 MATVEC_PARALLEL_MIN_NNZ = 1_000_000
 
 
+#: Plan slots up to which :func:`pair_system_from_slots` writes a system in one pass, into arrays with room for
+#: every slot (a few of them, the empty and diagonal cells, stay unused).
+IN_ORDER_SLOTS = 1_000_000
+
+
 def pair_system_from_slots(offsets, ci, cj, mass, row_pair, row_weight, index, n: int) -> sp.csr_matrix:
     """``T[row_pair[p], index[i, j]] += row_weight[p] * mass`` over the cells of every
     problem p (cells at ``offsets[p]:offsets[p + 1]``), skipping empty cells and
-    cells with ``index < 0``. Duplicates are kept (the product adds them)."""
+    cells with ``index < 0``. Duplicates are kept (the product adds them). Up to :data:`IN_ORDER_SLOTS` slots,
+    with rows that never decrease, in one pass (:func:`_fill_in_order`), else counted first."""
+    slots = len(mass)
+    if slots <= IN_ORDER_SLOTS:
+        indptr32 = np.empty(n + 1, dtype=np.int32)
+        indices32 = np.empty(slots, dtype=np.int32)
+        values = np.empty(slots)
+        nnz = _fill_in_order(offsets, ci, cj, mass, row_pair, row_weight, index, indptr32, indices32, values)
+        if nnz >= 0:
+            return valid_csr(values[:nnz], indices32[:nnz], indptr32, (n, n))
     counts = np.zeros(n, dtype=np.int64)
     _count_slots(offsets, ci, cj, mass, row_pair, index, counts)
     indptr = np.zeros(n + 1, dtype=np.int64)

@@ -45,6 +45,36 @@ void fill_slots(Vec<i64> off, Vec<C> ci, Vec<C> cj, Vec<double> mass, Vec<R> row
     }
 }
 
+template <class C, class R, class X, class P, class J, class D>
+i64 fill_in_order(Vec<i64> off, Vec<C> ci, Vec<C> cj, Vec<double> mass, Vec<R> row_pair, Vec<double> row_weight,
+                  Mat<X> index, Vec<P> indptr, Vec<J> indices, Vec<D> data) {
+    i64 at = 0;
+    i64 row = 0;
+    indptr[0] = 0;
+    for (i64 p = 0; p < off.size - 1; ++p) {
+        const i64 r = row_pair[p];
+        if (r < row) return -1;
+        while (row < r) {
+            row += 1;
+            indptr[row] = static_cast<P>(at);
+        }
+        const double w = row_weight[p];
+        for (i64 e = off[p]; e < off[p + 1]; ++e) {
+            const i64 col = index(ci[e], cj[e]);
+            if (mass[e] > 0 && col >= 0) {
+                indices[at] = static_cast<J>(col);
+                data[at] = static_cast<D>(w * mass[e]);
+                at += 1;
+            }
+        }
+    }
+    while (row < indptr.size - 1) {
+        row += 1;
+        indptr[row] = static_cast<P>(at);
+    }
+    return at;
+}
+
 template <class X, class J, class D>
 void eps_bar_pass(Vec<i64> S, Vec<i64> T, Mat<X> index, i64 m, Vec<i64> a_ptr, Vec<i64> a_idx, Vec<double> a_bp,
                   Vec<i64> x_ptr, Vec<i64> x_idx, Vec<double> x_bp, i64 mode, Vec<i64> counts, Vec<i64> indptr,

@@ -96,6 +96,22 @@ void bind_compiled(nb::module_ m) {
             });
         });
     });
+    m.def("_fill_in_order", [](In off, In ci, In cj, In mass, In row_pair, In row_weight, In index, Out indptr,
+                               Out indices_, Out data) {
+        return indices(ci, "ci", [&](auto cell_type) {
+            return indices(index, "index", [&](auto index_type) {
+                using C = decltype(cell_type);
+                using X = decltype(index_type);
+                const auto args = std::make_tuple(
+                    vec<i64>(off, "off"), vec<C>(ci, "ci"), vec<C>(cj, "cj"), vec<double>(mass, "mass"),
+                    vec<i64>(row_pair, "row_pair"), vec<double>(row_weight, "row_weight"), mat<X>(index, "index"),
+                    vec<std::int32_t>(indptr, "indptr"), vec<std::int32_t>(indices_, "indices"),
+                    vec<double>(data, "data"));
+                nb::gil_scoped_release release;
+                return std::apply(called(&cc::fill_in_order<C, i64, X, std::int32_t, std::int32_t, double>), args);
+            });
+        });
+    });
     m.def("_eps_bar_pass", [](In S, In T, In index, i64 m_, In a_ptr, In a_idx, In a_bp, In x_ptr, In x_idx, In x_bp,
                               i64 mode, Out counts, In indptr, Out indices_, Out data, In vec_, Out out) {
         indices(index, "index", [&](auto index_type) {

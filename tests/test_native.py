@@ -645,7 +645,7 @@ def test_pair_system_slots(cell_type):
     counts = np.zeros(30, np.int64)
     compiled._count_slots(off, ci, cj, mass, row_pair, index, counts)
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    both(
+    _, (*_, two_indices, two_data) = both(
         compiled._fill_slots,
         off,
         ci,
@@ -658,6 +658,25 @@ def test_pair_system_slots(cell_type):
         np.zeros(indptr[-1], np.int32),
         np.zeros(indptr[-1]),
     )
+    # rows in order: one pass writes what the count and the fill write
+    in_order = np.sort(row_pair)
+    counts = np.zeros(30, np.int64)
+    compiled._count_slots(off, ci, cj, mass, in_order, index, counts)
+    sorted_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    expected = (np.zeros(sorted_ptr[-1], np.int32), np.zeros(sorted_ptr[-1]))
+    compiled._fill_slots(off, ci, cj, mass, in_order, row_weight, index, sorted_ptr, *expected)
+    out = (np.zeros(31, np.int32), np.zeros(off[-1], np.int32), np.zeros(off[-1]))
+    nnz, (*_, ptr, got_indices, got_data) = both(
+        compiled._fill_in_order, off, ci, cj, mass, in_order, row_weight, index, *out
+    )
+    assert nnz == sorted_ptr[-1] and np.array_equal(ptr, sorted_ptr)
+    assert same(got_indices[:nnz], expected[0]) and same(got_data[:nnz], expected[1])
+    assert 0 < nnz < off[-1] and len(set(two_indices.tolist())) > 1 and two_data.any()
+    # a row below the one before: -1, for the two passes to take over
+    nnz, _ = both(compiled._fill_in_order, off, ci, cj, mass, in_order[::-1].copy(), row_weight, index, *out)
+    assert nnz == -1
+    system = compiled.pair_system_from_slots(off, ci, cj, mass, in_order, row_weight, index, 30)
+    assert same(system.indptr, sorted_ptr.astype(np.int32)) and same(system.data, expected[1])
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

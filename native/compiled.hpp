@@ -178,6 +178,9 @@ std::tuple<double, double> lower_mass(Vec<P> indptr, Vec<J> indices, Vec<D> data
     return {stale, total};
 }
 
+/// Rows up to which ``scc_gauss_seidel`` keeps its divisors in an array (8 MB, within the buffer pool's blocks).
+constexpr i64 STORED_DIVISORS = i64{1} << 20;
+
 template <class P, class J>
 std::tuple<i64, double> scc_gauss_seidel(Vec<i64> members, Vec<P> indptr, Vec<J> indices, Vec<double> data,
                                          Mat<double> rhs, Mat<double> x, Vec<i64> local, i64 max_sweeps,
@@ -198,17 +201,20 @@ std::tuple<i64, double> scc_gauss_seidel(Vec<i64> members, Vec<P> indptr, Vec<J>
             }
         }
     }
-    // each row's divisor 1 - T[p, p] (its diagonal entries summed in their stored order)
-    Buffer<double> divisor_(size);
-    const Vec<double> divisor = divisor_.view();
-    for (i64 i = 0; i < size; ++i) {
-        const i64 p = members[i];
+    // each row's divisor 1 - T[p, p] (its diagonal entries summed in their stored order): kept for every sweep
+    // where its array is small enough for the buffer pool, else summed again in each sweep (the same value)
+    auto divisor_of = [&](i64 p) {
         double diag = 0.0;
         for (i64 e = indptr[p]; e < indptr[p + 1]; ++e) {
             if (indices[e] == p) diag += data[e];
         }
-        divisor[i] = 1.0 - diag;
-    }
+        return 1.0 - diag;
+    };
+    const bool stored = size <= STORED_DIVISORS;
+    Buffer<double> divisor_(stored ? size : 0);
+    const Vec<double> divisor = divisor_.view();
+    if (stored)
+        for (i64 i = 0; i < size; ++i) divisor[i] = divisor_of(members[i]);
     i64 sweeps = 0;
     double resid = std::numeric_limits<double>::infinity();
     // One sweep. ``whole``: S holds every state (local[q] >= 0 for all q); ``column``: one right-hand side in
@@ -224,7 +230,7 @@ std::tuple<i64, double> scc_gauss_seidel(Vec<i64> members, Vec<P> indptr, Vec<J>
                     const i64 q = indices[e];
                     if (q != p && (whole || local[q] >= 0)) acc += data[e] * (column ? x.data[q] : x(q, j));
                 }
-                const double next = acc / divisor[i];
+                const double next = acc / (stored ? divisor[i] : divisor_of(p));
                 double &at = column ? x.data[p] : x(p, j);
                 const double change = std::fabs(next - at);
                 if (change > largest) largest = change;

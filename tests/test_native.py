@@ -948,6 +948,38 @@ def test_block_back_substitution_and_gauss_seidel(index_type):
                     np.testing.assert_allclose(solved - T @ solved, b, atol=1e-9)
 
 
+def test_gauss_seidel_on_a_million_rows_sums_each_divisor_in_each_sweep_to_the_same_bits():
+    # above its stored divisors' limit the compiled sweeps sum each row's diagonal again in every sweep: a system
+    # of copies of one block gives every copy the bits the block alone gets (whose divisors are stored)
+    rng = np.random.default_rng(5)
+    block, _, rhs = coupling_system(rng, 16, 0.3, np.int32)
+    block = block + sp.diags(np.full(16, 0.05))  # diagonal entries in every row, beside the others
+    block = sp.csr_matrix(block)
+    copies = (1 << 20) // 16 + 1
+    T = sp.block_diag([block] * copies, format="csr")
+    n = T.shape[0]
+    assert n > 1 << 20 and T.indices.dtype == np.int32
+    b = np.tile(rhs[:, :1], (copies, 1))
+    alone = np.zeros((16, 1))
+    sweeps, change = compiled.scc_gauss_seidel(
+        np.arange(15, -1, -1),
+        block.indptr,
+        block.indices,
+        block.data,
+        np.ascontiguousarray(rhs[:, :1]),
+        alone,
+        np.full(16, -1, dtype=np.int64),
+        6,
+        0.0,
+    )
+    tiled = np.zeros((n, 1))
+    got = compiled.scc_gauss_seidel(
+        np.arange(n - 1, -1, -1), T.indptr, T.indices, T.data, b, tiled, np.full(n, -1, dtype=np.int64), 6, 0.0
+    )
+    assert got == (sweeps, change) and sweeps == 6
+    assert same(tiled.reshape(copies, 16), np.tile(alone[:, 0], (copies, 1)))
+
+
 @pytest.mark.parametrize("index_type", [np.int32, np.int64])
 def test_fused_residual_is_numpys_residual(index_type):
     rng = np.random.default_rng(21)

@@ -3,7 +3,9 @@
 // A kernel reads and writes its arguments in place through these views: a pointer, the shape and
 // the strides in elements (any layout numpy hands over: C order, slices, transposes). Slicing
 // returns a view of the same memory, as numpy's basic slicing does. Only a kernel's own scratch, a
-// Buffer, owns memory; it comes from and goes back to a per-thread pool.
+// Buffer, owns memory; it comes from and goes back to a per-thread pool. A Buffer's memory, and scratch
+// a binding checked to be contiguous, can also be seen through Line and Grid, whose unit stride the
+// compiler knows.
 #pragma once
 
 #include <cstddef>

@@ -339,13 +339,7 @@ def residual(T: sp.csr_matrix, b: np.ndarray, c: float):
     ``b + c * (T @ x) - x`` rounds it: one compiled pass (:func:`_csr_residual`) where a product takes one
     thread, the multi-threaded product (:func:`matvec`) and numpy otherwise."""
     if T.nnz >= MATVEC_PARALLEL_MIN_NNZ or T.dtype != np.float64:
-        product = matvec(T)
-
-        def spread(x):
-            r = b + c * product(x) - x
-            return r, float(np.max(np.abs(r), initial=0.0))
-
-        return spread
+        return product_residual(matvec(T), b, c)
     indptr, indices, data = T.indptr, T.indices, T.data
     rhs = np.ascontiguousarray(b, dtype=np.float64)
 
@@ -355,6 +349,16 @@ def residual(T: sp.csr_matrix, b: np.ndarray, c: float):
         return out, float(largest)
 
     return fused
+
+
+def product_residual(product, b: np.ndarray, c: float):
+    """``x -> (r, max |r|)`` with ``r = b + c product(x) - x`` in numpy, for any exact float64 ``product``."""
+
+    def of(x):
+        r = b + c * product(x) - x
+        return r, float(np.max(np.abs(r), initial=0.0))
+
+    return of
 
 
 @kernel

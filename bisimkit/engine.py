@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from .compiled import lower_mass, matvec, residual, scc_gauss_seidel
+from .compiled import lower_mass, matvec, product_residual, residual, scc_gauss_seidel
 from .couplings import Cells
 from .errors import InputError, check_count
 from .forms import Evaluation, PairLinearForm, SteinForm, TransportTerms, pair_system
@@ -459,12 +459,7 @@ def solve_fixed_point(
         return np.zeros(0), 0.0
     if isinstance(T, np.ndarray):
         inverse = dense_inverse(np.eye(N) - c * T)
-
-        def dense_residual(x: np.ndarray) -> tuple[np.ndarray, float]:
-            r = b + c * (T @ x) - x
-            return r, float(np.max(np.abs(r), initial=0.0))
-
-        return _refine(dense_residual, lambda r: inverse @ r, b, c, x0, tol, direct=True)
+        return _refine(product_residual(lambda x: T @ x, b, c), lambda r: inverse @ r, b, c, x0, tol, direct=True)
     # start-up cost: scipy.sparse.linalg loads in ~0.3 s, which a small problem's solve does without
     import scipy.sparse as sp
     import scipy.sparse.linalg as spla
@@ -489,14 +484,8 @@ def solve_fixed_point(
 
         if product is None and _stale_share(T) <= GAUSS_SEIDEL_STALE:
             step = _gauss_seidel_step(T, c, tol, fallback=step)
-    if product is None:
-        return _refine(residual(T, b, c), step, b, c, x0, tol, direct=direct)
-
-    def exact_residual(x: np.ndarray) -> tuple[np.ndarray, float]:
-        r = b + c * product(x) - x
-        return r, float(np.max(np.abs(r), initial=0.0))
-
-    return _refine(exact_residual, step, b, c, x0, tol, direct=direct)
+    residual_of = residual(T, b, c) if product is None else product_residual(product, b, c)
+    return _refine(residual_of, step, b, c, x0, tol, direct=direct)
 
 
 def _stale_share(T: sp.csr_matrix) -> float:

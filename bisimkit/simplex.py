@@ -879,6 +879,15 @@ def basis_offsets(k: np.ndarray, l: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(np.maximum(np.asarray(k) + np.asarray(l) - 1, 0))]).astype(np.int64)
 
 
+def _row_indices(X, Y) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(xptr, xidx, yptr, yidx)`` of the CSR rows X and Y in one integer type, as the row kernels take them:
+    as they are when they share one, else int64."""
+    xptr, xidx, yptr, yidx = X.indptr, X.indices, Y.indptr, Y.indices
+    if not (xptr.dtype == xidx.dtype == yptr.dtype == yidx.dtype):
+        xptr, xidx, yptr, yidx = (np.asarray(v, dtype=np.int64) for v in (xptr, xidx, yptr, yidx))
+    return xptr, xidx, yptr, yidx
+
+
 def solve_rows(
     D: np.ndarray,
     X,
@@ -924,9 +933,7 @@ def solve_rows(
         histograms, in D's index space; the masses of every other slot are set to 0 (their cells are not
         written).
     """
-    xptr, xidx, yptr, yidx = X.indptr, X.indices, Y.indptr, Y.indices
-    if not (xptr.dtype == xidx.dtype == yptr.dtype == yidx.dtype):
-        xptr, xidx, yptr, yidx = (np.asarray(v, dtype=np.int64) for v in (xptr, xidx, yptr, yidx))
+    xptr, xidx, yptr, yidx = _row_indices(X, Y)
     if not len(src):
         return
     widest = max(int((xptr[1:] - xptr[:-1]).max(initial=1)), int((yptr[1:] - yptr[:-1]).max(initial=1)))
@@ -1016,9 +1023,7 @@ def marginal_gaps(C: np.ndarray, X, src: np.ndarray, Y, dst: np.ndarray, state, 
     """``gaps[p] += min(reach_X, reach_Y) * marginal[p]`` for the problems ``(X[src[p]], Y[dst[p]])`` that are not
     exact (:func:`_marginal_gaps`): the CSR rows X and Y, their indices of one integer type as in
     :func:`solve_rows`, ``C`` float64 in C order."""
-    xptr, xidx, yptr, yidx = X.indptr, X.indices, Y.indptr, Y.indices
-    if not (xptr.dtype == xidx.dtype == yptr.dtype == yidx.dtype):
-        xptr, xidx, yptr, yidx = (np.asarray(v, dtype=np.int64) for v in (xptr, xidx, yptr, yidx))
+    xptr, xidx, yptr, yidx = _row_indices(X, Y)
     _marginal_gaps(C, xptr, xidx, src, yptr, yidx, dst, state, marginal, gaps)
 
 

@@ -223,6 +223,7 @@ std::tuple<i64, double> scc_gauss_seidel(Vec<i64> members, Vec<P> indptr, Vec<J>
         double largest = 0.0;
         for (i64 i = 0; i < size; ++i) {
             const i64 p = members[i];
+            const double div = stored ? divisor[i] : divisor_of(p);
             const i64 cols = column ? 1 : r;
             for (i64 j = 0; j < cols; ++j) {
                 double acc = fixed(i, j);
@@ -230,7 +231,7 @@ std::tuple<i64, double> scc_gauss_seidel(Vec<i64> members, Vec<P> indptr, Vec<J>
                     const i64 q = indices[e];
                     if (q != p && (whole || local[q] >= 0)) acc += data[e] * (column ? x.data[q] : x(q, j));
                 }
-                const double next = acc / (stored ? divisor[i] : divisor_of(p));
+                const double next = acc / div;
                 double &at = column ? x.data[p] : x(p, j);
                 const double change = std::fabs(next - at);
                 if (change > largest) largest = change;

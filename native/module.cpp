@@ -67,6 +67,30 @@ void bind_couplings(nb::module_ m) {
 // ----------------------------------------------------------------------------------------- compiled
 namespace cc = bisimkit::compiled;
 
+namespace {
+
+/// ``f(args, C{}, X{})`` with the views ``off, ci, cj, mass, row_pair, row_weight, index, indptr, indices, data`` of
+/// the kernels that write a pair system from plan slots (``indptr`` of element type P), C the cell type of ``ci``
+/// and X the index type of ``index``.
+template <class P, class A, class F>
+decltype(auto) slot_fill(const In &off, const In &ci, const In &cj, const In &mass, const In &row_pair,
+                         const In &row_weight, const In &index, const A &indptr, const Out &indices_, const Out &data,
+                         F &&f) {
+    return indices(ci, "ci", [&](auto cell_type) {
+        return indices(index, "index", [&](auto index_type) {
+            using C = decltype(cell_type);
+            using X = decltype(index_type);
+            const auto args = std::make_tuple(
+                vec<i64>(off, "off"), vec<C>(ci, "ci"), vec<C>(cj, "cj"), vec<double>(mass, "mass"),
+                vec<i64>(row_pair, "row_pair"), vec<double>(row_weight, "row_weight"), mat<X>(index, "index"),
+                vec<P>(indptr, "indptr"), vec<std::int32_t>(indices_, "indices"), vec<double>(data, "data"));
+            return f(args, C{}, X{});
+        });
+    });
+}
+
+}  // namespace
+
 void bind_compiled(nb::module_ m) {
     m.def("_count_slots", [](In off, In ci, In cj, In mass, In row_pair, In index, Out counts) {
         indices(ci, "ci", [&](auto cell_type) {
@@ -83,34 +107,24 @@ void bind_compiled(nb::module_ m) {
     });
     m.def("_fill_slots", [](In off, In ci, In cj, In mass, In row_pair, In row_weight, In index, In indptr,
                             Out indices_, Out data) {
-        indices(ci, "ci", [&](auto cell_type) {
-            indices(index, "index", [&](auto index_type) {
-                using C = decltype(cell_type);
-                using X = decltype(index_type);
-                const auto args = std::make_tuple(
-                    vec<i64>(off, "off"), vec<C>(ci, "ci"), vec<C>(cj, "cj"), vec<double>(mass, "mass"),
-                    vec<i64>(row_pair, "row_pair"), vec<double>(row_weight, "row_weight"), mat<X>(index, "index"),
-                    vec<i64>(indptr, "indptr"), vec<std::int32_t>(indices_, "indices"), vec<double>(data, "data"));
-                nb::gil_scoped_release release;
-                std::apply(called(&cc::fill_slots<C, i64, X, i64, std::int32_t, double>), args);
-            });
-        });
+        slot_fill<i64>(off, ci, cj, mass, row_pair, row_weight, index, indptr, indices_, data,
+                       [](const auto &args, auto cell_type, auto index_type) {
+                           using C = decltype(cell_type);
+                           using X = decltype(index_type);
+                           nb::gil_scoped_release release;
+                           std::apply(called(&cc::fill_slots<C, i64, X, i64, std::int32_t, double>), args);
+                       });
     });
     m.def("_fill_in_order", [](In off, In ci, In cj, In mass, In row_pair, In row_weight, In index, Out indptr,
                                Out indices_, Out data) {
-        return indices(ci, "ci", [&](auto cell_type) {
-            return indices(index, "index", [&](auto index_type) {
+        return slot_fill<std::int32_t>(
+            off, ci, cj, mass, row_pair, row_weight, index, indptr, indices_, data,
+            [](const auto &args, auto cell_type, auto index_type) {
                 using C = decltype(cell_type);
                 using X = decltype(index_type);
-                const auto args = std::make_tuple(
-                    vec<i64>(off, "off"), vec<C>(ci, "ci"), vec<C>(cj, "cj"), vec<double>(mass, "mass"),
-                    vec<i64>(row_pair, "row_pair"), vec<double>(row_weight, "row_weight"), mat<X>(index, "index"),
-                    vec<std::int32_t>(indptr, "indptr"), vec<std::int32_t>(indices_, "indices"),
-                    vec<double>(data, "data"));
                 nb::gil_scoped_release release;
                 return std::apply(called(&cc::fill_in_order<C, i64, X, std::int32_t, std::int32_t, double>), args);
             });
-        });
     });
     m.def("_eps_bar_pass", [](In S, In T, In index, i64 m_, In a_ptr, In a_idx, In a_bp, In x_ptr, In x_idx, In x_bp,
                               i64 mode, Out counts, In indptr, Out indices_, Out data, In vec_, Out out) {
